@@ -1,0 +1,18 @@
+# BLADE-FL reproduction workflow. The rules live in workflow/rules/*.smk; the science in the
+# `bladefl` library (src/bladefl), which every rule calls through the `bladefl` CLI.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

@@ -1,0 +1,101 @@
+"""Dataset registry (names, files, pinned checksums) and loading through torchvision."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A dataset: its config name, torchvision class/folder name and pinned SHA-256 values."""
+
+    name: str
+    torchvision_name: str
+    sha256: dict[str, str]
+    num_classes: int = 10
+
+    def raw_dir(self, root: str | Path) -> Path:
+        """torchvision's layout: ``<root>/<ClassName>/raw``."""
+        return Path(root) / self.torchvision_name / "raw"
+
+
+MNIST = DatasetSpec(
+    name="mnist",
+    torchvision_name="MNIST",
+    sha256={
+        "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+        "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+        "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+        "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+    },
+)
+
+FASHION_MNIST = DatasetSpec(
+    name="fashion_mnist",
+    torchvision_name="FashionMNIST",
+    sha256={
+        "train-images-idx3-ubyte": "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
+        "train-labels-idx1-ubyte": "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
+        "t10k-images-idx3-ubyte": "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
+        "t10k-labels-idx1-ubyte": "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34",
+    },
+)
+
+SPECS: dict[str, DatasetSpec] = {s.name: s for s in (MNIST, FASHION_MNIST)}
+TRAIN_SIZE = 60_000
+TEST_SIZE = 10_000
+
+
+def get_spec(name: str) -> DatasetSpec:
+    try:
+        return SPECS[name]
+    except KeyError:
+        raise ValueError(f"dataset must be one of {sorted(SPECS)} (got {name!r})") from None
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ArrayDataset:
+    """Images as float32 in [0, 1], shape [n, 784]; labels as int64, shape [n]."""
+
+    x: np.ndarray
+    y: np.ndarray
+
+
+def load(name: str, root: str | Path, train: bool) -> ArrayDataset:
+    """Load a split through ``torchvision.datasets`` (``download=False``)."""
+    import torchvision
+
+    spec = get_spec(name)
+    missing = [f for f in FILES if not (spec.raw_dir(root) / f).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{spec.raw_dir(root)} lacks {missing}; run `bladefl fetch --dataset {name}` first"
+        )
+    cls = getattr(torchvision.datasets, spec.torchvision_name)
+    ds = cls(root=str(root), train=train, download=False)
+    x = ds.data.numpy().reshape(len(ds.data), -1).astype(np.float32) / np.float32(255.0)
+    return ArrayDataset(x=x, y=ds.targets.numpy().astype(np.int64))
+
+
+def checksums(name: str) -> dict[str, str]:
+    """The pinned SHA-256 values of a dataset's four raw files (for provenance records)."""
+    return dict(get_spec(name).sha256)

