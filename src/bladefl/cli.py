@@ -30,6 +30,39 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .runner import run_cell
+
+    cfg = load_config(args.config, args.set)  # every field validated before any work starts
+    summary = run_cell(cfg, args.out, progress=not args.quiet)
+    for row in summary["per_K"]:
+        if row["status"] == "ok":
+            print(f"K={row['K']:>2} tau={row['tau']:>3} train_loss={row['train_loss']:.4f} "
+                  f"test_loss={row['test_loss']:.4f} test_acc={row['test_accuracy']:.4f}")
+        else:
+            print(f"K={row['K']:>2} tau={row['tau']:>3} {row['status']}")
+    print(f"wrote {args.out}/rounds.csv and {args.out}/summary.json ({summary['seconds']['total']:.1f} s)")
+    return 0
+
+
+def _cmd_chain_verify(args: argparse.Namespace) -> int:
+    from .chain import verify_chain
+
+    problem = verify_chain(args.path, store=args.store)
+    if problem is None:
+        print(f"{args.path}: chain valid")
+        return 0
+    print(f"{args.path}: block at height {problem.height}: {problem.reason}")
+    return 1
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bladefl", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -47,6 +80,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default="data/raw")
     p.add_argument("--out", default="data/partitions")
     p.set_defaults(func=_cmd_partition)
+
+    p = sub.add_parser("run", help="run one cell over its K values (per-round CSV, summary JSON)")
+    p.add_argument("--config", help="run config YAML, e.g. config/profiles/paper.yaml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field, e.g. --set time.beta=6 --set dataset=fashion_mnist")
+    p.add_argument("--out", default="results/run", help="output folder (default: results/run)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("chain", help="ledger tools")
+    chain_sub = p.add_subparsers(dest="chain_command", required=True)
+    v = chain_sub.add_parser("verify", help="re-check a saved chain from scratch")
+    v.add_argument("path", help="a saved chain, e.g. results/run/chains/K5.json")
+    v.add_argument("--store", help="content-addressed model store to re-hash (e.g. results/run/models)")
+    v.set_defaults(func=_cmd_chain_verify)
+
+    p = sub.add_parser("bench", help="engine vs GEMM peak vs a per-client loop; chain share; memory")
+    p.add_argument("--config", help="run config YAML (default: the paper profile defaults)")
+    p.add_argument("--data-dir", default="data/raw")
+    p.add_argument("--quick", action="store_true", help="fewer repetitions")
+    p.set_defaults(func=_cmd_bench)
     return parser
 
 

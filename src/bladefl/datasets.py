@@ -23,6 +23,8 @@ class DatasetSpec:
     name: str
     torchvision_name: str
     sha256: dict[str, str]
+    mean: float  # pixel mean and std of the training set in [0, 1] units (for normalisation)
+    std: float
     num_classes: int = 10
 
     def raw_dir(self, root: str | Path) -> Path:
@@ -33,6 +35,8 @@ class DatasetSpec:
 MNIST = DatasetSpec(
     name="mnist",
     torchvision_name="MNIST",
+    mean=0.1307,
+    std=0.3081,
     sha256={
         "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
         "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
@@ -44,6 +48,8 @@ MNIST = DatasetSpec(
 FASHION_MNIST = DatasetSpec(
     name="fashion_mnist",
     torchvision_name="FashionMNIST",
+    mean=0.2860,
+    std=0.3530,
     sha256={
         "train-images-idx3-ubyte": "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
         "train-labels-idx1-ubyte": "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
@@ -80,8 +86,12 @@ class ArrayDataset:
     y: np.ndarray
 
 
-def load(name: str, root: str | Path, train: bool) -> ArrayDataset:
-    """Load a split through ``torchvision.datasets`` (``download=False``)."""
+def load(name: str, root: str | Path, train: bool, normalize: bool = False) -> ArrayDataset:
+    """Load a split through ``torchvision.datasets`` (``download=False``).
+
+    Pixels are scaled to [0, 1]; with ``normalize`` they are standardised with the training
+    set's mean and std (torchvision's usual ``Normalize`` constants).
+    """
     import torchvision
 
     spec = get_spec(name)
@@ -93,6 +103,8 @@ def load(name: str, root: str | Path, train: bool) -> ArrayDataset:
     cls = getattr(torchvision.datasets, spec.torchvision_name)
     ds = cls(root=str(root), train=train, download=False)
     x = ds.data.numpy().reshape(len(ds.data), -1).astype(np.float32) / np.float32(255.0)
+    if normalize:
+        x = (x - np.float32(spec.mean)) / np.float32(spec.std)
     return ArrayDataset(x=x, y=ds.targets.numpy().astype(np.int64))
 
 

@@ -1,0 +1,227 @@
+"""Run configuration of one experiment cell: nested frozen dataclasses, loadable from YAML.
+
+Every field is validated when the config is built; the error names the field (dotted path)
+and the allowed values. ``load_config(path, overrides)`` applies ``key=value`` overrides
+(``--set time.beta=6``) before validation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .datasets import SPECS, TRAIN_SIZE
+from .partition import PartitionSpec, partition_errors
+
+
+class ConfigError(ValueError):
+    """Invalid run configuration; the message names every bad field."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    hidden: int = 256
+    activation: str = "relu"  # relu | none
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    eta: float = 0.01
+    iteration: str = "epoch"  # full_batch | epoch
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class TimeConfig:
+    alpha: float = 1.0
+    beta: float = 10.0
+    t_sum: float = 100.0
+    K: tuple[int, ...] = tuple(range(1, 10))
+
+
+@dataclass(frozen=True)
+class LazyConfig:
+    ratio: float = 0.0  # M / N
+    sigma2: float = 0.0  # variance of the noise a lazy client adds to every parameter
+    counterfactual: bool = False  # also train lazy clients to measure theta
+
+
+@dataclass(frozen=True)
+class PrivacyConfig:
+    epsilon: float = math.inf  # inf disables local DP
+    delta: float = 1e-5
+    clip: float = 20.0
+
+
+@dataclass(frozen=True)
+class ChainConfig:
+    difficulty_bits: int = 12
+    block_time: str = "fixed"  # fixed | exponential
+    save_models: bool = False  # content-addressed store of uploaded models
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    constants: bool = False  # measure L, xi, delta at every aggregation (see bladefl.constants)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dataset: str = "mnist"
+    partition: PartitionSpec = field(default_factory=PartitionSpec)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    time: TimeConfig = field(default_factory=TimeConfig)
+    lazy: LazyConfig = field(default_factory=LazyConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    chain: ChainConfig = field(default_factory=ChainConfig)
+    measure: MeasureConfig = field(default_factory=MeasureConfig)
+    seed: int = 0
+    device: str = "auto"  # auto | cpu | cuda
+    data_dir: str = "data/raw"
+    normalize: bool = True  # standardise pixels with the dataset's mean and std
+
+    @property
+    def num_lazy(self) -> int:
+        return int(round(self.lazy.ratio * self.partition.N))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["time"]["K"] = list(self.time.K)
+        return out
+
+
+SECTIONS = {
+    "partition": PartitionSpec,
+    "model": ModelConfig,
+    "train": TrainConfig,
+    "time": TimeConfig,
+    "lazy": LazyConfig,
+    "privacy": PrivacyConfig,
+    "chain": ChainConfig,
+    "measure": MeasureConfig,
+}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _errors(raw: dict[str, Any]) -> list[str]:
+    e: list[str] = []
+
+    def need(ok: bool, path: str, allowed: str, value: Any) -> None:
+        if not ok:
+            e.append(f"{path} must be {allowed} (got {value!r})")
+
+    need(raw["dataset"] in SPECS, "dataset", f"one of {sorted(SPECS)}", raw["dataset"])
+    need(raw["device"] in ("auto", "cpu", "cuda"), "device", "one of ['auto', 'cpu', 'cuda']", raw["device"])
+    need(_is_int(raw["seed"]) and raw["seed"] >= 0, "seed", "an integer >= 0", raw["seed"])
+    e.extend(partition_errors(_Bag(raw["partition"]), train_size=TRAIN_SIZE))
+    m, t, tm = raw["model"], raw["train"], raw["time"]
+    need(_is_int(m["hidden"]) and m["hidden"] >= 1, "model.hidden", "an integer >= 1", m["hidden"])
+    need(m["activation"] in ("relu", "none"), "model.activation", "one of ['relu', 'none']", m["activation"])
+    need(_is_num(t["eta"]) and t["eta"] > 0, "train.eta", "a number > 0", t["eta"])
+    need(t["iteration"] in ("full_batch", "epoch"), "train.iteration", "one of ['full_batch', 'epoch']",
+         t["iteration"])
+    need(_is_int(t["batch_size"]) and t["batch_size"] >= 1, "train.batch_size", "an integer >= 1", t["batch_size"])
+    for name in ("alpha", "beta", "t_sum"):
+        need(_is_num(tm[name]) and tm[name] > 0, f"time.{name}", "a number > 0", tm[name])
+    ks = tm["K"]
+    need(isinstance(ks, (list, tuple)) and len(ks) > 0 and all(_is_int(k) and k >= 1 for k in ks),
+         "time.K", "a non-empty list of integers >= 1", ks)
+    lz, pv, ch = raw["lazy"], raw["privacy"], raw["chain"]
+    need(_is_num(lz["ratio"]) and 0 <= lz["ratio"] < 1, "lazy.ratio", "a number in [0, 1)", lz["ratio"])
+    need(_is_num(lz["sigma2"]) and lz["sigma2"] >= 0, "lazy.sigma2", "a number >= 0", lz["sigma2"])
+    need(isinstance(lz["counterfactual"], bool), "lazy.counterfactual", "true or false", lz["counterfactual"])
+    need(_is_num(pv["epsilon"]) and pv["epsilon"] > 0, "privacy.epsilon", "a number > 0 (inf disables DP)",
+         pv["epsilon"])
+    need(_is_num(pv["delta"]) and 0 < pv["delta"] < 1, "privacy.delta", "a number in (0, 1)", pv["delta"])
+    need(_is_num(pv["clip"]) and pv["clip"] > 0, "privacy.clip", "a number > 0", pv["clip"])
+    need(_is_int(ch["difficulty_bits"]) and 0 <= ch["difficulty_bits"] <= 32, "chain.difficulty_bits",
+         "an integer in 0..32", ch["difficulty_bits"])
+    need(ch["block_time"] in ("fixed", "exponential"), "chain.block_time", "one of ['fixed', 'exponential']",
+         ch["block_time"])
+    need(isinstance(ch["save_models"], bool), "chain.save_models", "true or false", ch["save_models"])
+    need(isinstance(raw["normalize"], bool), "normalize", "true or false", raw["normalize"])
+    need(isinstance(raw["data_dir"], str), "data_dir", "a path", raw["data_dir"])
+    need(isinstance(raw["measure"]["constants"], bool), "measure.constants", "true or false",
+         raw["measure"]["constants"])
+    if not e and int(round(lz["ratio"] * raw["partition"]["N"])) >= raw["partition"]["N"]:
+        e.append(f"lazy.ratio must leave at least one honest client (got {lz['ratio']} of N={raw['partition']['N']})")
+    return e
+
+
+class _Bag:
+    def __init__(self, d: Mapping[str, Any]) -> None:
+        self.__dict__.update(d)
+
+
+def _coerce(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", ".inf", "infinity"):
+        return math.inf
+    return value
+
+
+def _merge(defaults: dict[str, Any], given: Mapping[str, Any], where: str) -> dict[str, Any]:
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ConfigError(f"{where or 'config'}: unknown field(s) {unknown}; allowed: {sorted(defaults)}")
+    out = dict(defaults)
+    for key, value in given.items():
+        if isinstance(defaults[key], dict):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{where}{key} must be a mapping (got {value!r})")
+            out[key] = _merge(defaults[key], value, f"{where}{key}.")
+        else:
+            out[key] = _coerce(value)
+    return out
+
+
+def from_dict(data: Mapping[str, Any]) -> RunConfig:
+    """Build and validate a :class:`RunConfig` (missing fields take their defaults)."""
+    defaults = RunConfig().to_dict()
+    raw = _merge(defaults, data, "")
+    errors = _errors(raw)
+    if errors:
+        raise ConfigError("invalid run config: " + "; ".join(errors))
+    kwargs = {k: v for k, v in raw.items() if k not in SECTIONS}
+    for name, cls in SECTIONS.items():
+        section = dict(raw[name])
+        if name == "time":
+            section["K"] = tuple(section["K"])
+        kwargs[name] = cls(**section)
+    return RunConfig(**kwargs)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    if "=" not in text:
+        raise ConfigError(f"override must look like key=value (got {text!r})")
+    key, value = text.split("=", 1)
+    return key.strip().split("."), yaml.safe_load(value)
+
+
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    out = yaml.safe_load(yaml.safe_dump(data)) or {}
+    for item in overrides:
+        path, value = parse_override(item)
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return out
+
+
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
+    data = yaml.safe_load(Path(path).read_text()) if path else {}
+    return from_dict(apply_overrides(data or {}, overrides))

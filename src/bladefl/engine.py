@@ -1,0 +1,230 @@
+"""One BLADE-FL run: K integrated rounds under the time budget (paper, "Proposed Framework").
+
+Each round: (1) every honest client trains tau local iterations, all clients at once as one
+batched computation; lazy clients plagiarize instead; optional local DP; (2) every client signs
+its upload as a transaction and receivers verify signatures and digests; (3) the clients race
+to mine a proof-of-work block of the accepted transactions; (4) every client validates the
+block and it is appended if a majority accepts; (5) every client continues from the FedAvg of
+exactly the models in the block.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import aggregation, atomic, datasets, lazy, mlp, privacy, trainer, transactions
+from .chain import Block, Ledger, majority_accepts
+from .config import RunConfig
+from .partition import make_partition
+from .pow import BlockHeader, merkle_root, mine, race
+from .rng import numpy_rng, torch_generator
+from .timemodel import Allocation, allocate
+
+# tamper(round, transactions, payloads) -> (transactions, payloads); used by tests and demos
+# to play an attacker between signing and reception.
+Tamper = Callable[[int, list[transactions.Transaction], dict[int, bytes]],
+                  tuple[list[transactions.Transaction], dict[int, bytes]]]
+
+
+@dataclass(frozen=True)
+class ClientData:
+    x: torch.Tensor  # [N, n, d] float32
+    y: torch.Tensor  # [N, n] int64
+    x_test: torch.Tensor  # [T, d]
+    y_test: torch.Tensor  # [T]
+
+    @property
+    def N(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def n(self) -> int:
+        return self.x.shape[1]
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device is 'cuda' but no CUDA device is available (use 'auto' or 'cpu')")
+    return torch.device(name)
+
+
+def client_data(train: datasets.ArrayDataset, test: datasets.ArrayDataset, indices: np.ndarray,
+                device: torch.device) -> ClientData:
+    return ClientData(
+        x=torch.from_numpy(train.x[indices]).to(device),
+        y=torch.from_numpy(train.y[indices]).to(device),
+        x_test=torch.from_numpy(test.x).to(device),
+        y_test=torch.from_numpy(test.y).to(device),
+    )
+
+
+def load_client_data(cfg: RunConfig, indices: np.ndarray | None = None) -> ClientData:
+    """Load the dataset and cut it by the run's partition (computed here unless given)."""
+    train = datasets.load(cfg.dataset, cfg.data_dir, train=True, normalize=cfg.normalize)
+    test = datasets.load(cfg.dataset, cfg.data_dir, train=False, normalize=cfg.normalize)
+    if indices is None:
+        indices = make_partition(train.y, cfg.partition)
+    return client_data(train, test, indices, resolve_device(cfg.device))
+
+
+def evaluate(model: torch.Tensor, x: torch.Tensor, y: torch.Tensor, shape: mlp.Shape) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of one flat model on samples x [T, d]."""
+    v = mlp.views(model.unsqueeze(0), shape)
+    _, z2 = mlp.forward(v, x.unsqueeze(0), shape)
+    logits = z2[0]
+    loss = torch.nn.functional.cross_entropy(logits, y).item()
+    return loss, (logits.argmax(dim=1) == y).float().mean().item()
+
+
+def global_train_loss(model: torch.Tensor, data: ClientData, shape: mlp.Shape) -> float:
+    """F(w): the mean over clients of each client's loss on its own data."""
+    per_client = mlp.losses(mlp.views(model.expand(data.N, -1), shape), data.x, data.y, shape)
+    return per_client.mean().item()
+
+
+@dataclass
+class RoundRecord:
+    K: int
+    round: int
+    tau: int
+    time_used: float
+    train_loss: float
+    test_loss: float
+    test_accuracy: float
+    block_hash: str
+    miner: int
+    block_time: float
+    votes: int
+    n_in_block: int
+    n_lazy: int
+    n_rejected: int
+    theta: float
+    status: str = "ok"
+
+
+@dataclass
+class KResult:
+    K: int
+    allocation: Allocation
+    status: str  # ok | infeasible
+    rounds: list[RoundRecord] = field(default_factory=list)
+    sigma_dp: float = 0.0
+    train_seconds: float = 0.0
+    chain_seconds: float = 0.0
+    eval_seconds: float = 0.0
+    ledger: Ledger | None = None
+
+    @property
+    def final(self) -> RoundRecord | None:
+        return self.rounds[-1] if self.rounds else None
+
+
+def _uploads(cfg: RunConfig, K: int, k: int, w: torch.Tensor, data: ClientData, roles: lazy.Roles,
+             tau: int, shape: mlp.Shape) -> tuple[torch.Tensor, float]:
+    """Step 1: local training (batched) and the models every client uploads, [N, P]; theta."""
+    train_ids = np.arange(data.N) if cfg.lazy.counterfactual else roles.honest
+    sel = torch.as_tensor(train_ids, device=w.device)
+    local = w.expand(len(train_ids), -1).clone()
+    trainer.train_local(
+        local, data.x[sel], data.y[sel], tau,
+        eta=cfg.train.eta, iteration=cfg.train.iteration, batch_size=cfg.train.batch_size, shape=shape,
+        generator=torch_generator(cfg.seed, "batches", K, k),
+    )
+    uploads = torch.empty(data.N, w.shape[0], device=w.device)
+    pos = {c: i for i, c in enumerate(train_ids)}
+    honest_rows = local[torch.as_tensor([pos[c] for c in roles.honest], device=w.device)]
+    uploads[torch.as_tensor(roles.honest, device=w.device)] = honest_rows
+    theta = math.nan
+    if len(roles.lazy):
+        copied, _ = lazy.plagiarize(honest_rows, len(roles.lazy), cfg.lazy.sigma2,
+                                    numpy_rng(cfg.seed, "lazy-copy", K, k),
+                                    torch_generator(cfg.seed, "lazy-noise", K, k))
+        uploads[torch.as_tensor(roles.lazy, device=w.device)] = copied
+        if cfg.lazy.counterfactual:
+            trained = local[torch.as_tensor([pos[c] for c in roles.lazy], device=w.device)]
+            theta = (trained - copied).norm(dim=1).mean().item()
+    return uploads, theta
+
+
+def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None,
+          tamper: Tamper | None = None, on_round: Callable[[RoundRecord], None] | None = None) -> KResult:
+    """Run BLADE-FL with K integrated rounds; an infeasible K (tau < 1) is reported, not raised."""
+    alloc = allocate(K, cfg.time.alpha, cfg.time.beta, cfg.time.t_sum)
+    result = KResult(K=K, allocation=alloc, status="ok" if alloc.feasible else "infeasible")
+    if not alloc.feasible:
+        return result
+    shape = mlp.Shape(d=data.x.shape[2], h=cfg.model.hidden, activation=cfg.model.activation)
+    N, tau = data.N, alloc.tau
+    roles = lazy.choose_lazy(numpy_rng(cfg.seed, "lazy-set"), N, cfg.num_lazy)
+    keys = [transactions.derive_key(cfg.seed, i) for i in range(N)]
+    ledger = Ledger([transactions.public_hex(k) for k in keys], cfg.chain.difficulty_bits)
+    publics = [k.public_key() for k in keys]
+    result.ledger = ledger
+    result.sigma_dp = privacy.noise_std(cfg.privacy.epsilon, cfg.privacy.delta, cfg.privacy.clip, data.n, K)
+    race_rng = numpy_rng(cfg.seed, "race", K)
+    w = mlp.init(shape, torch_generator(cfg.seed, "init")).to(data.x.device)
+    clock = 0.0
+    for k in range(1, K + 1):
+        t0 = time.perf_counter()
+        uploads, theta = _uploads(cfg, K, k, w, data, roles, tau, shape)
+        uploads = privacy.privatize(uploads, result.sigma_dp, cfg.privacy.clip,
+                                    torch_generator(cfg.seed, "dp", K, k))
+        if uploads.is_cuda:
+            torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        # Step 2: sign, broadcast, verify.
+        payloads = {i: mlp.model_bytes(uploads[i]) for i in range(N)}
+        txs = [transactions.sign(keys[i], k, i, data.n, payloads[i]) for i in range(N)]
+        if tamper is not None:
+            txs, payloads = tamper(k, txs, payloads)
+        accepted = [tx for tx in txs
+                    if transactions.check(tx, publics[tx.client], payloads.get(tx.client)) is None]
+        # Step 3: the mining race; the winner finds a real proof of work.
+        won = race(race_rng, N, cfg.time.beta)
+        block_time = cfg.time.beta if cfg.chain.block_time == "fixed" else won.elapsed
+        clock += tau * cfg.time.alpha + block_time
+        header = mine(BlockHeader(height=ledger.height, prev_hash=ledger.tip,
+                                  merkle_root=merkle_root([tx.tx_hash() for tx in accepted]),
+                                  miner=won.winner, timestamp=round(clock, 9),
+                                  difficulty_bits=cfg.chain.difficulty_bits))
+        block = Block(header, tuple(accepted))
+        # Step 4: every client validates; a majority appends.
+        ok, votes, reason = majority_accepts(block, ledger, validators=N)
+        if not ok:
+            raise RuntimeError(f"block {header.height} rejected by the majority: {reason}")
+        ledger.blocks.append(block)
+        if store is not None:
+            for tx in accepted:
+                target = store / f"{tx.model_sha256}.bin"
+                if not target.exists():
+                    atomic.write_bytes(target, payloads[tx.client])
+        t2 = time.perf_counter()
+        # Step 5: FedAvg over exactly the models in the block.
+        ids = torch.as_tensor([tx.client for tx in block.transactions], device=w.device)
+        weights = torch.as_tensor([float(tx.n_samples) for tx in block.transactions])
+        w = aggregation.fedavg(uploads[ids], weights)
+        train_loss = global_train_loss(w, data, shape)
+        test_loss, test_acc = evaluate(w, data.x_test, data.y_test, shape)
+        t3 = time.perf_counter()
+        result.train_seconds += t1 - t0
+        result.chain_seconds += t2 - t1
+        result.eval_seconds += t3 - t2
+        record = RoundRecord(
+            K=K, round=k, tau=tau, time_used=clock, train_loss=train_loss, test_loss=test_loss,
+            test_accuracy=test_acc, block_hash=block.hash, miner=won.winner, block_time=block_time,
+            votes=votes, n_in_block=len(accepted), n_lazy=len(roles.lazy), n_rejected=N - len(accepted),
+            theta=theta,
+        )
+        result.rounds.append(record)
+        if on_round is not None:
+            on_round(record)
+    return result

@@ -1,0 +1,35 @@
+"""Lazy clients (paper, section "Model of Lazy Clients"): M = round(ratio * N) clients skip
+training, copy a random honest client's model of the same round and add i.i.d. N(0, sigma2)
+noise to every parameter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+@dataclass(frozen=True)
+class Roles:
+    honest: np.ndarray  # sorted client ids
+    lazy: np.ndarray  # sorted client ids
+
+
+def choose_lazy(rng: np.random.Generator, N: int, M: int) -> Roles:
+    if not 0 <= M < N:
+        raise ValueError(f"the number of lazy clients must be in 0..N-1 (got M={M}, N={N})")
+    lazy = np.sort(rng.choice(N, size=M, replace=False)) if M else np.array([], dtype=np.int64)
+    honest = np.setdiff1d(np.arange(N), lazy)
+    return Roles(honest=honest.astype(np.int64), lazy=lazy.astype(np.int64))
+
+
+def plagiarize(honest_models: torch.Tensor, M: int, sigma2: float, rng: np.random.Generator,
+               generator: torch.Generator) -> tuple[torch.Tensor, np.ndarray]:
+    """Uploads [M, P] of the lazy clients and the (row) index of the honest model each copied."""
+    victims = rng.integers(0, honest_models.shape[0], size=M)
+    copied = honest_models[torch.as_tensor(victims, device=honest_models.device)]
+    if sigma2 > 0:
+        noise = torch.randn(copied.shape, generator=generator).to(copied.device)
+        copied = copied + noise * float(np.sqrt(sigma2))
+    return copied, victims

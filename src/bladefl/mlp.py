@@ -1,0 +1,94 @@
+"""A stack of N two-layer perceptrons (784-h-10) held in one flat tensor [N, P].
+
+Layout of a row (the model's canonical form; its little-endian float32 bytes are what a
+transaction's digest covers): W1 [d, h] row-major, b1 [h], W2 [h, c], b2 [c]. The views
+``W1, b1, W2, b2`` share storage with the flat tensor, so aggregation, noise, clipping and
+hashing act on whole models at once while training uses batched matmuls on the views.
+
+Forward and backward are written out (no autograd): softmax cross-entropy,
+z1 = x W1 + b1, a1 = act(z1), z2 = a1 W2 + b2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Shape:
+    d: int = 784
+    h: int = 256
+    c: int = 10
+    activation: str = "relu"
+
+    @property
+    def size(self) -> int:
+        return self.d * self.h + self.h + self.h * self.c + self.c
+
+
+@dataclass(frozen=True)
+class Views:
+    W1: torch.Tensor  # [N, d, h]
+    b1: torch.Tensor  # [N, h]
+    W2: torch.Tensor  # [N, h, c]
+    b2: torch.Tensor  # [N, c]
+
+
+def views(flat: torch.Tensor, shape: Shape) -> Views:
+    N = flat.shape[0]
+    d, h, c = shape.d, shape.h, shape.c
+    o1, o2, o3 = d * h, d * h + h, d * h + h + h * c
+    return Views(
+        W1=flat[:, :o1].view(N, d, h),
+        b1=flat[:, o1:o2],
+        W2=flat[:, o2:o3].view(N, h, c),
+        b2=flat[:, o3:],
+    )
+
+
+def init(shape: Shape, generator: torch.Generator) -> torch.Tensor:
+    """One model [P] with PyTorch's nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    flat = torch.empty(1, shape.size)
+    v = views(flat, shape)
+    for tensor, fan_in in ((v.W1, shape.d), (v.b1, shape.d), (v.W2, shape.h), (v.b2, shape.h)):
+        bound = 1.0 / math.sqrt(fan_in)
+        tensor.copy_(torch.rand(tensor.shape, generator=generator) * (2 * bound) - bound)
+    return flat[0]
+
+
+def forward(v: Views, x: torch.Tensor, shape: Shape) -> tuple[torch.Tensor, torch.Tensor]:
+    """x [N, B, d] -> (z1 [N, B, h], z2 [N, B, c])."""
+    z1 = torch.baddbmm(v.b1.unsqueeze(1), x, v.W1)
+    a1 = torch.relu(z1) if shape.activation == "relu" else z1
+    return z1, torch.baddbmm(v.b2.unsqueeze(1), a1, v.W2)
+
+
+def losses(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> torch.Tensor:
+    """Mean cross-entropy per model on its own batch: [N]."""
+    _, z2 = forward(v, x, shape)
+    return torch.nn.functional.cross_entropy(z2.transpose(1, 2), y, reduction="none").mean(dim=1)
+
+
+def sgd_step(v: Views, x: torch.Tensor, y: torch.Tensor, eta: float, shape: Shape) -> None:
+    """One in-place gradient step of every model on its own batch x [N, B, d], y [N, B]."""
+    B = x.shape[1]
+    z1, z2 = forward(v, x, shape)
+    a1 = torch.relu(z1) if shape.activation == "relu" else z1
+    g2 = torch.softmax(z2, dim=-1)
+    g2.scatter_add_(-1, y.unsqueeze(-1), torch.full_like(g2[..., :1], -1.0))
+    g2.div_(B)
+    da1 = torch.bmm(g2, v.W2.transpose(1, 2))
+    if shape.activation == "relu":
+        da1.mul_(z1 > 0)
+    v.W2.baddbmm_(a1.transpose(1, 2), g2, alpha=-eta)
+    v.b2.sub_(g2.sum(dim=1), alpha=eta)
+    v.W1.baddbmm_(x.transpose(1, 2), da1, alpha=-eta)
+    v.b1.sub_(da1.sum(dim=1), alpha=eta)
+
+
+def model_bytes(row: torch.Tensor) -> bytes:
+    """Canonical bytes of one model: little-endian float32 of the flat layout."""
+    return row.detach().to("cpu", torch.float32).contiguous().numpy().astype("<f4", copy=False).tobytes()

@@ -1,0 +1,44 @@
+"""Local training of all clients at once: one batched computation over the client axis.
+
+``train_local`` runs tau iterations on every row of a stacked model tensor [N, P], each row
+on its own client's data. An iteration is either ``full_batch`` (one gradient-descent step on
+all n samples) or ``epoch`` (one pass of minibatch SGD in a fresh random order per client).
+The only Python loops are over iterations and minibatches, never over clients.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import mlp
+
+
+def epoch_order(generator: torch.Generator, N: int, n: int) -> torch.Tensor:
+    """An independent random permutation of 0..n-1 per client, [N, n] (drawn on the CPU)."""
+    return torch.argsort(torch.rand(N, n, generator=generator), dim=1)
+
+
+def train_local(
+    flat: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    tau: int,
+    *,
+    eta: float,
+    iteration: str,
+    batch_size: int,
+    shape: mlp.Shape,
+    generator: torch.Generator,
+) -> None:
+    """Train every model row of ``flat`` [N, P] in place on x [N, n, d], y [N, n]."""
+    v = mlp.views(flat, shape)
+    N, n, _ = x.shape
+    for _ in range(tau):
+        if iteration == "full_batch":
+            mlp.sgd_step(v, x, y, eta, shape)
+            continue
+        order = epoch_order(generator, N, n).to(x.device)
+        xp = torch.take_along_dim(x, order.unsqueeze(-1), dim=1)
+        yp = torch.take_along_dim(y, order, dim=1)
+        for start in range(0, n, batch_size):
+            mlp.sgd_step(v, xp[:, start : start + batch_size], yp[:, start : start + batch_size], eta, shape)

@@ -1,0 +1,79 @@
+"""Step 2 of a round: signed model transactions (Ed25519, from the ``cryptography`` package).
+
+A transaction holds the round, the client id, the sample count and the SHA-256 of the
+uploaded model's canonical bytes (see :mod:`bladefl.mlp`), signed by the client's key. A
+receiver accepts it only if the signature verifies and the payload it received hashes to the
+digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+
+def derive_key(seed: int, client: int) -> Ed25519PrivateKey:
+    """A client's key pair, derived deterministically from the run seed."""
+    material = hashlib.sha256(f"bladefl-ed25519/{seed}/{client}".encode()).digest()
+    return Ed25519PrivateKey.from_private_bytes(material)
+
+
+def public_hex(key: Ed25519PrivateKey) -> str:
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+
+
+def load_public(hex_key: str) -> Ed25519PublicKey:
+    return Ed25519PublicKey.from_public_bytes(bytes.fromhex(hex_key))
+
+
+@dataclass(frozen=True)
+class Transaction:
+    round: int
+    client: int
+    n_samples: int
+    model_sha256: str
+    signature: str = ""
+
+    def message(self) -> bytes:
+        """The signed bytes: canonical JSON of every field but the signature."""
+        body = {"round": self.round, "client": self.client, "n_samples": self.n_samples,
+                "model_sha256": self.model_sha256}
+        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+    def tx_hash(self) -> str:
+        """Leaf hash for the Merkle tree (covers the signature too)."""
+        return hashlib.sha256(self.message() + bytes.fromhex(self.signature or "")).hexdigest()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def digest(payload: bytes) -> str:
+    return hashlib.sha256(payload).hexdigest()
+
+
+def sign(key: Ed25519PrivateKey, round_: int, client: int, n_samples: int, payload: bytes) -> Transaction:
+    tx = Transaction(round_, client, n_samples, digest(payload))
+    return Transaction(round_, client, n_samples, tx.model_sha256, key.sign(tx.message()).hex())
+
+
+def signature_ok(tx: Transaction, public: Ed25519PublicKey) -> bool:
+    try:
+        public.verify(bytes.fromhex(tx.signature), tx.message())
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def check(tx: Transaction, public: Ed25519PublicKey, payload: bytes | None) -> str | None:
+    """Why a receiver rejects ``tx`` (None if it accepts): bad signature or digest mismatch."""
+    if not signature_ok(tx, public):
+        return "invalid signature"
+    if payload is not None and digest(payload) != tx.model_sha256:
+        return "payload does not match its digest"
+    return None
