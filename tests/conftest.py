@@ -28,3 +28,28 @@ def data_root() -> Path:
     for name in ("mnist", "fashion_mnist"):
         fetch(name, root, sources=("existing", "registry"), log=lambda m: None)
     return root
+
+
+def venv_env() -> dict[str, str]:
+    """The environment with this interpreter's bin folder first on PATH (snakemake, bladefl)."""
+    import sys
+
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def snakemake(cwd: Path, *args: str, timeout: int = 600):
+    import subprocess
+
+    return subprocess.run(["snakemake", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=venv_env())
+
+
+def copy_workflow(dest: Path) -> Path:
+    import shutil
+
+    for item in ("Snakefile", "workflow", "config", "envs"):
+        src = REPO / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / item)
+    return dest

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -10,23 +9,14 @@ import pytest
 import yaml
 
 from bladefl.workflow_config import ConfigError, check
+from conftest import copy_workflow, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def workflow_copy(tmp_path: Path) -> Path:
-    for item in ("Snakefile", "workflow", "config", "envs"):
-        src = REPO / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
-    return tmp_path
-
-
 def dry_run(workdir: Path, config: dict) -> subprocess.CompletedProcess:
     (workdir / "bad.yaml").write_text(yaml.safe_dump(config))
-    return subprocess.run(
-        ["snakemake", "-n", "--cores", "1", "--configfile", "bad.yaml"],
-        cwd=workdir, capture_output=True, text=True, timeout=120,
-    )
+    return snakemake(workdir, "-n", "--cores", "1", "--configfile", "bad.yaml", timeout=120)
 
 
 BASE = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -48,7 +38,7 @@ def test_snakemake_rejects_bad_config_before_any_job(tmp_path, change, message):
     config = {**BASE, **change}
     if "partition" in change:
         config["partition"] = {**BASE["partition"], **change["partition"]}
-    proc = dry_run(workflow_copy(tmp_path), config)
+    proc = dry_run(copy_workflow(tmp_path), config)
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
     assert message in out, out[-2000:]

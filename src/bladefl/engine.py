@@ -122,6 +122,7 @@ class KResult:
     chain_seconds: float = 0.0
     eval_seconds: float = 0.0
     ledger: Ledger | None = None
+    model: torch.Tensor | None = None  # the final aggregate
 
     @property
     def final(self) -> RoundRecord | None:
@@ -227,4 +228,5 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
         result.rounds.append(record)
         if on_round is not None:
             on_round(record)
+    result.model = w
     return result

@@ -1,0 +1,145 @@
+"""Transactions, proof of work, validation, and `bladefl chain verify` against tampering."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from bladefl import transactions as txm
+from bladefl.chain import Block, Ledger, block_problem, majority_accepts, verify_chain
+from bladefl.cli import main
+from bladefl.pow import BlockHeader, meets_target, merkle_root, mine, race
+
+
+def make_chain(tmp_path, rounds=3, N=4, bits=8, store=True):
+    keys = [txm.derive_key(7, i) for i in range(N)]
+    ledger = Ledger([txm.public_hex(k) for k in keys], bits)
+    models = tmp_path / "models"
+    models.mkdir(exist_ok=True)
+    for k in range(1, rounds + 1):
+        txs = []
+        for i in range(N):
+            payload = np.full(5, k * 10 + i, dtype="<f4").tobytes()
+            (models / f"{txm.digest(payload)}.bin").write_bytes(payload)
+            txs.append(txm.sign(keys[i], k, i, 512, payload))
+        header = mine(BlockHeader(ledger.height, ledger.tip, merkle_root([t.tx_hash() for t in txs]), k % N,
+                                  float(k), bits))
+        ok, votes, _ = majority_accepts(Block(header, tuple(txs)), ledger, validators=N)
+        assert ok and votes == N
+        ledger.blocks.append(Block(header, tuple(txs)))
+    path = tmp_path / "chain.json"
+    ledger.save(path)
+    return path, models
+
+
+def test_keys_are_deterministic_and_distinct():
+    assert txm.public_hex(txm.derive_key(1, 0)) == txm.public_hex(txm.derive_key(1, 0))
+    assert txm.public_hex(txm.derive_key(1, 0)) != txm.public_hex(txm.derive_key(1, 1))
+    assert txm.public_hex(txm.derive_key(1, 0)) != txm.public_hex(txm.derive_key(2, 0))
+
+
+def test_forged_signature_and_wrong_payload_are_rejected():
+    key, other = txm.derive_key(0, 0), txm.derive_key(0, 1)
+    payload = b"model-bytes"
+    tx = txm.sign(key, 1, 0, 512, payload)
+    assert txm.check(tx, key.public_key(), payload) is None
+    forged = txm.sign(other, 1, 0, 512, payload)  # client 1 signs in the name of client 0
+    assert txm.check(forged, key.public_key(), payload) == "invalid signature"
+    assert txm.check(replace(tx, n_samples=10_000), key.public_key(), payload) == "invalid signature"
+    assert txm.check(tx, key.public_key(), b"model-bytez") == "payload does not match its digest"
+
+
+def test_mined_header_meets_target_and_altered_one_is_checked():
+    header = mine(BlockHeader(1, "0" * 64, "ab" * 32, 3, 10.0, 12))
+    assert meets_target(header)
+    assert int(header.hash(), 16) < 1 << (256 - 12)
+    bad = [n for n in range(50) if not meets_target(replace(header, nonce=n))]
+    assert len(bad) >= 40  # most nonces fail at 12 bits: the check is real
+
+
+def test_merkle_root_depends_on_every_leaf_and_order():
+    leaves = [txm.digest(bytes([i])) for i in range(5)]
+    root = merkle_root(leaves)
+    assert root != merkle_root(leaves[::-1])
+    assert root != merkle_root(leaves[:4] + [txm.digest(b"x")])
+
+
+def test_race_is_fair_and_has_mean_beta():
+    rng = np.random.default_rng(0)
+    draws = [race(rng, 10, 6.0) for _ in range(20000)]
+    wins = np.bincount([d.winner for d in draws], minlength=10) / len(draws)
+    assert np.abs(wins - 0.1).max() < 0.02
+    assert np.mean([d.elapsed for d in draws]) == pytest.approx(6.0, rel=0.03)
+
+
+def test_saved_chain_verifies(tmp_path):
+    path, models = make_chain(tmp_path)
+    assert verify_chain(path, store=models) is None
+    assert main(["chain", "verify", str(path), "--store", str(models)]) == 0
+
+
+def tamper(path, fn):
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    "mutate, height, reason",
+    [
+        (lambda d: d["blocks"][1]["header"].update(miner=0), 2, "stored block hash does not match"),
+        (lambda d: d["blocks"][2]["transactions"][1].update(n_samples=1), 3, "Merkle root"),
+        (lambda d: d["blocks"].__setitem__(slice(0, 2), d["blocks"][1::-1]), 1, "height is 2, expected 1"),
+        (lambda d: d["blocks"].pop(0), 1, "height is 2, expected 1"),
+    ],
+    ids=["header", "transaction", "order", "missing-block"],
+)
+def test_tampering_is_detected_with_height_and_reason(tmp_path, capsys, mutate, height, reason):
+    path, models = make_chain(tmp_path)
+    tamper(path, mutate)
+    problem = verify_chain(path, store=models)
+    assert problem is not None and problem.height == height and reason in problem.reason
+    assert main(["chain", "verify", str(path)]) == 1
+    assert f"height {height}" in capsys.readouterr().out
+
+
+def test_rehashed_header_with_tampered_fields_fails_pow_or_link(tmp_path):
+    path, models = make_chain(tmp_path)
+    from bladefl.chain import block_from_dict
+
+    def rehash(d):  # an attacker who also fixes the stored hash
+        d["blocks"][0]["header"]["timestamp"] = 99.0
+        d["blocks"][0]["hash"] = block_from_dict(d["blocks"][0]).hash
+
+    tamper(path, rehash)
+    problem = verify_chain(path, store=models)
+    assert problem is not None and problem.height in (1, 2)
+    assert "proof of work" in problem.reason or "previous hash" in problem.reason
+
+
+def test_tampered_model_payload_is_detected(tmp_path):
+    path, models = make_chain(tmp_path)
+    victim = json.loads(path.read_text())["blocks"][1]["transactions"][2]["model_sha256"]
+    f = models / f"{victim}.bin"
+    blob = bytearray(f.read_bytes())
+    blob[-1] ^= 0x01
+    f.write_bytes(bytes(blob))
+    problem = verify_chain(path, store=models)
+    assert problem.height == 2 and "payload does not match its digest" in problem.reason
+
+
+def test_validators_reject_block_with_bad_signature(tmp_path):
+    path, _ = make_chain(tmp_path, rounds=1)
+    data = json.loads(path.read_text())
+    ledger = Ledger(data["genesis"]["public_keys"], data["genesis"]["difficulty_bits"])
+    keys = [txm.derive_key(7, i) for i in range(4)]
+    txs = [txm.sign(keys[i], 1, i, 512, b"m%d" % i) for i in range(4)]
+    txs[2] = replace(txs[2], signature=txm.derive_key(9, 9).sign(txs[2].message()).hex())
+    header = mine(BlockHeader(1, ledger.tip, merkle_root([t.tx_hash() for t in txs]), 0, 1.0, 8))
+    ok, votes, reason = majority_accepts(Block(header, tuple(txs)), ledger, validators=4)
+    assert not ok and votes == 0 and "client 2: invalid signature" in reason
+    assert block_problem(Block(header, tuple(txs[:2] + txs[3:])), ledger.tip, 1, ledger.public_keys) == \
+        "Merkle root does not match the transactions"
