@@ -36,8 +36,13 @@ class Block:
 
 
 def block_problem(block: Block, prev_hash: str, height: int, public_keys: list[str],
-                  payloads: dict[str, bytes] | None = None) -> str | None:
-    """What a validator finds wrong with ``block`` (None when it accepts it)."""
+                  payloads: dict[str, bytes] | None = None, verified: frozenset[str] = frozenset()) -> str | None:
+    """What a validator finds wrong with ``block`` (None when it accepts it).
+
+    ``verified`` holds the hashes of transactions whose signatures this validator already
+    checked when it received them (step 2), as Bitcoin's signature cache does; any other
+    transaction in the block is verified in full.
+    """
     h = block.header
     if h.height != height:
         return f"height is {h.height}, expected {height}"
@@ -55,6 +60,8 @@ def block_problem(block: Block, prev_hash: str, height: int, public_keys: list[s
         payload = None if payloads is None else payloads.get(tx.model_sha256)
         if payloads is not None and payload is None:
             return f"model {tx.model_sha256[:12]} of client {tx.client} is missing from the store"
+        if payload is None and tx.tx_hash() in verified:
+            continue
         reason = check(tx, load_public(public_keys[tx.client]), payload)
         if reason:
             return f"transaction of client {tx.client}: {reason}"
@@ -87,12 +94,14 @@ class Ledger:
         atomic.write_json(path, self.to_dict())
 
 
-def majority_accepts(block: Block, ledger: Ledger, validators: int) -> tuple[bool, int, str | None]:
+def majority_accepts(block: Block, ledger: Ledger, validators: int,
+                     verified: frozenset[str] = frozenset()) -> tuple[bool, int, str | None]:
     """Every validator checks the block against its own copy of the ledger; a strict majority
-    must accept it. Returns (accepted, votes, reason of a rejection)."""
+    must accept it. Returns (accepted, votes, reason of a rejection). ``verified``: the
+    transactions every validator verified on reception (see :func:`block_problem`)."""
     votes, reason = 0, None
     for _ in range(validators):
-        problem = block_problem(block, ledger.tip, ledger.height, ledger.public_keys)
+        problem = block_problem(block, ledger.tip, ledger.height, ledger.public_keys, verified=verified)
         if problem is None:
             votes += 1
         else:

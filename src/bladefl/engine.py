@@ -199,7 +199,8 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
                                   difficulty_bits=cfg.chain.difficulty_bits))
         block = Block(header, tuple(accepted))
         # Step 4: every client validates; a majority appends.
-        ok, votes, reason = majority_accepts(block, ledger, validators=N)
+        ok, votes, reason = majority_accepts(block, ledger, validators=N,
+                                             verified=frozenset(tx.tx_hash() for tx in accepted))
         if not ok:
             raise RuntimeError(f"block {header.height} rejected by the majority: {reason}")
         ledger.blocks.append(block)

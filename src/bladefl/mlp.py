@@ -6,7 +6,7 @@ transaction's digest covers): W1 [d, h] row-major, b1 [h], W2 [h, c], b2 [c]. Th
 hashing act on whole models at once while training uses batched matmuls on the views.
 
 Forward and backward are written out (no autograd): softmax cross-entropy,
-z1 = x W1 + b1, a1 = act(z1), z2 = a1 W2 + b2.
+a1 = act(x W1 + b1), z2 = a1 W2 + b2.
 """
 
 from __future__ import annotations
@@ -60,10 +60,11 @@ def init(shape: Shape, generator: torch.Generator) -> torch.Tensor:
 
 
 def forward(v: Views, x: torch.Tensor, shape: Shape) -> tuple[torch.Tensor, torch.Tensor]:
-    """x [N, B, d] -> (z1 [N, B, h], z2 [N, B, c])."""
-    z1 = torch.baddbmm(v.b1.unsqueeze(1), x, v.W1)
-    a1 = torch.relu(z1) if shape.activation == "relu" else z1
-    return z1, torch.baddbmm(v.b2.unsqueeze(1), a1, v.W2)
+    """x [N, B, d] -> (a1 [N, B, h], z2 [N, B, c]); a1 = act(x W1 + b1)."""
+    a1 = torch.baddbmm(v.b1.unsqueeze(1), x, v.W1)
+    if shape.activation == "relu":
+        a1.relu_()
+    return a1, torch.baddbmm(v.b2.unsqueeze(1), a1, v.W2)
 
 
 def losses(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> torch.Tensor:
@@ -75,14 +76,13 @@ def losses(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> torch.Te
 def sgd_step(v: Views, x: torch.Tensor, y: torch.Tensor, eta: float, shape: Shape) -> None:
     """One in-place gradient step of every model on its own batch x [N, B, d], y [N, B]."""
     B = x.shape[1]
-    z1, z2 = forward(v, x, shape)
-    a1 = torch.relu(z1) if shape.activation == "relu" else z1
+    a1, z2 = forward(v, x, shape)
     g2 = torch.softmax(z2, dim=-1)
     g2.scatter_add_(-1, y.unsqueeze(-1), torch.full_like(g2[..., :1], -1.0))
     g2.div_(B)
     da1 = torch.bmm(g2, v.W2.transpose(1, 2))
     if shape.activation == "relu":
-        da1.mul_(z1 > 0)
+        da1.mul_(a1 > 0)  # relu'(z1) = 1 where a1 = relu(z1) > 0
     v.W2.baddbmm_(a1.transpose(1, 2), g2, alpha=-eta)
     v.b2.sub_(g2.sum(dim=1), alpha=eta)
     v.W1.baddbmm_(x.transpose(1, 2), da1, alpha=-eta)

@@ -32,13 +32,17 @@ def train_local(
 ) -> None:
     """Train every model row of ``flat`` [N, P] in place on x [N, n, d], y [N, n]."""
     v = mlp.views(flat, shape)
-    N, n, _ = x.shape
+    N, n, d = x.shape
+    x_rows, y_rows = x.reshape(N * n, d), y.reshape(N * n)
+    offsets = torch.arange(N, device=x.device).unsqueeze(1) * n
     for _ in range(tau):
         if iteration == "full_batch":
             mlp.sgd_step(v, x, y, eta, shape)
             continue
-        order = epoch_order(generator, N, n).to(x.device)
-        xp = torch.take_along_dim(x, order.unsqueeze(-1), dim=1)
-        yp = torch.take_along_dim(y, order, dim=1)
+        # One row gather per epoch (index_select is a plain row copy, far cheaper than
+        # take_along_dim); the minibatches are then slices of the shuffled copy.
+        rows = (epoch_order(generator, N, n).to(x.device) + offsets).reshape(-1)
+        xp = x_rows.index_select(0, rows).view(N, n, d)
+        yp = y_rows.index_select(0, rows).view(N, n)
         for start in range(0, n, batch_size):
             mlp.sgd_step(v, xp[:, start : start + batch_size], yp[:, start : start + batch_size], eta, shape)

@@ -8,6 +8,7 @@ digest.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -45,9 +46,13 @@ class Transaction:
                 "model_sha256": self.model_sha256}
         return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
-    def tx_hash(self) -> str:
-        """Leaf hash for the Merkle tree (covers the signature too)."""
+    @functools.cached_property
+    def _hash(self) -> str:
         return hashlib.sha256(self.message() + bytes.fromhex(self.signature or "")).hexdigest()
+
+    def tx_hash(self) -> str:
+        """Leaf hash for the Merkle tree (covers the signature too); computed once per object."""
+        return self._hash
 
     def to_dict(self) -> dict:
         return asdict(self)

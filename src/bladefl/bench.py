@@ -1,0 +1,184 @@
+"""``bladefl bench``: how fast the engine is, measured against this machine.
+
+In one process, on the same cell (real data when present, else synthetic data of the same
+shape), it measures:
+
+- the fp32 GEMM rate of ``torch.bmm`` at the engine's own shapes (the peak to compare with);
+- the engine's training rate (batched over clients) in ``full_batch`` and ``epoch`` modes;
+- a plain per-client loop (one ``nn.Module`` and optimizer per client; for ``epoch`` a
+  ``DataLoader`` minibatch loop, as typical FL code does);
+- the share of a run's time spent on the chain (signing, verification, mining, validation);
+- the peak memory of a default run (a child process, so this process's buffers do not count).
+
+It prints ratios against the targets: full_batch >= 80% of GEMM and >= 1.25x the loop; epoch
+(batch 64, both profiles) >= 2.5x the DataLoader loop; chain < 5%; peak memory < 2 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+
+from . import mlp, trainer
+from .config import RunConfig, from_dict, load_config
+from .engine import ClientData, load_client_data, run_k
+
+
+def _timeit(fn: Callable[[], None], repeat: int) -> float:
+    fn()  # warm-up
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def step_flops(N: int, B: int, shape: mlp.Shape) -> float:
+    """Multiply-adds x2 of one SGD step: forward, and the three backward products."""
+    d, h, c = shape.d, shape.h, shape.c
+    return 2.0 * N * B * (2 * d * h + 3 * h * c)
+
+
+def gemm_rate(N: int, B: int, shape: mlp.Shape, repeat: int) -> float:
+    """GFLOP/s of the step's matmuls alone (bmm at the engine's shapes, no elementwise work)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(N, B, shape.d, generator=g)
+    w1 = torch.randn(N, shape.d, shape.h, generator=g)
+    w2 = torch.randn(N, shape.h, shape.c, generator=g)
+    a = torch.randn(N, B, shape.h, generator=g)
+    g2 = torch.randn(N, B, shape.c, generator=g)
+
+    def products() -> None:
+        torch.bmm(x, w1)
+        torch.bmm(a, w2)
+        torch.bmm(g2, w2.transpose(1, 2))
+        torch.bmm(a.transpose(1, 2), g2)
+        torch.bmm(x.transpose(1, 2), a)
+
+    return step_flops(N, B, shape) / _timeit(products, repeat) / 1e9
+
+
+def engine_seconds(data: ClientData, shape: mlp.Shape, iteration: str, batch: int, tau: int, repeat: int) -> float:
+    w0 = mlp.init(shape, torch.Generator().manual_seed(0))
+
+    def go() -> None:
+        local = w0.expand(data.N, -1).clone()
+        trainer.train_local(local, data.x, data.y, tau, eta=0.01, iteration=iteration, batch_size=batch,
+                            shape=shape, generator=torch.Generator().manual_seed(1))
+
+    return _timeit(go, repeat)
+
+
+def loop_seconds(data: ClientData, shape: mlp.Shape, iteration: str, batch: int, tau: int, repeat: int) -> float:
+    from torch.utils.data import DataLoader, TensorDataset
+
+    def go() -> None:
+        torch.manual_seed(0)
+        for i in range(data.N):
+            net = torch.nn.Sequential(torch.nn.Linear(shape.d, shape.h),
+                                      torch.nn.ReLU() if shape.activation == "relu" else torch.nn.Identity(),
+                                      torch.nn.Linear(shape.h, shape.c))
+            opt = torch.optim.SGD(net.parameters(), lr=0.01)
+            if iteration == "full_batch":
+                batches = lambda: [(data.x[i], data.y[i])]  # noqa: E731
+            else:
+                loader = DataLoader(TensorDataset(data.x[i], data.y[i]), batch_size=batch, shuffle=True)
+                batches = lambda: loader  # noqa: E731
+            for _ in range(tau):
+                for xb, yb in batches():
+                    opt.zero_grad()
+                    torch.nn.functional.cross_entropy(net(xb), yb).backward()
+                    opt.step()
+
+    return _timeit(go, repeat)
+
+
+def chain_share(cfg: RunConfig, data: ClientData) -> tuple[float, float]:
+    """Chain seconds over all seconds of a whole run (every K of the config)."""
+    chain = total = 0.0
+    for K in cfg.time.K:
+        r = run_k(cfg, data, K)
+        chain += r.chain_seconds
+        total += r.train_seconds + r.chain_seconds + r.eval_seconds
+    return chain / total, total
+
+
+PEAK_SCRIPT = """
+import resource, sys
+from bladefl.config import load_config
+from bladefl.engine import load_client_data, run_k
+cfg = load_config(sys.argv[1] if sys.argv[1] != '-' else None, ['data_dir=' + sys.argv[2], 'device=cpu'])
+data = load_client_data(cfg)
+for K in (1, 9):
+    run_k(cfg, data, K)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def peak_memory_mb(config: str | None, data_dir: str) -> float:
+    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, config or "-", data_dir], capture_output=True,
+                         text=True, timeout=900, check=True)
+    return int(out.stdout.strip().splitlines()[-1]) / 1024.0
+
+
+def _data(cfg: RunConfig) -> tuple[ClientData, str]:
+    try:
+        return load_client_data(cfg), f"{cfg.dataset} (real)"
+    except FileNotFoundError:
+        g = torch.Generator().manual_seed(0)
+        N, n = cfg.partition.N, cfg.partition.n
+        x = torch.randn(N, n, 784, generator=g)
+        y = torch.randint(0, 10, (N, n), generator=g)
+        return ClientData(x, y, x[0], y[0]), "synthetic (no data fetched)"
+
+
+def main(args: argparse.Namespace) -> int:
+    repeat = 2 if args.quick else 3
+    torch.manual_seed(0)
+    base = load_config(args.config, [f"data_dir={args.data_dir}", "device=cpu"]) if args.config else \
+        from_dict({"data_dir": args.data_dir, "device": "cpu"})
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, fp32, CPU")
+    lines = []
+    profiles = {"paper": base,
+                "authors-code": from_dict({**base.to_dict(), "model": {"hidden": 32, "activation": "none"},
+                                           "partition": {**base.to_dict()["partition"], "scheme": "classes"}})}
+    for name, cfg in profiles.items():
+        data, what = _data(cfg)
+        shape = mlp.Shape(h=cfg.model.hidden, activation=cfg.model.activation)
+        N, n, B = data.N, data.n, cfg.train.batch_size
+        print(f"\n[{name}] data {what}: N={N}, n={n}, MLP 784-{shape.h}-10 ({shape.activation})")
+        if name == "paper":
+            tau = 5
+            peak = gemm_rate(N, n, shape, repeat)
+            eng = engine_seconds(data, shape, "full_batch", n, tau, repeat)
+            loop = loop_seconds(data, shape, "full_batch", n, tau, repeat)
+            eng_rate = tau * step_flops(N, n, shape) / eng / 1e9
+            print(f"  full_batch: GEMM peak {peak:.1f} GFLOP/s, engine {eng_rate:.1f} GFLOP/s, "
+                  f"loop {tau * step_flops(N, n, shape) / loop / 1e9:.1f} GFLOP/s")
+            lines.append(("full_batch engine/peak", eng_rate / peak, 0.80))
+            lines.append(("full_batch engine/loop", loop / eng, 1.25))
+        tau = 3
+        eng = engine_seconds(data, shape, "epoch", B, tau, repeat)
+        loop = loop_seconds(data, shape, "epoch", B, tau, repeat)
+        flops = tau * ((n + B - 1) // B) * step_flops(N, B, shape)
+        print(f"  epoch (batch {B}): GEMM peak at these shapes {gemm_rate(N, B, shape, repeat):.1f} GFLOP/s; engine {eng / tau * 1e3:.1f} ms/iteration, DataLoader loop "
+              f"{loop / tau * 1e3:.1f} ms/iteration, engine {flops / eng / 1e9:.1f} GFLOP/s")
+        lines.append((f"epoch engine/DataLoader loop [{name}]", loop / eng, 2.5))
+        share, total = chain_share(cfg, data)
+        print(f"  run K={list(cfg.time.K)}: {total:.2f} s, chain {share * 100:.2f}%")
+        lines.append((f"chain share of run time [{name}]", share, -0.05))
+    mem = peak_memory_mb(args.config, args.data_dir)
+    lines.append(("peak memory of a default run (MB)", mem, -2048))
+    print("\nratio                                        value    target   met")
+    for label, value, target in lines:
+        met = value >= target if target > 0 else value < -target
+        shown = f">= {target:g}" if target > 0 else f"< {-target:g}"
+        print(f"{label:<44} {value:8.3f}  {shown:>8}   {'yes' if met else 'NO'}")
+    return 0
