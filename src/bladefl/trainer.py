@@ -31,7 +31,10 @@ def train_local(
     generator: torch.Generator,
 ) -> None:
     """Train every model row of ``flat`` [N, P] in place on x [N, n, d], y [N, n]."""
-    v = mlp.views(flat, shape)
+    # Train on contiguous copies of the four parameter blocks (matmuls on the strided views of
+    # the flat tensor are ~10% slower), then write the result back once.
+    params = mlp.views(flat, shape)
+    v = mlp.Views(params.W1.contiguous(), params.b1.contiguous(), params.W2.contiguous(), params.b2.contiguous())
     N, n, d = x.shape
     x_rows, y_rows = x.reshape(N * n, d), y.reshape(N * n)
     offsets = torch.arange(N, device=x.device).unsqueeze(1) * n
@@ -41,8 +44,11 @@ def train_local(
             continue
         # One row gather per epoch (index_select is a plain row copy, far cheaper than
         # take_along_dim); the minibatches are then slices of the shuffled copy.
-        rows = (epoch_order(generator, N, n).to(x.device) + offsets).reshape(-1)
-        xp = x_rows.index_select(0, rows).view(N, n, d)
-        yp = y_rows.index_select(0, rows).view(N, n)
+        picked = (epoch_order(generator, N, n).to(x.device) + offsets).reshape(-1)
+        xp = x_rows.index_select(0, picked).view(N, n, d)
+        yp = y_rows.index_select(0, picked).view(N, n)
         for start in range(0, n, batch_size):
             mlp.sgd_step(v, xp[:, start : start + batch_size], yp[:, start : start + batch_size], eta, shape)
+    for dst, src in ((params.W1, v.W1), (params.b1, v.b1), (params.W2, v.W2), (params.b2, v.b2)):
+        if dst.data_ptr() != src.data_ptr():
+            dst.copy_(src)
