@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml envs/requirements.txt
 install: $(STAMP)
 
 run: install
-	snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	snakemake --cores $(CORES) --rerun-incomplete $(SNAKEMAKE_ARGS)
 
 lint: install
 	snakemake --lint

@@ -1,17 +1,14 @@
-"""Small end-to-end runs on real data: the CLI engine run, and the workflow's data steps."""
+"""A small end-to-end engine run on real data through the CLI."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from bladefl.cli import main
-from conftest import copy_workflow, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,26 +32,3 @@ def test_cli_run_on_mnist_writes_results_and_a_verifiable_chain(data_root, tmp_p
     assert summary["provenance"]["data_sha256"]["train-images-idx3-ubyte"].startswith("ba8910")
     assert main(["chain", "verify", str(out / "chains/K5.json"), "--store", str(out / "models")]) == 0
     assert "chain valid" in capsys.readouterr().out
-
-
-@pytest.mark.slow
-def test_workflow_fetches_offline_and_writes_partitions(tmp_path):
-    copy_workflow(tmp_path)
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    config.update(fetch_sources=["existing", "registry"],
-                  partition={"scheme": "classes", "N": 6, "n": 128, "seed": 3, "classes_per_client": 4})
-    (tmp_path / "smoke.yaml").write_text(yaml.safe_dump(config))
-    proc = snakemake(tmp_path, "--cores", "2", "--configfile", "smoke.yaml")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    for name, tv in (("mnist", "MNIST"), ("fashion_mnist", "FashionMNIST")):
-        log = (tmp_path / f"logs/fetch/{tv}.log").read_text()
-        assert "source registry: installed" in log and "all 4 files verified" in log
-        base = tmp_path / f"data/partitions/{name}/classes4_N6_n128_seed3"
-        indices = np.load(base.with_suffix(".npy"))
-        manifest = json.loads(base.with_suffix(".json").read_text())
-        assert indices.shape == (6, 128) and len(np.unique(indices)) == 6 * 128
-        hist = np.asarray(manifest["label_histogram"])
-        assert (np.sort(hist, axis=1)[:, -4:] == 32).all() and (hist.sum(axis=1) == 128).all()
-        assert base.with_suffix(".png").stat().st_size > 1000
-    again = snakemake(tmp_path, "--cores", "2", "--configfile", "smoke.yaml", "-n")
-    assert "Nothing to be done" in again.stdout + again.stderr

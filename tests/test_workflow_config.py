@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from bladefl.workflow_config import ConfigError, check
 from conftest import copy_workflow, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
+BASE = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 
 
 def dry_run(workdir: Path, config: dict) -> subprocess.CompletedProcess:
@@ -19,38 +21,50 @@ def dry_run(workdir: Path, config: dict) -> subprocess.CompletedProcess:
     return snakemake(workdir, "-n", "--cores", "1", "--configfile", "bad.yaml", timeout=120)
 
 
-BASE = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+def with_change(path: list, value) -> dict:
+    config = copy.deepcopy(BASE)
+    node = config
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return config
 
 
 @pytest.mark.parametrize(
-    "change, message",
+    "path, value, message",
     [
-        ({"datasets": ["cifar10"]}, "cifar10"),
-        ({"partition": {"scheme": "random"}}, "random"),
-        ({"partition": {"N": -3}}, "-3"),
-        ({"partition": {"N": 200, "n": 512}}, "partition.N * partition.n must be at most the training set size 60000"),
-        ({"partition": {"n": 513}}, "partition.n must be divisible by partition.shards_per_client=2"),
-        ({"partition": {"scheme": "classes", "classes_per_client": 3, "n": 512}},
-         "partition.n must be divisible by partition.classes_per_client=3"),
+        (["datasets"], ["cifar10"], "cifar10"),
+        (["profile"], "fast", "profile must be one of ['authors-code', 'paper']"),
+        (["partition", "scheme"], "random", "random"),
+        (["partition", "n"], 513, "partition.n must be divisible by partition.shards_per_client=2"),
+        (["partition", "n"], 2600, "partition.N * partition.n must be at most the training set size 60000"),
+        (["sweeps", 3, "values"], [10, -15], "-15"),
+        (["sweeps", 1, "values"], [1, 2, 200], "no feasible K"),
+        (["sweeps", 5, "values"], [0.0, 1.5], "1.5"),
+        (["sweeps", 4, "vary"], "gamma", "gamma"),
+        (["base", "eta"], 0, "eta"),
     ],
 )
-def test_snakemake_rejects_bad_config_before_any_job(tmp_path, change, message):
-    config = {**BASE, **change}
-    if "partition" in change:
-        config["partition"] = {**BASE["partition"], **change["partition"]}
-    proc = dry_run(copy_workflow(tmp_path), config)
+def test_snakemake_rejects_bad_config_before_any_job(tmp_path, path, value, message):
+    proc = dry_run(copy_workflow(tmp_path), with_change(path, value))
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
     assert message in out, out[-2000:]
     assert not (tmp_path / "data").exists() and not (tmp_path / "logs").exists()
 
 
-def test_library_check_lists_every_problem():
+def test_library_check_lists_every_problem(monkeypatch):
+    monkeypatch.chdir(REPO)
+    bad = copy.deepcopy(BASE)
+    bad["datasets"] = ["mnist", "svhn"]
+    bad["sweeps"][3]["values"] = [10, 200]
     with pytest.raises(ConfigError) as info:
-        check({"datasets": ["mnist", "svhn"], "partition": {"N": 0, "n": -2}})
+        check(bad)
     msg = str(info.value)
-    assert "svhn" in msg and "partition.N must be an integer >= 1" in msg and "partition.n must be" in msg
+    assert "svhn" in msg and "N must be in 1..117 for n=512 (got 200)" in msg
 
 
-def test_default_config_is_valid():
-    check(BASE)
+def test_default_and_paper_configs_are_valid(monkeypatch):
+    monkeypatch.chdir(REPO)
+    for name in ("config.yaml", "paper.yaml", "smoke.yaml"):
+        check(yaml.safe_load((REPO / "config" / name).read_text()))

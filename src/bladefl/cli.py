@@ -35,7 +35,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .runner import run_cell
 
     cfg = load_config(args.config, args.set)  # every field validated before any work starts
-    summary = run_cell(cfg, args.out, progress=not args.quiet)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    data = None
+    if args.partition:
+        from .engine import load_client_data
+        from .partition_store import read_partition
+
+        indices = read_partition(args.partition)
+        if indices.shape != (cfg.partition.N, cfg.partition.n):
+            raise ValueError(f"--partition {args.partition} has shape {indices.shape}, the config needs "
+                             f"partition.N={cfg.partition.N} x partition.n={cfg.partition.n}")
+        data = load_client_data(cfg, indices)
+    summary = run_cell(cfg, args.out, data=data, progress=not args.quiet)
     for row in summary["per_K"]:
         if row["status"] == "ok":
             print(f"K={row['K']:>2} tau={row['tau']:>3} train_loss={row['train_loss']:.4f} "
@@ -43,6 +57,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"K={row['K']:>2} tau={row['tau']:>3} {row['status']}")
     print(f"wrote {args.out}/rounds.csv and {args.out}/summary.json ({summary['seconds']['total']:.1f} s)")
+    return 0
+
+
+def _cmd_summarize(args: argparse.Namespace) -> int:
+    import io
+    import json
+
+    from . import atomic
+    from .grid import Cell, Member
+    from .summary import collect, optimum
+
+    members = [Member(m["sweep"], m["feeds"], m["vary"], m["value"], Cell.from_key(m["cell"]))
+               for m in json.loads(args.members)]
+    table = collect(args.runs, members)
+    for frame, path in ((table, args.table), (optimum(table), args.optimum)):
+        buf = io.StringIO()
+        frame.to_csv(buf, index=False)
+        atomic.write_text(path, buf.getvalue())
+    print(f"wrote {args.table} ({len(table)} rows) and {args.optimum}")
     return 0
 
 
@@ -87,7 +120,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a field, e.g. --set time.beta=6 --set dataset=fashion_mnist")
     p.add_argument("--out", default="results/run", help="output folder (default: results/run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--partition", help="client index file [N, n] written by `bladefl partition`")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("summarize", help="tidy summary and optimum tables over the grid's runs")
+    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
+    p.add_argument("--members", required=True, help="JSON list of {sweep, feeds, vary, value, cell}")
+    p.add_argument("--table", required=True, help="output CSV, one row per sweep, cell, K and seed")
+    p.add_argument("--optimum", required=True, help="output CSV, one row per sweep and cell")
+    p.set_defaults(func=_cmd_summarize)
 
     p = sub.add_parser("chain", help="ledger tools")
     chain_sub = p.add_subparsers(dest="chain_command", required=True)

@@ -1,37 +1,30 @@
 """Checks and derived values for the Snakemake workflow's config (beyond its JSON schema).
 
 The schema (``workflow/schemas/config.schema.yaml``) checks types and ranges field by field;
-this module checks what a schema cannot express (N*n against the training set size, n against
-the shards or classes per client) and derives the jobs' parameters. Both run when the
-Snakefile is parsed, before any job starts.
+this module checks what a schema cannot express (the profile file, N*n against the training
+set size, n against the shards or classes per client, feasible K in every cell) and derives
+the jobs' parameters. Both run when the Snakefile is parsed, before any job starts.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from .config import ConfigError as RunConfigError
+from .config import RunConfig, load_config
 from .datasets import SPECS, TRAIN_SIZE
+from .grid import Cell, Member, cell_errors, expand, unique_cells
 from .partition import PartitionSpec, partition_errors
 
-PARTITION_FIELDS = ("scheme", "N", "n", "seed", "shards_per_client", "classes_per_client", "dirichlet_alpha")
+PROFILE_DIR = Path("config/profiles")
 
 
 class ConfigError(ValueError):
     """The workflow config is invalid; the message lists every problem found."""
-
-
-def partition_spec(config: Mapping[str, Any]) -> PartitionSpec:
-    part = dict(config.get("partition", {}))
-    unknown = sorted(set(part) - set(PARTITION_FIELDS))
-    if unknown:
-        raise ConfigError(f"partition: unknown field(s) {unknown}; allowed: {list(PARTITION_FIELDS)}")
-    defaults = PartitionSpec.__dataclass_fields__
-    values = {k: part.get(k, defaults[k].default) for k in PARTITION_FIELDS}
-    errors = partition_errors(_Plain(**values), train_size=TRAIN_SIZE)
-    if errors:
-        raise ConfigError("; ".join(errors))
-    return PartitionSpec(**values)
 
 
 class _Plain:
@@ -41,6 +34,43 @@ class _Plain:
         self.__dict__.update(kw)
 
 
+def profile_path(config: Mapping[str, Any]) -> Path:
+    return PROFILE_DIR / f"{config.get('profile', 'paper')}.yaml"
+
+
+def profile(config: Mapping[str, Any]) -> RunConfig:
+    path = profile_path(config)
+    if not path.is_file():
+        available = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+        raise ConfigError(f"profile must be one of {available} (got {config.get('profile')!r}: no {path})")
+    return load_config(path)
+
+
+def partition_spec(config: Mapping[str, Any], N: int) -> PartitionSpec:
+    """The profile's partition with the config's overrides and the cell's N."""
+    values = {**dataclasses.asdict(profile(config).partition), **config.get("partition", {}), "N": N}
+    errors = partition_errors(_Plain(**values), train_size=TRAIN_SIZE)
+    if errors:
+        raise ConfigError("; ".join(errors))
+    return PartitionSpec(**values)
+
+
+def members(config: Mapping[str, Any]) -> list[Member]:
+    try:
+        return expand(config)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"sweeps: {exc}") from None
+
+
+def cells(config: Mapping[str, Any]) -> list[Cell]:
+    return unique_cells(members(config))
+
+
+def members_json(config: Mapping[str, Any]) -> str:
+    return json.dumps([{"sweep": m.sweep, "feeds": m.feeds, "vary": m.vary, "value": m.value, "cell": m.cell.key}
+                       for m in members(config)])
+
+
 def check(config: Mapping[str, Any]) -> None:
     """Raise :class:`ConfigError` naming the field and the allowed values, or return None."""
     errors = []
@@ -48,8 +78,22 @@ def check(config: Mapping[str, Any]) -> None:
         if name not in SPECS:
             errors.append(f"datasets: each entry must be one of {sorted(SPECS)} (got {name!r})")
     try:
-        partition_spec(config)
+        profile(config)
+    except (ConfigError, RunConfigError) as exc:
+        raise ConfigError(f"invalid config: {exc}") from None
+    try:
+        grid_cells = cells(config)
     except ConfigError as exc:
         errors.append(str(exc))
+        grid_cells = []
+    t_sum = float(config.get("t_sum", 100))
+    for N in sorted({c.N for c in grid_cells} or {20}):
+        try:
+            partition_spec(config, N)
+        except ConfigError as exc:
+            errors.append(f"{exc} (for a cell with N={N})")
+    n = int(config.get("partition", {}).get("n", 512))
+    for cell in grid_cells:
+        errors.extend(cell_errors(cell, n, t_sum))
     if errors:
-        raise ConfigError("invalid config: " + "; ".join(errors))
+        raise ConfigError("invalid config: " + "; ".join(dict.fromkeys(errors)))

@@ -4,29 +4,32 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from bladefl import workflow_config as wc_cfg
 from bladefl.datasets import FILES, get_spec
-from bladefl.workflow_config import check, partition_spec
 
 
 validate(config, schema="../schemas/config.schema.yaml")
-check(config)
+wc_cfg.check(config)
 
 DATA = config["data_dir"]
 RAW = f"{DATA}/raw"
 PARTITIONS = f"{DATA}/partitions"
+RESULTS = config["results_dir"]
 DATASETS = config["datasets"]
+PROFILE = config["profile"]
 TV_NAMES = {name: get_spec(name).torchvision_name for name in DATASETS}
 DATASET_OF_TV = {tv: name for name, tv in TV_NAMES.items()}
-PARTITION = partition_spec(config)
+CELLS = {cell.key: cell for cell in wc_cfg.cells(config)}
+PARTITION_KEYS = {N: wc_cfg.partition_spec(config, N).key for N in sorted({c.N for c in CELLS.values()})}
+SEEDS = config["seeds"]
+RUNS = f"{RESULTS}/runs/{PROFILE}"
 
 
 wildcard_constraints:
     dataset="|".join(DATASETS),
     tv="|".join(TV_NAMES.values()),
-
-
-def raw_files(dataset):
-    return [f"{RAW}/{TV_NAMES[dataset]}/raw/{f}" for f in FILES]
+    cell="[^/]+",
+    seed=r"\d+",
 
 
 def raw_root(raw_file):
@@ -34,13 +37,25 @@ def raw_root(raw_file):
     return Path(raw_file).parents[2]
 
 
+def raw_files(dataset):
+    return [f"{RAW}/{TV_NAMES[dataset]}/raw/{f}" for f in FILES]
+
+
 def partition_files(dataset, key):
     return multiext(f"{PARTITIONS}/{dataset}/{key}", ".npy", ".json", ".png")
 
 
+def cell_partition(wildcards):
+    return f"{PARTITIONS}/{wildcards.dataset}/{PARTITION_KEYS[CELLS[wildcards.cell].N]}.npy"
+
+
+def run_summaries(dataset):
+    return expand(f"{RUNS}/{dataset}/{{cell}}/seed~{{seed}}/summary.json", cell=list(CELLS), seed=SEEDS)
+
+
 def all_targets():
     return [
-        path
-        for dataset in DATASETS
-        for path in partition_files(dataset, PARTITION.key)
+        *[p for d in DATASETS for key in PARTITION_KEYS.values() for p in partition_files(d, key)],
+        *expand(f"{RESULTS}/summary/{{dataset}}.csv", dataset=DATASETS),
+        *expand(f"{RESULTS}/summary/{{dataset}}_optimum.csv", dataset=DATASETS),
     ]

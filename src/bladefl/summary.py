@@ -1,0 +1,82 @@
+"""Tidy tables over the grid's runs: one row per (sweep, cell, K, seed), and per cell the
+experimental optimum (K* by loss and by accuracy, tau*alpha*K*, beta*K*, maximal accuracy)
+with its spread over seeds."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .grid import Member
+
+COLUMNS = ["sweep", "feeds", "vary", "value", "cell", "alpha", "beta", "N", "eta", "lazy_ratio", "sigma2",
+           "epsilon", "K", "tau", "seed", "train_loss", "test_loss", "test_accuracy", "training_time",
+           "mining_time", "status"]
+
+
+def read_run(summary_path: str | Path) -> pd.DataFrame:
+    """Per-K final values of one run (cell key = the run folder's parent's name)."""
+    path = Path(summary_path)
+    data = json.loads(path.read_text())
+    frame = pd.DataFrame(data["per_K"])
+    frame["seed"] = data["config"]["seed"]
+    frame["cell"] = path.parent.parent.name
+    for col in ("train_loss", "test_loss", "test_accuracy"):
+        if col not in frame:
+            frame[col] = np.nan
+    return frame
+
+
+def collect(summary_paths: Sequence[str | Path], members: Sequence[Member]) -> pd.DataFrame:
+    runs = pd.concat([read_run(p) for p in summary_paths], ignore_index=True)
+    rows = []
+    for m in members:
+        part = runs[runs.cell == m.cell.key]
+        if part.empty:
+            raise ValueError(f"no run found for cell {m.cell.key} of sweep {m.sweep}")
+        part = part.assign(sweep=m.sweep, feeds=m.feeds, vary=m.vary or "", value=m.value,
+                           **{k: getattr(m.cell, k) for k in ("alpha", "beta", "N", "eta", "lazy_ratio", "sigma2",
+                                                              "epsilon")})
+        rows.append(part)
+    return pd.concat(rows, ignore_index=True)[COLUMNS].sort_values(["sweep", "value", "cell", "seed", "K"],
+                                                                    kind="stable", ignore_index=True)
+
+
+def _argbest(group: pd.DataFrame, column: str, maximize: bool) -> pd.Series:
+    ok = group[group.status == "ok"]
+    row = ok.loc[ok[column].idxmax() if maximize else ok[column].idxmin()]
+    return row
+
+
+def optimum(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (sweep, cell): K* by loss and by accuracy on the seed-mean curves, the optimal
+    training time tau*alpha*K* and mining time beta*K* (at K* by loss), the maximal accuracy,
+    and the standard deviation over seeds of each (per-seed optima)."""
+    out = []
+    for (sweep, cell), group in table.groupby(["sweep", "cell"], sort=False):
+        ok = group[group.status == "ok"]
+        mean = ok.groupby("K", as_index=False).agg(
+            tau=("tau", "first"), train_loss=("train_loss", "mean"), test_accuracy=("test_accuracy", "mean"),
+            training_time=("training_time", "first"), mining_time=("mining_time", "first"))
+        mean["status"] = "ok"
+        by_loss, by_acc = _argbest(mean, "train_loss", False), _argbest(mean, "test_accuracy", True)
+        per_seed = [(_argbest(g, "train_loss", False), _argbest(g, "test_accuracy", True))
+                    for _, g in ok.groupby("seed")]
+        first = group.iloc[0]
+        out.append({
+            "sweep": sweep, "feeds": first.feeds, "vary": first.vary, "value": first.value, "cell": cell,
+            "seeds": len(per_seed),
+            "K_star_loss": int(by_loss.K), "K_star_accuracy": int(by_acc.K),
+            "training_time": float(by_loss.training_time), "mining_time": float(by_loss.mining_time),
+            "min_train_loss": float(by_loss.train_loss), "max_accuracy": float(by_acc.test_accuracy),
+            "K_star_loss_std": float(np.std([a.K for a, _ in per_seed])),
+            "K_star_accuracy_std": float(np.std([b.K for _, b in per_seed])),
+            "training_time_std": float(np.std([a.training_time for a, _ in per_seed])),
+            "mining_time_std": float(np.std([a.mining_time for a, _ in per_seed])),
+            "max_accuracy_std": float(np.std([b.test_accuracy for _, b in per_seed])),
+        })
+    return pd.DataFrame(out)

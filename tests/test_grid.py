@@ -1,0 +1,86 @@
+"""Grid expansion, cell keys, shared cells, K ranges, and the summary tables."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from bladefl.grid import Cell, expand, unique_cells
+from bladefl.summary import collect, optimum
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_default_grid_matches_the_paper_and_shares_cells():
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    members = expand(config)
+    by_sweep = {}
+    for m in members:
+        by_sweep.setdefault(m.sweep, []).append(m)
+    assert [m.value for m in by_sweep["alpha"]] == [1, 2, 5] and all(m.cell.beta == 6 for m in by_sweep["alpha"])
+    assert [m.value for m in by_sweep["beta"]] == [6, 8, 10, 12]
+    assert [m.value for m in by_sweep["N"]] == [10, 15, 20, 25]
+    assert [m.value for m in by_sweep["eta"]] == [0.005, 0.01, 0.05, 0.1]
+    fig3 = [m.cell for m in by_sweep["fig3"]]
+    assert (fig3[1].eta, fig3[1].beta, round(fig3[1].lazy_ratio * fig3[1].N)) == (0.01, 6, 8)
+    assert all(m.cell.lazy_ratio == 0.2 for m in by_sweep["sigma2"])
+    assert math.isinf(by_sweep["epsilon"][-1].value)
+    cells = unique_cells(members)
+    assert len(cells) < len(members)
+    base = Cell()
+    # base appears in beta (10), eta (0.01), lazy_ratio (0, sigma2 irrelevant) and epsilon (inf)
+    assert sum(m.cell == base for m in members) == 4
+    # alpha=1, beta=6 is shared by the alpha, beta and N sweeps
+    assert sum(m.cell == Cell(beta=6) for m in members) == 3
+
+
+def test_cell_key_roundtrip_and_k_values():
+    cell = Cell(alpha=2, beta=6, N=15, eta=0.05, lazy_ratio=0.2, sigma2=0.1, epsilon=300)
+    assert Cell.from_key(cell.key) == cell
+    assert Cell.from_key(Cell().key) == Cell()
+    assert Cell(alpha=1, beta=10).k_values(100) == list(range(1, 10))
+    assert Cell(alpha=5, beta=6).k_values(100) == list(range(1, 10))
+    assert Cell(alpha=1, beta=6).k_values(100) == list(range(1, 15))
+    assert "time.K=[1,2,3,4,5,6,7,8,9]" in Cell().overrides(100)
+
+
+def test_unknown_sweep_parameter_is_rejected():
+    with pytest.raises(ValueError, match="unknown parameter"):
+        expand({"sweeps": [{"name": "x", "cells": [{"gamma": 1}]}]})
+
+
+def fake_run(root: Path, cell: Cell, seed: int, losses: list[float], accs: list[float]) -> Path:
+    folder = root / cell.key / f"seed~{seed}"
+    folder.mkdir(parents=True)
+    per_k = [{"K": k, "tau": 10 - k, "status": "ok", "train_loss": l, "test_loss": l + 0.1, "test_accuracy": a,
+              "training_time": k * (10 - k), "mining_time": 10.0 * k}
+             for k, (l, a) in enumerate(zip(losses, accs), start=1)]
+    (folder / "summary.json").write_text(json.dumps({"per_K": per_k, "config": {"seed": seed}}))
+    return folder / "summary.json"
+
+
+def test_summary_and_optimum_tables(tmp_path):
+    grid = {"base": {}, "sweeps": [{"name": "beta", "feeds": "Table III", "vary": "beta", "values": [10, 12]}]}
+    members = expand(grid)
+    c10, c12 = members[0].cell, members[1].cell
+    paths = [
+        fake_run(tmp_path, c10, 0, [1.0, 0.5, 0.7], [0.5, 0.8, 0.7]),
+        fake_run(tmp_path, c10, 1, [1.0, 0.6, 0.4], [0.5, 0.7, 0.9]),
+        fake_run(tmp_path, c12, 0, [0.3, 0.5, 0.7], [0.9, 0.8, 0.7]),
+    ]
+    table = collect(paths, members)
+    assert len(table) == 9 and set(table.sweep) == {"beta"}
+    assert table[table.cell == c10.key].seed.tolist() == [0, 0, 0, 1, 1, 1]
+    opt = optimum(table).set_index("value")
+    # seed-mean losses for beta=10: [1.0, 0.55, 0.55] -> first minimum at K=2; accuracies [0.5, 0.75, 0.8] -> K=3
+    assert opt.loc[10.0, "K_star_loss"] == 2 and opt.loc[10.0, "K_star_accuracy"] == 3
+    assert opt.loc[10.0, "mining_time"] == 20.0 and opt.loc[10.0, "training_time"] == 16
+    assert opt.loc[10.0, "max_accuracy"] == pytest.approx(0.8)
+    assert opt.loc[10.0, "K_star_loss_std"] == pytest.approx(0.5)  # per-seed K*: 2 and 3
+    assert opt.loc[12.0, "K_star_loss"] == 1 and opt.loc[12.0, "seeds"] == 1
+    assert isinstance(opt, pd.DataFrame)

