@@ -131,28 +131,26 @@ def test_tampered_model_payload_is_detected(tmp_path):
     assert problem.height == 2 and "payload does not match its digest" in problem.reason
 
 
-def test_validators_reject_block_with_bad_signature(tmp_path):
-    path, _ = make_chain(tmp_path, rounds=1)
-    data = json.loads(path.read_text())
-    ledger = Ledger(data["genesis"]["public_keys"], data["genesis"]["difficulty_bits"])
+def round_one(forge: int):
+    """An empty ledger of 4 clients and their round-1 transactions, one of them forged."""
     keys = [txm.derive_key(7, i) for i in range(4)]
+    ledger = Ledger([txm.public_hex(k) for k in keys], 8)
     txs = [txm.sign(keys[i], 1, i, 512, b"m%d" % i) for i in range(4)]
-    txs[2] = replace(txs[2], signature=txm.derive_key(9, 9).sign(txs[2].message()).hex())
+    seen = frozenset(t.tx_hash() for t in txs)
+    txs[forge] = replace(txs[forge], signature=txm.derive_key(9, 9).sign(txs[forge].message()).hex())
     header = mine(BlockHeader(1, ledger.tip, merkle_root([t.tx_hash() for t in txs]), 0, 1.0, 8))
+    return ledger, txs, header, seen
+
+
+def test_validators_reject_block_with_bad_signature():
+    ledger, txs, header, _ = round_one(forge=2)
     ok, votes, reason = majority_accepts(Block(header, tuple(txs)), ledger, validators=4)
     assert not ok and votes == 0 and "client 2: invalid signature" in reason
     assert block_problem(Block(header, tuple(txs[:2] + txs[3:])), ledger.tip, 1, ledger.public_keys) == \
         "Merkle root does not match the transactions"
 
 
-def test_signature_cache_only_skips_transactions_verified_on_reception(tmp_path):
-    path, _ = make_chain(tmp_path, rounds=1)
-    data = json.loads(path.read_text())
-    ledger = Ledger(data["genesis"]["public_keys"], data["genesis"]["difficulty_bits"])
-    keys = [txm.derive_key(7, i) for i in range(4)]
-    txs = [txm.sign(keys[i], 1, i, 512, b"m%d" % i) for i in range(4)]
-    seen = frozenset(t.tx_hash() for t in txs)
-    txs[1] = replace(txs[1], signature=txm.derive_key(9, 9).sign(txs[1].message()).hex())  # slipped in by the miner
-    header = mine(BlockHeader(1, ledger.tip, merkle_root([t.tx_hash() for t in txs]), 0, 1.0, 8))
+def test_signature_cache_only_skips_transactions_verified_on_reception():
+    ledger, txs, header, seen = round_one(forge=1)  # the forged one was slipped in by the miner
     ok, _, reason = majority_accepts(Block(header, tuple(txs)), ledger, validators=4, verified=seen)
     assert not ok and "client 1: invalid signature" in reason

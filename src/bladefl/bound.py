@@ -1,0 +1,136 @@
+"""The paper's analytical results: the loss bound G(K) (Theorem 1), its lazy-client version
+G-tilde (Theorem 4), the closed-form K* (Theorem 3), the exact minimiser, and a convexity check
+(Theorem 2).
+
+G(K) = 1 / ( gamma * ( eta*phi - [ (delta*xi*K/L) (lambda^(gamma/K) - 1) - eta*xi*delta*gamma ]
+                                  / (eps2 * gamma) ) ),
+gamma = (t_sum - K beta) / alpha,  lambda = eta L + 1,
+
+which is Wang et al.'s (2019) 1 / (K tau (eta phi - xi h(tau) / (tau eps2))) with
+h(x) = (delta/L)((eta L + 1)^x - 1) - eta delta x and tau = gamma / K. Where the bound is not
+valid (gamma <= 0 or the bracket <= 0) the functions return inf, never a negative number.
+
+Lazy clients (Theorem 4) add K xi (M/N) theta + K xi (sqrt(M)/N) sigma2 to the bracket's
+numerator. The paper's appendix writes this noise term once with sigma (the norm of a sum of M
+noise vectors scales with sigma, not sigma^2) and elsewhere with sigma^2; the theorem and
+Corollary 5 use sigma^2, and so does this implementation (``noise_power="sigma2"``);
+``noise_power="sigma"`` gives the other reading.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+ArrayLike = float | np.ndarray
+
+
+def _bracket(K, tau, *, eta, L, xi, delta, phi, eps2, extra=0.0):
+    lam = eta * L + 1.0
+    h = (delta / L) * (np.power(lam, tau) - 1.0) - eta * delta * tau
+    return eta * phi - (xi * h + extra) / (tau * eps2)
+
+
+def _bound_tau(K, tau, **kw) -> np.ndarray:
+    K = np.asarray(K, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        br = _bracket(K, tau, **kw)
+        value = 1.0 / (K * tau * br)
+    bad = ~(tau > 0) | ~(br > 0) | ~np.isfinite(value)
+    return np.where(bad, np.inf, value)
+
+
+def _out(value: np.ndarray, K) -> ArrayLike:
+    return float(value) if np.ndim(K) == 0 else value
+
+
+def upper_bound(K, *, alpha, beta, eta, L, xi, delta, phi, eps2, t_sum) -> ArrayLike:
+    """G(K) of Theorem 1 (real-valued tau = gamma/K)."""
+    K_arr = np.asarray(K, dtype=float)
+    tau = (t_sum - K_arr * beta) / alpha / K_arr
+    return _out(_bound_tau(K_arr, tau, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2), K)
+
+
+def lazy_extra(K, *, xi, M, N, theta, sigma2, noise_power: str = "sigma2"):
+    noise = sigma2 if noise_power == "sigma2" else math.sqrt(sigma2)
+    return np.asarray(K, dtype=float) * xi * (M / N * theta + math.sqrt(M) / N * noise)
+
+
+def lazy_upper_bound(K, *, alpha, beta, eta, L, xi, delta, phi, eps2, t_sum, M, N, theta, sigma2,
+                     noise_power: str = "sigma2") -> ArrayLike:
+    """G-tilde of Theorem 4; equals :func:`upper_bound` at M = 0."""
+    K_arr = np.asarray(K, dtype=float)
+    tau = (t_sum - K_arr * beta) / alpha / K_arr
+    extra = lazy_extra(K_arr, xi=xi, M=M, N=N, theta=theta, sigma2=sigma2, noise_power=noise_power)
+    # the extra term sits over eps2 * gamma = eps2 * K * tau; _bracket divides by tau * eps2
+    value = _bound_tau(K_arr, tau, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2, extra=extra / K_arr)
+    return _out(value, K)
+
+
+def k_star_closed_form(*, alpha, beta, eta, L, t_sum) -> float:
+    """Theorem 3: K* = t_sum / sqrt(2 alpha beta / (eta L) + alpha beta + beta^2) (eta L tau << 1)."""
+    return t_sum / math.sqrt(2 * alpha * beta / (eta * L) + alpha * beta + beta**2)
+
+
+def k_star_exact(*, alpha, beta, eta, L, xi, delta, phi, eps2, t_sum, M=0, N=1, theta=0.0, sigma2=0.0,
+                 integer: bool = True, floor_tau: bool = True) -> float:
+    """The minimiser of the (lazy) bound over feasible K.
+
+    ``integer``: over K = 1 .. floor(t_sum/(alpha+beta)), with tau = floor((t_sum/K - beta)/alpha)
+    when ``floor_tau`` (the paper's time model) or gamma/K otherwise. Else the real minimiser
+    over K in (0, t_sum/(alpha+beta)] without the floor (golden-section refinement of a grid).
+    Returns nan if the bound is invalid everywhere.
+    """
+    kw = dict(eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2)
+
+    def bound_at(K, tau):
+        extra = lazy_extra(K, xi=xi, M=M, N=N, theta=theta, sigma2=sigma2) / np.asarray(K, dtype=float)
+        return _bound_tau(K, tau, extra=extra, **kw)
+
+    k_max = t_sum / (alpha + beta)
+    if integer:
+        Ks = np.arange(1, math.floor(k_max + 1e-12) + 1, dtype=float)
+        if len(Ks) == 0:
+            return math.nan
+        tau = np.floor((t_sum / Ks - beta) / alpha + 1e-12) if floor_tau else (t_sum - Ks * beta) / alpha / Ks
+        values = bound_at(Ks, tau)
+        return math.nan if not np.isfinite(values).any() else float(Ks[int(np.argmin(values))])
+    Ks = np.linspace(k_max / 2000, k_max, 2000)
+    values = bound_at(Ks, (t_sum - Ks * beta) / alpha / Ks)
+    if not np.isfinite(values).any():
+        return math.nan
+    i = int(np.argmin(values))
+    lo, hi = Ks[max(i - 1, 0)], Ks[min(i + 1, len(Ks) - 1)]
+    f = lambda k: float(bound_at(np.array([k]), np.array([(t_sum - k * beta) / alpha / k]))[0])  # noqa: E731
+    g = (math.sqrt(5) - 1) / 2
+    for _ in range(100):
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        if f(a) < f(b):
+            hi = b
+        else:
+            lo = a
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class Convexity:
+    convex: bool
+    checked: int  # how many interior points had a finite second difference
+    violations: list[float]  # K values where the second difference is negative
+
+
+def check_convexity(*, alpha, beta, eta, L, xi, delta, phi, eps2, t_sum, points: int = 400,
+                    rtol: float = 1e-9) -> Convexity:
+    """Theorem 2: second differences of G on a fine grid of the valid (finite) range of K."""
+    k_max = t_sum / (alpha + beta)
+    Ks = np.linspace(k_max / points, k_max, points)
+    G = np.asarray(upper_bound(Ks, alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta, phi=phi,
+                               eps2=eps2, t_sum=t_sum))
+    with np.errstate(invalid="ignore"):
+        d2 = G[:-2] - 2 * G[1:-1] + G[2:]
+    finite = np.isfinite(d2)
+    bad = finite & (d2 < -rtol * np.abs(G[1:-1]))
+    return Convexity(convex=not bad.any(), checked=int(finite.sum()), violations=Ks[1:-1][bad].tolist())
