@@ -11,6 +11,7 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/grid.smk"
+include: "workflow/rules/bound.smk"
 
 
 rule all:

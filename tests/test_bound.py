@@ -82,3 +82,28 @@ def test_convexity_holds_for_valid_parameters():
     p = dict(alpha=1, beta=6, eta=0.01, L=5, xi=1, delta=0.5, phi=0.5, eps2=5, t_sum=100)
     res = check_convexity(**p)
     assert res.convex and res.checked > 100 and res.violations == []
+
+
+def test_fitting_recovers_known_constants_from_noisy_bound_curves():
+    from bladefl.fit import compare, fit_bound
+
+    rng = np.random.default_rng(0)
+    p = dict(alpha=1, beta=6, eta=0.01, L=5.0, xi=1.0, delta=0.5, t_sum=100)
+    true_phi, true_eps2 = 0.4, 3.0
+    Ks = np.arange(1, 15)
+    G = upper_bound(Ks, **p, phi=true_phi, eps2=true_eps2)
+    finite = np.isfinite(G)
+    gap = G[finite] * (1 + 0.01 * rng.standard_normal(finite.sum()))
+    both = fit_bound(Ks[finite], gap, **p)
+    assert both.phi == pytest.approx(true_phi, rel=0.05) and both.eps2 == pytest.approx(true_eps2, rel=0.1)
+    assert both.residual < 0.03
+    one = fit_bound(Ks[finite], gap, **p, phi=true_phi, free=("eps2",))
+    assert one.eps2 == pytest.approx(true_eps2, rel=0.05)
+    lazy = dict(M=8, N=20, theta=0.002, sigma2=0.01)
+    Gl = lazy_upper_bound(Ks, **p, phi=true_phi, eps2=true_eps2, **lazy)
+    fl = np.isfinite(Gl)
+    fitted = fit_bound(Ks[fl], Gl[fl], **p, **lazy)
+    assert fitted.eps2 == pytest.approx(true_eps2, rel=1e-6) and fitted.phi == pytest.approx(true_phi, rel=1e-6)
+    report = compare(G[finite] * 1.1, G[finite])
+    assert report.bound_above_everywhere and report.max_relative_gap == pytest.approx(0.1)
+    assert not compare(G[finite] * 0.9, G[finite]).bound_above_everywhere

@@ -66,6 +66,24 @@ def test_smoke_workflow_summary_tables(tmp_path, data_root):
     assert (optimum.mining_time == optimum.K_star_loss * optimum.vary.map({"beta": 1, "lazy_ratio": 1})
             * optimum.cell.str.extract(r"beta~(\d+)")[0].astype(float)).all()
 
+    # the bound: constants measured in the runs, a reference optimum, fits, gaps, K*, claims
+    bound = work / "results/bound/mnist"
+    consts = pd.read_csv(bound / "constants.csv")
+    assert len(consts) == 3 and (consts.L > 0).all() and (consts.delta > 0).all() and (consts.f_star > 0).all()
+    lazy = consts[consts.cell.str.contains("lazy~0.25")]
+    assert (lazy.M == 1).all() and (lazy.theta > 0).all() and (consts[consts.M == 0].theta == 0).all()
+    ref = json.loads((work / "results/reference/authors-code/mnist/classes4_N4_n64_seed0.json").read_text())
+    assert consts.f_star.iloc[0] == pytest.approx(ref["f_star"])
+    gaps = pd.read_csv(bound / "gaps.csv")
+    merged = gaps.merge(table[table.sweep == "beta"][["cell", "K", "train_loss"]], on=["cell", "K"])
+    assert np.allclose(merged.gap, merged.train_loss - ref["f_star"])
+    kstar = pd.read_csv(bound / "kstar.csv")
+    assert {"K_closed_form", "K_exact_fit", "K_exact_measured", "K_experiment", "max_rel_gap_fit",
+            "fit_above_everywhere"} <= set(kstar.columns)
+    claims = pd.read_csv(bound / "claims.csv")
+    assert "K* falls as beta grows (Corollary 1)" in set(claims.claim)
+    assert set(claims.source) == {"bound", "experiment"}
+
 
 @pytest.mark.slow
 def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):

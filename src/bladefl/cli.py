@@ -49,7 +49,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise ValueError(f"--partition {args.partition} has shape {indices.shape}, the config needs "
                              f"partition.N={cfg.partition.N} x partition.n={cfg.partition.n}")
         data = load_client_data(cfg, indices)
-    summary = run_cell(cfg, args.out, data=data, progress=not args.quiet)
+    reference = None
+    if args.reference:
+        from .reference import load
+
+        reference = load(args.reference).w_star
+    summary = run_cell(cfg, args.out, data=data, progress=not args.quiet, reference=reference)
     for row in summary["per_K"]:
         if row["status"] == "ok":
             print(f"K={row['K']:>2} tau={row['tau']:>3} train_loss={row['train_loss']:.4f} "
@@ -76,6 +81,38 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
         frame.to_csv(buf, index=False)
         atomic.write_text(path, buf.getvalue())
     print(f"wrote {args.table} ({len(table)} rows) and {args.optimum}")
+    return 0
+
+
+def _cmd_reference(args: argparse.Namespace) -> int:
+    from . import engine, reference
+    from .config import load_config
+    from .partition_store import read_partition
+    from .rng import torch_generator
+
+    indices = read_partition(args.partition)
+    cfg = load_config(args.config, [*args.set, f"partition.N={indices.shape[0]}", f"partition.n={indices.shape[1]}"])
+    data = engine.load_client_data(cfg, indices)
+    shape = engine.model_shape(cfg, data.x.shape[2])
+    ref = reference.train_reference(data.x, data.y, shape, engine.initial_model(cfg, shape), eta=args.eta,
+                                    batch_size=cfg.train.batch_size, max_epochs=args.max_epochs,
+                                    generator=torch_generator(cfg.seed, "reference"))
+    reference.save(ref, args.out, {"dataset": cfg.dataset, "partition": str(args.partition), "eta": args.eta,
+                                   "model": cfg.to_dict()["model"], "seed": cfg.seed})
+    print(f"reference: F* = {ref.f_star:.5f} after {ref.epochs} epochs -> {args.out}")
+    return 0
+
+
+def _cmd_bound(args: argparse.Namespace) -> int:
+    import json
+
+    from .bound_report import write_report
+    from .grid import Cell, Member
+
+    members = [Member(m["sweep"], m["feeds"], m["vary"], m["value"], Cell.from_key(m["cell"]))
+               for m in json.loads(args.members)]
+    written = write_report(args.runs, members, args.references, args.out_dir)
+    print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
 
@@ -122,7 +159,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--partition", help="client index file [N, n] written by `bladefl partition`")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    p.add_argument("--reference", help="reference optimum (.npz from `bladefl reference`): record ||w - w*||")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("reference", help="train the reference optimum w* on the union of the clients' data")
+    p.add_argument("--config", help="run config YAML (model, dataset, seed)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--partition", required=True, help="client index file [N, n]")
+    p.add_argument("--out", required=True, help="output .npz (a .json with F* is written beside it)")
+    p.add_argument("--eta", type=float, default=0.05)
+    p.add_argument("--max-epochs", type=int, default=300)
+    p.set_defaults(func=_cmd_reference)
+
+    p = sub.add_parser("bound", help="measured and fitted bound against the experiments, per cell")
+    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
+    p.add_argument("--members", required=True, help="JSON list of {sweep, feeds, vary, value, cell}")
+    p.add_argument("--references", nargs="+", required=True, help="reference .npz files, one per partition")
+    p.add_argument("--out-dir", required=True)
+    p.set_defaults(func=_cmd_bound)
 
     p = sub.add_parser("summarize", help="tidy summary and optimum tables over the grid's runs")
     p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")

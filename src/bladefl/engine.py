@@ -10,6 +10,7 @@ exactly the models in the block.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import aggregation, atomic, datasets, lazy, mlp, privacy, trainer, transactions
+from . import aggregation, atomic, constants, datasets, lazy, mlp, privacy, trainer, transactions
 from .chain import Block, Ledger, majority_accepts
 from .config import RunConfig
 from .partition import make_partition
@@ -109,6 +110,13 @@ class RoundRecord:
     n_rejected: int
     theta: float
     status: str = "ok"
+    L_mean: float = math.nan
+    L_max: float = math.nan
+    xi_mean: float = math.nan
+    xi_max: float = math.nan
+    delta_mean: float = math.nan
+    delta_max: float = math.nan
+    dist_ref: float = math.nan  # ||w^k - w*|| when a reference optimum is given
 
 
 @dataclass
@@ -130,8 +138,9 @@ class KResult:
 
 
 def _uploads(cfg: RunConfig, K: int, k: int, w: torch.Tensor, data: ClientData, roles: lazy.Roles,
-             tau: int, shape: mlp.Shape) -> tuple[torch.Tensor, float]:
-    """Step 1: local training (batched) and the models every client uploads, [N, P]; theta."""
+             tau: int, shape: mlp.Shape) -> tuple[torch.Tensor, float, torch.Tensor]:
+    """Step 1: local training (batched): the models every client uploads [N, P], theta, and
+    the honest clients' local iterates."""
     train_ids = np.arange(data.N) if cfg.lazy.counterfactual else roles.honest
     sel = torch.as_tensor(train_ids, device=w.device)
     local = w.expand(len(train_ids), -1).clone()
@@ -153,17 +162,28 @@ def _uploads(cfg: RunConfig, K: int, k: int, w: torch.Tensor, data: ClientData, 
         if cfg.lazy.counterfactual:
             trained = local[torch.as_tensor([pos[c] for c in roles.lazy], device=w.device)]
             theta = (trained - copied).norm(dim=1).mean().item()
-    return uploads, theta
+    return uploads, theta, honest_rows
+
+
+def model_shape(cfg: RunConfig, d: int = 784) -> mlp.Shape:
+    return mlp.Shape(d=d, h=cfg.model.hidden, activation=cfg.model.activation)
+
+
+def initial_model(cfg: RunConfig, shape: mlp.Shape) -> torch.Tensor:
+    """w0: the same for every K of a run (derived from the run seed)."""
+    return mlp.init(shape, torch_generator(cfg.seed, "init"))
 
 
 def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None,
-          tamper: Tamper | None = None, on_round: Callable[[RoundRecord], None] | None = None) -> KResult:
-    """Run BLADE-FL with K integrated rounds; an infeasible K (tau < 1) is reported, not raised."""
+          tamper: Tamper | None = None, on_round: Callable[[RoundRecord], None] | None = None,
+          reference: torch.Tensor | None = None) -> KResult:
+    """Run BLADE-FL with K integrated rounds; an infeasible K (tau < 1) is reported, not raised.
+    With a ``reference`` optimum w*, each round records ||w^k - w*|| (for the bound's eps2)."""
     alloc = allocate(K, cfg.time.alpha, cfg.time.beta, cfg.time.t_sum)
     result = KResult(K=K, allocation=alloc, status="ok" if alloc.feasible else "infeasible")
     if not alloc.feasible:
         return result
-    shape = mlp.Shape(d=data.x.shape[2], h=cfg.model.hidden, activation=cfg.model.activation)
+    shape = model_shape(cfg, data.x.shape[2])
     N, tau = data.N, alloc.tau
     roles = lazy.choose_lazy(numpy_rng(cfg.seed, "lazy-set"), N, cfg.num_lazy)
     keys = [transactions.derive_key(cfg.seed, i) for i in range(N)]
@@ -172,11 +192,11 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
     result.ledger = ledger
     result.sigma_dp = privacy.noise_std(cfg.privacy.epsilon, cfg.privacy.delta, cfg.privacy.clip, data.n, K)
     race_rng = numpy_rng(cfg.seed, "race", K)
-    w = mlp.init(shape, torch_generator(cfg.seed, "init")).to(data.x.device)
+    w = initial_model(cfg, shape).to(data.x.device)
     clock = 0.0
     for k in range(1, K + 1):
         t0 = time.perf_counter()
-        uploads, theta = _uploads(cfg, K, k, w, data, roles, tau, shape)
+        uploads, theta, honest_local = _uploads(cfg, K, k, w, data, roles, tau, shape)
         uploads = privacy.privatize(uploads, result.sigma_dp, cfg.privacy.clip,
                                     torch_generator(cfg.seed, "dp", K, k))
         if uploads.is_cuda:
@@ -216,6 +236,11 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
         w = aggregation.fedavg(uploads[ids], weights)
         train_loss = global_train_loss(w, data, shape)
         test_loss, test_acc = evaluate(w, data.x_test, data.y_test, shape)
+        measured = {}
+        if cfg.measure.constants:
+            sel = torch.as_tensor(roles.honest, device=w.device)
+            measured = dataclasses.asdict(constants.measure(w, honest_local, data.x[sel], data.y[sel], data.x,
+                                                            data.y, shape))
         t3 = time.perf_counter()
         result.train_seconds += t1 - t0
         result.chain_seconds += t2 - t1
@@ -224,7 +249,8 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
             K=K, round=k, tau=tau, time_used=clock, train_loss=train_loss, test_loss=test_loss,
             test_accuracy=test_acc, block_hash=block.hash, miner=won.winner, block_time=block_time,
             votes=votes, n_in_block=len(accepted), n_lazy=len(roles.lazy), n_rejected=N - len(accepted),
-            theta=theta,
+            theta=theta, **measured,
+            dist_ref=math.nan if reference is None else float((w - reference.to(w.device)).norm()),
         )
         result.rounds.append(record)
         if on_round is not None:

@@ -73,8 +73,8 @@ def losses(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> torch.Te
     return torch.nn.functional.cross_entropy(z2.transpose(1, 2), y, reduction="none").mean(dim=1)
 
 
-def sgd_step(v: Views, x: torch.Tensor, y: torch.Tensor, eta: float, shape: Shape) -> None:
-    """One in-place gradient step of every model on its own batch x [N, B, d], y [N, B]."""
+def _backprop(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> tuple[torch.Tensor, ...]:
+    """Forward pass and the output/hidden error signals: (a1, g2 = dL/dz2, da1 = dL/dz1)."""
     B = x.shape[1]
     a1, z2 = forward(v, x, shape)
     g2 = torch.softmax(z2, dim=-1)
@@ -83,10 +83,30 @@ def sgd_step(v: Views, x: torch.Tensor, y: torch.Tensor, eta: float, shape: Shap
     da1 = torch.bmm(g2, v.W2.transpose(1, 2))
     if shape.activation == "relu":
         da1.mul_(a1 > 0)  # relu'(z1) = 1 where a1 = relu(z1) > 0
+    return a1, g2, da1
+
+
+def sgd_step(v: Views, x: torch.Tensor, y: torch.Tensor, eta: float, shape: Shape) -> None:
+    """One in-place gradient step of every model on its own batch x [N, B, d], y [N, B];
+    each weight update is fused into its gradient's matmul (baddbmm_)."""
+    a1, g2, da1 = _backprop(v, x, y, shape)
     v.W2.baddbmm_(a1.transpose(1, 2), g2, alpha=-eta)
     v.b2.sub_(g2.sum(dim=1), alpha=eta)
     v.W1.baddbmm_(x.transpose(1, 2), da1, alpha=-eta)
     v.b1.sub_(da1.sum(dim=1), alpha=eta)
+
+
+def gradient(flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> torch.Tensor:
+    """Gradient [N, P] of each model's mean cross-entropy on its own samples x [N, B, d]."""
+    v = views(flat, shape)
+    a1, g2, da1 = _backprop(v, x, y, shape)
+    grad = torch.empty_like(flat)
+    gv = views(grad, shape)
+    gv.W2.copy_(torch.bmm(a1.transpose(1, 2), g2))
+    gv.b2.copy_(g2.sum(dim=1))
+    gv.W1.copy_(torch.bmm(x.transpose(1, 2), da1))
+    gv.b1.copy_(da1.sum(dim=1))
+    return grad
 
 
 def model_bytes(row: torch.Tensor) -> bytes:

@@ -45,7 +45,8 @@ def k_summary(result: KResult) -> dict:
     return out
 
 
-def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None, progress: bool = True) -> dict:
+def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None, progress: bool = True,
+             reference=None) -> dict:  # noqa: ANN001 - torch.Tensor | None
     """Run every K of ``cfg`` and write the run folder; returns the summary dict."""
     from tqdm.auto import tqdm
 
@@ -63,7 +64,7 @@ def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None
               mininterval=2.0) as bar:
         for K in cfg.time.K:
             bar.set_postfix(K=K)
-            result = run_k(cfg, data, K, store=store, on_round=lambda r: bar.update(r.tau))
+            result = run_k(cfg, data, K, store=store, on_round=lambda r: bar.update(r.tau), reference=reference)
             if result.status == "infeasible":
                 rows.append(infeasible_row(result))
             else:

@@ -23,6 +23,9 @@ CELLS = {cell.key: cell for cell in wc_cfg.cells(config)}
 PARTITION_KEYS = {N: wc_cfg.partition_spec(config, N).key for N in sorted({c.N for c in CELLS.values()})}
 SEEDS = config["seeds"]
 RUNS = f"{RESULTS}/runs/{PROFILE}"
+REFERENCES = f"{RESULTS}/reference/{PROFILE}"
+BOUND = f"{RESULTS}/bound"
+BOUND_FILES = ["constants.csv", "fit.csv", "gaps.csv", "kstar.csv", "members.csv", "claims.csv", "bound.json"]
 
 
 wildcard_constraints:
@@ -49,6 +52,17 @@ def cell_partition(wildcards):
     return f"{PARTITIONS}/{wildcards.dataset}/{PARTITION_KEYS[CELLS[wildcards.cell].N]}.npy"
 
 
+def cell_reference(wildcards):
+    return f"{REFERENCES}/{wildcards.dataset}/{PARTITION_KEYS[CELLS[wildcards.cell].N]}.npz"
+
+
+def measure_overrides(cell):
+    """The bound needs measured constants, and theta (a counterfactual) in lazy cells."""
+    if not config["measure_constants"]:
+        return []
+    return ["measure.constants=true", f"lazy.counterfactual={'true' if cell.lazy_ratio > 0 else 'false'}"]
+
+
 def run_summaries(dataset):
     return expand(f"{RUNS}/{dataset}/{{cell}}/seed~{{seed}}/summary.json", cell=list(CELLS), seed=SEEDS)
 
@@ -58,4 +72,6 @@ def all_targets():
         *[p for d in DATASETS for key in PARTITION_KEYS.values() for p in partition_files(d, key)],
         *expand(f"{RESULTS}/summary/{{dataset}}.csv", dataset=DATASETS),
         *expand(f"{RESULTS}/summary/{{dataset}}_optimum.csv", dataset=DATASETS),
+        *(expand(f"{BOUND}/{{dataset}}/{{file}}", dataset=DATASETS, file=BOUND_FILES)
+          if config["measure_constants"] else []),
     ]

@@ -1,10 +1,36 @@
 # The experiment grid: one job per dataset x cell x seed, each running all the cell's K.
 
 
+rule reference:
+    input:
+        raw=lambda wc: raw_files(wc.dataset),
+        partition=f"{PARTITIONS}/{{dataset}}/{{key}}.npy",
+        profile=f"config/profiles/{PROFILE}.yaml",
+    output:
+        npz=f"{REFERENCES}/{{dataset}}/{{key}}.npz",
+        info=f"{REFERENCES}/{{dataset}}/{{key}}.json",
+    params:
+        data_dir=lambda wc, input: raw_root(input.raw[0]),
+    threads: config["threads_per_run"]
+    resources:
+        mem_mb=3000,
+        runtime=30,
+    log:
+        f"logs/reference/{PROFILE}/{{dataset}}/{{key}}.log",
+    benchmark:
+        f"benchmarks/reference/{PROFILE}/{{dataset}}/{{key}}.tsv"
+    conda:
+        "../../envs/environment.yaml"
+    shell:
+        "bladefl reference --config {input.profile} --partition {input.partition} "
+        "--set dataset={wildcards.dataset} --set data_dir={params.data_dir} --out {output.npz} > {log} 2>&1"
+
+
 rule run_cell:
     input:
         raw=lambda wc: raw_files(wc.dataset),
         partition=cell_partition,
+        reference=cell_reference,
         profile=f"config/profiles/{PROFILE}.yaml",
     output:
         rounds=f"{RUNS}/{{dataset}}/{{cell}}/seed~{{seed}}/rounds.csv",
@@ -18,6 +44,7 @@ rule run_cell:
                 f"dataset={wc.dataset}",
                 f"seed={wc.seed}",
                 *CELLS[wc.cell].overrides(config["t_sum"]),
+                *measure_overrides(CELLS[wc.cell]),
                 *(f"partition.{k}={v}" for k, v in config["partition"].items()),
             ]
         ),
@@ -32,7 +59,8 @@ rule run_cell:
     conda:
         "../../envs/environment.yaml"
     shell:
-        "bladefl run --config {input.profile} --partition {input.partition} --out {params.out} "
+        "bladefl run --config {input.profile} --partition {input.partition} "
+        "--reference {input.reference} --out {params.out} "
         "--set data_dir={params.data_dir} {params.sets} --threads {threads} --quiet > {log} 2>&1"
 
 

@@ -1,0 +1,83 @@
+"""Measured constants of the bound (Wang et al. 2019, "Adaptive federated learning in resource
+constrained edge computing systems"), estimated at every aggregation from true full-batch
+gradients of each client's loss on its own data:
+
+    L_i     = ||grad F_i(w_i) - grad F_i(w)|| / ||w_i - w||     (smoothness)
+    xi_i    = |F_i(w_i) - F_i(w)| / ||w_i - w||                 (Lipschitz constant of F_i)
+    delta_i = ||grad F_i(w) - grad F(w)||                        (gradient divergence)
+
+where w is the aggregate and w_i the client's last local iterate; grad F is the
+sample-weighted mean of the clients' gradients. Each round records sample-weighted means and
+maxima. phi = (1 - eta L / 2) / ||w0 - w*|| needs the reference optimum w* (see
+:mod:`bladefl.reference`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from . import mlp
+
+NAMES = ("L", "xi", "delta")
+
+
+@dataclass(frozen=True)
+class Measured:
+    L_mean: float
+    L_max: float
+    xi_mean: float
+    xi_max: float
+    delta_mean: float
+    delta_max: float
+
+
+def _wmean(values: torch.Tensor, weights: torch.Tensor) -> float:
+    ok = torch.isfinite(values)
+    if not ok.any():
+        return math.nan
+    return float((values[ok] * weights[ok]).sum() / weights[ok].sum())
+
+
+def _max(values: torch.Tensor) -> float:
+    ok = torch.isfinite(values)
+    return float(values[ok].max()) if ok.any() else math.nan
+
+
+def estimate(loss_w: torch.Tensor, loss_i: torch.Tensor, grad_w: torch.Tensor, grad_i: torch.Tensor,
+             dist: torch.Tensor, grad_all: torch.Tensor, sizes_local: torch.Tensor,
+             sizes_all: torch.Tensor) -> Measured:
+    """The estimators, for any model: losses [M] and gradients [M, P] of the M trained clients
+    at w and at their iterates w_i, the distances ||w_i - w|| [M], and every client's gradient
+    at w [N, P] with the sample counts."""
+    dist = torch.where(dist > 0, dist, torch.full_like(dist, math.nan))
+    L = (grad_i - grad_w).norm(dim=1) / dist
+    xi = (loss_i - loss_w).abs() / dist
+    grad_F = (sizes_all[:, None] * grad_all).sum(dim=0) / sizes_all.sum()
+    delta = (grad_all - grad_F).norm(dim=1)
+    return Measured(_wmean(L, sizes_local), _max(L), _wmean(xi, sizes_local), _max(xi),
+                    _wmean(delta, sizes_all), _max(delta))
+
+
+def measure(w: torch.Tensor, local: torch.Tensor, x_local: torch.Tensor, y_local: torch.Tensor,
+            x_all: torch.Tensor, y_all: torch.Tensor, shape: mlp.Shape) -> Measured:
+    """For the MLP: w [P] the aggregate; local [M, P] the last local iterates of the trained
+    clients, whose data are x_local [M, n, d]; x_all [N, n, d] every client's data."""
+    M, N = local.shape[0], x_all.shape[0]
+    at_w = w.expand(M, -1).contiguous()
+    return estimate(
+        loss_w=mlp.losses(mlp.views(at_w, shape), x_local, y_local, shape),
+        loss_i=mlp.losses(mlp.views(local, shape), x_local, y_local, shape),
+        grad_w=mlp.gradient(at_w, x_local, y_local, shape),
+        grad_i=mlp.gradient(local, x_local, y_local, shape),
+        dist=(local - at_w).norm(dim=1),
+        grad_all=mlp.gradient(w.expand(N, -1).contiguous(), x_all, y_all, shape),
+        sizes_local=torch.full((M,), float(x_local.shape[1]), device=w.device),
+        sizes_all=torch.full((N,), float(x_all.shape[1]), device=w.device),
+    )
+
+
+def phi(eta: float, L: float, w0: torch.Tensor, w_star: torch.Tensor) -> float:
+    return (1.0 - eta * L / 2.0) / float((w0 - w_star).norm())
