@@ -8,10 +8,14 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/grid.smk"
 include: "workflow/rules/bound.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

@@ -49,7 +49,17 @@ def snakemake(cwd: Path, *args: str, timeout: int = 600):
 def copy_workflow(dest: Path) -> Path:
     import shutil
 
-    for item in ("Snakefile", "workflow", "config", "envs"):
+    for item in ("Snakefile", "workflow", "config", "envs", "notebooks"):
         src = REPO / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / item)
     return dest
+
+
+@pytest.fixture(scope="session")
+def smoke(tmp_path_factory) -> Path:
+    """The whole workflow once on the smoke config (data, grid, bound, report), in a fresh
+    folder with no data: the fetch runs offline from the registries."""
+    work = copy_workflow(tmp_path_factory.mktemp("smoke"))
+    proc = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return work

@@ -30,10 +30,8 @@ def smoke_dir(tmp_path: Path, data_root: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_smoke_workflow_summary_tables(tmp_path, data_root):
-    work = copy_workflow(tmp_path)  # no data: the fetch runs offline from the registry
-    proc = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_smoke_workflow_summary_tables(smoke):
+    work = smoke
     log = (work / "logs/fetch/MNIST.log").read_text()
     assert "source registry: installed" in log and "all 4 files verified" in log
     indices = np.load(work / "data/partitions/mnist/classes4_N4_n64_seed0.npy")
@@ -44,16 +42,16 @@ def test_smoke_workflow_summary_tables(tmp_path, data_root):
     table = pd.read_csv(work / "results/summary/mnist.csv")
     required = {"sweep", "cell", "K", "tau", "seed", "train_loss", "test_loss", "test_accuracy", "status"}
     assert required <= set(table.columns)
-    assert set(table.sweep) == {"beta", "lazy_ratio"}
+    assert set(table.sweep) == {"fig3", "beta", "lazy_ratio", "epsilon"}
     # t_sum = 30: beta=10 -> K 1..2 (tau 20, 5); beta=12 -> K 1..2 (tau 18, 3)
     beta = table[table.sweep == "beta"]
     assert sorted(zip(beta.value, beta.K, beta.tau)) == [(10, 1, 20), (10, 2, 5), (12, 1, 18), (12, 2, 3)]
     assert (table.status == "ok").all() and table.test_accuracy.between(0, 1).all()
     # the base cell is shared by both sweeps: same numbers, one run
-    shared = table[(table.beta == 10) & (table.lazy_ratio == 0)]
-    assert set(shared.sweep) == {"beta", "lazy_ratio"}
+    shared = table[table.cell == "alpha~1_beta~10_N~4_eta~0.05_lazy~0_sigma2~0_eps~inf"]
+    assert set(shared.sweep) == {"beta", "lazy_ratio", "epsilon"}
     assert shared.groupby("K").train_loss.nunique().eq(1).all()
-    assert len(list((work / "results/runs/authors-code/mnist").iterdir())) == 3
+    assert len(list((work / "results/runs/authors-code/mnist").iterdir())) == 5  # 7 members, 5 unique cells
     # the table is built from the runs' own outputs
     run = work / "results/runs/authors-code/mnist" / shared.cell.iloc[0] / "seed~0" / "rounds.csv"
     rounds = pd.read_csv(run)
@@ -61,15 +59,15 @@ def test_smoke_workflow_summary_tables(tmp_path, data_root):
     assert shared[shared.K == 2].train_loss.iloc[0] == pytest.approx(last.train_loss)
 
     optimum = pd.read_csv(work / "results/summary/mnist_optimum.csv")
-    assert len(optimum) == 4 and {"K_star_loss", "K_star_accuracy", "training_time", "mining_time",
+    assert len(optimum) == 7 and {"K_star_loss", "K_star_accuracy", "training_time", "mining_time",
                                   "max_accuracy", "max_accuracy_std"} <= set(optimum.columns)
-    assert (optimum.mining_time == optimum.K_star_loss * optimum.vary.map({"beta": 1, "lazy_ratio": 1})
+    assert (optimum.mining_time == optimum.K_star_loss
             * optimum.cell.str.extract(r"beta~(\d+)")[0].astype(float)).all()
 
     # the bound: constants measured in the runs, a reference optimum, fits, gaps, K*, claims
     bound = work / "results/bound/mnist"
     consts = pd.read_csv(bound / "constants.csv")
-    assert len(consts) == 3 and (consts.L > 0).all() and (consts.delta > 0).all() and (consts.f_star > 0).all()
+    assert len(consts) == 5 and (consts.L > 0).all() and (consts.delta > 0).all() and (consts.f_star > 0).all()
     lazy = consts[consts.cell.str.contains("lazy~0.25")]
     assert (lazy.M == 1).all() and (lazy.theta > 0).all() and (consts[consts.M == 0].theta == 0).all()
     ref = json.loads((work / "results/reference/authors-code/mnist/classes4_N4_n64_seed0.json").read_text())
@@ -115,7 +113,7 @@ def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
     assert restart.returncode == 0, restart.stderr[-3000:]
     redone = [str(p.relative_to(work)) for p, t in finished.items() if p.stat().st_mtime_ns != t]
     assert not redone, f"finished jobs were redone: {redone}\n{restart.stderr[-3000:]}"
-    assert len(pd.read_csv(work / "results/summary/mnist.csv")) == 8  # 4 sweep members x K 1..2
+    assert len(pd.read_csv(work / "results/summary/mnist.csv")) == 14  # 7 sweep members x K 1..2
     assert not list(work.rglob("*.tmp"))
 
 

@@ -116,6 +116,16 @@ def _cmd_bound(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report_index(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .report import write_index
+
+    verdicts = [Path(v) / "verdicts.csv" if Path(v).is_dir() else Path(v) for v in args.verdicts]
+    print(f"wrote {write_index(args.out, verdicts, args.pages)}")
+    return 0
+
+
 def _cmd_chain_verify(args: argparse.Namespace) -> int:
     from .chain import verify_chain
 
@@ -185,6 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--optimum", required=True, help="output CSV, one row per sweep and cell")
     p.set_defaults(func=_cmd_summarize)
 
+    p = sub.add_parser("report-index", help="the report's front page: verdicts, then links to every notebook")
+    p.add_argument("--verdicts", nargs="+", required=True, help="verdicts.csv files (or folders holding one)")
+    p.add_argument("--pages", nargs="+", required=True, help="rendered notebooks (HTML)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_cmd_report_index)
+
     p = sub.add_parser("chain", help="ledger tools")
     chain_sub = p.add_subparsers(dest="chain_command", required=True)
     v = chain_sub.add_parser("verify", help="re-check a saved chain from scratch")
@@ -204,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except ValueError as exc:
+    except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

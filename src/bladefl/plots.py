@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from .atomic import atomic_path  # noqa: E402
 
@@ -32,3 +33,84 @@ def save_figure(fig: Figure, path: str | Path) -> None:
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=110)
     plt.close(fig)
+
+
+def save_png_svg(fig: Figure, name: str, folder: str | Path) -> list[Path]:
+    """``<folder>/<name>.png`` and ``.svg`` (each written atomically); closes the figure."""
+    folder = Path(folder)
+    paths = [folder / f"{name}.png", folder / f"{name}.svg"]
+    for path in paths:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=path.suffix.lstrip("."), dpi=110)
+    plt.close(fig)
+    return paths
+
+
+def sweep_figure(curves, vary: str, title: str) -> Figure:  # noqa: ANN001 - DataFrame from report.sweep_curves
+    """Loss and accuracy versus K, one curve per swept value (mean over seeds, band = +-1 std)."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for value, part in curves.groupby("value"):
+        part = part.sort_values("K")
+        label = f"{vary}={value:g}"
+        for ax, col in ((axes[0], "loss"), (axes[1], "accuracy")):
+            line, = ax.plot(part.K, part[col], marker="o", ms=3, label=label)
+            ax.fill_between(part.K, part[col] - part[f"{col}_std"], part[col] + part[f"{col}_std"],
+                            color=line.get_color(), alpha=0.15)
+    axes[0].set_ylabel("training loss F(w)")
+    axes[1].set_ylabel("test accuracy")
+    for ax in axes:
+        ax.set_xlabel("K (integrated rounds)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:  # noqa: ANN001 - DataFrame
+    """Per condition: the experimental gap F(w^K) - F* and the bound (fitted and measured)."""
+    cells = list(labels)
+    fig, axes = plt.subplots(2, len(cells), figsize=(5 * len(cells), 6.5), squeeze=False)
+    for j, cell in enumerate(cells):
+        part = gaps[gaps.cell == cell].groupby("K", as_index=False).mean(numeric_only=True)
+        ax = axes[0, j]
+        ax.plot(part.K, part.gap, "o-", label="experiment F(w^K) - F*")
+        ax.plot(part.K, part.G_fit, "s--", label="bound, fitted phi and eps2")
+        finite = np.isfinite(part.G_measured)
+        if finite.any():
+            ax.plot(part.K[finite], part.G_measured[finite], "^:", label="bound, measured constants")
+        ax.set_yscale("log")
+        ax.set_title(labels[cell], fontsize=9)
+        ax.set_xlabel("K")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+        axes[1, j].bar(part.K, part.rel_gap_fit)
+        axes[1, j].axhline(0.05, color="r", lw=0.8, ls="--")
+        axes[1, j].axhline(-0.05, color="r", lw=0.8, ls="--")
+        axes[1, j].set_xlabel("K")
+        axes[1, j].set_ylabel("(G_fit - gap) / gap")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def privacy_figure(table, title: str) -> Figure:  # noqa: ANN001 - DataFrame from report.privacy_table
+    """Optimal K, minimal loss and maximal accuracy versus the privacy budget epsilon."""
+    finite = table[np.isfinite(table.epsilon)]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
+    for ax, col, label in ((axes[0], "K_star_loss", "optimal K (by loss)"), (axes[1], "min_train_loss", "minimal loss"),
+                           (axes[2], "max_accuracy", "maximal accuracy")):
+        ax.plot(finite.epsilon, finite[col], "o-")
+        nodp = table[~np.isfinite(table.epsilon)]
+        if not nodp.empty:
+            ax.axhline(float(nodp[col].iloc[0]), color="gray", ls="--", label="no DP")
+            ax.legend(fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlabel("epsilon")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -25,6 +25,7 @@ SEEDS = config["seeds"]
 RUNS = f"{RESULTS}/runs/{PROFILE}"
 REFERENCES = f"{RESULTS}/reference/{PROFILE}"
 BOUND = f"{RESULTS}/bound"
+REPORT = f"{RESULTS}/report"
 BOUND_FILES = ["constants.csv", "fit.csv", "gaps.csv", "kstar.csv", "members.csv", "claims.csv", "bound.json"]
 
 
@@ -33,6 +34,7 @@ wildcard_constraints:
     tv="|".join(TV_NAMES.values()),
     cell="[^/]+",
     seed=r"\d+",
+    nb="|".join(["00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"]),
 
 
 def raw_root(raw_file):
@@ -67,6 +69,59 @@ def run_summaries(dataset):
     return expand(f"{RUNS}/{dataset}/{{cell}}/seed~{{seed}}/summary.json", cell=list(CELLS), seed=SEEDS)
 
 
+def notebooks():
+    names = ["00_verdicts", "01_data", "02_sweeps"]
+    if config["measure_constants"]:
+        names.append("03_bound")
+    if any(m.vary == "epsilon" for m in wc_cfg.members(config)):
+        names.append("04_privacy")
+    return names
+
+
+def notebook_inputs(wc):
+    """Named inputs of a report notebook (also passed to it as papermill parameters)."""
+    d = wc.dataset
+    summary = {"summary": f"{RESULTS}/summary/{d}.csv", "optimum": f"{RESULTS}/summary/{d}_optimum.csv"}
+    bound = {f.split(".")[0]: f"{BOUND}/{d}/{f}" for f in BOUND_FILES} if config["measure_constants"] else {}
+    return {
+        "00_verdicts": {"optimum": summary["optimum"], **bound, "config": f"{REPORT}/config.yaml",
+                        "runs": run_summaries(d)},
+        "01_data": {"partitions": [f"{PARTITIONS}/{d}/{key}.json" for key in PARTITION_KEYS.values()]},
+        "02_sweeps": {**summary, "paper_values": "config/paper_values.yaml"},
+        "03_bound": bound,
+        "04_privacy": {"optimum": summary["optimum"]},
+    }[wc.nb]
+
+
+def notebook_params(wc, input):
+    d = wc.dataset
+    p = {"dataset": d}
+    if wc.nb == "00_verdicts":
+        p.update(optimum=input.optimum, runs_dir=RUNS, config_file=input.config,
+                 bound_dir=f"{BOUND}/{d}" if config["measure_constants"] else "")
+    elif wc.nb == "01_data":
+        p.update(partitions_dir=PARTITIONS)
+    elif wc.nb == "02_sweeps":
+        p.update(summary=input.summary, optimum=input.optimum, paper_values=input.paper_values)
+    elif wc.nb == "03_bound":
+        p.update(bound_dir=f"{BOUND}/{d}")
+    else:
+        p.update(optimum=input.optimum)
+    return " ".join(f"-p {k} {v}" for k, v in p.items())
+
+
+def report_pages():
+    return expand(f"{REPORT}/{{dataset}}/{{nb}}.html", dataset=DATASETS, nb=notebooks())
+
+
+def dump_workflow_config(cfg, path):
+    import yaml
+
+    from bladefl import atomic
+
+    atomic.write_text(path, yaml.safe_dump(dict(cfg), sort_keys=False))
+
+
 def all_targets():
     return [
         *[p for d in DATASETS for key in PARTITION_KEYS.values() for p in partition_files(d, key)],
@@ -74,4 +129,5 @@ def all_targets():
         *expand(f"{RESULTS}/summary/{{dataset}}_optimum.csv", dataset=DATASETS),
         *(expand(f"{BOUND}/{{dataset}}/{{file}}", dataset=DATASETS, file=BOUND_FILES)
           if config["measure_constants"] else []),
+        f"{REPORT}/index.html",
     ]

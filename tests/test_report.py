@@ -1,0 +1,103 @@
+"""The report rendered from the smoke run: every table and figure is there and is built from
+the smoke results; a notebook with a missing or malformed input fails with the path and reason."""
+
+from __future__ import annotations
+
+import html
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import papermill
+import pytest
+
+from conftest import REPO, snakemake
+
+pytestmark = pytest.mark.slow
+
+FIGURES = {
+    "01_data": ["partition_classes4_N4_n64_seed0"],
+    "02_sweeps": ["sweep_beta", "sweep_lazy_ratio", "sweep_epsilon"],
+    "03_bound": ["fig3_bound_vs_experiment"],
+    "04_privacy": ["privacy"],
+}
+TABLES = {
+    "00_verdicts": ["verdicts", "provenance"],
+    "01_data": ["partitions"],
+    "02_sweeps": ["Table_III", "Table_VI", "curves_beta", "curves_lazy_ratio", "curves_epsilon"],
+    "03_bound": ["constants", "kstar", "fig3_gaps"],
+    "04_privacy": ["privacy"],
+}
+
+
+def test_every_figure_and_table_is_written(smoke):
+    for nb, names in FIGURES.items():
+        for name in names:
+            for ext in ("png", "svg"):
+                path = smoke / f"results/figures/mnist/{nb}/{name}.{ext}"
+                assert path.is_file() and path.stat().st_size > 2000, path
+    for nb, names in TABLES.items():
+        for name in names:
+            for ext in ("csv", "md"):
+                assert (smoke / f"results/tables/mnist/{nb}/{name}.{ext}").is_file(), (nb, name, ext)
+    for nb in ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"):
+        page = (smoke / f"results/report/mnist/{nb}.html").read_text()
+        assert "<html" in page and "Traceback" not in page
+
+
+def test_tables_are_built_from_the_smoke_results(smoke):
+    optimum = pd.read_csv(smoke / "results/summary/mnist_optimum.csv")
+    summary = pd.read_csv(smoke / "results/summary/mnist.csv")
+    t3 = pd.read_csv(smoke / "results/tables/mnist/02_sweeps/Table_III.csv").set_index("beta")
+    ours = optimum[optimum.sweep == "beta"].set_index("value")
+    for beta in (10.0, 12.0):
+        assert t3.loc[beta, "ours mining_time"] == pytest.approx(ours.loc[beta, "mining_time"])
+        assert t3.loc[beta, "ours max accuracy %"] == pytest.approx(100 * ours.loc[beta, "max_accuracy"])
+    assert t3.loc[12.0, "paper mining_time"] == 72 and t3.loc[6.0, "paper max accuracy %"] == 87.47
+    curves = pd.read_csv(smoke / "results/tables/mnist/02_sweeps/curves_beta.csv")
+    mine = summary[summary.sweep == "beta"].groupby(["value", "K"]).train_loss.mean()
+    assert np.allclose(curves.set_index(["value", "K"]).loss.sort_index(), mine.sort_index())
+    privacy = pd.read_csv(smoke / "results/tables/mnist/04_privacy/privacy.csv")
+    eps = optimum[optimum.sweep == "epsilon"].sort_values("value")
+    assert privacy.K_star_loss.tolist() == eps.K_star_loss.tolist()
+    assert np.isinf(privacy.epsilon.iloc[-1])
+    kstar = pd.read_csv(smoke / "results/tables/mnist/03_bound/kstar.csv")
+    bound = pd.read_csv(smoke / "results/bound/mnist/kstar.csv")
+    assert kstar.K_experiment.tolist() == bound.K_experiment.tolist()
+    verdicts = pd.read_csv(smoke / "results/tables/mnist/00_verdicts/verdicts.csv")
+    assert {"K* falls as beta grows (Corollary 1)", "K* does not depend on epsilon (privacy)",
+            "the bound's K* minimises the experimental loss (Fig. 3)"} <= set(verdicts.claim)
+    partitions = pd.read_csv(smoke / "results/tables/mnist/01_data/partitions.csv")
+    assert partitions["mean classes per client"].iloc[0] == 4
+
+
+def test_index_opens_with_the_verdicts_and_links_every_notebook(smoke):
+    index = (smoke / "results/report/index.html").read_text()
+    verdicts = pd.read_csv(smoke / "results/tables/mnist/00_verdicts/verdicts.csv")
+    assert index.index("Verdicts") < index.index("Rendered notebooks")
+    for claim in verdicts.claim:
+        assert html.escape(claim) in index
+    for nb in ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"):
+        assert f"href='mnist/{nb}.html'" in index
+
+
+def test_snakemake_report_zip(smoke):
+    proc = snakemake(smoke, "--configfile", "config/smoke.yaml", "--report", "results/report.zip", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = zipfile.ZipFile(smoke / "results/report.zip").namelist()
+    assert any(n.endswith("sweep_beta.png") for n in names) and any(n.endswith("Table_III.csv") for n in names)
+
+
+@pytest.mark.parametrize("content, reason", [(None, "missing"), ("a,b\n1,2\n", "missing column(s)")])
+def test_notebook_with_bad_input_fails_with_path_and_reason(tmp_path, content, reason):
+    bad = tmp_path / "summary.csv"
+    if content is not None:
+        bad.write_text(content)
+    with pytest.raises(papermill.PapermillExecutionError) as info:
+        papermill.execute_notebook(
+            str(REPO / "notebooks/02_sweeps.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+            parameters={"summary": str(bad), "optimum": str(bad), "figures_dir": str(tmp_path / "f"),
+                        "tables_dir": str(tmp_path / "t")}, progress_bar=False, cwd=str(REPO))
+    assert "ReportInputError" in info.value.ename
+    assert str(bad) in info.value.evalue and reason in info.value.evalue

@@ -1,0 +1,80 @@
+# The report: parameterised notebooks executed by papermill, rendered to HTML by nbconvert,
+# and a front page that opens with the verdict table.
+
+localrules:
+    kernel,
+    dump_config,
+    report_index,
+
+
+rule kernel:
+    output:
+        f"{REPORT}/.kernel-bladefl",
+    log:
+        "logs/report/kernel.log",
+    conda:
+        "../../envs/environment.yaml"
+    shell:
+        "python -m ipykernel install --sys-prefix --name bladefl --display-name BLADE-FL > {log} 2>&1 "
+        "&& touch {output}"
+
+
+rule dump_config:
+    output:
+        f"{REPORT}/config.yaml",
+    log:
+        "logs/report/config.log",
+    run:
+        dump_workflow_config(config, output[0])
+
+
+rule notebook:
+    input:
+        unpack(notebook_inputs),
+        notebook="notebooks/{nb}.ipynb",
+        kernel=f"{REPORT}/.kernel-bladefl",
+    output:
+        executed=f"{REPORT}/notebooks/{{dataset}}/{{nb}}.ipynb",
+        html=f"{REPORT}/{{dataset}}/{{nb}}.html",
+        figures=report(
+            directory(f"{RESULTS}/figures/{{dataset}}/{{nb}}"),
+            patterns=["{name}.png"],
+            category="Figures",
+            subcategory="{dataset}",
+        ),
+        tables=report(
+            directory(f"{RESULTS}/tables/{{dataset}}/{{nb}}"),
+            patterns=["{name}.csv"],
+            category="Tables",
+            subcategory="{dataset}",
+        ),
+    params:
+        args=notebook_params,
+        html_dir=lambda wc, output: Path(output.html).parent,
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    log:
+        "logs/report/{dataset}/{nb}.log",
+    conda:
+        "../../envs/environment.yaml"
+    shell:
+        "mkdir -p {output.figures} {output.tables} && "
+        "papermill {input.notebook} {output.executed} -k bladefl {params.args} "
+        "-p figures_dir {output.figures} -p tables_dir {output.tables} > {log} 2>&1 && "
+        "jupyter nbconvert --to html --output-dir {params.html_dir} --output {wildcards.nb} "
+        "{output.executed} >> {log} 2>&1"
+
+
+rule report_index:
+    input:
+        pages=lambda wc: report_pages(),
+        verdicts=expand(f"{RESULTS}/tables/{{dataset}}/00_verdicts", dataset=DATASETS),
+    output:
+        report(f"{REPORT}/index.html", category="Report", caption="../report/index.rst"),
+    log:
+        "logs/report/index.log",
+    conda:
+        "../../envs/environment.yaml"
+    shell:
+        "bladefl report-index --verdicts {input.verdicts} --pages {input.pages} --out {output} > {log} 2>&1"
