@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -30,5 +31,6 @@ def record(dataset: str) -> dict:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "host": platform.node(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "data_sha256": datasets.checksums(dataset),
     }

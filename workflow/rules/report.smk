@@ -4,6 +4,7 @@
 localrules:
     kernel,
     dump_config,
+    notebook,
     report_index,
 
 
