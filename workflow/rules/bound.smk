@@ -10,6 +10,7 @@ rule bound:
     params:
         members=wc_cfg.members_json(config),
         out_dir=lambda wc, output: Path(output[0]).parent,
+    threads: 1
     resources:
         mem_mb=2000,
         runtime=20,

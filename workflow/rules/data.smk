@@ -11,8 +11,14 @@ rule fetch_data:
         dataset=lambda wc: DATASET_OF_TV[wc.tv],
         root=lambda wc, output: raw_root(output[0]),
         sources=" ".join(config["fetch_sources"]),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
     log:
         "logs/fetch/{tv}.log",
+    benchmark:
+        "benchmarks/fetch/{tv}.tsv"
     conda:
         "../../envs/environment.yaml"
     shell:

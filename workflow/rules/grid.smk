@@ -72,6 +72,7 @@ rule summarize:
         optimum=f"{RESULTS}/summary/{{dataset}}_optimum.csv",
     params:
         members=wc_cfg.members_json(config),
+    threads: 1
     resources:
         mem_mb=1000,
         runtime=10,

@@ -52,11 +52,14 @@ rule notebook:
     params:
         args=notebook_params,
         html_dir=lambda wc, output: Path(output.html).parent,
+    threads: 1
     resources:
         mem_mb=2000,
         runtime=20,
     log:
         "logs/report/{dataset}/{nb}.log",
+    benchmark:
+        "benchmarks/report/{dataset}/{nb}.tsv"
     conda:
         "../../envs/environment.yaml"
     shell:
