@@ -37,6 +37,9 @@ def test_monotone_can_fail_and_says_where():
     v = monotone("x", "experiment", [1, 2, 3], [3, 1, 2], "falls")
     assert not v.holds and "2->3" in v.detail
     assert not monotone("x", "bound", [1, 2], [1, float("nan")], "rises").holds
+    flat = monotone("x", "experiment", [1, 2, 3], [4, 4, 4], "falls")
+    assert not flat.holds and "flat" in flat.detail
+    assert monotone("x", "experiment", [1, 2, 3], [4, 4, 3], "falls").holds
 
 
 def test_on_experiment_reads_optimum_rows():

@@ -33,7 +33,8 @@ class Verdict:
 
 
 def monotone(claim: str, source: str, x: Sequence[float], y: Sequence[float], direction: str) -> Verdict:
-    """``direction``: "rises" (non-decreasing) or "falls" (non-increasing) as x grows."""
+    """``direction``: "rises" or "falls" as x grows: monotone with ties allowed, but not flat
+    (a quantity that never changes shows no effect, so it does not support the claim)."""
     order = np.argsort(np.asarray(x, dtype=float), kind="stable")
     xs = [float(np.asarray(x, dtype=float)[i]) for i in order]
     ys = [float(np.asarray(y, dtype=float)[i]) for i in order]
@@ -41,9 +42,12 @@ def monotone(claim: str, source: str, x: Sequence[float], y: Sequence[float], di
         return Verdict(claim, source, False, xs, ys, "undefined values or fewer than two points")
     steps = np.diff(ys)
     bad = steps < -1e-12 if direction == "rises" else steps > 1e-12
-    detail = "monotone" if not bad.any() else "breaks between x=" + ", ".join(
-        f"{xs[i]:g}->{xs[i + 1]:g}" for i in np.flatnonzero(bad))
-    return Verdict(claim, source, not bad.any(), xs, ys, detail)
+    flat = bool(np.all(np.abs(steps) <= 1e-12))
+    if bad.any():
+        detail = "breaks between x=" + ", ".join(f"{xs[i]:g}->{xs[i + 1]:g}" for i in np.flatnonzero(bad))
+    else:
+        detail = "flat: no change over the sweep" if flat else "monotone"
+    return Verdict(claim, source, not bad.any() and not flat, xs, ys, detail)
 
 
 CLAIMS = {
@@ -60,7 +64,9 @@ CLAIMS = {
 
 
 def on_bound(claim: str, params: Mapping[str, float], values: Sequence[float]) -> Verdict:
-    """Evaluate a claim on the bound: K* (real minimiser, Theorem 4's bound) per value."""
+    """Evaluate a claim on the bound: K* (real minimiser, Theorem 4's bound) per value.
+    A sweep of N scales delta by sqrt(N0/N); a sweep of sigma2 uses M = lazy_ratio * N
+    (lazy_ratio from ``params``, default 0.2 as in Table VII)."""
     param, quantity, direction = CLAIMS[claim]
     ks, ys = [], []
     for v in values:
@@ -73,6 +79,8 @@ def on_bound(claim: str, params: Mapping[str, float], values: Sequence[float]) -
             p["M"] = v * params.get("N", 20)
         else:
             p[param] = v
+        if param == "sigma2":  # the noise matters only with lazy clients: Table VII's M/N = 0.2 by default
+            p["M"] = params.get("lazy_ratio", 0.2) * params.get("N", 20)
         k = k_star_exact(**{key: p[key] for key in ("alpha", "beta", "eta", "L", "xi", "delta", "phi", "eps2",
                                                     "t_sum")},
                          M=p.get("M", 0), N=p.get("N", 20), theta=p.get("theta", 0.0), sigma2=p.get("sigma2", 0.0),
