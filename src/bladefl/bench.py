@@ -140,7 +140,7 @@ def _data(cfg: RunConfig) -> tuple[ClientData, str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    repeat = 2 if args.quick else 3
+    repeat = 2 if args.quick else 5
     torch.manual_seed(0)
     base = load_config(args.config, [f"data_dir={args.data_dir}", "device=cpu"]) if args.config else \
         from_dict({"data_dir": args.data_dir, "device": "cpu"})
