@@ -165,6 +165,45 @@ def _uploads(cfg: RunConfig, K: int, k: int, w: torch.Tensor, data: ClientData, 
     return uploads, theta, honest_rows
 
 
+def _broadcast(k: int, uploads: torch.Tensor, keys: list, publics: list, n: int,
+               tamper: Tamper | None) -> tuple[list[transactions.Transaction], dict[int, bytes]]:
+    """Step 2: every client signs its upload; receivers keep the transactions whose signature
+    and payload digest verify."""
+    payloads = {i: mlp.model_bytes(uploads[i]) for i in range(uploads.shape[0])}
+    txs = [transactions.sign(keys[i], k, i, n, payloads[i]) for i in range(uploads.shape[0])]
+    if tamper is not None:
+        txs, payloads = tamper(k, txs, payloads)
+    accepted = [tx for tx in txs if transactions.check(tx, publics[tx.client], payloads.get(tx.client)) is None]
+    return accepted, payloads
+
+
+def _mine(ledger: Ledger, accepted: list[transactions.Transaction], miner: int, clock: float,
+          difficulty_bits: int) -> Block:
+    """Step 3: the race's winner searches a nonce for the block of the accepted transactions."""
+    header = mine(BlockHeader(height=ledger.height, prev_hash=ledger.tip,
+                              merkle_root=merkle_root([tx.tx_hash() for tx in accepted]),
+                              miner=miner, timestamp=round(clock, 9), difficulty_bits=difficulty_bits))
+    return Block(header, tuple(accepted))
+
+
+def _validate_and_append(block: Block, ledger: Ledger, accepted: list[transactions.Transaction],
+                         validators: int) -> int:
+    """Step 4: every client validates; the block is appended if a strict majority accepts."""
+    ok, votes, reason = majority_accepts(block, ledger, validators=validators,
+                                         verified=frozenset(tx.tx_hash() for tx in accepted))
+    if not ok:
+        raise RuntimeError(f"block {block.header.height} rejected by the majority: {reason}")
+    ledger.blocks.append(block)
+    return votes
+
+
+def _store_models(store: Path, accepted: list[transactions.Transaction], payloads: dict[int, bytes]) -> None:
+    for tx in accepted:
+        target = store / f"{tx.model_sha256}.bin"
+        if not target.exists():
+            atomic.write_bytes(target, payloads[tx.client])
+
+
 def model_shape(cfg: RunConfig, d: int = 784) -> mlp.Shape:
     return mlp.Shape(d=d, h=cfg.model.hidden, activation=cfg.model.activation)
 
@@ -202,33 +241,14 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
         if uploads.is_cuda:
             torch.cuda.synchronize()
         t1 = time.perf_counter()
-        # Step 2: sign, broadcast, verify.
-        payloads = {i: mlp.model_bytes(uploads[i]) for i in range(N)}
-        txs = [transactions.sign(keys[i], k, i, data.n, payloads[i]) for i in range(N)]
-        if tamper is not None:
-            txs, payloads = tamper(k, txs, payloads)
-        accepted = [tx for tx in txs
-                    if transactions.check(tx, publics[tx.client], payloads.get(tx.client)) is None]
-        # Step 3: the mining race; the winner finds a real proof of work.
-        won = race(race_rng, N, cfg.time.beta)
+        accepted, payloads = _broadcast(k, uploads, keys, publics, data.n, tamper)  # step 2
+        won = race(race_rng, N, cfg.time.beta)  # step 3: the race, then real proof of work
         block_time = cfg.time.beta if cfg.chain.block_time == "fixed" else won.elapsed
         clock += tau * cfg.time.alpha + block_time
-        header = mine(BlockHeader(height=ledger.height, prev_hash=ledger.tip,
-                                  merkle_root=merkle_root([tx.tx_hash() for tx in accepted]),
-                                  miner=won.winner, timestamp=round(clock, 9),
-                                  difficulty_bits=cfg.chain.difficulty_bits))
-        block = Block(header, tuple(accepted))
-        # Step 4: every client validates; a majority appends.
-        ok, votes, reason = majority_accepts(block, ledger, validators=N,
-                                             verified=frozenset(tx.tx_hash() for tx in accepted))
-        if not ok:
-            raise RuntimeError(f"block {header.height} rejected by the majority: {reason}")
-        ledger.blocks.append(block)
+        block = _mine(ledger, accepted, won.winner, clock, cfg.chain.difficulty_bits)
+        votes = _validate_and_append(block, ledger, accepted, validators=N)  # step 4
         if store is not None:
-            for tx in accepted:
-                target = store / f"{tx.model_sha256}.bin"
-                if not target.exists():
-                    atomic.write_bytes(target, payloads[tx.client])
+            _store_models(store, accepted, payloads)
         t2 = time.perf_counter()
         # Step 5: FedAvg over exactly the models in the block.
         ids = torch.as_tensor([tx.client for tx in block.transactions], device=w.device)
