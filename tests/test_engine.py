@@ -14,7 +14,6 @@ from bladefl.chain import verify_chain
 from bladefl.config import from_dict
 from bladefl.engine import ClientData, run_k
 from bladefl.pow import meets_target
-from bladefl.rng import torch_generator
 from bladefl.runner import run_cell
 from bladefl.transactions import derive_key
 

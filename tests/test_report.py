@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

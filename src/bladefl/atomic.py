@@ -39,5 +39,10 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
+def write_csv(path: str | os.PathLike[str], frame: Any) -> None:
+    """A pandas DataFrame as CSV (no index)."""
+    write_text(path, frame.to_csv(index=False))
+
+
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")

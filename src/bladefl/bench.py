@@ -17,7 +17,6 @@ It prints ratios against the targets: full_batch >= 80% of GEMM and >= 1.25x the
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import time

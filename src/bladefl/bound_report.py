@@ -10,7 +10,6 @@ distance. The experimental gap is F(w^K) - F* at the final round of each K.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from collections.abc import Sequence
@@ -94,9 +93,7 @@ def analyse_run(summary_path: Path, ref: reference.Reference) -> dict:
 
 
 def _csv(frame: pd.DataFrame, path: Path) -> Path:
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False)
-    atomic.write_text(path, buf.getvalue())
+    atomic.write_csv(path, frame)
     return path
 
 

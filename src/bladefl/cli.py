@@ -66,20 +66,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
-    import io
-    import json
-
     from . import atomic
-    from .grid import Cell, Member
+    from .grid import members_from_json
     from .summary import collect, optimum
 
-    members = [Member(m["sweep"], m["feeds"], m["vary"], m["value"], Cell.from_key(m["cell"]))
-               for m in json.loads(args.members)]
-    table = collect(args.runs, members)
-    for frame, path in ((table, args.table), (optimum(table), args.optimum)):
-        buf = io.StringIO()
-        frame.to_csv(buf, index=False)
-        atomic.write_text(path, buf.getvalue())
+    table = collect(args.runs, members_from_json(args.members))
+    atomic.write_csv(args.table, table)
+    atomic.write_csv(args.optimum, optimum(table))
     print(f"wrote {args.table} ({len(table)} rows) and {args.optimum}")
     return 0
 
@@ -104,14 +97,10 @@ def _cmd_reference(args: argparse.Namespace) -> int:
 
 
 def _cmd_bound(args: argparse.Namespace) -> int:
-    import json
-
     from .bound_report import write_report
-    from .grid import Cell, Member
+    from .grid import members_from_json
 
-    members = [Member(m["sweep"], m["feeds"], m["vary"], m["value"], Cell.from_key(m["cell"]))
-               for m in json.loads(args.members)]
-    written = write_report(args.runs, members, args.references, args.out_dir)
+    written = write_report(args.runs, members_from_json(args.members), args.references, args.out_dir)
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
 

@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import yaml
@@ -127,7 +128,7 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     need(raw["dataset"] in SPECS, "dataset", f"one of {sorted(SPECS)}", raw["dataset"])
     need(raw["device"] in ("auto", "cpu", "cuda"), "device", "one of ['auto', 'cpu', 'cuda']", raw["device"])
     need(_is_int(raw["seed"]) and raw["seed"] >= 0, "seed", "an integer >= 0", raw["seed"])
-    e.extend(partition_errors(_Bag(raw["partition"]), train_size=TRAIN_SIZE))
+    e.extend(partition_errors(SimpleNamespace(**raw["partition"]), train_size=TRAIN_SIZE))
     m, t, tm = raw["model"], raw["train"], raw["time"]
     need(_is_int(m["hidden"]) and m["hidden"] >= 1, "model.hidden", "an integer >= 1", m["hidden"])
     need(m["activation"] in ("relu", "none"), "model.activation", "one of ['relu', 'none']", m["activation"])
@@ -160,11 +161,6 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     if not e and int(round(lz["ratio"] * raw["partition"]["N"])) >= raw["partition"]["N"]:
         e.append(f"lazy.ratio must leave at least one honest client (got {lz['ratio']} of N={raw['partition']['N']})")
     return e
-
-
-class _Bag:
-    def __init__(self, d: Mapping[str, Any]) -> None:
-        self.__dict__.update(d)
 
 
 def _coerce(value: Any) -> Any:

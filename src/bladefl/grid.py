@@ -9,6 +9,7 @@ which is also the name of its result folder (the workflow's wildcard).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -105,6 +106,15 @@ def expand(grid: Mapping[str, Any]) -> list[Member]:
                 cell = _cell(base, {**sweep.get("with", {}), vary: value}, f"sweeps[{i}]")
                 out.append(Member(name, feeds, vary, getattr(cell, vary), cell))
     return out
+
+
+def members_to_json(members: Sequence[Member]) -> str:
+    return json.dumps([{"sweep": m.sweep, "feeds": m.feeds, "vary": m.vary, "value": m.value, "cell": m.cell.key}
+                       for m in members])
+
+
+def members_from_json(text: str) -> list[Member]:
+    return [Member(m["sweep"], m["feeds"], m["vary"], m["value"], Cell.from_key(m["cell"])) for m in json.loads(text)]
 
 
 def unique_cells(members: Sequence[Member]) -> list[Cell]:

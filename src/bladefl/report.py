@@ -153,7 +153,7 @@ def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
 def write_table(frame: pd.DataFrame, name: str, folder: str | Path) -> list[Path]:
     """``<folder>/<name>.csv`` and ``.md``."""
     folder = Path(folder)
-    atomic.write_text(folder / f"{name}.csv", frame.to_csv(index=False))
+    atomic.write_csv(folder / f"{name}.csv", frame)
     atomic.write_text(folder / f"{name}.md", markdown(frame))
     return [folder / f"{name}.csv", folder / f"{name}.md"]
 

@@ -10,7 +10,6 @@ written atomically.
 from __future__ import annotations
 
 import dataclasses
-import io
 import math
 import time
 from pathlib import Path
@@ -71,10 +70,7 @@ def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None
                 rows.extend(dataclasses.asdict(r) for r in result.rounds)
                 result.ledger.save(out / "chains" / f"K{K}.json")
             summaries.append(k_summary(result))
-    frame = pd.DataFrame(rows, columns=ROUND_COLUMNS)
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False)
-    atomic.write_text(out / "rounds.csv", buf.getvalue())
+    atomic.write_csv(out / "rounds.csv", pd.DataFrame(rows, columns=ROUND_COLUMNS))
     summary = {
         "config": cfg.to_dict(),
         "per_K": summaries,

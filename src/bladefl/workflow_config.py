@@ -9,15 +9,15 @@ the jobs' parameters. Both run when the Snakefile is parsed, before any job star
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from .config import ConfigError as RunConfigError
 from .config import RunConfig, load_config
 from .datasets import SPECS, TRAIN_SIZE
-from .grid import Cell, Member, cell_errors, expand, unique_cells
+from .grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
 from .partition import PartitionSpec, partition_errors
 
 PROFILE_DIR = Path("config/profiles")
@@ -25,13 +25,6 @@ PROFILE_DIR = Path("config/profiles")
 
 class ConfigError(ValueError):
     """The workflow config is invalid; the message lists every problem found."""
-
-
-class _Plain:
-    """Attribute bag used to validate raw values before building a (validating) dataclass."""
-
-    def __init__(self, **kw: Any) -> None:
-        self.__dict__.update(kw)
 
 
 def profile_path(config: Mapping[str, Any]) -> Path:
@@ -49,7 +42,7 @@ def profile(config: Mapping[str, Any]) -> RunConfig:
 def partition_spec(config: Mapping[str, Any], N: int) -> PartitionSpec:
     """The profile's partition with the config's overrides and the cell's N."""
     values = {**dataclasses.asdict(profile(config).partition), **config.get("partition", {}), "N": N}
-    errors = partition_errors(_Plain(**values), train_size=TRAIN_SIZE)
+    errors = partition_errors(SimpleNamespace(**values), train_size=TRAIN_SIZE)
     if errors:
         raise ConfigError("; ".join(errors))
     return PartitionSpec(**values)
@@ -67,8 +60,7 @@ def cells(config: Mapping[str, Any]) -> list[Cell]:
 
 
 def members_json(config: Mapping[str, Any]) -> str:
-    return json.dumps([{"sweep": m.sweep, "feeds": m.feeds, "vary": m.vary, "value": m.value, "cell": m.cell.key}
-                       for m in members(config)])
+    return members_to_json(members(config))
 
 
 def check(config: Mapping[str, Any]) -> None:
