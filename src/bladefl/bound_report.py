@@ -42,8 +42,8 @@ def run_constants(rounds: pd.DataFrame) -> dict:
     }
 
 
-def analyse_run(summary_path: Path, ref: reference.Reference) -> dict:
-    summary = json.loads(summary_path.read_text())
+def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> dict:
+    """One run (its parsed ``summary.json`` and the ``rounds.csv`` beside it) against the bound."""
     cfg = from_dict(summary["config"])
     rounds = pd.read_csv(summary_path.parent / "rounds.csv")
     consts = run_constants(rounds)
@@ -135,7 +135,7 @@ def write_report(runs: Sequence[str | Path], members: Sequence[Member], referenc
         if key not in refs:
             raise ValueError(f"{path}: no reference for partition {key} among {sorted(refs)}")
         t_sum = float(summary["config"]["time"]["t_sum"])
-        res = analyse_run(path, refs[key])
+        res = analyse_run(path, summary, refs[key])
         ident = {"cell": path.parent.parent.name, "seed": res["seed"]}
         constants.append({**ident, **res["constants"]})
         fits.append({**ident, **res["fit"]})

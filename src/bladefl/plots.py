@@ -28,10 +28,13 @@ def label_heatmap(hist: np.ndarray, title: str = "") -> Figure:
     return fig
 
 
-def save_figure(fig: Figure, path: str | Path) -> None:
-    path = Path(path)
+def _write(fig: Figure, path: Path) -> None:
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=110)
+
+
+def save_figure(fig: Figure, path: str | Path) -> None:
+    _write(fig, Path(path))
     plt.close(fig)
 
 
@@ -40,8 +43,7 @@ def save_png_svg(fig: Figure, name: str, folder: str | Path) -> list[Path]:
     folder = Path(folder)
     paths = [folder / f"{name}.png", folder / f"{name}.svg"]
     for path in paths:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=path.suffix.lstrip("."), dpi=110)
+        _write(fig, path)
     plt.close(fig)
     return paths
 
