@@ -3,7 +3,9 @@ the smoke results; a notebook with a missing or malformed input fails with the p
 
 from __future__ import annotations
 
+import base64
 import html
+import re
 import zipfile
 
 import numpy as np
@@ -51,9 +53,11 @@ def test_tables_are_built_from_the_smoke_results(smoke):
     t3 = pd.read_csv(smoke / "results/tables/mnist/02_sweeps/Table_III.csv").set_index("beta")
     ours = optimum[optimum.sweep == "beta"].set_index("value")
     for beta in (10.0, 12.0):
-        assert t3.loc[beta, "ours mining_time"] == pytest.approx(ours.loc[beta, "mining_time"])
-        assert t3.loc[beta, "ours max accuracy %"] == pytest.approx(100 * ours.loc[beta, "max_accuracy"])
-    assert t3.loc[12.0, "paper mining_time"] == 72 and t3.loc[6.0, "paper max accuracy %"] == 87.47
+        assert t3.loc[beta, "K* ours"] == ours.loc[beta, "K_star_loss"]
+        assert t3.loc[beta, "β·K* (time) ours"] == pytest.approx(beta * ours.loc[beta, "K_star_loss"])
+        assert t3.loc[beta, "max accuracy % ours"] == pytest.approx(100 * ours.loc[beta, "max_accuracy"])
+    assert t3.loc[12.0, "β·K* (time) paper"] == 72 and t3.loc[6.0, "max accuracy % paper"] == 87.47
+    assert t3.loc[12.0, "K* paper"] == 6 and t3.loc[8.0, "K* paper"] == 8
     curves = pd.read_csv(smoke / "results/tables/mnist/02_sweeps/curves_beta.csv")
     mine = summary[summary.sweep == "beta"].groupby(["value", "K"]).train_loss.mean()
     assert np.allclose(curves.set_index(["value", "K"]).loss.sort_index(), mine.sort_index())
@@ -74,11 +78,32 @@ def test_tables_are_built_from_the_smoke_results(smoke):
 def test_index_opens_with_the_verdicts_and_links_every_notebook(smoke):
     index = (smoke / "results/report/index.html").read_text()
     verdicts = pd.read_csv(smoke / "results/tables/mnist/00_verdicts/verdicts.csv")
-    assert index.index("Verdicts") < index.index("Rendered notebooks")
     for claim in verdicts.claim:
         assert html.escape(claim) in index
+    assert index.index("Verdicts") < index.index("<h2>Pages")
     for nb in ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"):
         assert f"href='mnist/{nb}.html'" in index
+    assert "MNIST: sweeps: Tables II-VII, Figs. 4-9</a>" in index
+    assert "data:image/png;base64," in index
+    prov = index[index.index("class=\"prov\""):]
+    for part in ("code 0.1.0", "config config/smoke.yaml", "seeds [0]", "MNIST train images ba891046e650", "UTC on",
+                 "run time"):
+        assert part in prov, part
+
+
+def _embedded_pngs(page: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([^"]+)"', page)]
+
+
+def test_every_page_embeds_exactly_the_figures_it_saved(smoke):
+    for nb in ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"):
+        page = (smoke / f"results/report/mnist/{nb}.html").read_text()
+        saved = sorted(p.read_bytes() for p in (smoke / f"results/figures/mnist/{nb}").glob("*.png"))
+        assert sorted(_embedded_pngs(page)) == saved, nb
+        assert "&lt;Figure size" not in page
+        assert "<script src=" not in page and "cdnjs" not in page  # stands alone, offline
+        assert "from bladefl import" not in page and "read_csv(" not in page  # code linked, not shown
+        assert "href=\"../notebooks/mnist/" + nb + ".ipynb\"" in page and "href=\"../index.html\"" in page
 
 
 def test_snakemake_report_zip(smoke):

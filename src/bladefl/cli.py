@@ -108,10 +108,26 @@ def _cmd_bound(args: argparse.Namespace) -> int:
 def _cmd_report_index(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .report import write_index
+    from . import pages, plots, report
 
-    verdicts = [Path(v) / "verdicts.csv" if Path(v).is_dir() else Path(v) for v in args.verdicts]
-    print(f"wrote {write_index(args.out, verdicts, args.pages)}")
+    verdict_dirs = [Path(v) for v in args.verdicts]
+    summaries = {Path(p).stem: report.read_csv(p, report.SUMMARY_COLUMNS) for p in args.summaries}
+    panels = pages.headline_panels(summaries, report.paper_tables(args.paper_values), args.t_sum)
+    headline = None
+    if panels:
+        fig = plots.headline_figure(panels)
+        headline = plots.save_png_svg(fig, "headline", args.figures)[0]
+    provenance = {d.parent.name: report.read_csv(d / "provenance.csv") for d in verdict_dirs}
+    line = pages.provenance_line(provenance, args.configfiles, args.seeds)
+    out = pages.write_index(args.out, [d / "verdicts.csv" for d in verdict_dirs], args.pages, headline, line)
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_render_page(args: argparse.Namespace) -> int:
+    from .pages import render_html
+
+    print(f"wrote {render_html(args.notebook, args.out, args.index)}")
     return 0
 
 
@@ -184,11 +200,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--optimum", required=True, help="output CSV, one row per sweep and cell")
     p.set_defaults(func=_cmd_summarize)
 
-    p = sub.add_parser("report-index", help="the report's front page: verdicts, then links to every notebook")
-    p.add_argument("--verdicts", nargs="+", required=True, help="verdicts.csv files (or folders holding one)")
+    p = sub.add_parser("report-index", help="the report's front page: verdicts, headline figure, pages by dataset")
+    p.add_argument("--verdicts", nargs="+", required=True,
+                   help="per dataset, the verdicts notebook's table folder (verdicts.csv, provenance.csv)")
     p.add_argument("--pages", nargs="+", required=True, help="rendered notebooks (HTML)")
+    p.add_argument("--summaries", nargs="+", required=True, help="tidy run tables results/summary/<dataset>.csv")
+    p.add_argument("--paper-values", required=True, help="the paper's tables (config/paper_values.yaml)")
+    p.add_argument("--t-sum", type=float, required=True, help="the grid's time budget t_sum")
+    p.add_argument("--configfiles", nargs="*", default=[], help="the workflow's config file(s), for provenance")
+    p.add_argument("--seeds", nargs="+", type=int, required=True, help="the grid's seeds, for provenance")
+    p.add_argument("--figures", required=True, help="folder for the headline figure (PNG and SVG)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_cmd_report_index)
+
+    p = sub.add_parser("render-page", help="an executed report notebook as a stand-alone HTML page")
+    p.add_argument("notebook", help="the executed notebook (.ipynb)")
+    p.add_argument("--out", required=True, help="the HTML page")
+    p.add_argument("--index", required=True, help="the report's front page (linked from the page)")
+    p.set_defaults(func=_cmd_render_page)
 
     p = sub.add_parser("chain", help="ledger tools")
     chain_sub = p.add_subparsers(dest="chain_command", required=True)

@@ -1,4 +1,6 @@
-"""Figures (matplotlib, headless). Functions return a Figure; ``save_figure`` writes it atomically."""
+"""Figures (matplotlib, headless). Functions return a Figure; ``save_figure`` writes it atomically,
+``show`` writes it and displays the saved PNG inline in a notebook (independent of the kernel's
+matplotlib backend, so a rendered page holds exactly the figures that were saved)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,16 @@ def save_png_svg(fig: Figure, name: str, folder: str | Path) -> list[Path]:
     for path in paths:
         _write(fig, path)
     plt.close(fig)
+    return paths
+
+
+def show(fig: Figure, name: str, folder: str | Path) -> list[Path]:
+    """Save ``fig`` as ``<folder>/<name>.png`` and ``.svg``, then display the saved PNG as the cell's
+    output (an ``image/png`` output that nbconvert embeds in the page)."""
+    from IPython.display import Image, display
+
+    paths = save_png_svg(fig, name, folder)
+    display(Image(data=paths[0].read_bytes(), format="png"))
     return paths
 
 
@@ -114,5 +126,50 @@ def privacy_figure(table, title: str) -> Figure:  # noqa: ANN001 - DataFrame fro
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list of dicts, see below
+    """Test accuracy and training loss versus K for the main sweeps: per dataset an accuracy row and
+    a loss row, one column per sweep. The paper's optimum of each swept value is drawn in the
+    curve's colour: a star at (its K*, its maximal accuracy), a dashed line at its K* on the loss.
+
+    ``panels``: dicts with ``dataset``, ``sweep``, ``vary``, ``curves`` (from ``report.sweep_curves``)
+    and ``paper`` (rows with ``value``, ``paper_K_star``, ``paper_max_accuracy`` in percent)."""
+    datasets = list(dict.fromkeys(p["dataset"] for p in panels))
+    cols = max(sum(p["dataset"] == d for p in panels) for d in datasets)
+    fig, axes = plt.subplots(2 * len(datasets), cols, figsize=(4.2 * cols, 2.9 * 2 * len(datasets)),
+                             squeeze=False)
+    for ax in axes.flat:
+        ax.set_visible(False)
+    column = dict.fromkeys(datasets, 0)
+    for panel in panels:
+        row, col = 2 * datasets.index(panel["dataset"]), column[panel["dataset"]]
+        column[panel["dataset"]] += 1
+        acc_ax, loss_ax = axes[row, col], axes[row + 1, col]
+        paper = {float(r["value"]): r for r in panel["paper"]}
+        for value, part in panel["curves"].groupby("value"):
+            part = part.sort_values("K")
+            line, = acc_ax.plot(part.K, 100 * part.accuracy, marker="o", ms=3, label=f"{panel['vary']}={value:g}")
+            loss_ax.plot(part.K, part.loss, marker="o", ms=3, color=line.get_color())
+            ref = paper.get(float(value))
+            if ref is None or not np.isfinite(ref["paper_K_star"]):
+                continue
+            loss_ax.axvline(ref["paper_K_star"], color=line.get_color(), ls="--", lw=1)
+            if np.isfinite(ref["paper_max_accuracy"]):
+                acc_ax.plot([ref["paper_K_star"]], [ref["paper_max_accuracy"]], marker="*", ms=13, ls="none",
+                            color=line.get_color(), markeredgecolor="black")
+        acc_ax.set_title(f"{panel['dataset']}: sweep {panel['sweep']}", fontsize=10)
+        acc_ax.set_ylabel("test accuracy (%)")
+        acc_ax.legend(fontsize=7, loc="lower right")
+        loss_ax.set_ylabel("training loss F(w)")
+        for ax in (acc_ax, loss_ax):
+            ax.set_visible(True)
+            ax.set_xlabel("K (integrated rounds)")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     return fig

@@ -7,7 +7,6 @@ with the path and the reason (missing file, unreadable, missing columns, no rows
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -71,26 +70,72 @@ def paper_tables(path: str | Path) -> list[dict]:
     path = Path(path)
     if not path.is_file():
         raise ReportInputError(f"{path}: missing (the paper's values, transcribed from its tables)")
-    return yaml.safe_load(path.read_text())["tables"]
+    doc = yaml.safe_load(path.read_text())
+    return [{"t_sum": doc.get("t_sum", 100), **table} for table in doc["tables"]]
 
 
-def compare_with_paper(optimum: pd.DataFrame, table: Mapping, dataset: str) -> pd.DataFrame:
-    """One paper table beside ours: the optimum time (training or mining) and maximal accuracy."""
-    quantity = table["quantity"]
-    ours = optimum[optimum.sweep == table["sweep"]].set_index("value")
-    rows = []
-    values = sorted(set(ours.index.tolist()) | {float(r["value"]) for r in table["rows"]})
+QUANTITY_LABELS = {"training_time": "τ·α·K* (time)", "mining_time": "β·K* (time)"}
+
+
+def paper_k_star(quantity: str, paper_value: float, beta: float, t_sum: float) -> float:
+    """K* behind a paper table cell, by that table's own formula: ``t_sum - beta*K*`` for the
+    training-time tables (II, VI, VII), ``beta*K*`` for the mining-time tables (III, IV, V).
+    NaN where the value does not give an integer K* at the table's beta (a paper inconsistency)."""
+    if not (math.isfinite(paper_value) and math.isfinite(beta) and beta > 0):
+        return math.nan
+    k = (t_sum - paper_value) / beta if quantity == "training_time" else paper_value / beta
+    return float(round(k)) if abs(k - round(k)) < 1e-9 and round(k) >= 1 else math.nan
+
+
+def paper_quantity(quantity: str, k_star: float, beta: float, t_sum: float) -> float:
+    """A table's quantity computed the paper's way from a K* (the inverse of :func:`paper_k_star`)."""
+    return t_sum - beta * k_star if quantity == "training_time" else beta * k_star
+
+
+def sweep_betas(summary: pd.DataFrame, sweep: str) -> dict[float, float]:
+    """The beta each value of a sweep ran at."""
+    part = summary[summary.sweep == sweep]
+    return {float(v): float(b) for v, b in part.groupby("value").beta.first().items()}
+
+
+def compare_with_paper(optimum: pd.DataFrame, table: Mapping, dataset: str, summary: pd.DataFrame,
+                       t_sum: float) -> pd.DataFrame:
+    """One paper table beside ours, row by swept value, in (ours, paper) column pairs: K* (ours on
+    the seed-mean loss curve; the paper's derived from its table cell with the paper's t_sum and the
+    table's beta), the table's quantity computed the paper's way from each K* (ours with our beta
+    and t_sum), and the maximal test accuracy in percent."""
+    quantity, sweep = table["quantity"], table["sweep"]
+    varies_beta = table.get("vary", sweep) == "beta"
+    ours = optimum[optimum.sweep == sweep].set_index("value")
+    betas = sweep_betas(summary, sweep)
     paper = {float(r["value"]): r for r in table["rows"]}
-    for v in values:
+    label = QUANTITY_LABELS.get(quantity, quantity)
+    rows = []
+    for v in sorted(set(map(float, ours.index)) | set(paper)):
         mine = ours.loc[v] if v in ours.index else None
         ref = paper.get(v, {})
+        beta_paper = v if varies_beta else float(table.get("beta", math.nan))
+        beta_ours = betas.get(v, math.nan)
+        paper_value = float(ref.get(dataset, math.nan))
+        k_paper = paper_k_star(quantity, paper_value, beta_paper, float(table.get("t_sum", 100)))
+        k_ours = float(mine["K_star_loss"]) if mine is not None else math.nan
+        notes = []
+        if math.isfinite(paper_value) and math.isnan(k_paper):
+            notes.append(f"inconsistent: the paper's {paper_value:g} gives no integer K* at its beta={beta_paper:g}")
+        if mine is not None and math.isfinite(beta_paper) and beta_ours != beta_paper:
+            notes.append(f"ours ran at beta={beta_ours:g}, the paper at beta={beta_paper:g}")
+        if mine is None:
+            notes.append("not in our grid")
         rows.append({
-            table["sweep"]: v,
-            f"ours {quantity}": float(mine[quantity]) if mine is not None else math.nan,
-            f"paper {quantity}": float(ref.get(dataset, math.nan)),
-            "ours K*": float(mine["K_star_loss"]) if mine is not None else math.nan,
-            "ours max accuracy %": 100 * float(mine["max_accuracy"]) if mine is not None else math.nan,
-            "paper max accuracy %": float(ref.get(f"accuracy_{dataset}", math.nan)),
+            sweep: v,
+            "K* ours": k_ours,
+            "K* paper": k_paper,
+            f"{label} ours": paper_quantity(quantity, k_ours, beta_ours, t_sum),
+            f"{label} paper": paper_value,
+            "max accuracy % ours": 100 * float(mine["max_accuracy"]) if mine is not None else math.nan,
+            "max accuracy % paper": float(ref.get(f"accuracy_{dataset}", math.nan)),
+            "seeds": int(mine["seeds"]) if mine is not None else 0,
+            "note": "; ".join(notes),
         })
     return pd.DataFrame(rows)
 
@@ -163,40 +208,12 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     for p in summary_paths:
         s = read_json(p)
         prov = s.get("provenance", {})
-        rows.append({"run": str(Path(p).parent), "seed": s["config"]["seed"], "code_version": prov.get("code_version"),
-                     "torch": prov.get("torch"), "seconds": s.get("seconds", {}).get("total"),
+        rows.append({"run": f"{Path(p).parent.parent.name}/{Path(p).parent.name}", "seed": s["config"]["seed"], "code_version": prov.get("code_version"),
+                     "torch": prov.get("torch"), "host": prov.get("host"), "seconds": s.get("seconds", {}).get("total"),
                      "train_images_sha256": prov.get("data_sha256", {}).get("train-images-idx3-ubyte")})
     return pd.DataFrame(rows)
 
 
-def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: Sequence[str | Path],
-                title: str = "BLADE-FL reproduction report") -> Path:
-    """The report's front page: the verdict table first, then a link to every rendered notebook."""
-    path = Path(path)
-    frames = [read_csv(p, ("dataset", "claim", "reproduced", "evidence")) for p in verdict_tables]
-    table = pd.concat(frames, ignore_index=True)
-    rows = "\n".join(
-        f"<tr class='{'ok' if str(r.reproduced) == 'True' else 'no'}'><td>{html.escape(r.dataset)}</td>"
-        f"<td>{html.escape(r.claim)}</td><td>{'reproduced' if str(r.reproduced) == 'True' else 'not reproduced'}"
-        f"</td><td>{html.escape(str(r.evidence))}</td></tr>" for r in table.itertuples())
-    links = "\n".join(f"<li><a href='{html.escape(str(Path(p).relative_to(path.parent)))}'>"
-                      f"{html.escape(Path(p).stem)}</a></li>" for p in pages)
-    n_ok = int((table.reproduced.astype(str) == "True").sum())
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}td,th{{border:1px solid #ccc;padding:.3em}}
-table{{border-collapse:collapse}}tr.ok td:nth-child(3){{background:#dfd}}tr.no td:nth-child(3){{background:#fdd}}</style>
-</head><body><h1>{html.escape(title)}</h1>
-<h2>Verdicts: {n_ok} of {len(table)} claims reproduced</h2>
-<table><tr><th>dataset</th><th>claim</th><th>verdict</th><th>evidence</th></tr>
-{rows}
-</table>
-<h2>Rendered notebooks</h2><ul>
-{links}
-</ul></body></html>
-"""
-    atomic.write_text(path, page)
-    return path
-
-
 __all__ = ["ReportInputError", "read_csv", "read_json", "sweep_curves", "paper_tables", "compare_with_paper",
-           "privacy_table", "verdicts", "markdown", "write_table", "provenance", "write_index"]
+           "privacy_table", "verdicts", "markdown", "write_table", "provenance", "paper_k_star",
+           "paper_quantity", "sweep_betas"]

@@ -102,7 +102,7 @@ def notebook_params(wc, input):
     elif wc.nb == "01_data":
         p.update(partitions_dir=PARTITIONS)
     elif wc.nb == "02_sweeps":
-        p.update(summary=input.summary, optimum=input.optimum, paper_values=input.paper_values)
+        p.update(summary=input.summary, optimum=input.optimum, paper_values=input.paper_values, t_sum=config["t_sum"])
     elif wc.nb == "03_bound":
         p.update(bound_dir=f"{BOUND}/{d}")
     else:

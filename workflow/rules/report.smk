@@ -51,7 +51,7 @@ rule notebook:
         ),
     params:
         args=notebook_params,
-        html_dir=lambda wc, output: Path(output.html).parent,
+        index=f"{REPORT}/index.html",
     threads: 1
     resources:
         mem_mb=2000,
@@ -66,19 +66,28 @@ rule notebook:
         "mkdir -p {output.figures} {output.tables} && "
         "papermill {input.notebook} {output.executed} -k bladefl {params.args} "
         "-p figures_dir {output.figures} -p tables_dir {output.tables} > {log} 2>&1 && "
-        "jupyter nbconvert --to html --output-dir {params.html_dir} --output {wildcards.nb} "
-        "{output.executed} >> {log} 2>&1"
+        "bladefl render-page {output.executed} --out {output.html} --index {params.index} >> {log} 2>&1"
 
 
 rule report_index:
     input:
         pages=lambda wc: report_pages(),
         verdicts=expand(f"{RESULTS}/tables/{{dataset}}/00_verdicts", dataset=DATASETS),
+        summaries=expand(f"{RESULTS}/summary/{{dataset}}.csv", dataset=DATASETS),
+        paper_values="config/paper_values.yaml",
     output:
-        report(f"{REPORT}/index.html", category="Report", caption="../report/index.rst"),
+        index=report(f"{REPORT}/index.html", category="Report", caption="../report/index.rst"),
+        figures=multiext(f"{RESULTS}/figures/report/headline", ".png", ".svg"),
+    params:
+        configfiles=" ".join(map(str, workflow.configfiles)),
+        seeds=" ".join(map(str, SEEDS)),
+        figures=lambda wc, output: Path(output.figures[0]).parent,
+        t_sum=config["t_sum"],
     log:
         "logs/report/index.log",
     conda:
         "../../envs/environment.yaml"
     shell:
-        "bladefl report-index --verdicts {input.verdicts} --pages {input.pages} --out {output} > {log} 2>&1"
+        "bladefl report-index --verdicts {input.verdicts} --pages {input.pages} --summaries {input.summaries} "
+        "--paper-values {input.paper_values} --t-sum {params.t_sum} --configfiles {params.configfiles} "
+        "--seeds {params.seeds} --figures {params.figures} --out {output.index} > {log} 2>&1"

@@ -1,0 +1,187 @@
+"""The report's HTML pages: each executed notebook rendered as a stand-alone page (code hidden and
+linked, figures embedded, nothing fetched from the network), and the front page (verdicts,
+headline figure, provenance line, links grouped by dataset)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import platform
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from . import atomic
+from .report import read_csv
+
+NOTEBOOK_TITLES = {
+    "00_verdicts": "verdicts and provenance",
+    "01_data": "data: the clients' non-IID partitions",
+    "02_sweeps": "sweeps: Tables II-VII, Figs. 4-9",
+    "03_bound": "the bound against the experiment: Fig. 3 and K*",
+    "04_privacy": "privacy: the optimum versus epsilon",
+}
+DATASET_TITLES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
+
+# The lab template without its network scripts (require.js, MathJax, mermaid, widgets: the pages
+# use none), with a navigation line under the body's opening tag.
+PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{% block jupyter_widgets %}{% endblock jupyter_widgets %}
+{%- block body_header -%}
+{{ super() }}
+<nav style="font-family:sans-serif;font-size:90%;padding:.5em 1em;border-bottom:1px solid #ccc">
+<a href="{{ resources.bladefl.index | e }}">&larr; report index</a> &middot;
+{{ resources.bladefl.title | e }} &middot;
+code: <a href="{{ resources.bladefl.source | e }}">the executed notebook</a></nav>
+{%- endblock body_header -%}
+"""
+
+
+def dataset_title(name: str) -> str:
+    return DATASET_TITLES.get(name, name)
+
+
+def page_title(page: str | Path) -> str:
+    """``results/report/mnist/02_sweeps.html`` -> ``MNIST: sweeps: Tables II-VII, Figs. 4-9``."""
+    page = Path(page)
+    return f"{dataset_title(page.parent.name)}: {NOTEBOOK_TITLES.get(page.stem, page.stem)}"
+
+
+def render_html(notebook: str | Path, out: str | Path, index: str | Path) -> Path:
+    """An executed notebook as a page: markdown and outputs only (inputs and prompts hidden),
+    images embedded as data URIs, and links to the front page and to the notebook itself."""
+    import nbformat
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
+    notebook, out = Path(notebook), Path(out)
+    exporter = HTMLExporter(template_name="lab", template_file="bladefl_page.html.j2",
+                            extra_loaders=[DictLoader({"bladefl_page.html.j2": PAGE_TEMPLATE})],
+                            exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    title = page_title(out)
+    resources = {"metadata": {"name": title},
+                 "bladefl": {"title": title, "index": os.path.relpath(index, out.parent),
+                             "source": os.path.relpath(notebook, out.parent)}}
+    body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4), resources=resources)
+    atomic.write_text(out, body)
+    return out
+
+
+def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequence[str], seeds: Sequence[int],
+                    when: datetime | None = None) -> str:
+    """One line: code version, config file(s), seeds, data checksums, date, machine, run time.
+    ``provenance``: per dataset, the runs' provenance table (``report.provenance``)."""
+    frame = pd.concat([f.assign(dataset=d) for d, f in provenance.items()], ignore_index=True)
+    when = when or datetime.now(UTC)
+    versions = ", ".join(sorted(map(str, frame.code_version.dropna().unique()))) or "unknown"
+    hosts = ", ".join(sorted(map(str, frame.host.dropna().unique()))) if "host" in frame else "unknown"
+    checksums = "; ".join(f"{dataset_title(d)} train images {str(sha)[:12]}"
+                          for d, sha in frame.groupby("dataset").train_images_sha256.first().items())
+    seconds = float(pd.to_numeric(frame.seconds, errors="coerce").sum())
+    run_time = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+    configs = ", ".join(_relative(c) for c in config_files) or "default"
+    return (f"code {versions} · config {configs} · seeds {list(seeds)} · data SHA-256 {checksums} · "
+            f"built {when:%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} CPUs) · "
+            f"{len(frame)} runs on {hosts}, {run_time} of run time in all")
+
+
+def _relative(path: str) -> str:
+    """A path relative to the working directory when it lies below it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _verdict_rows(table: pd.DataFrame) -> str:
+    rows = []
+    for r in table.itertuples():
+        ok = str(r.reproduced) == "True"
+        rows.append(f"<tr class='{'ok' if ok else 'no'}'><td>{html.escape(dataset_title(r.dataset))}</td>"
+                    f"<td>{html.escape(r.claim)}</td><td>{'reproduced' if ok else 'not reproduced'}</td>"
+                    f"<td>{html.escape(str(r.evidence))}</td></tr>")
+    return "\n".join(rows)
+
+
+def _links(path: Path, pages: Sequence[str | Path]) -> str:
+    groups: dict[str, list[Path]] = {}
+    for p in map(Path, pages):
+        groups.setdefault(p.parent.name, []).append(p)
+    parts = []
+    for dataset, members in groups.items():
+        items = "\n".join(f"<li><a href='{html.escape(os.path.relpath(p, path.parent))}'>"
+                          f"{html.escape(page_title(p))}</a></li>" for p in sorted(members, key=lambda p: p.stem))
+        parts.append(f"<h3>{html.escape(dataset_title(dataset))}</h3><ul>\n{items}\n</ul>")
+    return "\n".join(parts)
+
+
+def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: Sequence[str | Path],
+                headline_png: str | Path | None = None, provenance: str = "",
+                title: str = "BLADE-FL reproduction report") -> Path:
+    """The report's front page: verdict summary and table, the headline figure (embedded), the
+    pages grouped by dataset, and the provenance line."""
+    path = Path(path)
+    table = pd.concat([read_csv(p, ("dataset", "claim", "reproduced", "evidence")) for p in verdict_tables],
+                      ignore_index=True)
+    ok = table.reproduced.astype(str) == "True"
+    per_dataset = ", ".join(f"{dataset_title(d)} {int(ok[table.dataset == d].sum())} of {int((table.dataset == d).sum())}"
+                            for d in dict.fromkeys(table.dataset))
+    figure = ""
+    if headline_png is not None:
+        data = base64.b64encode(Path(headline_png).read_bytes()).decode("ascii")
+        figure = (f"<h2>Accuracy and loss versus K, beside the paper's optimum</h2>\n"
+                  f"<p>Our curves (mean over seeds) for the main sweeps; a star marks the paper's K* and maximal "
+                  f"accuracy for the value of the same colour, a dashed line its K* on the loss. The paper's K* is "
+                  f"derived from its tables by each table's own formula.</p>\n"
+                  f"<img src='data:image/png;base64,{data}' alt='accuracy and loss versus K for the main sweeps' "
+                  f"style='max-width:100%'>")
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:sans-serif;max-width:75em;margin:2em auto;padding:0 1em}}
+td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top}}table{{border-collapse:collapse}}
+tr.ok td:nth-child(3){{background:#dfd}}tr.no td:nth-child(3){{background:#fdd}}
+.prov{{color:#555;font-size:85%}}</style>
+</head><body><h1>{html.escape(title)}</h1>
+<p class="prov">{html.escape(provenance)}</p>
+<h2>Verdicts: {int(ok.sum())} of {len(table)} claims reproduced ({html.escape(per_dataset)})</h2>
+<table><tr><th>dataset</th><th>claim</th><th>verdict</th><th>evidence</th></tr>
+{_verdict_rows(table)}
+</table>
+{figure}
+<h2>Pages</h2>
+{_links(path, pages)}
+</body></html>
+"""
+    atomic.write_text(path, page)
+    return path
+
+
+def headline_panels(summaries: Mapping[str, pd.DataFrame], paper: Sequence[Mapping], t_sum: float,
+                    max_sweeps: int = 3) -> list[dict]:
+    """Per dataset, the first ``max_sweeps`` of the paper's tables that the grid ran, with our
+    curves and the paper's (K*, maximal accuracy) per swept value, for :func:`plots.headline_figure`."""
+    from .report import compare_with_paper, sweep_curves
+    from .summary import optimum
+
+    panels = []
+    for dataset, summary in summaries.items():
+        best = optimum(summary)
+        for spec in [t for t in paper if t["sweep"] in set(summary.sweep)][:max_sweeps]:
+            frame = compare_with_paper(best, spec, dataset, summary, t_sum)
+            panels.append({
+                "dataset": dataset_title(dataset), "sweep": spec["sweep"],
+                "vary": summary[summary.sweep == spec["sweep"]].vary.iloc[0],
+                "curves": sweep_curves(summary, spec["sweep"]),
+                "paper": [{"value": r[spec["sweep"]], "paper_K_star": r["K* paper"],
+                           "paper_max_accuracy": r["max accuracy % paper"]} for _, r in frame.iterrows()],
+            })
+    return panels
+
+
+__all__ = ["NOTEBOOK_TITLES", "DATASET_TITLES", "PAGE_TEMPLATE", "page_title", "dataset_title", "render_html",
+           "provenance_line", "write_index", "headline_panels"]

@@ -1,0 +1,188 @@
+"""Open report pages in headless Chromium (Debian's ``chromium``) over the DevTools protocol and
+report what a reader's browser sees: console errors, failed loads, images that do not decode,
+links that do not resolve. Also usable by hand::
+
+    python tests/browser.py results/report/index.html results/report/mnist/*.html [--screenshot DIR]
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+
+IMAGES_JS = """
+Promise.all([...document.images].map(img => img.decode()
+    .then(() => ({src: img.src.slice(0, 40), width: img.naturalWidth, height: img.naturalHeight, error: null}))
+    .catch(e => ({src: img.src.slice(0, 40), width: img.naturalWidth, height: img.naturalHeight,
+                  error: String(e)}))))
+"""
+LINKS_JS = "[...document.querySelectorAll('a[href]')].map(a => a.href)"
+
+
+def find_chromium() -> str | None:
+    for name in CHROMIUM_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@dataclass
+class PageCheck:
+    """What one page showed in the browser."""
+
+    path: Path
+    errors: list[str] = field(default_factory=list)
+    images: list[dict] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+
+    @property
+    def broken_images(self) -> list[dict]:
+        return [i for i in self.images if i["error"] or not i["width"] or not i["height"]]
+
+    def unresolved_links(self) -> list[str]:
+        """Links to local files that do not exist, and any link that leaves the machine."""
+        bad = []
+        for href in self.links:
+            url = urllib.parse.urlsplit(href)
+            if url.scheme == "file":
+                if not Path(urllib.parse.unquote(url.path)).exists():
+                    bad.append(href)
+            elif url.scheme not in ("data", "about", ""):
+                bad.append(href)
+        return bad
+
+
+class Browser:
+    """One headless Chromium with a DevTools websocket to its first page."""
+
+    def __init__(self, executable: str | None = None, width: int = 1280, height: int = 900):
+        import websocket  # websocket-client
+
+        exe = executable or find_chromium()
+        if exe is None:
+            raise FileNotFoundError("no chromium on PATH (Debian: apt-get install chromium)")
+        self._profile = tempfile.mkdtemp(prefix="bladefl-chromium-")
+        self._proc = subprocess.Popen(
+            [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+             "--allow-file-access-from-files", f"--window-size={width},{height}", "--remote-debugging-port=0",
+             f"--user-data-dir={self._profile}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port_file = Path(self._profile, "DevToolsActivePort")
+        deadline = time.monotonic() + 60
+        while not (port_file.is_file() and port_file.read_text().count("\n") >= 1):
+            if time.monotonic() > deadline or self._proc.poll() is not None:
+                self.close()
+                raise RuntimeError("chromium did not open its DevTools port within 60 s")
+            time.sleep(0.1)
+        port = int(port_file.read_text().splitlines()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
+            pages = [t for t in json.load(resp) if t["type"] == "page"]
+        self._ws = websocket.create_connection(pages[0]["webSocketDebuggerUrl"], timeout=60,
+                                               suppress_origin=True)
+        self._next_id = 0
+        self._events: list[dict] = []
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.call(f"{domain}.enable")
+
+    def call(self, method: str, **params) -> dict:
+        self._next_id += 1
+        msg_id = self._next_id
+        self._ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self._ws.recv())
+            if msg.get("id") == msg_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+            self._events.append(msg)
+
+    def _wait_event(self, method: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(e.get("method") == method for e in self._events):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {method} within {timeout} s")
+            self._ws.settimeout(max(0.1, deadline - time.monotonic()))
+            self._events.append(json.loads(self._ws.recv()))
+
+    def check(self, page: str | Path, screenshot: str | Path | None = None) -> PageCheck:
+        path = Path(page).resolve()
+        self._events.clear()
+        self.call("Page.navigate", url=path.as_uri())
+        self._wait_event("Page.loadEventFired")
+        result = PageCheck(path)
+        images = self.call("Runtime.evaluate", expression=IMAGES_JS, awaitPromise=True, returnByValue=True)
+        result.images = images["result"].get("value", [])
+        links = self.call("Runtime.evaluate", expression=LINKS_JS, returnByValue=True)
+        result.links = links["result"].get("value", [])
+        for event in self._events:
+            method, params = event.get("method"), event.get("params", {})
+            if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+                result.errors.append("console: " + " ".join(str(a.get("value", a.get("description")))
+                                                             for a in params.get("args", [])))
+            elif method == "Runtime.exceptionThrown":
+                result.errors.append("exception: " + params["exceptionDetails"].get("text", ""))
+            elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
+                result.errors.append(f"log: {params['entry'].get('text')} {params['entry'].get('url', '')}")
+            elif method == "Network.loadingFailed" and not params.get("canceled"):
+                result.errors.append(f"load failed: {params.get('errorText')}")
+        if screenshot is not None:
+            shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+            Path(screenshot).write_bytes(base64.b64decode(shot["data"]))
+        return result
+
+    def close(self) -> None:
+        ws = getattr(self, "_ws", None)
+        if ws is not None:
+            ws.close()
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+        shutil.rmtree(self._profile, ignore_errors=True)
+
+    def __enter__(self) -> Browser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def main(argv: list[str]) -> int:
+    shots = None
+    if "--screenshot" in argv:
+        i = argv.index("--screenshot")
+        shots = Path(argv[i + 1])
+        shots.mkdir(parents=True, exist_ok=True)
+        argv = argv[:i] + argv[i + 2:]
+    failed = 0
+    with Browser() as browser:
+        for page in argv:
+            shot = shots / (Path(page).parent.name + "_" + Path(page).stem + ".png") if shots else None
+            r = browser.check(page, shot)
+            problems = r.errors + [f"broken image {i}" for i in r.broken_images] + \
+                [f"unresolved link {u}" for u in r.unresolved_links()]
+            failed += bool(problems)
+            print(f"{page}: {len(r.images)} images, {len(r.links)} links, {len(problems)} problems")
+            for p in problems:
+                print(f"  {p}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main(sys.argv[1:]))
