@@ -23,6 +23,8 @@ run: install
 
 lint: install
 	snakemake --lint
+	snakefmt --check Snakefile workflow
+	ruff check src tests notebooks
 
 test: install lint
 	$(PY) -m pytest -ra $(PYTEST_ARGS)

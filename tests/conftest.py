@@ -22,7 +22,7 @@ def pytest_runtest_makereport(item, call):  # noqa: ANN001
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """The repository's data/raw with both datasets fetched and verified (idempotent)."""
-    from bladefl.fetch import fetch
+    from bladefl.data.fetch import fetch
 
     root = Path(os.environ.get("BLADEFL_DATA_ROOT", REPO / "data" / "raw"))
     for name in ("mnist", "fashion_mnist"):

@@ -98,7 +98,8 @@ NodeName=localhost CPUs={cpus} RealMemory=16000 State=UNKNOWN
 PartitionName={PARTITION} Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 """)
         srun = self.bin / "srun"
-        srun.write_text(f"#!/bin/sh\nexport SLURM_CONF={self.conf}\nexec {shutil.which('srun') or '/usr/bin/srun'} \"$@\"\n")
+        real = shutil.which("srun") or "/usr/bin/srun"
+        srun.write_text(f"#!/bin/sh\nexport SLURM_CONF={self.conf}\nexec {real} \"$@\"\n")
         srun.chmod(0o755)
 
     def start(self) -> None:

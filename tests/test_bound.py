@@ -7,8 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bladefl.bound import (check_convexity, k_star_closed_form, k_star_exact, lazy_upper_bound,
-                           upper_bound)
+from bladefl.theory.bound import check_convexity, k_star_closed_form, k_star_exact, lazy_upper_bound, upper_bound
 
 
 def wang(K, tau, eta, L, xi, delta, phi, eps2):
@@ -73,7 +72,7 @@ def test_exact_integer_minimiser_minimises_over_feasible_K():
     k = k_star_exact(**p)
     Ks = np.arange(1, 15)
     tau = np.floor((100 / Ks - 6) / 1)
-    values = [wang(K, t, 0.01, 5, 1, 0.5, 0.5, 5) for K, t in zip(Ks, tau)]
+    values = [wang(K, t, 0.01, 5, 1, 0.5, 0.5, 5) for K, t in zip(Ks, tau, strict=True)]
     values = [v if v > 0 else math.inf for v in values]
     assert k == Ks[int(np.argmin(values))]
 
@@ -85,7 +84,7 @@ def test_convexity_holds_for_valid_parameters():
 
 
 def test_fitting_recovers_known_constants_from_noisy_bound_curves():
-    from bladefl.fit import compare, fit_bound
+    from bladefl.theory.fit import compare, fit_bound
 
     rng = np.random.default_rng(0)
     p = dict(alpha=1, beta=6, eta=0.01, L=5.0, xi=1.0, delta=0.5, t_sum=100)

@@ -8,10 +8,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bladefl import transactions as txm
-from bladefl.chain import Block, Ledger, block_problem, majority_accepts, verify_chain
+from bladefl.chain import transactions as txm
+from bladefl.chain.ledger import Block, Ledger, block_problem, majority_accepts, verify_chain
+from bladefl.chain.pow import BlockHeader, meets_target, merkle_root, mine, race
 from bladefl.cli import main
-from bladefl.pow import BlockHeader, meets_target, merkle_root, mine, race
 
 
 def make_chain(tmp_path, rounds=3, N=4, bits=8, store=True):
@@ -108,7 +108,7 @@ def test_tampering_is_detected_with_height_and_reason(tmp_path, capsys, mutate, 
 
 def test_rehashed_header_with_tampered_fields_fails_pow_or_link(tmp_path):
     path, models = make_chain(tmp_path)
-    from bladefl.chain import block_from_dict
+    from bladefl.chain.ledger import block_from_dict
 
     def rehash(d):  # an attacker who also fixes the stored hash
         d["blocks"][0]["header"]["timestamp"] = 99.0

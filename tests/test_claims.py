@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from bladefl.claims import CLAIMS, bound_falls_with_eta, monotone, on_bound, on_experiment
+from bladefl.theory.claims import CLAIMS, bound_falls_with_eta, monotone, on_bound, on_experiment
 
 VALUES = {"alpha": [1, 2, 5], "beta": [6, 8, 10, 12], "delta": [0.1, 0.3, 1.0], "N": [10, 15, 20, 25],
           "eta": [0.005, 0.01, 0.05], "lazy_ratio": [0.0, 0.1, 0.2, 0.3], "sigma2": [0.01, 0.1, 0.2, 0.3]}

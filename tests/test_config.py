@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from bladefl.config import ConfigError, from_dict, load_config
+from bladefl.fl.run_config import ConfigError, from_dict, load_config
 
 PROFILES = Path(__file__).resolve().parents[1] / "config" / "profiles"
 

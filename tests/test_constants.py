@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from bladefl import constants, mlp
-from bladefl.config import from_dict
-from bladefl.engine import run_k
-from bladefl.reference import train_reference
+from bladefl.fl import measured_constants, mlp
+from bladefl.fl.engine import run_k
+from bladefl.fl.run_config import from_dict
+from bladefl.theory.reference import train_reference
 from test_engine import synthetic
 
 
@@ -29,7 +29,7 @@ def test_estimators_recover_constants_of_quadratic_client_losses():
         return L * (v - c)
 
     sizes = torch.full((N,), 100.0)
-    m = constants.estimate(loss(w, centers), loss(local, centers), grad(w.expand(N, -1), centers),
+    m = measured_constants.estimate(loss(w, centers), loss(local, centers), grad(w.expand(N, -1), centers),
                            grad(local, centers), (local - w).norm(dim=1), grad(w.expand(N, -1), centers),
                            sizes, sizes)
     assert m.L_mean == pytest.approx(L, rel=1e-5) and m.L_max == pytest.approx(L, rel=1e-5)
@@ -72,4 +72,4 @@ def test_reference_run_converges_below_federated_loss():
     assert 1 < ref.epochs <= 200
     start = mlp.losses(mlp.views(w0.expand(4, -1), shape), data.x, data.y, shape).mean().item()
     assert ref.f_star < 0.5 * start
-    assert constants.phi(0.01, 2.0, w0, ref.w_star) == pytest.approx(0.99 / (w0 - ref.w_star).norm().item())
+    assert measured_constants.phi(0.01, 2.0, w0, ref.w_star) == pytest.approx(0.99 / (w0 - ref.w_star).norm().item())

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from bladefl import lazy, mlp, privacy, trainer
-from bladefl.chain import verify_chain
-from bladefl.config import from_dict
-from bladefl.engine import ClientData, run_k
-from bladefl.pow import meets_target
-from bladefl.runner import run_cell
-from bladefl.transactions import derive_key
+from bladefl.chain.ledger import verify_chain
+from bladefl.chain.pow import meets_target
+from bladefl.chain.transactions import derive_key
+from bladefl.experiments.runner import run_cell
+from bladefl.fl import lazy, mlp, privacy, trainer
+from bladefl.fl.engine import ClientData, run_k
+from bladefl.fl.run_config import from_dict
 
 
 def synthetic(N=4, n=48, d=30, c=10, T=64, seed=0) -> ClientData:
@@ -38,8 +38,10 @@ def reference_train(model0: torch.Tensor, x, y, tau, eta, iteration, batch, shap
                                   torch.nn.Linear(shape.h, shape.c))
         v = mlp.views(model0.unsqueeze(0), shape)
         with torch.no_grad():
-            net[0].weight.copy_(v.W1[0].T); net[0].bias.copy_(v.b1[0])
-            net[2].weight.copy_(v.W2[0].T); net[2].bias.copy_(v.b2[0])
+            net[0].weight.copy_(v.W1[0].T)
+            net[0].bias.copy_(v.b1[0])
+            net[2].weight.copy_(v.W2[0].T)
+            net[2].bias.copy_(v.b2[0])
         opt = torch.optim.SGD(net.parameters(), lr=eta)
         for t in range(tau):
             batches = [slice(None)] if iteration == "full_batch" else \
@@ -118,7 +120,7 @@ def test_lazy_uploads_are_a_peer_plus_noise_of_the_configured_variance():
     g = torch.Generator().manual_seed(0)
     honest = torch.randn(5, 20000, generator=g)
     copied, victims = lazy.plagiarize(honest, 3, 0.04, np.random.default_rng(1), torch.Generator().manual_seed(2))
-    for row, v in zip(copied, victims):
+    for row, v in zip(copied, victims, strict=True):
         noise = row - honest[v]
         assert noise.mean().abs() < 0.01
         assert noise.var().item() == pytest.approx(0.04, rel=0.05)

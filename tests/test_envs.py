@@ -29,18 +29,28 @@ def conda_pins() -> dict[str, str]:
     return pins
 
 
+WORKFLOW_TOOLS = {"snakemake", "snakemake-executor-plugin-slurm", "pytest", "websocket-client", "ruff", "snakefmt",
+                  "black", "shfmt-py", "jsonschema"}
+
+
 def test_every_pin_is_exact_and_present():
     pins = pip_pins()
     for required in ("torch", "torchvision", "snakemake", "snakemake-executor-plugin-slurm", "papermill",
-                     "nbconvert", "ipykernel", "numpy", "pandas", "seaborn", "matplotlib", "cryptography",
-                     "tqdm", "pytest"):
+                     "nbconvert", "ipykernel", "numpy", "pandas", "scipy", "matplotlib", "cryptography",
+                     "tqdm", "pytest", "ruff", "snakefmt"):
         assert required in pins, required
     assert pins["torch"] == "2.14.1" and pins["torchvision"] == "0.29.1"
     assert pins["snakemake"].startswith("9.")
 
 
-def test_conda_environment_mirrors_requirements():
-    assert conda_pins() == pip_pins()
+def test_job_environment_is_the_rules_needs_at_the_pinned_versions():
+    """The conda job environment: every package the library and the report notebooks need, at the
+    pip pins' versions, and none of the workflow's own tools."""
+    jobs, pins = conda_pins(), pip_pins()
+    assert all(pins.get(name) == version for name, version in jobs.items()), jobs
+    assert not set(jobs) & WORKFLOW_TOOLS
+    assert set(jobs) == set(pins) - WORKFLOW_TOOLS
+    assert (ENVS / "environment.post-deploy.sh").is_file()
 
 
 def test_installed_versions_match_pins():

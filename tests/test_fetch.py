@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bladefl import datasets, fetch, idx
+from bladefl.data import datasets, fetch, idx
 
 
 def test_idx_roundtrip():

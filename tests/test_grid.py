@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from bladefl.grid import Cell, expand, unique_cells
-from bladefl.summary import collect, optimum
+from bladefl.experiments.grid import Cell, expand, unique_cells
+from bladefl.experiments.tables import collect, optimum
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,9 +57,9 @@ def test_unknown_sweep_parameter_is_rejected():
 def fake_run(root: Path, cell: Cell, seed: int, losses: list[float], accs: list[float]) -> Path:
     folder = root / cell.key / f"seed~{seed}"
     folder.mkdir(parents=True)
-    per_k = [{"K": k, "tau": 10 - k, "status": "ok", "train_loss": l, "test_loss": l + 0.1, "test_accuracy": a,
+    per_k = [{"K": k, "tau": 10 - k, "status": "ok", "train_loss": loss, "test_loss": loss + 0.1, "test_accuracy": a,
               "training_time": k * (10 - k), "mining_time": 10.0 * k}
-             for k, (l, a) in enumerate(zip(losses, accs), start=1)]
+             for k, (loss, a) in enumerate(zip(losses, accs, strict=True), start=1)]
     (folder / "summary.json").write_text(json.dumps({"per_K": per_k, "config": {"seed": seed}}))
     return folder / "summary.json"
 

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from bladefl.partition import PartitionSpec, label_histogram, make_partition
+from bladefl.data.partition import PartitionSpec, label_histogram, make_partition
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 import pytest
 
-from bladefl.timemodel import allocate, max_feasible_K, tau_for
+from bladefl.fl.timemodel import allocate, max_feasible_K, tau_for
 
 
 def test_tau_table_of_the_paper_default():

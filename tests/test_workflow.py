@@ -15,8 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from bladefl.grid import expand, unique_cells
-
+from bladefl.experiments.grid import expand, unique_cells
 from conftest import copy_workflow, snakemake, venv_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,7 +44,7 @@ def test_smoke_workflow_summary_tables(smoke):
     assert set(table.sweep) == {"fig3", "beta", "lazy_ratio", "epsilon"}
     # t_sum = 30: beta=10 -> K 1..2 (tau 20, 5); beta=12 -> K 1..2 (tau 18, 3)
     beta = table[table.sweep == "beta"]
-    assert sorted(zip(beta.value, beta.K, beta.tau)) == [(10, 1, 20), (10, 2, 5), (12, 1, 18), (12, 2, 3)]
+    assert sorted(zip(beta.value, beta.K, beta.tau, strict=True)) == [(10, 1, 20), (10, 2, 5), (12, 1, 18), (12, 2, 3)]
     assert (table.status == "ok").all() and table.test_accuracy.between(0, 1).all()
     # the base cell is shared by both sweeps: same numbers, one run
     shared = table[table.cell == "alpha~1_beta~10_N~4_eta~0.05_lazy~0_sigma2~0_eps~inf"]
@@ -130,3 +129,65 @@ def test_paper_grid_dry_run_is_fast_and_complete(tmp_path):
     assert int(counts["run_cell"]) == cells * 2 * 3  # x datasets x seeds
     assert int(counts["summarize"]) == 2
     assert elapsed < 10
+
+
+@pytest.mark.slow
+def test_report_renders_without_measured_constants(tmp_path, data_root):
+    """measure_constants: false drops the bound page; every other page renders (papermill reads its
+    parameters from a YAML file, so an absent bound is null, not an empty command-line word)."""
+    work = smoke_dir(tmp_path, data_root)
+    proc = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml", "--config", "measure_constants=False")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pages = sorted(p.name for p in (work / "results/report/mnist").glob("*.html"))
+    assert pages == ["00_verdicts.html", "01_data.html", "02_sweeps.html", "04_privacy.html"]
+    params = yaml.safe_load((work / "results/report/parameters/mnist/00_verdicts.yaml").read_text())
+    assert params["kstar"] is None and params["members"] is None
+    assert not (work / "results/bound").exists()
+    verdicts = pd.read_csv(work / "results/tables/mnist/00_verdicts/verdicts.csv")
+    assert not verdicts.claim.str.contains("bound").any()
+    assert "mnist/04_privacy.html" in (work / "results/report/index.html").read_text()
+
+
+@pytest.mark.slow
+def test_stale_runs_and_partitions_do_not_leak_into_the_report(smoke, tmp_path):
+    """A run folder or partition left by an older grid is not a notebook input: the report lists
+    exactly the grid's runs and partitions."""
+    import shutil
+
+    work = tmp_path / "work"
+    shutil.copytree(smoke, work, symlinks=True)
+    runs = work / "results/runs/authors-code/mnist"
+    real = sorted(p.name for p in runs.iterdir())
+    stale_cell = "alpha~9_beta~99_N~4_eta~0.5_lazy~0_sigma2~0_eps~inf"
+    shutil.copytree(runs / real[0], runs / stale_cell)
+    parts = work / "data/partitions/mnist"
+    shutil.copy(parts / "classes4_N4_n64_seed0.json", parts / "classes4_N99_n64_seed0.json")
+    targets = ["results/report/mnist/00_verdicts.html", "results/report/mnist/01_data.html"]
+    proc = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml", "--forcerun", *targets)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    prov = pd.read_csv(work / "results/tables/mnist/00_verdicts/provenance.csv")
+    assert sorted(r.split("/")[0] for r in prov.run) == real
+    assert stale_cell not in (work / "results/report/mnist/00_verdicts.html").read_text()
+    assert "N99" not in (work / "results/report/mnist/01_data.html").read_text()
+
+
+@pytest.mark.slow
+def test_result_files_are_readable_by_others_under_umask_022(tmp_path, smoke):
+    from bladefl.core import atomic
+
+    old = os.umask(0o022)
+    try:
+        atomic.write_text(tmp_path / "a.csv", "x\n")
+        atomic.write_json(tmp_path / "b.json", {"x": 1})
+        assert (tmp_path / "a.csv").stat().st_mode & 0o777 == 0o644
+        assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o644
+        os.umask(0o027)
+        atomic.write_text(tmp_path / "c.csv", "x\n")
+        assert (tmp_path / "c.csv").stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)
+    if old == 0o022:  # the smoke workflow ran under this process's umask
+        for rel in ("results/summary/mnist.csv", "results/report/index.html", "results/report/mnist/02_sweeps.html",
+                    "results/figures/mnist/02_sweeps/sweep_beta.png",
+                    "data/partitions/mnist/classes4_N4_n64_seed0.npy"):
+            assert (smoke / rel).stat().st_mode & 0o044 == 0o044, rel

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bladefl.workflow_config import ConfigError, check
+from bladefl.experiments.workflow_config import ConfigError, check
 from conftest import copy_workflow, snakemake
 
 REPO = Path(__file__).resolve().parents[1]

@@ -24,9 +24,9 @@ from collections.abc import Callable
 
 import torch
 
-from . import mlp, trainer
-from .config import RunConfig, from_dict, load_config
-from .engine import ClientData, load_client_data, run_k
+from bladefl.fl import mlp, trainer
+from bladefl.fl.engine import ClientData, load_client_data, run_k
+from bladefl.fl.run_config import RunConfig, from_dict, load_config
 
 
 def _timeit(fn: Callable[[], None], repeat: int) -> float:
@@ -86,12 +86,11 @@ def loop_seconds(data: ClientData, shape: mlp.Shape, iteration: str, batch: int,
                                       torch.nn.Linear(shape.h, shape.c))
             opt = torch.optim.SGD(net.parameters(), lr=0.01)
             if iteration == "full_batch":
-                batches = lambda: [(data.x[i], data.y[i])]  # noqa: E731
+                batches = [(data.x[i], data.y[i])]
             else:
-                loader = DataLoader(TensorDataset(data.x[i], data.y[i]), batch_size=batch, shuffle=True)
-                batches = lambda: loader  # noqa: E731
+                batches = DataLoader(TensorDataset(data.x[i], data.y[i]), batch_size=batch, shuffle=True)
             for _ in range(tau):
-                for xb, yb in batches():
+                for xb, yb in batches:
                     opt.zero_grad()
                     torch.nn.functional.cross_entropy(net(xb), yb).backward()
                     opt.step()
@@ -111,8 +110,8 @@ def chain_share(cfg: RunConfig, data: ClientData) -> tuple[float, float]:
 
 PEAK_SCRIPT = """
 import resource, sys
-from bladefl.config import load_config
-from bladefl.engine import load_client_data, run_k
+from bladefl.fl.run_config import load_config
+from bladefl.fl.engine import load_client_data, run_k
 cfg = load_config(sys.argv[1] if sys.argv[1] != '-' else None, ['data_dir=' + sys.argv[2], 'device=cpu'])
 data = load_client_data(cfg)
 for K in (1, 9):
@@ -167,7 +166,8 @@ def main(args: argparse.Namespace) -> int:
         eng = engine_seconds(data, shape, "epoch", B, tau, repeat)
         loop = loop_seconds(data, shape, "epoch", B, tau, repeat)
         flops = tau * ((n + B - 1) // B) * step_flops(N, B, shape)
-        print(f"  epoch (batch {B}): GEMM peak at these shapes {gemm_rate(N, B, shape, repeat):.1f} GFLOP/s; engine {eng / tau * 1e3:.1f} ms/iteration, DataLoader loop "
+        print(f"  epoch (batch {B}): GEMM peak at these shapes {gemm_rate(N, B, shape, repeat):.1f} GFLOP/s; "
+              f"engine {eng / tau * 1e3:.1f} ms/iteration, DataLoader loop "
               f"{loop / tau * 1e3:.1f} ms/iteration, engine {flops / eng / 1e9:.1f} GFLOP/s")
         lines.append((f"epoch engine/DataLoader loop [{name}]", loop / eng, 2.5))
         share, total = chain_share(cfg, data)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 
 def _cmd_fetch(args: argparse.Namespace) -> int:
-    from .fetch import FetchError, fetch
+    from bladefl.data.fetch import FetchError, fetch
 
     try:
         fetch(args.dataset, args.root, sources=args.sources, log=lambda m: print(m, flush=True))
@@ -19,8 +19,8 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def _cmd_partition(args: argparse.Namespace) -> int:
-    from .partition import PartitionSpec
-    from .partition_store import PartitionPaths, write_partition
+    from bladefl.data.partition import PartitionSpec
+    from bladefl.data.partition_store import PartitionPaths, write_partition
 
     spec = PartitionSpec.from_key(args.key)
     paths = PartitionPaths.under(args.out, args.dataset, spec)
@@ -31,8 +31,8 @@ def _cmd_partition(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .config import load_config
-    from .runner import run_cell
+    from bladefl.experiments.runner import run_cell
+    from bladefl.fl.run_config import load_config
 
     cfg = load_config(args.config, args.set)  # every field validated before any work starts
     if args.threads:
@@ -41,8 +41,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     data = None
     if args.partition:
-        from .engine import load_client_data
-        from .partition_store import read_partition
+        from bladefl.data.partition_store import read_partition
+        from bladefl.fl.engine import load_client_data
 
         indices = read_partition(args.partition)
         if indices.shape != (cfg.partition.N, cfg.partition.n):
@@ -51,7 +51,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         data = load_client_data(cfg, indices)
     reference = None
     if args.reference:
-        from .reference import load
+        from bladefl.theory.reference import load
 
         reference = load(args.reference).w_star
     summary = run_cell(cfg, args.out, data=data, progress=not args.quiet, reference=reference)
@@ -66,9 +66,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
-    from . import atomic
-    from .grid import members_from_json
-    from .summary import collect, optimum
+    from bladefl.core import atomic
+    from bladefl.experiments.grid import members_from_json
+    from bladefl.experiments.tables import collect, optimum
 
     table = collect(args.runs, members_from_json(args.members))
     atomic.write_csv(args.table, table)
@@ -78,10 +78,11 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
 
 
 def _cmd_reference(args: argparse.Namespace) -> int:
-    from . import engine, reference
-    from .config import load_config
-    from .partition_store import read_partition
-    from .rng import torch_generator
+    from bladefl.core.rng import torch_generator
+    from bladefl.data.partition_store import read_partition
+    from bladefl.fl import engine
+    from bladefl.fl.run_config import load_config
+    from bladefl.theory import reference
 
     indices = read_partition(args.partition)
     cfg = load_config(args.config, [*args.set, f"partition.N={indices.shape[0]}", f"partition.n={indices.shape[1]}"])
@@ -97,8 +98,8 @@ def _cmd_reference(args: argparse.Namespace) -> int:
 
 
 def _cmd_bound(args: argparse.Namespace) -> int:
-    from .bound_report import write_report
-    from .grid import members_from_json
+    from bladefl.experiments.bound_analysis import write_report
+    from bladefl.experiments.grid import members_from_json
 
     written = write_report(args.runs, members_from_json(args.members), args.references, args.out_dir)
     print("wrote " + ", ".join(str(p) for p in written))
@@ -108,16 +109,18 @@ def _cmd_bound(args: argparse.Namespace) -> int:
 def _cmd_report_index(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from . import pages, plots, report
+    from bladefl.report import pages, plots
+    from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
+    from bladefl.report.paper import paper_tables
 
     verdict_dirs = [Path(v) for v in args.verdicts]
-    summaries = {Path(p).stem: report.read_csv(p, report.SUMMARY_COLUMNS) for p in args.summaries}
-    panels = pages.headline_panels(summaries, report.paper_tables(args.paper_values), args.t_sum)
+    summaries = {Path(p).stem: read_csv(p, SUMMARY_COLUMNS) for p in args.summaries}
+    panels = pages.headline_panels(summaries, paper_tables(args.paper_values), args.t_sum)
     headline = None
     if panels:
         fig = plots.headline_figure(panels)
         headline = plots.save_png_svg(fig, "headline", args.figures)[0]
-    provenance = {d.parent.name: report.read_csv(d / "provenance.csv") for d in verdict_dirs}
+    provenance = {d.parent.name: read_csv(d / "provenance.csv") for d in verdict_dirs}
     line = pages.provenance_line(provenance, args.configfiles, args.seeds)
     out = pages.write_index(args.out, [d / "verdicts.csv" for d in verdict_dirs], args.pages, headline, line)
     print(f"wrote {out}")
@@ -125,14 +128,14 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
 
 
 def _cmd_render_page(args: argparse.Namespace) -> int:
-    from .pages import render_html
+    from bladefl.report.pages import render_html
 
     print(f"wrote {render_html(args.notebook, args.out, args.index)}")
     return 0
 
 
 def _cmd_chain_verify(args: argparse.Namespace) -> int:
-    from .chain import verify_chain
+    from bladefl.chain.ledger import verify_chain
 
     problem = verify_chain(args.path, store=args.store)
     if problem is None:
@@ -143,7 +146,7 @@ def _cmd_chain_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import main as bench_main
+    from bladefl.bench import main as bench_main
 
     return bench_main(args)
 

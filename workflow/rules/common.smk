@@ -4,9 +4,8 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from bladefl import workflow_config as wc_cfg
-from bladefl.datasets import FILES, get_spec
-
+from bladefl.experiments import workflow_config as wc_cfg
+from bladefl.data.datasets import FILES, get_spec
 
 validate(config, schema="../schemas/config.schema.yaml")
 wc_cfg.check(config)
@@ -20,13 +19,24 @@ PROFILE = config["profile"]
 TV_NAMES = {name: get_spec(name).torchvision_name for name in DATASETS}
 DATASET_OF_TV = {tv: name for name, tv in TV_NAMES.items()}
 CELLS = {cell.key: cell for cell in wc_cfg.cells(config)}
-PARTITION_KEYS = {N: wc_cfg.partition_spec(config, N).key for N in sorted({c.N for c in CELLS.values()})}
+PARTITION_KEYS = {
+    N: wc_cfg.partition_spec(config, N).key
+    for N in sorted({c.N for c in CELLS.values()})
+}
 SEEDS = config["seeds"]
 RUNS = f"{RESULTS}/runs/{PROFILE}"
 REFERENCES = f"{RESULTS}/reference/{PROFILE}"
 BOUND = f"{RESULTS}/bound"
 REPORT = f"{RESULTS}/report"
-BOUND_FILES = ["constants.csv", "fit.csv", "gaps.csv", "kstar.csv", "members.csv", "claims.csv", "bound.json"]
+BOUND_FILES = [
+    "constants.csv",
+    "fit.csv",
+    "gaps.csv",
+    "kstar.csv",
+    "members.csv",
+    "claims.csv",
+    "bound.json",
+]
 
 
 wildcard_constraints:
@@ -35,6 +45,9 @@ wildcard_constraints:
     cell="[^/]+",
     seed=r"\d+",
     nb="|".join(["00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"]),
+
+
+JOB_ENV = "../../envs/environment.yaml"
 
 
 def raw_root(raw_file):
@@ -50,6 +63,31 @@ def partition_files(dataset, key):
     return multiext(f"{PARTITIONS}/{dataset}/{key}", ".npy", ".json", ".png")
 
 
+def run_summaries(dataset):
+    return expand(
+        f"{RUNS}/{dataset}/{{cell}}/seed~{{seed}}/summary.json",
+        cell=list(CELLS),
+        seed=SEEDS,
+    )
+
+
+# --- input functions (wildcards -> files) ---------------------------------------------------
+
+
+def dataset_raw_files(wildcards):
+    return raw_files(wildcards.dataset)
+
+
+def dataset_run_summaries(wildcards):
+    return run_summaries(wildcards.dataset)
+
+
+def dataset_references(wildcards):
+    return expand(
+        f"{REFERENCES}/{wildcards.dataset}/{{key}}.npz", key=PARTITION_KEYS.values()
+    )
+
+
 def cell_partition(wildcards):
     return f"{PARTITIONS}/{wildcards.dataset}/{PARTITION_KEYS[CELLS[wildcards.cell].N]}.npy"
 
@@ -58,15 +96,53 @@ def cell_reference(wildcards):
     return f"{REFERENCES}/{wildcards.dataset}/{PARTITION_KEYS[CELLS[wildcards.cell].N]}.npz"
 
 
+# --- parameter functions (wildcards, input, output -> values) ----------------------------------
+
+
+def dataset_of_tv(wildcards):
+    return DATASET_OF_TV[wildcards.tv]
+
+
+def raw_root_of_output(wildcards, output):
+    return raw_root(output[0])
+
+
+def raw_root_of_input(wildcards, input):
+    return raw_root(input.raw[0])
+
+
+def partitions_root_of_output(wildcards, output):
+    return Path(output[0]).parent.parent
+
+
+def folder_of_output(wildcards, output):
+    return Path(output[0]).parent
+
+
 def measure_overrides(cell):
     """The bound needs measured constants, and theta (a counterfactual) in lazy cells."""
     if not config["measure_constants"]:
         return []
-    return ["measure.constants=true", f"lazy.counterfactual={'true' if cell.lazy_ratio > 0 else 'false'}"]
+    return [
+        "measure.constants=true",
+        f"lazy.counterfactual={'true' if cell.lazy_ratio > 0 else 'false'}",
+    ]
 
 
-def run_summaries(dataset):
-    return expand(f"{RUNS}/{dataset}/{{cell}}/seed~{{seed}}/summary.json", cell=list(CELLS), seed=SEEDS)
+def run_overrides(wildcards):
+    """`--set` options of one grid job: dataset, seed, the cell's settings, measurement, partition."""
+    cell = CELLS[wildcards.cell]
+    sets = [
+        f"dataset={wildcards.dataset}",
+        f"seed={wildcards.seed}",
+        *cell.overrides(config["t_sum"]),
+        *measure_overrides(cell),
+        *(f"partition.{k}={v}" for k, v in config["partition"].items()),
+    ]
+    return " ".join(f"--set {s}" for s in sets)
+
+
+# --- the report ------------------------------------------------------------------------------
 
 
 def notebooks():
@@ -78,56 +154,86 @@ def notebooks():
     return names
 
 
-def notebook_inputs(wc):
-    """Named inputs of a report notebook (also passed to it as papermill parameters)."""
-    d = wc.dataset
-    summary = {"summary": f"{RESULTS}/summary/{d}.csv", "optimum": f"{RESULTS}/summary/{d}_optimum.csv"}
-    bound = {f.split(".")[0]: f"{BOUND}/{d}/{f}" for f in BOUND_FILES} if config["measure_constants"] else {}
+def bound_files(dataset):
+    return {f.split(".")[0]: f"{BOUND}/{dataset}/{f}" for f in BOUND_FILES}
+
+
+def notebook_inputs(wildcards):
+    """The files a report notebook reads (each also one of its parameters)."""
     return {
-        "00_verdicts": {"optimum": summary["optimum"], **bound, "config": f"{REPORT}/config.yaml",
-                        "runs": run_summaries(d)},
-        "01_data": {"partitions": [f"{PARTITIONS}/{d}/{key}.json" for key in PARTITION_KEYS.values()]},
-        "02_sweeps": {**summary, "paper_values": "config/paper_values.yaml"},
-        "03_bound": bound,
-        "04_privacy": {"optimum": summary["optimum"]},
-    }[wc.nb]
+        k: v
+        for k, v in notebook_parameters(wildcards).items()
+        if k not in NOTEBOOK_SETTINGS and v is not None
+    }
 
 
-def notebook_params(wc, input):
-    d = wc.dataset
-    p = {"dataset": d}
-    if wc.nb == "00_verdicts":
-        p.update(optimum=input.optimum, runs_dir=RUNS, config_file=input.config,
-                 bound_dir=f"{BOUND}/{d}" if config["measure_constants"] else "")
-    elif wc.nb == "01_data":
-        p.update(partitions_dir=PARTITIONS)
-    elif wc.nb == "02_sweeps":
-        p.update(summary=input.summary, optimum=input.optimum, paper_values=input.paper_values, t_sum=config["t_sum"])
-    elif wc.nb == "03_bound":
-        p.update(bound_dir=f"{BOUND}/{d}")
-    else:
-        p.update(optimum=input.optimum)
-    return " ".join(f"-p {k} {v}" for k, v in p.items())
+NOTEBOOK_SETTINGS = ("dataset", "t_sum", "figures_dir", "tables_dir")
 
 
-def report_pages():
+def notebook_parameters(wildcards):
+    """Every parameter of a report notebook: the explicit list of files it reads, its settings and
+    its output folders (written to a YAML file for papermill -f)."""
+    d, nb = wildcards.dataset, wildcards.nb
+    optimum = f"{RESULTS}/summary/{d}_optimum.csv"
+    bound = bound_files(d) if config["measure_constants"] else {}
+    files = {
+        "00_verdicts": {
+            "optimum": optimum,
+            "kstar": bound.get("kstar"),
+            "members": bound.get("members"),
+            "runs": run_summaries(d),
+            "config_file": f"{REPORT}/config.yaml",
+        },
+        "01_data": {
+            "partitions": [
+                f"{PARTITIONS}/{d}/{key}.json" for key in PARTITION_KEYS.values()
+            ]
+        },
+        "02_sweeps": {
+            "summary": f"{RESULTS}/summary/{d}.csv",
+            "optimum": optimum,
+            "paper_values": "config/paper_values.yaml",
+            "t_sum": config["t_sum"],
+        },
+        "03_bound": {
+            k: bound.get(k) for k in ("gaps", "constants", "fit", "kstar", "members")
+        },
+        "04_privacy": {"optimum": optimum},
+    }[nb]
+    return {
+        "dataset": d,
+        **files,
+        "figures_dir": f"{RESULTS}/figures/{d}/{nb}",
+        "tables_dir": f"{RESULTS}/tables/{d}/{nb}",
+    }
+
+
+def report_pages(wildcards=None):
     return expand(f"{REPORT}/{{dataset}}/{{nb}}.html", dataset=DATASETS, nb=notebooks())
 
 
-def dump_workflow_config(cfg, path):
+def write_yaml(values, path):
     import yaml
 
-    from bladefl import atomic
+    from bladefl.core import atomic
 
-    atomic.write_text(path, yaml.safe_dump(dict(cfg), sort_keys=False))
+    atomic.write_text(path, yaml.safe_dump(values, sort_keys=False))
 
 
 def all_targets():
     return [
-        *[p for d in DATASETS for key in PARTITION_KEYS.values() for p in partition_files(d, key)],
+        *[
+            p
+            for d in DATASETS
+            for key in PARTITION_KEYS.values()
+            for p in partition_files(d, key)
+        ],
         *expand(f"{RESULTS}/summary/{{dataset}}.csv", dataset=DATASETS),
         *expand(f"{RESULTS}/summary/{{dataset}}_optimum.csv", dataset=DATASETS),
-        *(expand(f"{BOUND}/{{dataset}}/{{file}}", dataset=DATASETS, file=BOUND_FILES)
-          if config["measure_constants"] else []),
+        *(
+            expand(f"{BOUND}/{{dataset}}/{{file}}", dataset=DATASETS, file=BOUND_FILES)
+            if config["measure_constants"]
+            else []
+        ),
         f"{REPORT}/index.html",
     ]

@@ -14,11 +14,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from .config import ConfigError as RunConfigError
-from .config import RunConfig, load_config
-from .datasets import SPECS, TRAIN_SIZE
-from .grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
-from .partition import PartitionSpec, partition_errors
+from bladefl.data.datasets import SPECS, TRAIN_SIZE
+from bladefl.data.partition import PartitionSpec, partition_errors
+from bladefl.experiments.grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
+from bladefl.fl.run_config import ConfigError as RunConfigError
+from bladefl.fl.run_config import RunConfig, load_config
 
 PROFILE_DIR = Path("config/profiles")
 

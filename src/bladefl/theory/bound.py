@@ -27,13 +27,24 @@ import numpy as np
 ArrayLike = float | np.ndarray
 
 
-def _bracket(K, tau, *, eta, L, xi, delta, phi, eps2, extra=0.0):
+def _bracket(
+    K: ArrayLike,
+    tau: ArrayLike,
+    *,
+    eta: float,
+    L: float,
+    xi: float,
+    delta: float,
+    phi: float,
+    eps2: float,
+    extra: float = 0.0,
+) -> np.ndarray:
     lam = eta * L + 1.0
     h = (delta / L) * (np.power(lam, tau) - 1.0) - eta * delta * tau
     return eta * phi - (xi * h + extra) / (tau * eps2)
 
 
-def _bound_tau(K, tau, **kw) -> np.ndarray:
+def _bound_tau(K: ArrayLike, tau: ArrayLike, **kw: float) -> np.ndarray:
     K = np.asarray(K, dtype=float)
     tau = np.asarray(tau, dtype=float)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -43,24 +54,54 @@ def _bound_tau(K, tau, **kw) -> np.ndarray:
     return np.where(bad, np.inf, value)
 
 
-def _out(value: np.ndarray, K) -> ArrayLike:
+def _out(value: np.ndarray, K: ArrayLike) -> ArrayLike:
     return float(value) if np.ndim(K) == 0 else value
 
 
-def upper_bound(K, *, alpha, beta, eta, L, xi, delta, phi, eps2, t_sum) -> ArrayLike:
+def upper_bound(
+    K: ArrayLike,
+    *,
+    alpha: float,
+    beta: float,
+    eta: float,
+    L: float,
+    xi: float,
+    delta: float,
+    phi: float,
+    eps2: float,
+    t_sum: float,
+) -> ArrayLike:
     """G(K) of Theorem 1 (real-valued tau = gamma/K)."""
     K_arr = np.asarray(K, dtype=float)
     tau = (t_sum - K_arr * beta) / alpha / K_arr
     return _out(_bound_tau(K_arr, tau, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2), K)
 
 
-def lazy_extra(K, *, xi, M, N, theta, sigma2, noise_power: str = "sigma2"):
+def lazy_extra(
+    K: ArrayLike, *, xi: float, M: float, N: float, theta: float, sigma2: float, noise_power: str = "sigma2"
+) -> np.ndarray:
     noise = sigma2 if noise_power == "sigma2" else math.sqrt(sigma2)
     return np.asarray(K, dtype=float) * xi * (M / N * theta + math.sqrt(M) / N * noise)
 
 
-def lazy_upper_bound(K, *, alpha, beta, eta, L, xi, delta, phi, eps2, t_sum, M, N, theta, sigma2,
-                     noise_power: str = "sigma2") -> ArrayLike:
+def lazy_upper_bound(
+    K: ArrayLike,
+    *,
+    alpha: float,
+    beta: float,
+    eta: float,
+    L: float,
+    xi: float,
+    delta: float,
+    phi: float,
+    eps2: float,
+    t_sum: float,
+    M: float,
+    N: float,
+    theta: float,
+    sigma2: float,
+    noise_power: str = "sigma2",
+) -> ArrayLike:
     """G-tilde of Theorem 4; equals :func:`upper_bound` at M = 0."""
     K_arr = np.asarray(K, dtype=float)
     tau = (t_sum - K_arr * beta) / alpha / K_arr
@@ -70,13 +111,29 @@ def lazy_upper_bound(K, *, alpha, beta, eta, L, xi, delta, phi, eps2, t_sum, M, 
     return _out(value, K)
 
 
-def k_star_closed_form(*, alpha, beta, eta, L, t_sum) -> float:
+def k_star_closed_form(*, alpha: float, beta: float, eta: float, L: float, t_sum: float) -> float:
     """Theorem 3: K* = t_sum / sqrt(2 alpha beta / (eta L) + alpha beta + beta^2) (eta L tau << 1)."""
     return t_sum / math.sqrt(2 * alpha * beta / (eta * L) + alpha * beta + beta**2)
 
 
-def k_star_exact(*, alpha, beta, eta, L, xi, delta, phi, eps2, t_sum, M=0, N=1, theta=0.0, sigma2=0.0,
-                 integer: bool = True, floor_tau: bool = True) -> float:
+def k_star_exact(
+    *,
+    alpha: float,
+    beta: float,
+    eta: float,
+    L: float,
+    xi: float,
+    delta: float,
+    phi: float,
+    eps2: float,
+    t_sum: float,
+    M: float = 0,
+    N: float = 1,
+    theta: float = 0.0,
+    sigma2: float = 0.0,
+    integer: bool = True,
+    floor_tau: bool = True,
+) -> float:
     """The minimiser of the (lazy) bound over feasible K.
 
     ``integer``: over K = 1 .. floor(t_sum/(alpha+beta)), with tau = floor((t_sum/K - beta)/alpha)
@@ -86,7 +143,7 @@ def k_star_exact(*, alpha, beta, eta, L, xi, delta, phi, eps2, t_sum, M=0, N=1, 
     """
     kw = dict(eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2)
 
-    def bound_at(K, tau):
+    def bound_at(K: ArrayLike, tau: ArrayLike) -> np.ndarray:
         extra = lazy_extra(K, xi=xi, M=M, N=N, theta=theta, sigma2=sigma2) / np.asarray(K, dtype=float)
         return _bound_tau(K, tau, extra=extra, **kw)
 
@@ -122,13 +179,26 @@ class Convexity:
     violations: list[float]  # K values where the second difference is negative
 
 
-def check_convexity(*, alpha, beta, eta, L, xi, delta, phi, eps2, t_sum, points: int = 400,
-                    rtol: float = 1e-9) -> Convexity:
+def check_convexity(
+    *,
+    alpha: float,
+    beta: float,
+    eta: float,
+    L: float,
+    xi: float,
+    delta: float,
+    phi: float,
+    eps2: float,
+    t_sum: float,
+    points: int = 400,
+    rtol: float = 1e-9,
+) -> Convexity:
     """Theorem 2: second differences of G on a fine grid of the valid (finite) range of K."""
     k_max = t_sum / (alpha + beta)
     Ks = np.linspace(k_max / points, k_max, points)
-    G = np.asarray(upper_bound(Ks, alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta, phi=phi,
-                               eps2=eps2, t_sum=t_sum))
+    G = np.asarray(
+        upper_bound(Ks, alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2, t_sum=t_sum)
+    )
     with np.errstate(invalid="ignore"):
         d2 = G[:-2] - 2 * G[1:-1] + G[2:]
     finite = np.isfinite(d2)

@@ -7,7 +7,8 @@ import platform
 import subprocess
 from pathlib import Path
 
-from . import __version__, datasets
+from bladefl import __version__
+from bladefl.data import datasets
 
 
 def code_version() -> str:

@@ -1,53 +1,17 @@
-"""Figures (matplotlib, headless). Functions return a Figure; ``save_figure`` writes it atomically,
-``show`` writes it and displays the saved PNG inline in a notebook (independent of the kernel's
+"""The report's figures (matplotlib, headless: ``bladefl.core.figures`` selects Agg). Functions
+return a Figure; ``show`` writes it and displays the saved PNG inline in a notebook (independent of the kernel's
 matplotlib backend, so a rendered page holds exactly the figures that were saved)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
-
-from .atomic import atomic_path  # noqa: E402
-
-
-def label_heatmap(hist: np.ndarray, title: str = "") -> Figure:
-    """Clients (rows) by label (columns) sample counts."""
-    fig, ax = plt.subplots(figsize=(6, max(2.5, 0.22 * hist.shape[0] + 1)))
-    im = ax.imshow(hist, aspect="auto", cmap="viridis", interpolation="nearest")
-    ax.set_xlabel("label")
-    ax.set_ylabel("client")
-    ax.set_xticks(range(hist.shape[1]))
-    ax.set_title(title)
-    fig.colorbar(im, ax=ax, label="samples")
-    fig.tight_layout()
-    return fig
-
-
-def _write(fig: Figure, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=110)
-
-
-def save_figure(fig: Figure, path: str | Path) -> None:
-    _write(fig, Path(path))
-    plt.close(fig)
-
-
-def save_png_svg(fig: Figure, name: str, folder: str | Path) -> list[Path]:
-    """``<folder>/<name>.png`` and ``.svg`` (each written atomically); closes the figure."""
-    folder = Path(folder)
-    paths = [folder / f"{name}.png", folder / f"{name}.svg"]
-    for path in paths:
-        _write(fig, path)
-    plt.close(fig)
-    return paths
+from bladefl.core.figures import save_png_svg
 
 
 def show(fig: Figure, name: str, folder: str | Path) -> list[Path]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .timemodel import max_feasible_K
+from bladefl.fl.timemodel import max_feasible_K
 
 PARAMS = ("alpha", "beta", "N", "eta", "lazy_ratio", "sigma2", "epsilon")
 _KEY_NAMES = {"alpha": "alpha", "beta": "beta", "N": "N", "eta": "eta", "lazy_ratio": "lazy",
@@ -43,7 +43,7 @@ class Cell:
         return "_".join(f"{_KEY_NAMES[p]}~{_fmt(getattr(self, p))}" for p in PARAMS)
 
     @classmethod
-    def from_key(cls, key: str) -> "Cell":
+    def from_key(cls, key: str) -> Cell:
         parts = dict(item.split("~", 1) for item in key.split("_"))
         names = {v: k for k, v in _KEY_NAMES.items()}
         if set(parts) != set(names):

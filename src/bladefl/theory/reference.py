@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import mlp, trainer
+from bladefl.fl import mlp, trainer
 
 
 @dataclass
@@ -48,7 +48,7 @@ def save(ref: Reference, path, meta: dict) -> None:  # noqa: ANN001 - str | Path
 
     import numpy as np
 
-    from . import atomic
+    from bladefl.core import atomic
 
     buf = io.BytesIO()
     np.savez(buf, w_star=ref.w_star.cpu().numpy(), history=np.asarray(ref.history))

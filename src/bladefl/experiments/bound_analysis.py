@@ -19,14 +19,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import atomic, engine, reference
-from .bound import k_star_closed_form, k_star_exact, lazy_upper_bound
-from .claims import CLAIMS, on_bound, on_experiment
-from .config import from_dict
-from .constants import phi as phi_of
-from .fit import compare, fit_bound
-from .grid import Member
-from .partition import PartitionSpec
+from bladefl.core import atomic
+from bladefl.data.partition import PartitionSpec
+from bladefl.experiments.grid import Member
+from bladefl.fl import engine
+from bladefl.fl.measured_constants import phi as phi_of
+from bladefl.fl.run_config import from_dict
+from bladefl.theory import reference
+from bladefl.theory.bound import k_star_closed_form, k_star_exact, lazy_upper_bound
+from bladefl.theory.claims import CLAIMS, on_bound, on_experiment
+from bladefl.theory.fit import compare, fit_bound
 
 
 def run_constants(rounds: pd.DataFrame) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .grid import Member
+from bladefl.experiments.grid import Member
 
 COLUMNS = ["sweep", "feeds", "vary", "value", "cell", "alpha", "beta", "N", "eta", "lazy_ratio", "sigma2",
            "epsilon", "K", "tau", "seed", "train_loss", "test_loss", "test_accuracy", "training_time",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from . import mlp
+from bladefl.fl import mlp
 
 
 def epoch_order(generator: torch.Generator, N: int, n: int) -> torch.Tensor:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 SCHEMES = ("shards", "classes", "dirichlet", "iid")
-_KEY = re.compile(r"(?P<scheme>shards|classes|dirichlet|iid)(?P<param>[0-9.e+-]*)_N(?P<N>\d+)_n(?P<n>\d+)_seed(?P<seed>\d+)")
+_KEY = re.compile(r"(?P<scheme>shards|classes|dirichlet|iid)(?P<param>[0-9.e+-]*)"
+                  r"_N(?P<N>\d+)_n(?P<n>\d+)_seed(?P<seed>\d+)")
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class PartitionSpec:
         return f"{detail}_N{self.N}_n{self.n}_seed{self.seed}"
 
     @classmethod
-    def from_key(cls, key: str) -> "PartitionSpec":
+    def from_key(cls, key: str) -> PartitionSpec:
         """Inverse of :attr:`key`."""
         m = _KEY.fullmatch(key)
         if m is None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .bound import k_star_exact, upper_bound
+from bladefl.theory.bound import k_star_exact, upper_bound
 
 
 @dataclass(frozen=True)

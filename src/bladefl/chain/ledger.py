@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import atomic
-from .pow import ZERO_HASH, BlockHeader, meets_target, merkle_root
-from .transactions import Transaction, check, load_public
+from bladefl.chain.pow import ZERO_HASH, BlockHeader, meets_target, merkle_root
+from bladefl.chain.transactions import Transaction, check, load_public
+from bladefl.core import atomic
 
 
 @dataclass(frozen=True)

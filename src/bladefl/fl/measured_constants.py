@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import mlp
+from bladefl.fl import mlp
 
 NAMES = ("L", "xi", "delta")
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from .datasets import SPECS, TRAIN_SIZE
-from .partition import PartitionSpec, partition_errors
+from bladefl.data.datasets import SPECS, TRAIN_SIZE
+from bladefl.data.partition import PartitionSpec, partition_errors
 
 
 class ConfigError(ValueError):

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import atomic, provenance
-from .config import RunConfig
-from .engine import ClientData, KResult, RoundRecord, load_client_data, run_k
+from bladefl.core import atomic
+from bladefl.experiments import provenance
+from bladefl.fl.engine import ClientData, KResult, RoundRecord, load_client_data, run_k
+from bladefl.fl.run_config import RunConfig
 
 ROUND_COLUMNS = [f.name for f in dataclasses.fields(RoundRecord)]
 
@@ -49,7 +50,7 @@ def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None
     """Run every K of ``cfg`` and write the run folder; returns the summary dict."""
     from tqdm.auto import tqdm
 
-    from .timemodel import allocate
+    from bladefl.fl.timemodel import allocate
 
     out = Path(out_dir)
     start = time.perf_counter()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import atomic
-from .report import read_csv
+from bladefl.core import atomic
+from bladefl.report.inputs import read_csv
 
 NOTEBOOK_TITLES = {
     "00_verdicts": "verdicts and provenance",
@@ -130,8 +130,8 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     table = pd.concat([read_csv(p, ("dataset", "claim", "reproduced", "evidence")) for p in verdict_tables],
                       ignore_index=True)
     ok = table.reproduced.astype(str) == "True"
-    per_dataset = ", ".join(f"{dataset_title(d)} {int(ok[table.dataset == d].sum())} of {int((table.dataset == d).sum())}"
-                            for d in dict.fromkeys(table.dataset))
+    per_dataset = ", ".join(f"{dataset_title(d)} {int(ok[table.dataset == d].sum())} of "
+                            f"{int((table.dataset == d).sum())}" for d in dict.fromkeys(table.dataset))
     figure = ""
     if headline_png is not None:
         data = base64.b64encode(Path(headline_png).read_bytes()).decode("ascii")
@@ -165,8 +165,9 @@ def headline_panels(summaries: Mapping[str, pd.DataFrame], paper: Sequence[Mappi
                     max_sweeps: int = 3) -> list[dict]:
     """Per dataset, the first ``max_sweeps`` of the paper's tables that the grid ran, with our
     curves and the paper's (K*, maximal accuracy) per swept value, for :func:`plots.headline_figure`."""
-    from .report import compare_with_paper, sweep_curves
-    from .summary import optimum
+    from bladefl.experiments.tables import optimum
+    from bladefl.report.paper import compare_with_paper
+    from bladefl.report.views import sweep_curves
 
     panels = []
     for dataset, summary in summaries.items():

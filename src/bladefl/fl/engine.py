@@ -20,13 +20,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import aggregation, atomic, constants, datasets, lazy, mlp, privacy, trainer, transactions
-from .chain import Block, Ledger, majority_accepts
-from .config import RunConfig
-from .partition import make_partition
-from .pow import BlockHeader, merkle_root, mine, race
-from .rng import numpy_rng, torch_generator
-from .timemodel import Allocation, allocate
+from bladefl.chain import transactions
+from bladefl.chain.ledger import Block, Ledger, majority_accepts
+from bladefl.chain.pow import BlockHeader, merkle_root, mine, race
+from bladefl.core import atomic
+from bladefl.core.rng import numpy_rng, torch_generator
+from bladefl.data import datasets
+from bladefl.data.partition import make_partition
+from bladefl.fl import aggregation, lazy, measured_constants, mlp, privacy, trainer
+from bladefl.fl.run_config import RunConfig
+from bladefl.fl.timemodel import Allocation, allocate
 
 # tamper(round, transactions, payloads) -> (transactions, payloads); used by tests and demos
 # to play an attacker between signing and reception.
@@ -259,7 +262,7 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
         measured = {}
         if cfg.measure.constants:
             sel = torch.as_tensor(roles.honest, device=w.device)
-            measured = dataclasses.asdict(constants.measure(w, honest_local, data.x[sel], data.y[sel], data.x,
+            measured = dataclasses.asdict(measured_constants.measure(w, honest_local, data.x[sel], data.y[sel], data.x,
                                                             data.y, shape))
         t3 = time.perf_counter()
         result.train_seconds += t1 - t0

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import atomic, datasets, plots
-from .partition import PartitionSpec, indices_digest, label_histogram, make_partition
+from bladefl.core import atomic
+from bladefl.core.figures import save_figure
+from bladefl.data import datasets
+from bladefl.data.label_heatmap import label_heatmap
+from bladefl.data.partition import PartitionSpec, indices_digest, label_histogram, make_partition
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,7 +22,7 @@ class PartitionPaths:
     figure: Path
 
     @classmethod
-    def under(cls, folder: str | Path, dataset: str, spec: PartitionSpec) -> "PartitionPaths":
+    def under(cls, folder: str | Path, dataset: str, spec: PartitionSpec) -> PartitionPaths:
         base = Path(folder) / dataset / spec.key
         return cls(base.with_suffix(".npy"), base.with_suffix(".json"), base.with_suffix(".png"))
 
@@ -46,8 +49,8 @@ def write_partition(dataset: str, spec: PartitionSpec, data_root: str | Path, pa
     atomic.write_bytes(paths.indices, buf.getvalue())
     info = manifest(dataset, spec, labels, indices)
     atomic.write_json(paths.manifest, info)
-    plots.save_figure(
-        plots.label_heatmap(np.asarray(info["label_histogram"]), title=f"{dataset}: {spec.key}"),
+    save_figure(
+        label_heatmap(np.asarray(info["label_histogram"]), title=f"{dataset}: {spec.key}"),
         paths.figure,
     )
     return info

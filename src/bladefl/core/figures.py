@@ -1,0 +1,34 @@
+"""Writing matplotlib figures (headless): atomically, as PNG and SVG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen before pyplot loads
+from matplotlib.figure import Figure  # noqa: E402
+
+from bladefl.core.atomic import atomic_path  # noqa: E402
+
+
+def _write(fig: Figure, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=110)
+
+
+def save_figure(fig: Figure, path: str | Path) -> None:
+    """``fig`` at ``path`` (format from the suffix), written atomically; closes the figure."""
+    _write(fig, Path(path))
+    plt.close(fig)
+
+
+def save_png_svg(fig: Figure, name: str, folder: str | Path) -> list[Path]:
+    """``<folder>/<name>.png`` and ``.svg`` (each written atomically); closes the figure."""
+    folder = Path(folder)
+    paths = [folder / f"{name}.png", folder / f"{name}.svg"]
+    for path in paths:
+        _write(fig, path)
+    plt.close(fig)
+    return paths

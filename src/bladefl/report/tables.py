@@ -1,0 +1,33 @@
+"""Tables as files: CSV for machines, Markdown for the pages."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from bladefl.core import atomic
+
+
+def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
+    def cell(v: object) -> str:
+        if isinstance(v, float):
+            return "" if math.isnan(v) else f"{v:.{digits}g}"
+        return str(v).replace("|", "\\|")
+
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+def write_table(frame: pd.DataFrame, name: str, folder: str | Path) -> list[Path]:
+    """``<folder>/<name>.csv`` and ``.md``."""
+    folder = Path(folder)
+    atomic.write_csv(folder / f"{name}.csv", frame)
+    atomic.write_text(folder / f"{name}.md", markdown(frame))
+    return [folder / f"{name}.csv", folder / f"{name}.md"]
+
+
+__all__ = ["markdown", "write_table"]

@@ -1,0 +1,91 @@
+"""The library's wings import only from themselves and the wings below them:
+
+    core < data < chain < fl < theory < experiments < report < entry points (cli, bench)
+
+A lower wing importing a higher one (at module level or inside a function) is a failure."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+WINGS = ("core", "data", "chain", "fl", "theory", "experiments", "report")
+ENTRY_POINTS = ("cli", "bench", "__main__")
+
+
+def rank(module: str) -> int | None:
+    """Position of a ``bladefl`` module in the layering; None outside the package."""
+    parts = module.split(".")
+    if parts[0] != "bladefl":
+        return None
+    if len(parts) == 1 or parts[1].startswith("__"):
+        return -1  # the package root (its __version__) sits below everything
+    return WINGS.index(parts[1]) if parts[1] in WINGS else len(WINGS)
+
+
+def module_name(path: Path, src: Path) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import, relative ones resolved; ``from pkg import name``
+    counts as importing ``pkg.name`` (it may be a module)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base[: len(base) - node.level + (1 if is_package else 0)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found += [(node.lineno, f"{target}.{alias.name}") for alias in node.names]
+    return found
+
+
+def violations(src: Path) -> list[str]:
+    bad = []
+    for path in sorted((src / "bladefl").rglob("*.py")):
+        module = module_name(path, src)
+        own = rank(module)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for line, target in imported_modules(tree, module, path.name == "__init__.py"):
+            theirs = rank(target)
+            if theirs is not None and theirs > own:
+                bad.append(f"{path.relative_to(src)}:{line}: {module} imports {target} from a higher wing")
+    return bad
+
+
+def test_no_module_imports_from_a_wing_above_it():
+    assert violations(REPO / "src") == []
+
+
+def test_every_module_lives_in_a_wing_or_is_an_entry_point():
+    package = REPO / "src" / "bladefl"
+    top = {p.stem for p in package.glob("*.py")} - {"__init__"}
+    assert top <= set(ENTRY_POINTS), top - set(ENTRY_POINTS)
+    folders = {p.name for p in package.iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert folders == set(WINGS)
+
+
+def test_the_check_catches_a_lower_wing_importing_a_higher_one(tmp_path):
+    pkg = tmp_path / "bladefl"
+    for wing in ("data", "report", "fl"):
+        (pkg / wing).mkdir(parents=True)
+        (pkg / wing / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "report" / "plots.py").write_text("x = 1\n")
+    (pkg / "fl" / "engine.py").write_text("from bladefl.data import x\n")  # downward: fine
+    (pkg / "data" / "absolute.py").write_text("from bladefl.report import plots\n")
+    (pkg / "data" / "relative.py").write_text("def f():\n    from ..report.plots import x\n")
+    (pkg / "data" / "plain.py").write_text("import bladefl.fl.engine\n")
+    found = violations(tmp_path)
+    assert len(found) == 3, found
+    assert any("data.absolute imports bladefl.report.plots" in v for v in found)
+    assert any("data.relative imports bladefl.report.plots.x" in v for v in found)
+    assert any("data.plain imports bladefl.fl.engine" in v for v in found)
