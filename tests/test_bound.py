@@ -29,7 +29,7 @@ def test_upper_bound_equals_wangs_form_at_random_valid_points():
     for p, K in random_points():
         tau = (p["t_sum"] - K * p["beta"]) / p["alpha"] / K
         expected = wang(K, tau, p["eta"], p["L"], p["xi"], p["delta"], p["phi"], p["eps2"])
-        got = upper_bound(K, **p)
+        got = upper_bound(K, **p, tau_rule="real")
         if expected > 0 and math.isfinite(expected):
             assert got == pytest.approx(expected, rel=1e-9)
             checked += 1
@@ -83,26 +83,52 @@ def test_convexity_holds_for_valid_parameters():
     assert res.convex and res.checked > 100 and res.violations == []
 
 
-def test_fitting_recovers_known_constants_from_noisy_bound_curves():
+def test_upper_fit_recovers_known_constants_and_stays_above_noisy_data():
     from bladefl.theory.fit import compare, fit_bound
 
     rng = np.random.default_rng(0)
     p = dict(alpha=1, beta=6, eta=0.01, L=5.0, xi=1.0, delta=0.5, t_sum=100)
     true_phi, true_eps2 = 0.4, 3.0
     Ks = np.arange(1, 15)
-    G = upper_bound(Ks, **p, phi=true_phi, eps2=true_eps2)
+    G = upper_bound(Ks, **p, phi=true_phi, eps2=true_eps2)  # the paper's integer tau
     finite = np.isfinite(G)
-    gap = G[finite] * (1 + 0.01 * rng.standard_normal(finite.sum()))
-    both = fit_bound(Ks[finite], gap, **p)
-    assert both.phi == pytest.approx(true_phi, rel=0.05) and both.eps2 == pytest.approx(true_eps2, rel=0.1)
-    assert both.residual < 0.03
-    one = fit_bound(Ks[finite], gap, **p, phi=true_phi, free=("eps2",))
-    assert one.eps2 == pytest.approx(true_eps2, rel=0.05)
+    exact = fit_bound(Ks[finite], G[finite], **p)
+    assert exact.phi == pytest.approx(true_phi, rel=1e-6) and exact.eps2 == pytest.approx(true_eps2, rel=1e-6)
+    assert exact.residual == pytest.approx(0, abs=1e-6)
+    for trial in range(5):
+        gap = G[finite] * (1 + 0.02 * rng.standard_normal(finite.sum()))
+        fit = fit_bound(Ks[finite], gap, **p)
+        G_fit = np.asarray(upper_bound(Ks[finite], **p, phi=fit.phi, eps2=fit.eps2))
+        assert (G_fit >= gap * (1 - 1e-9)).all(), trial  # an upper bound at every K
+        assert 0 <= fit.residual < 0.1 and compare(G_fit, gap).max_relative_gap < 0.2
+        assert fit.eps2 == pytest.approx(true_eps2, rel=0.5) and fit.phi == pytest.approx(true_phi, rel=0.2)
+    one = fit_bound(Ks[finite], G[finite], **p, phi=true_phi, free=("eps2",))
+    assert one.eps2 == pytest.approx(true_eps2, rel=1e-6)
     lazy = dict(M=8, N=20, theta=0.002, sigma2=0.01)
     Gl = lazy_upper_bound(Ks, **p, phi=true_phi, eps2=true_eps2, **lazy)
     fl = np.isfinite(Gl)
     fitted = fit_bound(Ks[fl], Gl[fl], **p, **lazy)
     assert fitted.eps2 == pytest.approx(true_eps2, rel=1e-6) and fitted.phi == pytest.approx(true_phi, rel=1e-6)
-    report = compare(G[finite] * 1.1, G[finite])
-    assert report.bound_above_everywhere and report.max_relative_gap == pytest.approx(0.1)
-    assert not compare(G[finite] * 0.9, G[finite]).bound_above_everywhere
+
+
+def test_compare_counts_an_undefined_bound_against_closeness():
+    from bladefl.theory.fit import compare
+
+    gap = np.array([1.0, 0.8, 0.9])
+    assert compare(gap * 1.1, gap).bound_above_everywhere
+    assert compare(gap * 1.1, gap).max_relative_gap == pytest.approx(0.1)
+    assert not compare(gap * 0.9, gap).bound_above_everywhere
+    undefined = compare(np.array([1.1, np.inf, 0.99]), gap)
+    assert undefined.max_relative_gap == math.inf and undefined.bound_above_everywhere
+
+
+def test_preconditions_report_eta_L_and_the_bracket_per_K():
+    from bladefl.theory.bound import preconditions
+
+    p = dict(alpha=1, beta=6, eta=0.01, L=5.0, xi=1.0, delta=0.5, t_sum=100, phi=0.4)
+    ok = preconditions(np.arange(1, 15), **p, eps2=3.0)
+    G = upper_bound(np.arange(1, 15), **p, eps2=3.0)
+    assert ok.eta_L_below_1 and ok.bracket_positive == np.isfinite(G).tolist()
+    assert not ok.bracket_positive[0] and all(ok.bracket_positive[2:])  # tau = 94 at K = 1: h(tau) too large
+    bad = preconditions(np.arange(1, 12), **{**p, "eta": 0.5}, eps2=1e-4)
+    assert not bad.eta_L_below_1 and not any(bad.bracket_positive)

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from bladefl.theory.claims import CLAIMS, bound_falls_with_eta, monotone, on_bound, on_experiment
+from bladefl.theory.claims import CLAIMS, bound_falls_with_eta, monotone, on_bound
 
 VALUES = {"alpha": [1, 2, 5], "beta": [6, 8, 10, 12], "delta": [0.1, 0.3, 1.0], "N": [10, 15, 20, 25],
           "eta": [0.005, 0.01, 0.05], "lazy_ratio": [0.0, 0.1, 0.2, 0.3], "sigma2": [0.01, 0.1, 0.2, 0.3]}
@@ -40,11 +40,3 @@ def test_monotone_can_fail_and_says_where():
     flat = monotone("x", "experiment", [1, 2, 3], [4, 4, 4], "falls")
     assert not flat.holds and "flat" in flat.detail
     assert monotone("x", "experiment", [1, 2, 3], [4, 4, 3], "falls").holds
-
-
-def test_on_experiment_reads_optimum_rows():
-    rows = [{"value": 6, "K_star_loss": 5, "mining_time": 30}, {"value": 12, "K_star_loss": 3, "mining_time": 36},
-            {"value": 8, "K_star_loss": 4, "mining_time": 32}]
-    assert on_experiment("K* falls as beta grows (Corollary 1)", rows).holds
-    assert on_experiment("beta K* rises with beta (Corollary 1)", rows).holds
-    assert not on_experiment("K* rises with eta (Corollary 4)", rows).holds

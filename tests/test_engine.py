@@ -119,8 +119,9 @@ def test_forged_signature_and_wrong_payload_are_excluded_from_aggregation():
 def test_lazy_uploads_are_a_peer_plus_noise_of_the_configured_variance():
     g = torch.Generator().manual_seed(0)
     honest = torch.randn(5, 20000, generator=g)
-    copied, victims = lazy.plagiarize(honest, 3, 0.04, np.random.default_rng(1), torch.Generator().manual_seed(2))
-    for row, v in zip(copied, victims, strict=True):
+    copied = lazy.plagiarize(honest, 3, 0.04, np.random.default_rng(1), torch.Generator().manual_seed(2))
+    assert torch.equal(copied.copies, honest[torch.as_tensor(copied.victims)])
+    for row, v in zip(copied.uploads, copied.victims, strict=True):
         noise = row - honest[v]
         assert noise.mean().abs() < 0.01
         assert noise.var().item() == pytest.approx(0.04, rel=0.05)
@@ -132,6 +133,30 @@ def test_engine_with_lazy_clients_records_them_and_theta():
     result = run_k(small_cfg(lazy={"ratio": 0.5, "sigma2": 0.01, "counterfactual": True}), synthetic(), 3)
     assert all(r.n_lazy == 2 and r.n_in_block == 4 for r in result.rounds)
     assert all(math.isfinite(r.theta) and r.theta > 0 for r in result.rounds)
+    assert all(math.isfinite(r.noise_norm) and r.noise_norm > 0 for r in result.rounds)
+
+
+def test_theta_is_the_plagiarism_distance_not_the_noise():
+    """Same seed, only sigma2 changes: the first round's theta (trained vs copied, before noise) is
+    the same; the noise norm grows as sqrt(P sigma2)."""
+    data = synthetic()
+    rounds = {s2: run_k(small_cfg(lazy={"ratio": 0.5, "sigma2": s2, "counterfactual": True}), data, 1).rounds[0]
+              for s2 in (1e-6, 1e-2, 0.3)}
+    thetas = [r.theta for r in rounds.values()]
+    assert thetas[0] > 0 and max(thetas) - min(thetas) < 1e-6 * thetas[0]
+    P = 30 * 16 + 16 + 16 * 10 + 10  # d=30, hidden 16, 10 classes (small_cfg)
+    for s2, r in rounds.items():
+        assert r.noise_norm == pytest.approx(math.sqrt(P * s2), rel=0.15)
+
+
+def test_counterfactual_changes_no_honest_client_and_no_result():
+    data = synthetic()
+    runs = [run_k(small_cfg(lazy={"ratio": 0.5, "sigma2": 0.01, "counterfactual": cf}), data, 3)
+            for cf in (False, True)]
+    assert torch.allclose(runs[0].model, runs[1].model, atol=1e-6, rtol=0)
+    for a, b in zip(runs[0].rounds, runs[1].rounds, strict=True):
+        assert a.block_hash == b.block_hash and a.train_loss == pytest.approx(b.train_loss, abs=1e-7)
+    assert math.isnan(runs[0].rounds[0].theta) and runs[1].rounds[0].theta > 0
 
 
 def test_dp_sigma_matches_the_formula_and_noise_has_that_std():

@@ -33,10 +33,10 @@ def test_default_grid_matches_the_paper_and_shares_cells():
     cells = unique_cells(members)
     assert len(cells) < len(members)
     base = Cell()
-    # base appears in beta (10), eta (0.01), lazy_ratio (0, sigma2 irrelevant) and epsilon (inf)
-    assert sum(m.cell == base for m in members) == 4
-    # alpha=1, beta=6 is shared by the alpha, beta and N sweeps
-    assert sum(m.cell == Cell(beta=6) for m in members) == 3
+    # base appears in beta (10), lazy_ratio (0, sigma2 irrelevant) and epsilon (inf); the eta sweep runs at
+    # beta = 6 (Table V), so its eta = 0.01 cell is the alpha sweep's alpha = 1 cell instead
+    assert sum(m.cell == base for m in members) == 3
+    assert sum(m.cell == Cell(beta=6.0) for m in members) == 4  # alpha = 1, beta = 6, N = 20, eta = 0.01
 
 
 def test_cell_key_roundtrip_and_k_values():

@@ -24,7 +24,7 @@ FIGURES = {
     "04_privacy": ["privacy"],
 }
 TABLES = {
-    "00_verdicts": ["verdicts", "provenance"],
+    "00_verdicts": ["provenance"],
     "01_data": ["partitions"],
     "02_sweeps": ["Table_III", "Table_VI", "curves_beta", "curves_lazy_ratio", "curves_epsilon"],
     "03_bound": ["constants", "kstar", "fig3_gaps"],
@@ -68,16 +68,20 @@ def test_tables_are_built_from_the_smoke_results(smoke):
     kstar = pd.read_csv(smoke / "results/tables/mnist/03_bound/kstar.csv")
     bound = pd.read_csv(smoke / "results/bound/mnist/kstar.csv")
     assert kstar.K_experiment.tolist() == bound.K_experiment.tolist()
-    verdicts = pd.read_csv(smoke / "results/tables/mnist/00_verdicts/verdicts.csv")
-    assert {"K* falls as beta grows (Corollary 1)", "K* does not depend on epsilon (privacy)",
-            "the bound's K* minimises the experimental loss (Fig. 3)"} <= set(verdicts.claim)
+    verdicts = pd.read_csv(smoke / "results/verdicts/mnist.csv")
+    assert {"K* falls as beta grows", "K* does not depend on epsilon",
+            "the bound's K* is the experiment's K*"} <= set(verdicts.claim)
+    comparison = pd.read_csv(smoke / "results/tables/mnist_paper_comparison.csv")
+    iv = comparison[(comparison.table == "Table IV") & (comparison.value == 10)].iloc[0]
+    assert np.isnan(iv.paper_K_star) and "inconclusive" not in iv.note and "inconsistent" in iv.note
+    assert "K* = 7" in iv.note  # the second reading: beta = 10
     partitions = pd.read_csv(smoke / "results/tables/mnist/01_data/partitions.csv")
     assert partitions["mean classes per client"].iloc[0] == 4
 
 
 def test_index_opens_with_the_verdicts_and_links_every_notebook(smoke):
     index = (smoke / "results/report/index.html").read_text()
-    verdicts = pd.read_csv(smoke / "results/tables/mnist/00_verdicts/verdicts.csv")
+    verdicts = pd.read_csv(smoke / "results/verdicts/mnist.csv")
     for claim in verdicts.claim:
         assert html.escape(claim) in index
     assert index.index("Verdicts") < index.index("<h2>Pages")
@@ -121,7 +125,7 @@ def test_notebook_with_bad_input_fails_with_path_and_reason(tmp_path, content, r
     with pytest.raises(papermill.PapermillExecutionError) as info:
         papermill.execute_notebook(
             str(REPO / "notebooks/02_sweeps.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
-            parameters={"summary": str(bad), "optimum": str(bad), "figures_dir": str(tmp_path / "f"),
+            parameters={"summary": str(bad), "comparison": str(bad), "figures_dir": str(tmp_path / "f"),
                         "tables_dir": str(tmp_path / "t")}, progress_bar=False, cwd=str(REPO))
     assert "ReportInputError" in info.value.ename
     assert str(bad) in info.value.evalue and reason in info.value.evalue

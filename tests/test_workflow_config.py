@@ -68,3 +68,23 @@ def test_default_and_paper_configs_are_valid(monkeypatch):
     monkeypatch.chdir(REPO)
     for name in ("config.yaml", "paper.yaml", "smoke.yaml"):
         check(yaml.safe_load((REPO / "config" / name).read_text()))
+
+
+def test_default_and_paper_grids_run_each_sweep_at_the_papers_settings():
+    import yaml
+
+    from bladefl.experiments.grid import expand
+
+    for name in ("config/config.yaml", "config/paper.yaml"):
+        config = yaml.safe_load((REPO / name).read_text())
+        members = expand(config)
+        by_sweep = {}
+        for m in members:
+            by_sweep.setdefault(m.sweep, []).append(m.cell)
+        assert {c.beta for c in by_sweep["eta"]} == {6}, name  # Table V's values are multiples of 6
+        assert {c.beta for c in by_sweep["alpha"]} == {6} and {c.beta for c in by_sweep["N"]} == {6}
+        assert {c.sigma2 for c in by_sweep["lazy_ratio"] if c.lazy_ratio > 0} == {0.01}
+        assert {c.lazy_ratio for c in by_sweep["sigma2"]} == {0.2}
+        for sweep in config["sweeps"]:
+            assert sweep.get("source"), (name, sweep["name"])  # stated (where) or inferred (from what)
+    assert len(yaml.safe_load((REPO / "config/paper.yaml").read_text())["seeds"]) == 20

@@ -111,19 +111,52 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
 
     from bladefl.report import pages, plots
     from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
-    from bladefl.report.paper import paper_tables
+    from bladefl.report.paper import COMPARISON_COLUMNS
 
-    verdict_dirs = [Path(v) for v in args.verdicts]
     summaries = {Path(p).stem: read_csv(p, SUMMARY_COLUMNS) for p in args.summaries}
-    panels = pages.headline_panels(summaries, paper_tables(args.paper_values), args.t_sum)
+    comparisons = {Path(p).stem.removesuffix("_paper_comparison"): read_csv(p, COMPARISON_COLUMNS)
+                   for p in args.comparisons}
+    panels = pages.headline_panels(summaries, comparisons)
     headline = None
     if panels:
-        fig = plots.headline_figure(panels)
-        headline = plots.save_png_svg(fig, "headline", args.figures)[0]
-    provenance = {d.parent.name: read_csv(d / "provenance.csv") for d in verdict_dirs}
+        headline = plots.save_png_svg(plots.headline_figure(panels), "headline", args.figures)[0]
+    provenance = {Path(p).parent.parent.name: read_csv(p) for p in args.provenance}
     line = pages.provenance_line(provenance, args.configfiles, args.seeds)
-    out = pages.write_index(args.out, [d / "verdicts.csv" for d in verdict_dirs], args.pages, headline, line)
+    out = pages.write_index(args.out, args.verdicts, args.pages, headline, line)
     print(f"wrote {out}")
+    return 0
+
+
+def _cmd_verdicts(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.experiments.grid import members_from_json
+    from bladefl.experiments.verdicts import all_verdicts, bound_cells_of
+    from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
+
+    members = members_from_json(args.members)
+    table = read_csv(args.summary, SUMMARY_COLUMNS)
+    gaps = read_csv(args.gaps) if args.gaps else None
+    constants = read_csv(args.constants) if args.constants else None
+    cells = bound_cells_of(members, args.bound_sweep, args.t_sum)
+    frame = all_verdicts(table, members, args.t_sum, cells, gaps, constants, resamples=args.resamples,
+                         bound_resamples=args.bound_resamples)
+    atomic.write_csv(args.out, frame.assign(dataset=args.dataset))
+    counts = frame.verdict.value_counts().to_dict()
+    print(f"wrote {args.out}: {len(frame)} claims, {counts}")
+    return 0
+
+
+def _cmd_paper_comparison(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.report.inputs import OPTIMUM_COLUMNS, SUMMARY_COLUMNS, read_csv
+    from bladefl.report.paper import paper_comparison, paper_tables
+    from bladefl.report.tables import markdown
+
+    frame = paper_comparison(read_csv(args.optimum, OPTIMUM_COLUMNS), read_csv(args.summary, SUMMARY_COLUMNS),
+                             paper_tables(args.paper_values), args.dataset, args.t_sum)
+    atomic.write_csv(args.out, frame)
+    atomic.write_text(args.out.removesuffix(".csv") + ".md", markdown(frame))
+    print(f"wrote {args.out}: {len(frame)} rows")
     return 0
 
 
@@ -204,17 +237,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_summarize)
 
     p = sub.add_parser("report-index", help="the report's front page: verdicts, headline figure, pages by dataset")
-    p.add_argument("--verdicts", nargs="+", required=True,
-                   help="per dataset, the verdicts notebook's table folder (verdicts.csv, provenance.csv)")
+    p.add_argument("--verdicts", nargs="+", required=True, help="results/verdicts/<dataset>.csv")
+    p.add_argument("--provenance", nargs="+", required=True, help="the runs' provenance tables, one per dataset")
     p.add_argument("--pages", nargs="+", required=True, help="rendered notebooks (HTML)")
     p.add_argument("--summaries", nargs="+", required=True, help="tidy run tables results/summary/<dataset>.csv")
-    p.add_argument("--paper-values", required=True, help="the paper's tables (config/paper_values.yaml)")
-    p.add_argument("--t-sum", type=float, required=True, help="the grid's time budget t_sum")
+    p.add_argument("--comparisons", nargs="+", required=True, help="results/tables/<dataset>_paper_comparison.csv")
     p.add_argument("--configfiles", nargs="*", default=[], help="the workflow's config file(s), for provenance")
     p.add_argument("--seeds", nargs="+", type=int, required=True, help="the grid's seeds, for provenance")
     p.add_argument("--figures", required=True, help="folder for the headline figure (PNG and SVG)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_cmd_report_index)
+
+    p = sub.add_parser("verdicts", help="every claim's verdict on one dataset (bootstrap over seeds)")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--summary", required=True, help="results/summary/<dataset>.csv")
+    p.add_argument("--members", required=True, help="the grid's sweep members (JSON)")
+    p.add_argument("--t-sum", type=float, required=True)
+    p.add_argument("--bound-sweep", default="fig3", help="the sweep whose cells the bound is drawn for")
+    p.add_argument("--gaps", help="results/bound/<dataset>/gaps.csv (omit when constants are not measured)")
+    p.add_argument("--constants", help="results/bound/<dataset>/constants.csv")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the experiment claims")
+    p.add_argument("--bound-resamples", type=int, default=100, help="bootstrap resamples of the bound claims")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_cmd_verdicts)
+
+    p = sub.add_parser("paper-comparison", help="the paper's Tables II-VII beside ours, one row per table row")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--summary", required=True)
+    p.add_argument("--optimum", required=True)
+    p.add_argument("--paper-values", required=True)
+    p.add_argument("--t-sum", type=float, required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_cmd_paper_comparison)
 
     p = sub.add_parser("render-page", help="an executed report notebook as a stand-alone HTML page")
     p.add_argument("notebook", help="the executed notebook (.ipynb)")

@@ -3,7 +3,7 @@
 
 rule bound:
     input:
-        runs=dataset_run_summaries,
+        runs=bound_run_summaries,
         references=dataset_references,
     output:
         [f"{BOUND}/{{dataset}}/{f}" for f in BOUND_FILES],
@@ -23,3 +23,28 @@ rule bound:
     shell:
         "bladefl bound --runs {input.runs} --members {params.members:q} "
         "--references {input.references} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule verdicts:
+    input:
+        unpack(verdict_bound_inputs),
+        summary=f"{RESULTS}/summary/{{dataset}}.csv",
+    output:
+        f"{RESULTS}/verdicts/{{dataset}}.csv",
+    log:
+        "logs/verdicts/{dataset}.log",
+    benchmark:
+        "benchmarks/verdicts/{dataset}.tsv"
+    conda:
+        JOB_ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    params:
+        members=wc_cfg.members_json(config),
+        t_sum=config["t_sum"],
+        bound=verdict_bound_options,
+    shell:
+        "bladefl verdicts --dataset {wildcards.dataset} --summary {input.summary} "
+        "--members {params.members:q} --t-sum {params.t_sum} {params.bound} --out {output} > {log} 2>&1"

@@ -34,9 +34,9 @@ BOUND_FILES = [
     "gaps.csv",
     "kstar.csv",
     "members.csv",
-    "claims.csv",
     "bound.json",
 ]
+BOUND_CELLS = {cell.key: cell for cell in wc_cfg.bound_cells(config)}
 
 
 wildcard_constraints:
@@ -82,10 +82,19 @@ def dataset_run_summaries(wildcards):
     return run_summaries(wildcards.dataset)
 
 
-def dataset_references(wildcards):
+def bound_run_summaries(wildcards):
+    """The runs the bound is fitted to: the bound sweep's cells (they measure the constants)."""
     return expand(
-        f"{REFERENCES}/{wildcards.dataset}/{{key}}.npz", key=PARTITION_KEYS.values()
+        f"{RUNS}/{wildcards.dataset}/{{cell}}/seed~{{seed}}/summary.json",
+        cell=list(BOUND_CELLS),
+        seed=SEEDS,
     )
+
+
+def dataset_references(wildcards):
+    """Reference optima (F*, w*) of the bound cells' partitions."""
+    keys = sorted({PARTITION_KEYS[cell.N] for cell in BOUND_CELLS.values()})
+    return expand(f"{REFERENCES}/{wildcards.dataset}/{{key}}.npz", key=keys)
 
 
 def cell_partition(wildcards):
@@ -93,6 +102,9 @@ def cell_partition(wildcards):
 
 
 def cell_reference(wildcards):
+    """A bound cell's reference optimum (its runs record ||w^k - w*||); none for the others."""
+    if wildcards.cell not in BOUND_CELLS:
+        return []
     return f"{REFERENCES}/{wildcards.dataset}/{PARTITION_KEYS[CELLS[wildcards.cell].N]}.npz"
 
 
@@ -119,9 +131,14 @@ def folder_of_output(wildcards, output):
     return Path(output[0]).parent
 
 
+def reference_option(wildcards, input):
+    return f"--reference {input.reference}" if input.reference else ""
+
+
 def measure_overrides(cell):
-    """The bound needs measured constants, and theta (a counterfactual) in lazy cells."""
-    if not config["measure_constants"]:
+    """The bound's cells measure its constants, and theta (a counterfactual) where they have lazy
+    clients; no other cell pays for measurement."""
+    if cell.key not in BOUND_CELLS:
         return []
     return [
         "measure.constants=true",
@@ -147,7 +164,7 @@ def run_overrides(wildcards):
 
 def notebooks():
     names = ["00_verdicts", "01_data", "02_sweeps"]
-    if config["measure_constants"]:
+    if BOUND_CELLS:
         names.append("03_bound")
     if any(m.vary == "epsilon" for m in wc_cfg.members(config)):
         names.append("04_privacy")
@@ -167,7 +184,7 @@ def notebook_inputs(wildcards):
     }
 
 
-NOTEBOOK_SETTINGS = ("dataset", "t_sum", "figures_dir", "tables_dir")
+NOTEBOOK_SETTINGS = ("dataset", "figures_dir", "tables_dir")
 
 
 def notebook_parameters(wildcards):
@@ -175,12 +192,10 @@ def notebook_parameters(wildcards):
     its output folders (written to a YAML file for papermill -f)."""
     d, nb = wildcards.dataset, wildcards.nb
     optimum = f"{RESULTS}/summary/{d}_optimum.csv"
-    bound = bound_files(d) if config["measure_constants"] else {}
+    bound = bound_files(d) if BOUND_CELLS else {}
     files = {
         "00_verdicts": {
-            "optimum": optimum,
-            "kstar": bound.get("kstar"),
-            "members": bound.get("members"),
+            "verdicts": f"{RESULTS}/verdicts/{d}.csv",
             "runs": run_summaries(d),
             "config_file": f"{REPORT}/config.yaml",
         },
@@ -191,9 +206,8 @@ def notebook_parameters(wildcards):
         },
         "02_sweeps": {
             "summary": f"{RESULTS}/summary/{d}.csv",
-            "optimum": optimum,
-            "paper_values": "config/paper_values.yaml",
-            "t_sum": config["t_sum"],
+            "comparison": f"{RESULTS}/tables/{d}_paper_comparison.csv",
+            "config_file": f"{REPORT}/config.yaml",
         },
         "03_bound": {
             k: bound.get(k) for k in ("gaps", "constants", "fit", "kstar", "members")
@@ -206,6 +220,23 @@ def notebook_parameters(wildcards):
         "figures_dir": f"{RESULTS}/figures/{d}/{nb}",
         "tables_dir": f"{RESULTS}/tables/{d}/{nb}",
     }
+
+
+def verdict_bound_options(wildcards, input):
+    if not BOUND_CELLS:
+        return ""
+    return f"--gaps {input.gaps} --constants {input.constants} --bound-sweep {config['bound_sweep']}"
+
+
+def verdict_bound_inputs(wildcards):
+    if not BOUND_CELLS:
+        return {}
+    files = bound_files(wildcards.dataset)
+    return {"gaps": files["gaps"], "constants": files["constants"]}
+
+
+def provenance_tables(wildcards, input):
+    return [f"{folder}/provenance.csv" for folder in input.tables]
 
 
 def report_pages(wildcards=None):
@@ -232,8 +263,9 @@ def all_targets():
         *expand(f"{RESULTS}/summary/{{dataset}}_optimum.csv", dataset=DATASETS),
         *(
             expand(f"{BOUND}/{{dataset}}/{{file}}", dataset=DATASETS, file=BOUND_FILES)
-            if config["measure_constants"]
+            if BOUND_CELLS
             else []
         ),
+        *expand(f"{RESULTS}/verdicts/{{dataset}}.csv", dataset=DATASETS),
         f"{REPORT}/index.html",
     ]

@@ -49,9 +49,10 @@ rule run_cell:
         out=folder_of_output,
         data_dir=raw_root_of_input,
         sets=run_overrides,
+        reference=reference_option,
     shell:
         "bladefl run --config {input.profile} --partition {input.partition} "
-        "--reference {input.reference} --out {params.out} "
+        "{params.reference} --out {params.out} "
         "--set data_dir={params.data_dir} {params.sets} --threads {threads} --quiet > {log} 2>&1"
 
 
@@ -76,3 +77,29 @@ rule summarize:
     shell:
         "bladefl summarize --runs {input} --members {params.members:q} "
         "--table {output.table} --optimum {output.optimum} > {log} 2>&1"
+
+
+rule paper_comparison:
+    input:
+        summary=f"{RESULTS}/summary/{{dataset}}.csv",
+        optimum=f"{RESULTS}/summary/{{dataset}}_optimum.csv",
+        paper_values="config/paper_values.yaml",
+    output:
+        csv=f"{RESULTS}/tables/{{dataset}}_paper_comparison.csv",
+        md=f"{RESULTS}/tables/{{dataset}}_paper_comparison.md",
+    log:
+        "logs/paper_comparison/{dataset}.log",
+    benchmark:
+        "benchmarks/paper_comparison/{dataset}.tsv"
+    conda:
+        JOB_ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        t_sum=config["t_sum"],
+    shell:
+        "bladefl paper-comparison --dataset {wildcards.dataset} --summary {input.summary} "
+        "--optimum {input.optimum} --paper-values {input.paper_values} --t-sum {params.t_sum} "
+        "--out {output.csv} > {log} 2>&1"

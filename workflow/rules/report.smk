@@ -71,9 +71,12 @@ rule notebook:
 rule report_index:
     input:
         pages=report_pages,
-        verdicts=expand(f"{RESULTS}/tables/{{dataset}}/00_verdicts", dataset=DATASETS),
+        verdicts=expand(f"{RESULTS}/verdicts/{{dataset}}.csv", dataset=DATASETS),
+        tables=expand(f"{RESULTS}/tables/{{dataset}}/00_verdicts", dataset=DATASETS),
         summaries=expand(f"{RESULTS}/summary/{{dataset}}.csv", dataset=DATASETS),
-        paper_values="config/paper_values.yaml",
+        comparisons=expand(
+            f"{RESULTS}/tables/{{dataset}}_paper_comparison.csv", dataset=DATASETS
+        ),
     output:
         figures=multiext(f"{RESULTS}/figures/report/headline", ".png", ".svg"),
         index=report(
@@ -93,8 +96,9 @@ rule report_index:
         configfiles=" ".join(map(str, workflow.configfiles)),
         seeds=" ".join(map(str, SEEDS)),
         figures=folder_of_output,
-        t_sum=config["t_sum"],
+        provenance=provenance_tables,
     shell:
-        "bladefl report-index --verdicts {input.verdicts} --pages {input.pages} --summaries {input.summaries} "
-        "--paper-values {input.paper_values} --t-sum {params.t_sum} --configfiles {params.configfiles} "
-        "--seeds {params.seeds} --figures {params.figures} --out {output.index} > {log} 2>&1"
+        "bladefl report-index --verdicts {input.verdicts} --provenance {params.provenance} "
+        "--pages {input.pages} --summaries {input.summaries} --comparisons {input.comparisons} "
+        "--configfiles {params.configfiles} --seeds {params.seeds} --figures {params.figures} "
+        "--out {output.index} > {log} 2>&1"

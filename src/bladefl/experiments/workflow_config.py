@@ -59,6 +59,26 @@ def cells(config: Mapping[str, Any]) -> list[Cell]:
     return unique_cells(members(config))
 
 
+def bound_cells(config: Mapping[str, Any]) -> list[Cell]:
+    """The cells the bound is drawn for (the config's ``bound_sweep``); none without measurement."""
+    if not config.get("measure_constants", True):
+        return []
+    return unique_cells([m for m in members(config) if m.sweep == config.get("bound_sweep", "fig3")])
+
+
+def settings(config: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Per sweep: what it varies, its fixed settings and where each comes from (the config's
+    ``source``: stated by the paper, with the section, or inferred, with the evidence)."""
+    rows = []
+    for sweep in config.get("sweeps", []):
+        varied = f"{sweep['vary']} in {sweep['values']}" if "vary" in sweep else f"{len(sweep['cells'])} cells"
+        fixed = ", ".join(f"{k}={v}" for k, v in sweep.get("with", {}).items()) or "the base cell"
+        source = "; ".join(f"{k}: {v}" for k, v in sweep.get("source", {}).items()) or "not recorded"
+        rows.append({"sweep": sweep["name"], "feeds": sweep.get("feeds", ""), "varies": varied, "fixed": fixed,
+                     "source": source})
+    return rows
+
+
 def members_json(config: Mapping[str, Any]) -> str:
     return members_to_json(members(config))
 
@@ -84,6 +104,12 @@ def check(config: Mapping[str, Any]) -> None:
             partition_spec(config, N)
         except ConfigError as exc:
             errors.append(f"{exc} (for a cell with N={N})")
+    if config.get("measure_constants", True):
+        names = [s.get("name") for s in config.get("sweeps", [])]
+        bound = config.get("bound_sweep", "fig3")
+        if bound not in names:
+            errors.append(f"bound_sweep: must name one of the sweeps {names} when measure_constants is true "
+                          f"(got {bound!r})")
     n = int(config.get("partition", {}).get("n", 512))
     for cell in grid_cells:
         errors.extend(cell_errors(cell, n, t_sum))

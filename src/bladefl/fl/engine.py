@@ -111,7 +111,8 @@ class RoundRecord:
     n_in_block: int
     n_lazy: int
     n_rejected: int
-    theta: float
+    theta: float  # plagiarism distance (counterfactual), see _uploads
+    noise_norm: float = math.nan  # norm of the lazy clients' added noise
     status: str = "ok"
     L_mean: float = math.nan
     L_max: float = math.nan
@@ -140,32 +141,46 @@ class KResult:
         return self.rounds[-1] if self.rounds else None
 
 
+@dataclass(frozen=True)
+class Uploads:
+    models: torch.Tensor  # [N, P] what every client uploads
+    honest_local: torch.Tensor  # [N - M, P] the honest clients' local iterates
+    theta: float  # mean ||trained - copied|| over the lazy clients (needs the counterfactual), else nan
+    noise_norm: float  # mean ||upload - copied|| over the lazy clients (the added noise), else nan
+
+
 def _uploads(cfg: RunConfig, K: int, k: int, w: torch.Tensor, data: ClientData, roles: lazy.Roles,
-             tau: int, shape: mlp.Shape) -> tuple[torch.Tensor, float, torch.Tensor]:
-    """Step 1: local training (batched): the models every client uploads [N, P], theta, and
-    the honest clients' local iterates."""
+             tau: int, shape: mlp.Shape) -> Uploads:
+    """Step 1: local training (batched) and the lazy clients' plagiarism.
+
+    theta is Theorem 4's plagiarism distance: between the model a lazy client would have trained
+    (the counterfactual) and the honest model it copied, before the noise; the noise's norm is
+    recorded on its own. The counterfactual changes no honest client's random stream: epoch
+    orders are drawn for all N clients whoever trains."""
     train_ids = np.arange(data.N) if cfg.lazy.counterfactual else roles.honest
     sel = torch.as_tensor(train_ids, device=w.device)
     local = w.expand(len(train_ids), -1).clone()
     trainer.train_local(
         local, data.x[sel], data.y[sel], tau,
         eta=cfg.train.eta, iteration=cfg.train.iteration, batch_size=cfg.train.batch_size, shape=shape,
-        generator=torch_generator(cfg.seed, "batches", K, k),
+        generator=torch_generator(cfg.seed, "batches", K, k), clients=torch.as_tensor(train_ids),
+        population=data.N,
     )
-    uploads = torch.empty(data.N, w.shape[0], device=w.device)
+    models = torch.empty(data.N, w.shape[0], device=w.device)
     pos = {c: i for i, c in enumerate(train_ids)}
     honest_rows = local[torch.as_tensor([pos[c] for c in roles.honest], device=w.device)]
-    uploads[torch.as_tensor(roles.honest, device=w.device)] = honest_rows
-    theta = math.nan
+    models[torch.as_tensor(roles.honest, device=w.device)] = honest_rows
+    theta = noise_norm = math.nan
     if len(roles.lazy):
-        copied, _ = lazy.plagiarize(honest_rows, len(roles.lazy), cfg.lazy.sigma2,
-                                    numpy_rng(cfg.seed, "lazy-copy", K, k),
-                                    torch_generator(cfg.seed, "lazy-noise", K, k))
-        uploads[torch.as_tensor(roles.lazy, device=w.device)] = copied
+        copied = lazy.plagiarize(honest_rows, len(roles.lazy), cfg.lazy.sigma2,
+                                 numpy_rng(cfg.seed, "lazy-copy", K, k),
+                                 torch_generator(cfg.seed, "lazy-noise", K, k))
+        models[torch.as_tensor(roles.lazy, device=w.device)] = copied.uploads
+        noise_norm = (copied.uploads - copied.copies).norm(dim=1).mean().item()
         if cfg.lazy.counterfactual:
             trained = local[torch.as_tensor([pos[c] for c in roles.lazy], device=w.device)]
-            theta = (trained - copied).norm(dim=1).mean().item()
-    return uploads, theta, honest_rows
+            theta = (trained - copied.copies).norm(dim=1).mean().item()
+    return Uploads(models, honest_rows, theta, noise_norm)
 
 
 def _broadcast(k: int, uploads: torch.Tensor, keys: list, publics: list, n: int,
@@ -238,8 +253,9 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
     clock = 0.0
     for k in range(1, K + 1):
         t0 = time.perf_counter()
-        uploads, theta, honest_local = _uploads(cfg, K, k, w, data, roles, tau, shape)
-        uploads = privacy.privatize(uploads, result.sigma_dp, cfg.privacy.clip,
+        step = _uploads(cfg, K, k, w, data, roles, tau, shape)
+        honest_local = step.honest_local
+        uploads = privacy.privatize(step.models, result.sigma_dp, cfg.privacy.clip,
                                     torch_generator(cfg.seed, "dp", K, k))
         if uploads.is_cuda:
             torch.cuda.synchronize()
@@ -272,7 +288,7 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
             K=K, round=k, tau=tau, time_used=clock, train_loss=train_loss, test_loss=test_loss,
             test_accuracy=test_acc, block_hash=block.hash, miner=won.winner, block_time=block_time,
             votes=votes, n_in_block=len(accepted), n_lazy=len(roles.lazy), n_rejected=N - len(accepted),
-            theta=theta, **measured,
+            theta=step.theta, noise_norm=step.noise_norm, **measured,
             dist_ref=math.nan if reference is None else float((w - reference.to(w.device)).norm()),
         )
         result.rounds.append(record)

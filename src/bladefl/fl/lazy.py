@@ -24,12 +24,20 @@ def choose_lazy(rng: np.random.Generator, N: int, M: int) -> Roles:
     return Roles(honest=honest.astype(np.int64), lazy=lazy.astype(np.int64))
 
 
+@dataclass(frozen=True)
+class Plagiarism:
+    uploads: torch.Tensor  # [M, P] what the lazy clients upload: copy + noise
+    copies: torch.Tensor  # [M, P] the copied honest models, before noise
+    victims: np.ndarray  # [M] row (among the honest models) each lazy client copied
+
+
 def plagiarize(honest_models: torch.Tensor, M: int, sigma2: float, rng: np.random.Generator,
-               generator: torch.Generator) -> tuple[torch.Tensor, np.ndarray]:
-    """Uploads [M, P] of the lazy clients and the (row) index of the honest model each copied."""
+               generator: torch.Generator) -> Plagiarism:
+    """The lazy clients' uploads: each copies a random honest model and adds N(0, sigma2) noise."""
     victims = rng.integers(0, honest_models.shape[0], size=M)
-    copied = honest_models[torch.as_tensor(victims, device=honest_models.device)]
+    copies = honest_models[torch.as_tensor(victims, device=honest_models.device)]
+    uploads = copies
     if sigma2 > 0:
-        noise = torch.randn(copied.shape, generator=generator).to(copied.device)
-        copied = copied + noise * float(np.sqrt(sigma2))
-    return copied, victims
+        noise = torch.randn(copies.shape, generator=generator).to(copies.device)
+        uploads = copies + noise * float(np.sqrt(sigma2))
+    return Plagiarism(uploads=uploads, copies=copies, victims=victims)

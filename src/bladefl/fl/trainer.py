@@ -29,8 +29,14 @@ def train_local(
     batch_size: int,
     shape: mlp.Shape,
     generator: torch.Generator,
+    clients: torch.Tensor | None = None,
+    population: int | None = None,
 ) -> None:
-    """Train every model row of ``flat`` [N, P] in place on x [N, n, d], y [N, n]."""
+    """Train every model row of ``flat`` [N, P] in place on x [N, n, d], y [N, n].
+
+    With ``clients`` (ids of the rows among ``population`` clients), each epoch's order is drawn
+    for the whole population and row i uses client ``clients[i]``'s order, so a client's
+    minibatches do not depend on which other clients train beside it."""
     # Train on contiguous copies of the four parameter blocks (matmuls on the strided views of
     # the flat tensor are ~10% slower), then write the result back once.
     params = mlp.views(flat, shape)
@@ -44,7 +50,10 @@ def train_local(
             continue
         # One row gather per epoch (index_select is a plain row copy, far cheaper than
         # take_along_dim); the minibatches are then slices of the shuffled copy.
-        picked = (epoch_order(generator, N, n).to(x.device) + offsets).reshape(-1)
+        order = epoch_order(generator, N if population is None else population, n)
+        if clients is not None:
+            order = order[clients.cpu()]
+        picked = (order.to(x.device) + offsets).reshape(-1)
         xp = x_rows.index_select(0, picked).view(N, n, d)
         yp = y_rows.index_select(0, picked).view(N, n)
         for start in range(0, n, batch_size):

@@ -99,12 +99,18 @@ def _relative(path: str) -> str:
         return str(path)
 
 
+VERDICT_COLUMNS = ("dataset", "claim", "source", "basis", "verdict", "support", "seeds", "evidence")
+VERDICT_COLOURS = {"reproduced": "#dfd", "refuted": "#fdd", "inconclusive": "#ffd", "single seed": "#eee"}
+
+
 def _verdict_rows(table: pd.DataFrame) -> str:
     rows = []
     for r in table.itertuples():
-        ok = str(r.reproduced) == "True"
-        rows.append(f"<tr class='{'ok' if ok else 'no'}'><td>{html.escape(dataset_title(r.dataset))}</td>"
-                    f"<td>{html.escape(r.claim)}</td><td>{'reproduced' if ok else 'not reproduced'}</td>"
+        colour = VERDICT_COLOURS.get(r.verdict, "#fff")
+        rows.append(f"<tr><td>{html.escape(dataset_title(r.dataset))}</td><td>{html.escape(r.claim)}</td>"
+                    f"<td>{html.escape(str(r.source))} ({html.escape(str(r.basis))})</td>"
+                    f"<td style='background:{colour}'>{html.escape(r.verdict)}</td>"
+                    f"<td>{float(r.support):.2f}</td><td>{int(r.seeds)}</td>"
                     f"<td>{html.escape(str(r.evidence))}</td></tr>")
     return "\n".join(rows)
 
@@ -127,11 +133,12 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     """The report's front page: verdict summary and table, the headline figure (embedded), the
     pages grouped by dataset, and the provenance line."""
     path = Path(path)
-    table = pd.concat([read_csv(p, ("dataset", "claim", "reproduced", "evidence")) for p in verdict_tables],
-                      ignore_index=True)
-    ok = table.reproduced.astype(str) == "True"
-    per_dataset = ", ".join(f"{dataset_title(d)} {int(ok[table.dataset == d].sum())} of "
-                            f"{int((table.dataset == d).sum())}" for d in dict.fromkeys(table.dataset))
+    table = pd.concat([read_csv(p, VERDICT_COLUMNS) for p in verdict_tables], ignore_index=True)
+    counts = table.verdict.value_counts()
+    summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICT_COLOURS if counts.get(v, 0))
+    per_dataset = "; ".join(
+        f"{dataset_title(d)}: " + ", ".join(f"{n} {v}" for v, n in part.verdict.value_counts().items())
+        for d, part in table.groupby("dataset", sort=False))
     figure = ""
     if headline_png is not None:
         data = base64.b64encode(Path(headline_png).read_bytes()).decode("ascii")
@@ -144,12 +151,15 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:75em;margin:2em auto;padding:0 1em}}
 td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top}}table{{border-collapse:collapse}}
-tr.ok td:nth-child(3){{background:#dfd}}tr.no td:nth-child(3){{background:#fdd}}
 .prov{{color:#555;font-size:85%}}</style>
 </head><body><h1>{html.escape(title)}</h1>
 <p class="prov">{html.escape(provenance)}</p>
-<h2>Verdicts: {int(ok.sum())} of {len(table)} claims reproduced ({html.escape(per_dataset)})</h2>
-<table><tr><th>dataset</th><th>claim</th><th>verdict</th><th>evidence</th></tr>
+<h2>Verdicts: {html.escape(summary)} ({len(table)} claims)</h2>
+<p>{html.escape(per_dataset)}. Support is the share of bootstrap resamples of the seeds in which
+the claim holds: reproduced at &ge; 0.9, refuted at &le; 0.1, inconclusive between; with one seed a
+claim is not tested (single seed).</p>
+<table><tr><th>dataset</th><th>claim</th><th>source (basis)</th><th>verdict</th><th>support</th><th>seeds</th>
+<th>evidence</th></tr>
 {_verdict_rows(table)}
 </table>
 {figure}
@@ -161,25 +171,26 @@ tr.ok td:nth-child(3){{background:#dfd}}tr.no td:nth-child(3){{background:#fdd}}
     return path
 
 
-def headline_panels(summaries: Mapping[str, pd.DataFrame], paper: Sequence[Mapping], t_sum: float,
+def headline_panels(summaries: Mapping[str, pd.DataFrame], comparisons: Mapping[str, pd.DataFrame],
                     max_sweeps: int = 3) -> list[dict]:
     """Per dataset, the first ``max_sweeps`` of the paper's tables that the grid ran, with our
-    curves and the paper's (K*, maximal accuracy) per swept value, for :func:`plots.headline_figure`."""
-    from bladefl.experiments.tables import optimum
-    from bladefl.report.paper import compare_with_paper
+    curves and the paper's (K*, maximal accuracy) per swept value (from the paper-comparison
+    table), for :func:`plots.headline_figure`."""
     from bladefl.report.views import sweep_curves
 
     panels = []
     for dataset, summary in summaries.items():
-        best = optimum(summary)
-        for spec in [t for t in paper if t["sweep"] in set(summary.sweep)][:max_sweeps]:
-            frame = compare_with_paper(best, spec, dataset, summary, t_sum)
+        comparison = comparisons[dataset]
+        ran = comparison[comparison.parameter.isin(set(summary.sweep))]
+        for table in list(dict.fromkeys(ran.table))[:max_sweeps]:
+            rows = ran[ran.table == table]
+            sweep = rows.parameter.iloc[0]
             panels.append({
-                "dataset": dataset_title(dataset), "sweep": spec["sweep"],
-                "vary": summary[summary.sweep == spec["sweep"]].vary.iloc[0],
-                "curves": sweep_curves(summary, spec["sweep"]),
-                "paper": [{"value": r[spec["sweep"]], "paper_K_star": r["K* paper"],
-                           "paper_max_accuracy": r["max accuracy % paper"]} for _, r in frame.iterrows()],
+                "dataset": dataset_title(dataset), "sweep": sweep,
+                "vary": summary[summary.sweep == sweep].vary.iloc[0],
+                "curves": sweep_curves(summary, sweep),
+                "paper": [{"value": r.value, "paper_K_star": r.paper_K_star, "paper_max_accuracy": r.paper_max_accuracy}
+                          for r in rows.itertuples()],
             })
     return panels
 

@@ -4,7 +4,7 @@ table's own formula, and the comparison table."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -45,46 +45,86 @@ def sweep_betas(summary: pd.DataFrame, sweep: str) -> dict[float, float]:
     return {float(v): float(b) for v, b in part.groupby("value").beta.first().items()}
 
 
-def compare_with_paper(optimum: pd.DataFrame, table: Mapping, dataset: str, summary: pd.DataFrame,
-                       t_sum: float) -> pd.DataFrame:
-    """One paper table beside ours, row by swept value, in (ours, paper) column pairs: K* (ours on
-    the seed-mean loss curve; the paper's derived from its table cell with the paper's t_sum and the
-    table's beta), the table's quantity computed the paper's way from each K* (ours with our beta
-    and t_sum), and the maximal test accuracy in percent."""
-    quantity, sweep = table["quantity"], table["sweep"]
-    varies_beta = table.get("vary", sweep) == "beta"
-    ours = optimum[optimum.sweep == sweep].set_index("value")
-    betas = sweep_betas(summary, sweep)
-    paper = {float(r["value"]): r for r in table["rows"]}
-    label = QUANTITY_LABELS.get(quantity, quantity)
+COMPARISON_COLUMNS = ["table", "dataset", "parameter", "value", "beta", "paper_quantity", "paper_value", "quantity",
+                      "paper_K_star", "K_star", "K_star_sd", "seeds", "max_accuracy", "max_accuracy_sd",
+                      "paper_max_accuracy", "setting_source", "note"]
+DEFAULT_BETA = 10.0  # the paper's default (Sec. VI-A 3)), the other reading of an inconsistent cell
+
+
+def _inconsistency(quantity: str, value: float, beta: float, t_sum: float) -> str:
+    """Both readings of a paper value that gives no integer K* at the table's stated beta."""
+    def k(b: float) -> float:
+        return (t_sum - value) / b if quantity == "training_time" else value / b
+
+    formula = "t_sum - beta*K*" if quantity == "training_time" else "beta*K*"
+    alt = paper_k_star(quantity, value, DEFAULT_BETA, t_sum)
+    second = f"reading 2: at the default beta={DEFAULT_BETA:g}, K* = " + (
+        f"{alt:g}" if math.isfinite(alt) else f"{k(DEFAULT_BETA):.2f} (not an integer either)")
+    return (f"inconsistent: {value:g} is not {formula} for an integer K* at the stated beta={beta:g} "
+            f"(reading 1: K* = {k(beta):.2f}); {second}")
+
+
+def paper_comparison(optimum: pd.DataFrame, summary: pd.DataFrame, tables: Sequence[Mapping], dataset: str,
+                     t_sum: float) -> pd.DataFrame:
+    """One row per row of the paper's Tables II-VII (and per swept value the grid ran that the paper
+    does not list): K* (ours on the seed-mean loss curve, its sd over per-seed optima; the paper's
+    derived from its table cell by the table's own formula at the paper's t_sum and beta), the
+    table's quantity computed the paper's way from each K* (ours at our beta and t_sum), and the
+    maximal test accuracy in percent."""
     rows = []
-    for v in sorted(set(map(float, ours.index)) | set(paper)):
-        mine = ours.loc[v] if v in ours.index else None
-        ref = paper.get(v, {})
-        beta_paper = v if varies_beta else float(table.get("beta", math.nan))
-        beta_ours = betas.get(v, math.nan)
-        paper_value = float(ref.get(dataset, math.nan))
-        k_paper = paper_k_star(quantity, paper_value, beta_paper, float(table.get("t_sum", 100)))
-        k_ours = float(mine["K_star_loss"]) if mine is not None else math.nan
-        notes = []
-        if math.isfinite(paper_value) and math.isnan(k_paper):
-            notes.append(f"inconsistent: the paper's {paper_value:g} gives no integer K* at its beta={beta_paper:g}")
-        if mine is not None and math.isfinite(beta_paper) and beta_ours != beta_paper:
-            notes.append(f"ours ran at beta={beta_ours:g}, the paper at beta={beta_paper:g}")
-        if mine is None:
-            notes.append("not in our grid")
-        rows.append({
-            sweep: v,
-            "K* ours": k_ours,
-            "K* paper": k_paper,
-            f"{label} ours": paper_quantity(quantity, k_ours, beta_ours, t_sum),
-            f"{label} paper": paper_value,
-            "max accuracy % ours": 100 * float(mine["max_accuracy"]) if mine is not None else math.nan,
-            "max accuracy % paper": float(ref.get(f"accuracy_{dataset}", math.nan)),
-            "seeds": int(mine["seeds"]) if mine is not None else 0,
-            "note": "; ".join(notes),
-        })
-    return pd.DataFrame(rows)
+    for table in tables:
+        quantity, sweep = table["quantity"], table["sweep"]
+        varies_beta = table.get("vary", sweep) == "beta"
+        ours = optimum[optimum.sweep == sweep].set_index("value")
+        betas = sweep_betas(summary, sweep)
+        paper = {float(r["value"]): r for r in table["rows"]}
+        paper_t_sum = float(table.get("t_sum", 100))
+        for v in sorted(set(map(float, ours.index)) | set(paper)):
+            mine = ours.loc[v] if v in ours.index else None
+            ref = paper.get(v, {})
+            beta_paper = v if varies_beta else float(table.get("beta", math.nan))
+            beta_ours = betas.get(v, math.nan)
+            paper_value = float(ref.get(dataset, math.nan))
+            k_paper = paper_k_star(quantity, paper_value, beta_paper, paper_t_sum)
+            k_ours = float(mine["K_star_loss"]) if mine is not None else math.nan
+            notes = []
+            if math.isfinite(paper_value) and math.isnan(k_paper):
+                notes.append(_inconsistency(quantity, paper_value, beta_paper, paper_t_sum))
+            if mine is not None and math.isfinite(beta_paper) and beta_ours != beta_paper:
+                notes.append(f"ours ran at beta={beta_ours:g}, the paper at beta={beta_paper:g}")
+            if mine is None:
+                notes.append("not in our grid")
+            elif not math.isfinite(paper_value):
+                notes.append("not in the paper's table")
+            rows.append({
+                "table": table["table"], "dataset": dataset, "parameter": sweep, "value": v, "beta": beta_ours,
+                "paper_quantity": quantity, "paper_value": paper_value,
+                "quantity": paper_quantity(quantity, k_ours, beta_ours, t_sum),
+                "paper_K_star": k_paper, "K_star": k_ours,
+                "K_star_sd": float(mine["K_star_loss_std"]) if mine is not None else math.nan,
+                "seeds": int(mine["seeds"]) if mine is not None else 0,
+                "max_accuracy": 100 * float(mine["max_accuracy"]) if mine is not None else math.nan,
+                "max_accuracy_sd": 100 * float(mine["max_accuracy_std"]) if mine is not None else math.nan,
+                "paper_max_accuracy": float(ref.get(f"accuracy_{dataset}", math.nan)),
+                "setting_source": table.get("beta_source", ""), "note": "; ".join(notes),
+            })
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
-__all__ = ["paper_tables", "QUANTITY_LABELS", "paper_k_star", "paper_quantity", "sweep_betas", "compare_with_paper"]
+def compare_with_paper(comparison: pd.DataFrame, table: str) -> pd.DataFrame:
+    """One paper table of :func:`paper_comparison` as the page shows it: (ours, paper) column pairs."""
+    part = comparison[comparison.table == table]
+    if part.empty:
+        return part
+    label = QUANTITY_LABELS.get(part.paper_quantity.iloc[0], part.paper_quantity.iloc[0])
+    return pd.DataFrame({
+        part.parameter.iloc[0]: part.value,
+        "K* ours": part.K_star, "K* sd": part.K_star_sd, "K* paper": part.paper_K_star,
+        f"{label} ours": part.quantity, f"{label} paper": part.paper_value,
+        "max accuracy % ours": part.max_accuracy, "max accuracy % paper": part.paper_max_accuracy,
+        "seeds": part.seeds, "note": part.note,
+    }).reset_index(drop=True)
+
+
+__all__ = ["paper_tables", "QUANTITY_LABELS", "paper_k_star", "paper_quantity", "sweep_betas", "paper_comparison",
+           "compare_with_paper", "COMPARISON_COLUMNS"]

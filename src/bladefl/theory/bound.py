@@ -58,6 +58,22 @@ def _out(value: np.ndarray, K: ArrayLike) -> ArrayLike:
     return float(value) if np.ndim(K) == 0 else value
 
 
+TAU_RULES = ("integer", "real")
+
+
+def tau_of(K: ArrayLike, *, alpha: float, beta: float, t_sum: float, tau_rule: str = "integer") -> np.ndarray:
+    """Local iterations per round: the paper's time model floor((t_sum/K - beta)/alpha) (``integer``,
+    what the experiments run, the default everywhere) or Theorem 1's real gamma/K (``real``, for the
+    continuous analysis: convexity, the closed form)."""
+    K_arr = np.asarray(K, dtype=float)
+    real = (t_sum - K_arr * beta) / alpha / K_arr
+    if tau_rule == "real":
+        return real
+    if tau_rule != "integer":
+        raise ValueError(f"tau_rule must be one of {TAU_RULES} (got {tau_rule!r})")
+    return np.floor(real + 1e-9)
+
+
 def upper_bound(
     K: ArrayLike,
     *,
@@ -70,10 +86,11 @@ def upper_bound(
     phi: float,
     eps2: float,
     t_sum: float,
+    tau_rule: str = "integer",
 ) -> ArrayLike:
-    """G(K) of Theorem 1 (real-valued tau = gamma/K)."""
+    """G(K) of Theorem 1, 1 / (K tau (eta phi - xi h(tau) / (tau eps2))), with tau by ``tau_rule``."""
     K_arr = np.asarray(K, dtype=float)
-    tau = (t_sum - K_arr * beta) / alpha / K_arr
+    tau = tau_of(K_arr, alpha=alpha, beta=beta, t_sum=t_sum, tau_rule=tau_rule)
     return _out(_bound_tau(K_arr, tau, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2), K)
 
 
@@ -101,10 +118,11 @@ def lazy_upper_bound(
     theta: float,
     sigma2: float,
     noise_power: str = "sigma2",
+    tau_rule: str = "integer",
 ) -> ArrayLike:
     """G-tilde of Theorem 4; equals :func:`upper_bound` at M = 0."""
     K_arr = np.asarray(K, dtype=float)
-    tau = (t_sum - K_arr * beta) / alpha / K_arr
+    tau = tau_of(K_arr, alpha=alpha, beta=beta, t_sum=t_sum, tau_rule=tau_rule)
     extra = lazy_extra(K_arr, xi=xi, M=M, N=N, theta=theta, sigma2=sigma2, noise_power=noise_power)
     # the extra term sits over eps2 * gamma = eps2 * K * tau; _bracket divides by tau * eps2
     value = _bound_tau(K_arr, tau, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2, extra=extra / K_arr)
@@ -152,7 +170,7 @@ def k_star_exact(
         Ks = np.arange(1, math.floor(k_max + 1e-12) + 1, dtype=float)
         if len(Ks) == 0:
             return math.nan
-        tau = np.floor((t_sum / Ks - beta) / alpha + 1e-12) if floor_tau else (t_sum - Ks * beta) / alpha / Ks
+        tau = tau_of(Ks, alpha=alpha, beta=beta, t_sum=t_sum, tau_rule="integer" if floor_tau else "real")
         values = bound_at(Ks, tau)
         return math.nan if not np.isfinite(values).any() else float(Ks[int(np.argmin(values))])
     Ks = np.linspace(k_max / 2000, k_max, 2000)
@@ -197,10 +215,46 @@ def check_convexity(
     k_max = t_sum / (alpha + beta)
     Ks = np.linspace(k_max / points, k_max, points)
     G = np.asarray(
-        upper_bound(Ks, alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2, t_sum=t_sum)
+        upper_bound(Ks, alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2, t_sum=t_sum,
+                    tau_rule="real")
     )
     with np.errstate(invalid="ignore"):
         d2 = G[:-2] - 2 * G[1:-1] + G[2:]
     finite = np.isfinite(d2)
     bad = finite & (d2 < -rtol * np.abs(G[1:-1]))
     return Convexity(convex=not bad.any(), checked=int(finite.sum()), violations=Ks[1:-1][bad].tolist())
+
+
+@dataclass(frozen=True)
+class Preconditions:
+    """Where the bound holds (Wang et al. 2019, Theorem 2): eta L < 1 and a positive bracket
+    eta phi - (xi h(tau) + lazy terms / K) / (tau eps2), per K."""
+
+    eta_L_below_1: bool
+    bracket_positive: list[bool]
+
+
+def preconditions(
+    K: ArrayLike,
+    *,
+    alpha: float,
+    beta: float,
+    eta: float,
+    L: float,
+    xi: float,
+    delta: float,
+    phi: float,
+    eps2: float,
+    t_sum: float,
+    M: float = 0,
+    N: float = 1,
+    theta: float = 0.0,
+    sigma2: float = 0.0,
+) -> Preconditions:
+    K_arr = np.atleast_1d(np.asarray(K, dtype=float))
+    tau = tau_of(K_arr, alpha=alpha, beta=beta, t_sum=t_sum)
+    extra = lazy_extra(K_arr, xi=xi, M=M, N=N, theta=theta, sigma2=sigma2) / K_arr
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        br = _bracket(K_arr, tau, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2, extra=extra)
+    ok = (tau >= 1) & np.isfinite(br) & (br > 0)
+    return Preconditions(eta_L_below_1=bool(eta * L < 1), bracket_positive=ok.tolist())

@@ -1,9 +1,10 @@
 """The paper's qualitative claims as checks that return a verdict and its evidence.
 
 Each check takes (x, y) pairs, from the bound or from experiments, and asks whether y moves
-with x in the claimed direction (ties allowed). ``on_bound`` builders compute K* (the exact
-real minimiser) over a parameter sweep; ``on_experiment`` reads a sweep of the grid's optimum
-table. The claims:
+with x in the claimed direction (ties allowed). ``on_bound`` computes K* (the exact real
+minimiser) over a parameter sweep: the corollaries as properties of the bound function, checked
+by the tests. The report's verdicts (experiment and fitted bound, with seeds) are computed in
+:mod:`bladefl.experiments.verdicts`, which uses :func:`monotone`. The claims:
 
 - Corollary 1: K* falls as alpha grows; K* falls as beta grows; beta K* rises with beta.
 - Corollary 2: K* rises with delta.            - Corollary 3: K* falls as N grows.
@@ -96,11 +97,3 @@ def bound_falls_with_eta(params: Mapping[str, float], etas: Sequence[float], K: 
     G = [float(upper_bound(K, **{**{k: params[k] for k in ("alpha", "beta", "L", "xi", "delta", "phi", "eps2",
                                                             "t_sum")}, "eta": e})) for e in keep]
     return monotone("the bound falls as eta grows while eta L < 1 (Corollary 4)", "bound", keep, G, "falls")
-
-
-def on_experiment(claim: str, optimum_rows: Sequence[Mapping[str, float]]) -> Verdict:
-    """Evaluate a claim on a sweep's rows of the grid's optimum table (value, K_star_loss, ...)."""
-    _, quantity, direction = CLAIMS[claim]
-    x = [float(r["value"]) for r in optimum_rows]
-    column = "mining_time" if quantity == "mining_time" else "K_star_loss"
-    return monotone(claim, "experiment", x, [float(r[column]) for r in optimum_rows], direction)

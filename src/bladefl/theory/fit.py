@@ -1,17 +1,22 @@
-"""Fitting the bound to experiments.
+"""Fitting the bound to experiments as an upper bound.
 
 For a cell, the experimental gap is F(w^K) - F* at each feasible K (F* from the reference
-run). With the measured L, xi, delta held fixed, the reciprocal of the (lazy) bound is linear
-in phi and 1/eps2:
+run). With the measured L, xi, delta (and theta) held fixed and the paper's integer
+tau = floor((t_sum/K - beta)/alpha), the reciprocal of the (lazy) bound is linear in phi and
+1/eps2:
 
-    1 / G(K) = gamma_K eta phi - A_K / eps2,
-    A_K = (delta xi K / L)(lambda^(gamma_K/K) - 1) - eta xi delta gamma_K + [lazy terms],
+    1 / G(K) = a_K phi - A_K / eps2,   a_K = K tau eta,
+    A_K = K xi h(tau) + K xi (M/N theta + sqrt(M)/N sigma2),   h(x) = (delta/L)((eta L + 1)^x - 1) - eta delta x.
 
-so both are fitted by non-negative least squares on relative errors (rows scaled by the gap,
-target 1), i.e. minimising sum_K (1 - gap_K / G(K))^2. Free constants: eps2 always (no
-estimator of it is well defined for a non-convex model) and, by default, phi: phi depends on
-||w0 - w*||, and w* of a non-convex MLP is only one of many minimisers, so its measured value
-sets the bound's scale arbitrarily. ``free=("eps2",)`` keeps the measured phi.
+The paper claims the bound is above the experiment at every K and close to it (Fig. 3), so the
+free constants are chosen by a small linear program in (phi, 1/eps2) >= 0:
+
+    maximise  sum_K gap_K / G(K)        (= sum_K gap_K (a_K phi - A_K / eps2); each term <= 1)
+    subject to  G(K) >= gap_K                    at every K with a positive gap,
+                1/G(K) > 0                       at every feasible K (the bound is defined there).
+
+Maximising the mean ratio gap/G minimises the bound's relative excess over the experiment while
+keeping it an upper bound. ``free=("eps2",)`` keeps a measured phi and fits 1/eps2 alone.
 """
 
 from __future__ import annotations
@@ -20,9 +25,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import nnls
+from scipy.optimize import linprog
 
-from bladefl.theory.bound import ArrayLike, lazy_extra, lazy_upper_bound
+from bladefl.theory.bound import ArrayLike, lazy_extra, lazy_upper_bound, tau_of
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,7 @@ class Fit:
     phi: float
     eps2: float
     free: tuple[str, ...]
-    residual: float  # root mean square of 1 - gap / G over the fitted K
+    residual: float  # mean relative excess (G - gap) / gap over the K with a positive gap
 
 
 def design(
@@ -47,14 +52,14 @@ def design(
     N: float = 1,
     theta: float = 0.0,
     sigma2: float = 0.0,
-) -> np.ndarray:
-    """(gamma_K * eta, A_K) for each K (see module docstring)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """(a_K, A_K) for each K (see module docstring), with the paper's integer tau."""
     K = np.asarray(K, dtype=float)
-    gamma = (t_sum - K * beta) / alpha
+    tau = tau_of(K, alpha=alpha, beta=beta, t_sum=t_sum)
     lam = eta * L + 1.0
-    A = (delta * xi * K / L) * (np.power(lam, gamma / K) - 1.0) - eta * xi * delta * gamma
-    A = A + lazy_extra(K, xi=xi, M=M, N=N, theta=theta, sigma2=sigma2)
-    return gamma * eta, A
+    h = (delta / L) * (np.power(lam, tau) - 1.0) - eta * delta * tau
+    A = K * xi * h + lazy_extra(K, xi=xi, M=M, N=N, theta=theta, sigma2=sigma2)
+    return K * tau * eta, A
 
 
 def fit_bound(
@@ -75,76 +80,69 @@ def fit_bound(
     sigma2: float = 0.0,
     free: tuple[str, ...] = ("phi", "eps2"),
 ) -> Fit:
+    """The tightest upper bound of the given form over the gaps (module docstring). ``K`` are the
+    feasible K of the cell; a gap that is not finite or not positive constrains nothing but its K
+    must still have a defined bound. Raises ValueError when no such bound exists."""
     K = np.asarray(K, dtype=float)
     gap = np.asarray(gap, dtype=float)
-    ok = np.isfinite(gap) & (gap > 0) & ((t_sum - K * beta) > 0)
-    if ok.sum() < len(free):
+    tau = tau_of(K, alpha=alpha, beta=beta, t_sum=t_sum)
+    K, gap = K[tau >= 1], gap[tau >= 1]
+    has_gap = np.isfinite(gap) & (gap > 0)
+    if has_gap.sum() < len(free):
         raise ValueError(f"need at least {len(free)} K values with a positive gap to fit {free}")
-    g_eta, A = design(
-        K[ok],
-        alpha=alpha,
-        beta=beta,
-        eta=eta,
-        L=L,
-        xi=xi,
-        delta=delta,
-        t_sum=t_sum,
-        M=M,
-        N=N,
-        theta=theta,
-        sigma2=sigma2,
-    )
-    y = np.ones(ok.sum())
+    a, A = design(K, alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta, t_sum=t_sum, M=M, N=N, theta=theta,
+                  sigma2=sigma2)
+    g = gap[has_gap]
+    margin = 1e-9 / float(np.median(g))  # 1/G must be positive, not merely non-negative
     if set(free) == {"phi", "eps2"}:
-        coef, _ = nnls(np.column_stack([gap[ok] * g_eta, -gap[ok] * A]), y)
-        phi_hat, inv_eps2 = coef
+        # variables (phi, v = 1/eps2) >= 0; linprog minimises, so negate the objective
+        c = -np.array([np.sum(g * a[has_gap]), -np.sum(g * A[has_gap])])
+        A_ub = np.vstack([np.column_stack([g * a[has_gap], -g * A[has_gap]]),  # gap/G <= 1
+                          np.column_stack([-a, A])])  # -(1/G) <= -margin
+        b_ub = np.concatenate([np.ones(len(g)), -margin * np.ones(len(K))])
+        res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=[(0, None), (0, None)], method="highs")
+        if res.status != 0:
+            raise ValueError(f"no upper bound of this form fits the gaps ({res.message})")
+        phi_hat, inv_eps2 = float(res.x[0]), float(res.x[1])
     elif tuple(free) == ("eps2",):
         if phi is None:
             raise ValueError("fitting eps2 alone needs the measured phi")
-        coef, _ = nnls((-gap[ok] * A)[:, None], y - gap[ok] * g_eta * phi)
-        phi_hat, inv_eps2 = phi, coef[0]
+        c = np.array([np.sum(g * A[has_gap])])  # maximise sum g (a phi - A v) <=> minimise sum g A v
+        A_ub = np.vstack([(-g * A[has_gap])[:, None], A[:, None]])
+        b_ub = np.concatenate([1 - g * a[has_gap] * phi, a * phi - margin])
+        res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=[(0, None)], method="highs")
+        if res.status != 0:
+            raise ValueError(f"no upper bound with the measured phi fits the gaps ({res.message})")
+        phi_hat, inv_eps2 = float(phi), float(res.x[0])
     else:
         raise ValueError(f"free must be ('phi', 'eps2') or ('eps2',) (got {free})")
     eps2 = math.inf if inv_eps2 <= 0 else 1.0 / inv_eps2
-    G = np.asarray(
-        lazy_upper_bound(
-            K[ok],
-            alpha=alpha,
-            beta=beta,
-            eta=eta,
-            L=L,
-            xi=xi,
-            delta=delta,
-            phi=phi_hat,
-            eps2=eps2,
-            t_sum=t_sum,
-            M=M,
-            N=N,
-            theta=theta,
-            sigma2=sigma2,
-        )
-    )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(np.isfinite(G), 1 - gap[ok] / G, 1.0)
-    return Fit(phi=float(phi_hat), eps2=eps2, free=tuple(free), residual=float(np.sqrt(np.mean(rel**2))))
+    G = np.asarray(lazy_upper_bound(K[has_gap], alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta, phi=phi_hat,
+                                    eps2=eps2, t_sum=t_sum, M=M, N=N, theta=theta, sigma2=sigma2))
+    return Fit(phi=phi_hat, eps2=eps2, free=tuple(free), residual=float(np.mean((G - g) / g)))
 
 
 @dataclass(frozen=True)
 class GapReport:
     relative_gap: list[float]  # (G - gap) / gap per K
-    max_relative_gap: float
+    max_relative_gap: float  # over every K with a gap; inf if the bound is undefined (inf) at any
     mean_relative_gap: float
-    bound_above_everywhere: bool
+    bound_above_everywhere: bool  # G >= gap at every K with a finite gap
 
 
 def compare(G: ArrayLike, gap: ArrayLike) -> GapReport:
+    """The bound against the gaps: an infinite or undefined G at a K counts against closeness."""
     G, gap = np.asarray(G, dtype=float), np.asarray(gap, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = (G - gap) / gap
-    finite = rel[np.isfinite(rel)]
+    has_gap = np.isfinite(gap)
+    undefined = bool((~np.isfinite(G[has_gap])).any())
+    finite = rel[has_gap & np.isfinite(rel)]
+    worst = math.inf if undefined or not finite.size else float(np.max(np.abs(finite)))
+    mean = math.inf if undefined or not finite.size else float(np.mean(np.abs(finite)))
     return GapReport(
         relative_gap=rel.tolist(),
-        max_relative_gap=float(np.max(np.abs(finite))) if finite.size else math.inf,
-        mean_relative_gap=float(np.mean(np.abs(finite))) if finite.size else math.inf,
-        bound_above_everywhere=bool(np.all(G >= gap)),
+        max_relative_gap=worst,
+        mean_relative_gap=mean,
+        bound_above_everywhere=bool(np.all(G[has_gap] >= gap[has_gap])),
     )
