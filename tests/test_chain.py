@@ -14,9 +14,9 @@ from bladefl.chain.pow import BlockHeader, meets_target, merkle_root, mine, race
 from bladefl.cli import main
 
 
-def make_chain(tmp_path, rounds=3, N=4, bits=8, store=True):
+def make_chain(tmp_path, rounds=3, N=4, bits=8, store=True, chain="chain-A"):
     keys = [txm.derive_key(7, i) for i in range(N)]
-    ledger = Ledger([txm.public_hex(k) for k in keys], bits)
+    ledger = Ledger([txm.public_hex(k) for k in keys], bits, chain_id=chain, n_samples=[512] * N)
     models = tmp_path / "models"
     models.mkdir(exist_ok=True)
     for k in range(1, rounds + 1):
@@ -24,7 +24,7 @@ def make_chain(tmp_path, rounds=3, N=4, bits=8, store=True):
         for i in range(N):
             payload = np.full(5, k * 10 + i, dtype="<f4").tobytes()
             (models / f"{txm.digest(payload)}.bin").write_bytes(payload)
-            txs.append(txm.sign(keys[i], k, i, 512, payload))
+            txs.append(txm.sign(keys[i], k, i, 512, payload, chain))
         header = mine(BlockHeader(ledger.height, ledger.tip, merkle_root([t.tx_hash() for t in txs]), k % N,
                                   float(k), bits))
         ok, votes, _ = majority_accepts(Block(header, tuple(txs)), ledger, validators=N)
@@ -90,7 +90,7 @@ def tamper(path, fn):
 @pytest.mark.parametrize(
     "mutate, height, reason",
     [
-        (lambda d: d["blocks"][1]["header"].update(miner=0), 2, "stored block hash does not match"),
+        (lambda d: d["blocks"][1]["header"].update(miner=0), 2, "field 'hash' does not match the header"),
         (lambda d: d["blocks"][2]["transactions"][1].update(n_samples=1), 3, "Merkle root"),
         (lambda d: d["blocks"].__setitem__(slice(0, 2), d["blocks"][1::-1]), 1, "height is 2, expected 1"),
         (lambda d: d["blocks"].pop(0), 1, "height is 2, expected 1"),
@@ -103,7 +103,8 @@ def test_tampering_is_detected_with_height_and_reason(tmp_path, capsys, mutate, 
     problem = verify_chain(path, store=models)
     assert problem is not None and problem.height == height and reason in problem.reason
     assert main(["chain", "verify", str(path)]) == 1
-    assert f"height {height}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"block {height}:" in out and f"last good height {height - 1}" in out and len(out.splitlines()) == 1
 
 
 def test_rehashed_header_with_tampered_fields_fails_pow_or_link(tmp_path):
@@ -154,3 +155,97 @@ def test_signature_cache_only_skips_transactions_verified_on_reception():
     ledger, txs, header, seen = round_one(forge=1)  # the forged one was slipped in by the miner
     ok, _, reason = majority_accepts(Block(header, tuple(txs)), ledger, validators=4, verified=seen)
     assert not ok and "client 1: invalid signature" in reason
+
+
+# --- attacks on the ledger (each passed validation before chain ids, duplicate and weight checks) -------------
+
+
+def signed_block(ledger, keys, txs, bits=8):
+    header = mine(BlockHeader(ledger.height, ledger.tip, merkle_root([t.tx_hash() for t in txs]), 0, 1.0, bits))
+    return Block(header, tuple(txs))
+
+
+def ledger_of(N=4, chain="chain-A"):
+    keys = [txm.derive_key(7, i) for i in range(N)]
+    return Ledger([txm.public_hex(k) for k in keys], 8, chain_id=chain, n_samples=[512] * N), keys
+
+
+def test_a_block_with_the_same_transaction_twice_is_rejected():
+    ledger, keys = ledger_of()
+    txs = [txm.sign(keys[i], 1, i, 512, b"m%d" % i, "chain-A") for i in range(4)]
+    block = signed_block(ledger, keys, txs + [txs[2]])
+    ok, votes, reason = majority_accepts(block, ledger, validators=4)
+    assert not ok and votes == 0 and "client 2 has more than one transaction" in reason
+
+
+def test_a_client_cannot_inflate_its_fedavg_weight():
+    ledger, keys = ledger_of()
+    txs = [txm.sign(keys[i], 1, i, 10_000 if i == 1 else 512, b"m%d" % i, "chain-A") for i in range(4)]
+    assert txm.check(txs[1], keys[1].public_key(), b"m1") is None  # its own valid signature
+    ok, _, reason = majority_accepts(signed_block(ledger, keys, txs), ledger, validators=4)
+    assert not ok and "claims n_samples=10000, registered 512" in reason
+
+
+def test_a_transaction_does_not_replay_into_another_runs_chain():
+    ledger, keys = ledger_of(chain="chain-B")
+    other = [txm.sign(keys[i], 1, i, 512, b"m%d" % i, "chain-A") for i in range(4)]  # signed for run A
+    ok, _, reason = majority_accepts(signed_block(ledger, keys, other), ledger, validators=4)
+    assert not ok and "names chain" in reason
+    forged = replace(other[0], chain_id="chain-B")  # renaming the chain breaks the signature
+    assert txm.check(forged, keys[0].public_key(), b"m0") == "invalid signature"
+
+
+def test_engine_chains_of_different_K_and_seeds_have_distinct_ids():
+    from bladefl.chain.ledger import chain_id
+
+    config = {"seed": 0, "time": {"K": [3, 5]}}
+    ids = {chain_id(config, 3), chain_id(config, 5), chain_id({**config, "seed": 1}, 3)}
+    assert len(ids) == 3
+
+
+def test_a_ledger_cut_after_a_block_is_caught_with_the_runs_summary(tmp_path, capsys):
+    from bladefl.chain.ledger import chain_id
+
+    config = {"seed": 7}
+    cid = chain_id(config, 3)
+    path, models = make_chain(tmp_path, rounds=3, chain=cid)
+    data = json.loads(path.read_text())
+    summary = tmp_path / "summary.json"
+    record = {"K": 3, "blocks": 3, "tip": data["blocks"][-1]["hash"]}
+    summary.write_text(json.dumps({"config": config, "per_K": [record]}))
+    assert verify_chain(path, store=models, summary=summary) is None
+    tamper(path, lambda d: d["blocks"].pop())  # cut after block 2: still a valid chain on its own
+    assert verify_chain(path, store=models) is None
+    problem = verify_chain(path, store=models, summary=summary)
+    assert problem is not None and problem.last_good_height == 2 and "ledger ends at height 2" in problem.reason
+    assert main(["chain", "verify", str(path), "--summary", str(summary)]) == 1
+    assert "last good height 2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, where", [
+    ('{"genesis": {"public_keys": [], "difficulty_bits": 8}, "blocks": [{"hash": "x"', "not valid JSON"),
+    ('{"genesis": {"public_keys": []}, "blocks": []}', "genesis field 'difficulty_bits' is missing"),
+    ('{"genesis": {"public_keys": [], "difficulty_bits": 8}, "blocks": [{"hash": "x", "transactions": []}]}',
+     "block 1: field 'header' is missing"),
+])
+def test_a_truncated_or_malformed_ledger_gets_one_line_and_exit_1(tmp_path, capsys, content, where):
+    path = tmp_path / "K3.json"
+    path.write_text(content)
+    before = sorted(tmp_path.iterdir())
+    assert main(["chain", "verify", str(path)]) == 1
+    out = capsys.readouterr()
+    assert len(out.out.strip().splitlines()) == 1 and where in out.out and "Traceback" not in out.err
+    assert sorted(tmp_path.iterdir()) == before  # nothing written
+
+
+def test_faulty_validators_exercise_the_majority_rule():
+    ledger, keys = ledger_of(N=10)
+    txs = [txm.sign(keys[i], 1, i, 512, b"m%d" % i, "chain-A") for i in range(10)]
+    block = signed_block(ledger, keys, txs)
+    ok, votes, _ = majority_accepts(block, ledger, validators=10, faults=["reject"] * 4)
+    assert ok and votes == 6
+    ok, votes, reason = majority_accepts(block, ledger, validators=10, faults=["reject"] * 5)
+    assert not ok and votes == 5 and "faulty validator" in reason
+    rng = np.random.default_rng(0)
+    counts = {majority_accepts(block, ledger, validators=10, faults=["random"] * 4, rng=rng)[1] for _ in range(40)}
+    assert len(counts) > 1 and min(counts) >= 6  # random votes vary; the 6 honest ones always accept

@@ -155,7 +155,9 @@ def test_counterfactual_changes_no_honest_client_and_no_result():
             for cf in (False, True)]
     assert torch.allclose(runs[0].model, runs[1].model, atol=1e-6, rtol=0)
     for a, b in zip(runs[0].rounds, runs[1].rounds, strict=True):
-        assert a.block_hash == b.block_hash and a.train_loss == pytest.approx(b.train_loss, abs=1e-7)
+        assert a.train_loss == pytest.approx(b.train_loss, abs=1e-7) and a.miner == b.miner
+    digests = [[tx.model_sha256 for tx in blk.transactions] for r in runs for blk in r.ledger.blocks]
+    assert digests[:3] == digests[3:]  # the same uploads (only the chain id, from the config, differs)
     assert math.isnan(runs[0].rounds[0].theta) and runs[1].rounds[0].theta > 0
 
 
@@ -183,6 +185,18 @@ def test_infeasible_K_is_a_status_and_a_row(tmp_path):
     assert rows[rows.K == 10].status.tolist() == ["infeasible"]
     assert (rows[rows.K == 9].status == "ok").sum() == 9
     assert (tmp_path / "chains" / "K9.json").exists() and not (tmp_path / "chains" / "K10.json").exists()
+    # the saved ledger verifies and ends at the tip the run recorded
+    assert verify_chain(tmp_path / "chains" / "K9.json", summary=tmp_path / "summary.json") is None
+
+
+def test_faulty_validators_vote_and_the_votes_are_recorded():
+    data = synthetic(N=8)
+    rejecting = run_k(small_cfg(partition={"N": 8}, chain={"faulty_fraction": 0.375, "fault": "reject"}), data, 3)
+    assert [r.votes for r in rejecting.rounds] == [5, 5, 5]  # 3 of 8 always vote no; the block still passes
+    random = run_k(small_cfg(partition={"N": 8}, chain={"faulty_fraction": 0.375, "fault": "random"}), data, 3)
+    assert all(5 <= r.votes <= 8 for r in random.rounds)
+    honest = run_k(small_cfg(partition={"N": 8}), data, 3)
+    assert torch.equal(honest.model, rejecting.model) and [r.votes for r in honest.rounds] == [8, 8, 8]
 
 
 def test_exponential_block_time_has_mean_beta():

@@ -85,6 +85,8 @@ def test_smoke_workflow_summary_tables(smoke):
     verdicts = pd.read_csv(work / "results/verdicts/mnist.csv")
     assert "K* falls as beta grows" in set(verdicts.claim) and set(verdicts.basis) == {"bound", "experiment"}
     assert set(verdicts.verdict) == {"single seed"}  # the smoke grid has one seed
+    assert {"the bound is within 5% of the experiment", "the bound is above the experiment at every K",
+            "the bound's K* is the experiment's K*"} <= set(verdicts.claim)
 
 
 @pytest.mark.slow

@@ -170,11 +170,12 @@ def _cmd_render_page(args: argparse.Namespace) -> int:
 def _cmd_chain_verify(args: argparse.Namespace) -> int:
     from bladefl.chain.ledger import verify_chain
 
-    problem = verify_chain(args.path, store=args.store)
+    problem = verify_chain(args.path, store=args.store, summary=args.summary)
     if problem is None:
-        print(f"{args.path}: chain valid")
+        print(f"{args.path}: chain valid" + (f", its tip is the run's ({args.summary})" if args.summary else ""))
         return 0
-    print(f"{args.path}: block at height {problem.height}: {problem.reason}")
+    where = "genesis/file" if problem.height == 0 else f"block {problem.height}"
+    print(f"{args.path}: {where}: {problem.reason}; last good height {problem.last_good_height}")
     return 1
 
 
@@ -281,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     v = chain_sub.add_parser("verify", help="re-check a saved chain from scratch")
     v.add_argument("path", help="a saved chain, e.g. results/run/chains/K5.json")
     v.add_argument("--store", help="content-addressed model store to re-hash (e.g. results/run/models)")
+    v.add_argument("--summary", help="the run's summary.json: the ledger must end at the tip the run recorded")
     v.set_defaults(func=_cmd_chain_verify)
 
     p = sub.add_parser("bench", help="engine vs GEMM peak vs a per-client loop; chain share; memory")

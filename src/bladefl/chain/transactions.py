@@ -1,9 +1,14 @@
 """Step 2 of a round: signed model transactions (Ed25519, from the ``cryptography`` package).
 
-A transaction holds the round, the client id, the sample count and the SHA-256 of the
-uploaded model's canonical bytes (see :mod:`bladefl.mlp`), signed by the client's key. A
-receiver accepts it only if the signature verifies and the payload it received hashes to the
-digest.
+A transaction holds the chain id (the run it belongs to: see :func:`bladefl.chain.ledger.chain_id`),
+the round, the client id, the sample count and the SHA-256 of the uploaded model's canonical
+bytes (see :mod:`bladefl.fl.mlp`), signed by the client's key, so a transaction signed for one
+run does not verify in another. A receiver accepts it only if the signature verifies and the
+payload it received hashes to the digest.
+
+Keys are derived from the run seed: fine for a simulation (every run is reproducible, and
+each client signs only its own uploads), not for a deployment, where a client's key is its
+secret.
 """
 
 from __future__ import annotations
@@ -38,11 +43,12 @@ class Transaction:
     client: int
     n_samples: int
     model_sha256: str
+    chain_id: str = ""
     signature: str = ""
 
     def message(self) -> bytes:
         """The signed bytes: canonical JSON of every field but the signature."""
-        body = {"round": self.round, "client": self.client, "n_samples": self.n_samples,
+        body = {"chain_id": self.chain_id, "round": self.round, "client": self.client, "n_samples": self.n_samples,
                 "model_sha256": self.model_sha256}
         return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
@@ -62,9 +68,10 @@ def digest(payload: bytes) -> str:
     return hashlib.sha256(payload).hexdigest()
 
 
-def sign(key: Ed25519PrivateKey, round_: int, client: int, n_samples: int, payload: bytes) -> Transaction:
-    tx = Transaction(round_, client, n_samples, digest(payload))
-    return Transaction(round_, client, n_samples, tx.model_sha256, key.sign(tx.message()).hex())
+def sign(key: Ed25519PrivateKey, round_: int, client: int, n_samples: int, payload: bytes,
+         chain_id: str = "") -> Transaction:
+    tx = Transaction(round_, client, n_samples, digest(payload), chain_id)
+    return Transaction(round_, client, n_samples, tx.model_sha256, chain_id, key.sign(tx.message()).hex())
 
 
 def signature_ok(tx: Transaction, public: Ed25519PublicKey) -> bool:

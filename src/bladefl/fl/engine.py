@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from bladefl.chain import transactions
-from bladefl.chain.ledger import Block, Ledger, majority_accepts
+from bladefl.chain.ledger import Block, Ledger, chain_id, majority_accepts
 from bladefl.chain.pow import BlockHeader, merkle_root, mine, race
 from bladefl.core import atomic
 from bladefl.core.rng import numpy_rng, torch_generator
@@ -183,12 +183,12 @@ def _uploads(cfg: RunConfig, K: int, k: int, w: torch.Tensor, data: ClientData, 
     return Uploads(models, honest_rows, theta, noise_norm)
 
 
-def _broadcast(k: int, uploads: torch.Tensor, keys: list, publics: list, n: int,
+def _broadcast(k: int, uploads: torch.Tensor, keys: list, publics: list, n: int, chain: str,
                tamper: Tamper | None) -> tuple[list[transactions.Transaction], dict[int, bytes]]:
-    """Step 2: every client signs its upload; receivers keep the transactions whose signature
-    and payload digest verify."""
+    """Step 2: every client signs its upload for this chain; receivers keep the transactions
+    whose signature and payload digest verify."""
     payloads = {i: mlp.model_bytes(uploads[i]) for i in range(uploads.shape[0])}
-    txs = [transactions.sign(keys[i], k, i, n, payloads[i]) for i in range(uploads.shape[0])]
+    txs = [transactions.sign(keys[i], k, i, n, payloads[i], chain) for i in range(uploads.shape[0])]
     if tamper is not None:
         txs, payloads = tamper(k, txs, payloads)
     accepted = [tx for tx in txs if transactions.check(tx, publics[tx.client], payloads.get(tx.client)) is None]
@@ -205,10 +205,11 @@ def _mine(ledger: Ledger, accepted: list[transactions.Transaction], miner: int, 
 
 
 def _validate_and_append(block: Block, ledger: Ledger, accepted: list[transactions.Transaction],
-                         validators: int) -> int:
-    """Step 4: every client validates; the block is appended if a strict majority accepts."""
-    ok, votes, reason = majority_accepts(block, ledger, validators=validators,
-                                         verified=frozenset(tx.tx_hash() for tx in accepted))
+                         faults: list[str], rng: np.random.Generator) -> int:
+    """Step 4: every client validates (the faulty ones as their fault says); the block is appended
+    if a strict majority accepts."""
+    ok, votes, reason = majority_accepts(block, ledger, validators=len(faults),
+                                         verified=frozenset(tx.tx_hash() for tx in accepted), faults=faults, rng=rng)
     if not ok:
         raise RuntimeError(f"block {block.header.height} rejected by the majority: {reason}")
     ledger.blocks.append(block)
@@ -244,7 +245,12 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
     N, tau = data.N, alloc.tau
     roles = lazy.choose_lazy(numpy_rng(cfg.seed, "lazy-set"), N, cfg.num_lazy)
     keys = [transactions.derive_key(cfg.seed, i) for i in range(N)]
-    ledger = Ledger([transactions.public_hex(k) for k in keys], cfg.chain.difficulty_bits)
+    chain = chain_id(cfg.to_dict(), K)
+    ledger = Ledger([transactions.public_hex(k) for k in keys], cfg.chain.difficulty_bits, chain_id=chain,
+                    n_samples=[data.n] * N)
+    faulty = numpy_rng(cfg.seed, "faulty", K).choice(N, size=math.floor(cfg.chain.faulty_fraction * N), replace=False)
+    faults = ["" if i not in set(faulty.tolist()) else cfg.chain.fault for i in range(N)]
+    vote_rng = numpy_rng(cfg.seed, "votes", K)
     publics = [k.public_key() for k in keys]
     result.ledger = ledger
     result.sigma_dp = privacy.noise_std(cfg.privacy.epsilon, cfg.privacy.delta, cfg.privacy.clip, data.n, K)
@@ -260,12 +266,12 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
         if uploads.is_cuda:
             torch.cuda.synchronize()
         t1 = time.perf_counter()
-        accepted, payloads = _broadcast(k, uploads, keys, publics, data.n, tamper)  # step 2
+        accepted, payloads = _broadcast(k, uploads, keys, publics, data.n, chain, tamper)  # step 2
         won = race(race_rng, N, cfg.time.beta)  # step 3: the race, then real proof of work
         block_time = cfg.time.beta if cfg.chain.block_time == "fixed" else won.elapsed
         clock += tau * cfg.time.alpha + block_time
         block = _mine(ledger, accepted, won.winner, clock, cfg.chain.difficulty_bits)
-        votes = _validate_and_append(block, ledger, accepted, validators=N)  # step 4
+        votes = _validate_and_append(block, ledger, accepted, faults, vote_rng)  # step 4
         if store is not None:
             _store_models(store, accepted, payloads)
         t2 = time.perf_counter()

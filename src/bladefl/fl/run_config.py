@@ -65,6 +65,8 @@ class ChainConfig:
     difficulty_bits: int = 12
     block_time: str = "fixed"  # fixed | exponential
     save_models: bool = False  # content-addressed store of uploaded models
+    faulty_fraction: float = 0.0  # share of validators that misbehave (the majority rule under faults)
+    fault: str = "random"  # random: vote yes or no at random; reject: always vote no
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,9 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     need(ch["block_time"] in ("fixed", "exponential"), "chain.block_time", "one of ['fixed', 'exponential']",
          ch["block_time"])
     need(isinstance(ch["save_models"], bool), "chain.save_models", "true or false", ch["save_models"])
+    need(_is_num(ch["faulty_fraction"]) and 0 <= ch["faulty_fraction"] < 0.5, "chain.faulty_fraction",
+         "a number in [0, 0.5) (a strict honest majority)", ch["faulty_fraction"])
+    need(ch["fault"] in ("random", "reject"), "chain.fault", "one of ['random', 'reject']", ch["fault"])
     need(isinstance(raw["normalize"], bool), "normalize", "true or false", raw["normalize"])
     need(isinstance(raw["data_dir"], str), "data_dir", "a path", raw["data_dir"])
     need(isinstance(raw["measure"]["constants"], bool), "measure.constants", "true or false",

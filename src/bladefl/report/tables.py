@@ -10,13 +10,21 @@ import pandas as pd
 from bladefl.core import atomic
 
 
+def escape(text: object) -> str:
+    """Text as a Markdown table cell: pipes, emphasis markers and backslashes escaped."""
+    out = str(text)
+    for ch in ("\\", "|", "*", "_", "`"):
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
 def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     def cell(v: object) -> str:
         if isinstance(v, float):
             return "" if math.isnan(v) else f"{v:.{digits}g}"
-        return str(v).replace("|", "\\|")
+        return escape(v)
 
-    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    head = "| " + " | ".join(escape(c) for c in frame.columns) + " |"
     rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
     body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([head, rule, *body]) + "\n"

@@ -27,18 +27,8 @@ import numpy as np
 ArrayLike = float | np.ndarray
 
 
-def _bracket(
-    K: ArrayLike,
-    tau: ArrayLike,
-    *,
-    eta: float,
-    L: float,
-    xi: float,
-    delta: float,
-    phi: float,
-    eps2: float,
-    extra: float = 0.0,
-) -> np.ndarray:
+def _bracket(K: ArrayLike, tau: ArrayLike, *, eta: float, L: float, xi: float, delta: float, phi: float, eps2: float,
+             extra: float = 0.0) -> np.ndarray:
     lam = eta * L + 1.0
     h = (delta / L) * (np.power(lam, tau) - 1.0) - eta * delta * tau
     return eta * phi - (xi * h + extra) / (tau * eps2)
@@ -74,52 +64,23 @@ def tau_of(K: ArrayLike, *, alpha: float, beta: float, t_sum: float, tau_rule: s
     return np.floor(real + 1e-9)
 
 
-def upper_bound(
-    K: ArrayLike,
-    *,
-    alpha: float,
-    beta: float,
-    eta: float,
-    L: float,
-    xi: float,
-    delta: float,
-    phi: float,
-    eps2: float,
-    t_sum: float,
-    tau_rule: str = "integer",
-) -> ArrayLike:
+def upper_bound(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: float, xi: float, delta: float, phi: float,
+                eps2: float, t_sum: float, tau_rule: str = "integer") -> ArrayLike:
     """G(K) of Theorem 1, 1 / (K tau (eta phi - xi h(tau) / (tau eps2))), with tau by ``tau_rule``."""
     K_arr = np.asarray(K, dtype=float)
     tau = tau_of(K_arr, alpha=alpha, beta=beta, t_sum=t_sum, tau_rule=tau_rule)
     return _out(_bound_tau(K_arr, tau, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2), K)
 
 
-def lazy_extra(
-    K: ArrayLike, *, xi: float, M: float, N: float, theta: float, sigma2: float, noise_power: str = "sigma2"
-) -> np.ndarray:
+def lazy_extra(K: ArrayLike, *, xi: float, M: float, N: float, theta: float, sigma2: float, noise_power: str = "sigma2"
+               ) -> np.ndarray:
     noise = sigma2 if noise_power == "sigma2" else math.sqrt(sigma2)
     return np.asarray(K, dtype=float) * xi * (M / N * theta + math.sqrt(M) / N * noise)
 
 
-def lazy_upper_bound(
-    K: ArrayLike,
-    *,
-    alpha: float,
-    beta: float,
-    eta: float,
-    L: float,
-    xi: float,
-    delta: float,
-    phi: float,
-    eps2: float,
-    t_sum: float,
-    M: float,
-    N: float,
-    theta: float,
-    sigma2: float,
-    noise_power: str = "sigma2",
-    tau_rule: str = "integer",
-) -> ArrayLike:
+def lazy_upper_bound(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: float, xi: float, delta: float, phi:
+                     float, eps2: float, t_sum: float, M: float, N: float, theta: float, sigma2: float, noise_power:
+                     str = "sigma2", tau_rule: str = "integer") -> ArrayLike:
     """G-tilde of Theorem 4; equals :func:`upper_bound` at M = 0."""
     K_arr = np.asarray(K, dtype=float)
     tau = tau_of(K_arr, alpha=alpha, beta=beta, t_sum=t_sum, tau_rule=tau_rule)
@@ -134,24 +95,9 @@ def k_star_closed_form(*, alpha: float, beta: float, eta: float, L: float, t_sum
     return t_sum / math.sqrt(2 * alpha * beta / (eta * L) + alpha * beta + beta**2)
 
 
-def k_star_exact(
-    *,
-    alpha: float,
-    beta: float,
-    eta: float,
-    L: float,
-    xi: float,
-    delta: float,
-    phi: float,
-    eps2: float,
-    t_sum: float,
-    M: float = 0,
-    N: float = 1,
-    theta: float = 0.0,
-    sigma2: float = 0.0,
-    integer: bool = True,
-    floor_tau: bool = True,
-) -> float:
+def k_star_exact(*, alpha: float, beta: float, eta: float, L: float, xi: float, delta: float, phi: float, eps2: float,
+                 t_sum: float, M: float = 0, N: float = 1, theta: float = 0.0, sigma2: float = 0.0, integer: bool =
+                 True, floor_tau: bool = True) -> float:
     """The minimiser of the (lazy) bound over feasible K.
 
     ``integer``: over K = 1 .. floor(t_sum/(alpha+beta)), with tau = floor((t_sum/K - beta)/alpha)
@@ -197,20 +143,8 @@ class Convexity:
     violations: list[float]  # K values where the second difference is negative
 
 
-def check_convexity(
-    *,
-    alpha: float,
-    beta: float,
-    eta: float,
-    L: float,
-    xi: float,
-    delta: float,
-    phi: float,
-    eps2: float,
-    t_sum: float,
-    points: int = 400,
-    rtol: float = 1e-9,
-) -> Convexity:
+def check_convexity(*, alpha: float, beta: float, eta: float, L: float, xi: float, delta: float, phi: float, eps2:
+                    float, t_sum: float, points: int = 400, rtol: float = 1e-9) -> Convexity:
     """Theorem 2: second differences of G on a fine grid of the valid (finite) range of K."""
     k_max = t_sum / (alpha + beta)
     Ks = np.linspace(k_max / points, k_max, points)
@@ -234,23 +168,9 @@ class Preconditions:
     bracket_positive: list[bool]
 
 
-def preconditions(
-    K: ArrayLike,
-    *,
-    alpha: float,
-    beta: float,
-    eta: float,
-    L: float,
-    xi: float,
-    delta: float,
-    phi: float,
-    eps2: float,
-    t_sum: float,
-    M: float = 0,
-    N: float = 1,
-    theta: float = 0.0,
-    sigma2: float = 0.0,
-) -> Preconditions:
+def preconditions(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: float, xi: float, delta: float, phi:
+                  float, eps2: float, t_sum: float, M: float = 0, N: float = 1, theta: float = 0.0, sigma2: float =
+                  0.0) -> Preconditions:
     K_arr = np.atleast_1d(np.asarray(K, dtype=float))
     tau = tau_of(K_arr, alpha=alpha, beta=beta, t_sum=t_sum)
     extra = lazy_extra(K_arr, xi=xi, M=M, N=N, theta=theta, sigma2=sigma2) / K_arr

@@ -38,21 +38,8 @@ class Fit:
     residual: float  # mean relative excess (G - gap) / gap over the K with a positive gap
 
 
-def design(
-    K: ArrayLike,
-    *,
-    alpha: float,
-    beta: float,
-    eta: float,
-    L: float,
-    xi: float,
-    delta: float,
-    t_sum: float,
-    M: float = 0,
-    N: float = 1,
-    theta: float = 0.0,
-    sigma2: float = 0.0,
-) -> tuple[np.ndarray, np.ndarray]:
+def design(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: float, xi: float, delta: float, t_sum: float, M:
+           float = 0, N: float = 1, theta: float = 0.0, sigma2: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(a_K, A_K) for each K (see module docstring), with the paper's integer tau."""
     K = np.asarray(K, dtype=float)
     tau = tau_of(K, alpha=alpha, beta=beta, t_sum=t_sum)
@@ -62,24 +49,9 @@ def design(
     return K * tau * eta, A
 
 
-def fit_bound(
-    K: ArrayLike,
-    gap: ArrayLike,
-    *,
-    alpha: float,
-    beta: float,
-    eta: float,
-    L: float,
-    xi: float,
-    delta: float,
-    t_sum: float,
-    phi: float | None = None,
-    M: float = 0,
-    N: float = 1,
-    theta: float = 0.0,
-    sigma2: float = 0.0,
-    free: tuple[str, ...] = ("phi", "eps2"),
-) -> Fit:
+def fit_bound(K: ArrayLike, gap: ArrayLike, *, alpha: float, beta: float, eta: float, L: float, xi: float, delta:
+              float, t_sum: float, phi: float | None = None, M: float = 0, N: float = 1, theta: float = 0.0, sigma2:
+              float = 0.0, free: tuple[str, ...] = ("phi", "eps2")) -> Fit:
     """The tightest upper bound of the given form over the gaps (module docstring). ``K`` are the
     feasible K of the cell; a gap that is not finite or not positive constrains nothing but its K
     must still have a defined bound. Raises ValueError when no such bound exists."""
