@@ -249,3 +249,18 @@ def test_faulty_validators_exercise_the_majority_rule():
     rng = np.random.default_rng(0)
     counts = {majority_accepts(block, ledger, validators=10, faults=["random"] * 4, rng=rng)[1] for _ in range(40)}
     assert len(counts) > 1 and min(counts) >= 6  # random votes vary; the 6 honest ones always accept
+
+
+def test_a_block_must_exclude_exactly_what_the_validators_detector_flags():
+    from bladefl.chain.ledger import Exclusion
+
+    ledger, keys = ledger_of()
+    txs = [txm.sign(keys[i], 1, i, 512, b"m%d" % i, "chain-A") for i in range(4)]
+    honest_block = signed_block(ledger, keys, txs[:3], bits=8)
+    assert ledger.problem(honest_block, excluded=frozenset({3})) is not None  # client 3 flagged, not excluded
+    exclusion = Exclusion(3, txs[3].tx_hash(), "flagged by gaussian_difference")
+    header = mine(BlockHeader(ledger.height, ledger.tip, merkle_root([t.tx_hash() for t in txs[:3]]
+                                                                     + [exclusion.leaf()]), 0, 1.0, 8))
+    block = Block(header, tuple(txs[:3]), (exclusion,))
+    assert ledger.problem(block, excluded=frozenset({3})) is None
+    assert "excludes clients [3], the detector flags [1]" in ledger.problem(block, excluded=frozenset({1}))

@@ -203,3 +203,28 @@ def test_exponential_block_time_has_mean_beta():
     result = run_k(small_cfg(chain={"block_time": "exponential"}, time={"K": [9]}), synthetic(), 9)
     times = [r.block_time for r in result.rounds]
     assert len(set(times)) == 9 and 1 < np.mean(times) < 30
+
+
+def test_excluding_flagged_uploads_changes_the_block_and_the_aggregate(tmp_path):
+    data = synthetic(N=8)
+    lazy_cfg = {"ratio": 0.25, "sigma2": 0.01, "detectors": ["gaussian_difference"]}
+    seen = run_k(small_cfg(partition={"N": 8}, lazy=lazy_cfg), data, 3)
+    cut = run_k(small_cfg(partition={"N": 8}, lazy={**lazy_cfg, "exclude": True}), data, 3)
+    assert [r.n_in_block for r in seen.rounds] == [8, 8, 8] and [r.n_excluded for r in seen.rounds] == [0, 0, 0]
+    assert [r.n_in_block for r in cut.rounds] == [6, 6, 6] and [r.n_excluded for r in cut.rounds] == [2, 2, 2]
+    block = cut.ledger.blocks[0]
+    lazy_ids = {d["client"] for d in cut.detections if d["lazy"]}
+    assert {e.client for e in block.excluded} == lazy_ids
+    assert all(e.reason == "flagged by gaussian_difference" for e in block.excluded)
+    assert not lazy_ids & {tx.client for tx in block.transactions}
+    assert not torch.allclose(seen.model, cut.model)  # FedAvg ran on the remaining models
+    assert cut.rounds[-1].train_loss < seen.rounds[-1].train_loss  # without the noisy copies
+    path = tmp_path / "K3.json"
+    cut.ledger.save(path)
+    assert verify_chain(path) is None  # the exclusion records are committed by the Merkle root
+    import json
+
+    data_ = json.loads(path.read_text())
+    data_["blocks"][0]["excluded"][0]["reason"] = "no reason"
+    path.write_text(json.dumps(data_))
+    assert "Merkle root" in verify_chain(path).reason

@@ -40,31 +40,54 @@ def chain_id(config: dict, K: int) -> str:
 
 
 @dataclass(frozen=True)
+class Exclusion:
+    """An accepted upload the validators left out of the block, and why (a lazy-client detector)."""
+
+    client: int
+    tx_hash: str
+    reason: str
+
+    def leaf(self) -> str:
+        return hashlib.sha256(f"excluded/{self.client}/{self.tx_hash}/{self.reason}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
 class Block:
     header: BlockHeader
     transactions: tuple[Transaction, ...]
+    excluded: tuple[Exclusion, ...] = ()
 
     @property
     def hash(self) -> str:
         return self.header.hash()
 
+    def leaves(self) -> list[str]:
+        """Merkle leaves: the transactions, then the exclusion records (so the reasons are committed)."""
+        return [tx.tx_hash() for tx in self.transactions] + [e.leaf() for e in self.excluded]
+
     def to_dict(self) -> dict:
-        return {
+        out = {
             "hash": self.hash,
             "header": self.header.__dict__,
             "transactions": [tx.to_dict() for tx in self.transactions],
         }
+        if self.excluded:
+            out["excluded"] = [e.__dict__ for e in self.excluded]
+        return out
 
 
 def block_problem(block: Block, prev_hash: str, height: int, public_keys: list[str],
                   payloads: dict[str, bytes] | None = None, verified: frozenset[str] = frozenset(),
-                  chain: str = "", n_samples: Sequence[int] | None = None) -> str | None:
+                  chain: str = "", n_samples: Sequence[int] | None = None,
+                  excluded: frozenset[int] | None = None) -> str | None:
     """What a validator finds wrong with ``block`` (None when it accepts it).
 
     ``verified`` holds the hashes of transactions whose signatures this validator already
     checked when it received them (step 2), as Bitcoin's signature cache does; any other
     transaction in the block is verified in full. ``chain``: the chain id every transaction must
-    name; ``n_samples``: each client's registered sample count (its FedAvg weight).
+    name; ``n_samples``: each client's registered sample count (its FedAvg weight); ``excluded``:
+    the clients this validator's own lazy-client detector flags (the block must exclude exactly
+    those), when it runs one.
     """
     h = block.header
     if h.height != height:
@@ -73,9 +96,12 @@ def block_problem(block: Block, prev_hash: str, height: int, public_keys: list[s
         return "previous hash does not match the chain"
     if not meets_target(h):
         return "proof of work does not meet the difficulty target"
-    if h.merkle_root != merkle_root([tx.tx_hash() for tx in block.transactions]):
+    if h.merkle_root != merkle_root(block.leaves()):
         return "Merkle root does not match the transactions"
-    seen: set[int] = set()
+    if excluded is not None and {e.client for e in block.excluded} != set(excluded):
+        return (f"block excludes clients {sorted(e.client for e in block.excluded)}, the detector flags "
+                f"{sorted(excluded)}")
+    seen: set[int] = set(e.client for e in block.excluded)
     for tx in block.transactions:
         if tx.round != height:
             return f"transaction of client {tx.client} is for round {tx.round}"
@@ -125,24 +151,25 @@ class Ledger:
             "blocks": [b.to_dict() for b in self.blocks],
         }
 
-    def problem(self, block: Block, verified: frozenset[str] = frozenset()) -> str | None:
+    def problem(self, block: Block, verified: frozenset[str] = frozenset(),
+                excluded: frozenset[int] | None = None) -> str | None:
         """What an honest validator with this copy of the ledger finds wrong with ``block``."""
         return block_problem(block, self.tip, self.height, self.public_keys, verified=verified, chain=self.chain_id,
-                             n_samples=self.n_samples)
+                             n_samples=self.n_samples, excluded=excluded)
 
     def save(self, path: str | Path) -> None:
         atomic.write_json(path, self.to_dict())
 
 
 def majority_accepts(block: Block, ledger: Ledger, validators: int, verified: frozenset[str] = frozenset(),
-                     faults: Sequence[str] = (),
-                     rng: np.random.Generator | None = None) -> tuple[bool, int, str | None]:
+                     faults: Sequence[str] = (), rng: np.random.Generator | None = None,
+                     excluded: frozenset[int] | None = None) -> tuple[bool, int, str | None]:
     """Every validator checks the block against its own copy of the ledger; a strict majority
     must accept it. Returns (accepted, votes, reason of a rejection). ``verified``: the
     transactions every validator verified on reception (see :func:`block_problem`). ``faults``:
     per validator, "" (honest), "random" (votes yes or no at random, from ``rng``) or "reject"."""
     faults = list(faults) + [""] * (validators - len(faults))
-    honest_verdict = ledger.problem(block, verified)  # every honest copy is identical: one check
+    honest_verdict = ledger.problem(block, verified, excluded)  # every honest copy is identical: one check
     votes, reason = 0, honest_verdict
     for fault in faults[:validators]:
         if fault == "reject":
@@ -158,7 +185,8 @@ def majority_accepts(block: Block, ledger: Ledger, validators: int, verified: fr
 
 
 def block_from_dict(d: dict) -> Block:
-    return Block(BlockHeader(**d["header"]), tuple(Transaction(**t) for t in d["transactions"]))
+    return Block(BlockHeader(**d["header"]), tuple(Transaction(**t) for t in d["transactions"]),
+                 tuple(Exclusion(**e) for e in d.get("excluded", [])))
 
 
 @dataclass(frozen=True)
@@ -187,7 +215,11 @@ def _parse_block(raw: object, height: int) -> Block | Problem:
             txs.append(Transaction(**t))
         except TypeError as exc:
             return Problem(height, f"field 'transactions[{j}]' is malformed ({exc})")
-    return Block(header, tuple(txs))
+    try:
+        excluded = tuple(Exclusion(**e) for e in raw.get("excluded", []))
+    except TypeError as exc:
+        return Problem(height, f"field 'excluded' is malformed ({exc})")
+    return Block(header, tuple(txs), excluded)
 
 
 def verify_chain(path: str | Path, store: str | Path | None = None,

@@ -58,6 +58,7 @@ def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None
     load_seconds = time.perf_counter() - start
     total = sum(K * max(allocate(K, cfg.time.alpha, cfg.time.beta, cfg.time.t_sum).tau, 0) for K in cfg.time.K)
     rows: list[dict] = []
+    detections: list[dict] = []
     summaries = []
     store = out / "models" if cfg.chain.save_models else None
     with tqdm(total=total, unit="iter", desc=f"{cfg.dataset} K={list(cfg.time.K)}", disable=not progress,
@@ -69,9 +70,12 @@ def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None
                 rows.append(infeasible_row(result))
             else:
                 rows.extend(dataclasses.asdict(r) for r in result.rounds)
+                detections.extend(result.detections)
                 result.ledger.save(out / "chains" / f"K{K}.json")
             summaries.append(k_summary(result))
     atomic.write_csv(out / "rounds.csv", pd.DataFrame(rows, columns=ROUND_COLUMNS))
+    if detections:  # lazy.detectors: per K, round, client and detector: score, flag, truth, excluded
+        atomic.write_csv(out / "detections.csv", pd.DataFrame(detections))
     summary = {
         "config": cfg.to_dict(),
         "per_K": summaries,

@@ -21,13 +21,13 @@ import numpy as np
 import torch
 
 from bladefl.chain import transactions
-from bladefl.chain.ledger import Block, Ledger, chain_id, majority_accepts
+from bladefl.chain.ledger import Block, Exclusion, Ledger, chain_id, majority_accepts
 from bladefl.chain.pow import BlockHeader, merkle_root, mine, race
 from bladefl.core import atomic
 from bladefl.core.rng import numpy_rng, torch_generator
 from bladefl.data import datasets
 from bladefl.data.partition import make_partition
-from bladefl.fl import aggregation, lazy, measured_constants, mlp, privacy, trainer
+from bladefl.fl import aggregation, detection, lazy, measured_constants, mlp, privacy, trainer
 from bladefl.fl.run_config import RunConfig
 from bladefl.fl.timemodel import Allocation, allocate
 
@@ -112,6 +112,7 @@ class RoundRecord:
     n_lazy: int
     n_rejected: int
     theta: float  # plagiarism distance (counterfactual), see _uploads
+    n_excluded: int = 0  # uploads left out of the block by the lazy-client detector
     noise_norm: float = math.nan  # norm of the lazy clients' added noise
     status: str = "ok"
     L_mean: float = math.nan
@@ -135,6 +136,7 @@ class KResult:
     eval_seconds: float = 0.0
     ledger: Ledger | None = None
     model: torch.Tensor | None = None  # the final aggregate
+    detections: list[dict] = field(default_factory=list)  # per round, client and detector (lazy.detectors)
 
     @property
     def final(self) -> RoundRecord | None:
@@ -196,20 +198,42 @@ def _broadcast(k: int, uploads: torch.Tensor, keys: list, publics: list, n: int,
 
 
 def _mine(ledger: Ledger, accepted: list[transactions.Transaction], miner: int, clock: float,
-          difficulty_bits: int) -> Block:
-    """Step 3: the race's winner searches a nonce for the block of the accepted transactions."""
-    header = mine(BlockHeader(height=ledger.height, prev_hash=ledger.tip,
-                              merkle_root=merkle_root([tx.tx_hash() for tx in accepted]),
+          difficulty_bits: int, excluded: tuple[Exclusion, ...] = ()) -> Block:
+    """Step 3: the race's winner searches a nonce for the block of the accepted transactions
+    (less the excluded ones, which the block records with their reason)."""
+    left_out = {e.client for e in excluded}
+    kept = tuple(tx for tx in accepted if tx.client not in left_out)
+    draft = Block(BlockHeader(0, "", "", 0, 0.0, 0), kept, excluded)
+    header = mine(BlockHeader(height=ledger.height, prev_hash=ledger.tip, merkle_root=merkle_root(draft.leaves()),
                               miner=miner, timestamp=round(clock, 9), difficulty_bits=difficulty_bits))
-    return Block(header, tuple(accepted))
+    return Block(header, kept, excluded)
+
+
+def _detect(cfg: RunConfig, k: int, uploads: torch.Tensor, previous: torch.Tensor,
+            accepted: list[transactions.Transaction], roles: lazy.Roles) -> tuple[list[dict], tuple[Exclusion, ...]]:
+    """The validators' lazy-client detectors on the accepted uploads; with ``lazy.exclude`` the
+    uploads the first detector flags are excluded (every honest validator computes the same)."""
+    clients = [tx.client for tx in accepted]
+    found = detection.detect(uploads[torch.as_tensor(clients, device=uploads.device)], previous,
+                             cfg.lazy.detectors)
+    lazy_set = set(roles.lazy.tolist())
+    rows = [{"round": k, "client": c, "lazy": c in lazy_set, "detector": d.detector, "score": float(d.scores[i]),
+             "flag": bool(d.flags[i])} for d in found for i, c in enumerate(clients)]
+    excluded: tuple[Exclusion, ...] = ()
+    if cfg.lazy.exclude and len(clients) > 1:
+        first = found[0]
+        flagged = [i for i in range(len(clients)) if first.flags[i]][: len(clients) - 1]  # never all
+        excluded = tuple(Exclusion(clients[i], accepted[i].tx_hash(), f"flagged by {first.detector}") for i in flagged)
+    return rows, excluded
 
 
 def _validate_and_append(block: Block, ledger: Ledger, accepted: list[transactions.Transaction],
-                         faults: list[str], rng: np.random.Generator) -> int:
+                         faults: list[str], rng: np.random.Generator, excluded: frozenset[int] | None) -> int:
     """Step 4: every client validates (the faulty ones as their fault says); the block is appended
     if a strict majority accepts."""
     ok, votes, reason = majority_accepts(block, ledger, validators=len(faults),
-                                         verified=frozenset(tx.tx_hash() for tx in accepted), faults=faults, rng=rng)
+                                         verified=frozenset(tx.tx_hash() for tx in accepted), faults=faults, rng=rng,
+                                         excluded=excluded)
     if not ok:
         raise RuntimeError(f"block {block.header.height} rejected by the majority: {reason}")
     ledger.blocks.append(block)
@@ -270,8 +294,14 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
         won = race(race_rng, N, cfg.time.beta)  # step 3: the race, then real proof of work
         block_time = cfg.time.beta if cfg.chain.block_time == "fixed" else won.elapsed
         clock += tau * cfg.time.alpha + block_time
-        block = _mine(ledger, accepted, won.winner, clock, cfg.chain.difficulty_bits)
-        votes = _validate_and_append(block, ledger, accepted, faults, vote_rng)  # step 4
+        excluded: tuple[Exclusion, ...] = ()
+        if cfg.lazy.detectors:
+            rows, excluded = _detect(cfg, k, uploads, w, accepted, roles)
+            result.detections.extend({"K": K, **row, "excluded": any(e.client == row["client"] for e in excluded)}
+                                     for row in rows)
+        block = _mine(ledger, accepted, won.winner, clock, cfg.chain.difficulty_bits, excluded)
+        expected = frozenset(e.client for e in excluded) if cfg.lazy.exclude else None
+        votes = _validate_and_append(block, ledger, accepted, faults, vote_rng, expected)  # step 4
         if store is not None:
             _store_models(store, accepted, payloads)
         t2 = time.perf_counter()
@@ -293,7 +323,8 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
         record = RoundRecord(
             K=K, round=k, tau=tau, time_used=clock, train_loss=train_loss, test_loss=test_loss,
             test_accuracy=test_acc, block_hash=block.hash, miner=won.winner, block_time=block_time,
-            votes=votes, n_in_block=len(accepted), n_lazy=len(roles.lazy), n_rejected=N - len(accepted),
+            votes=votes, n_in_block=len(block.transactions), n_lazy=len(roles.lazy), n_rejected=N - len(accepted),
+            n_excluded=len(excluded),
             theta=step.theta, noise_norm=step.noise_norm, **measured,
             dist_ref=math.nan if reference is None else float((w - reference.to(w.device)).norm()),
         )

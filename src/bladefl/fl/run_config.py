@@ -19,6 +19,7 @@ import yaml
 
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
+from bladefl.fl.detection import DETECTORS
 
 
 class ConfigError(ValueError):
@@ -51,6 +52,8 @@ class LazyConfig:
     ratio: float = 0.0  # M / N
     sigma2: float = 0.0  # variance of the noise a lazy client adds to every parameter
     counterfactual: bool = False  # also train lazy clients to measure theta
+    detectors: tuple[str, ...] = ()  # lazy-client detectors the validators run (bladefl.fl.detection)
+    exclude: bool = False  # leave the uploads the first detector flags out of the block
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,10 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     need(_is_num(lz["ratio"]) and 0 <= lz["ratio"] < 1, "lazy.ratio", "a number in [0, 1)", lz["ratio"])
     need(_is_num(lz["sigma2"]) and lz["sigma2"] >= 0, "lazy.sigma2", "a number >= 0", lz["sigma2"])
     need(isinstance(lz["counterfactual"], bool), "lazy.counterfactual", "true or false", lz["counterfactual"])
+    need(isinstance(lz["detectors"], (list, tuple)) and set(lz["detectors"]) <= set(DETECTORS), "lazy.detectors",
+         f"a list of {list(DETECTORS)}", lz["detectors"])
+    need(isinstance(lz["exclude"], bool) and (not lz["exclude"] or bool(lz["detectors"])), "lazy.exclude",
+         "true or false (true needs lazy.detectors)", lz["exclude"])
     need(_is_num(pv["epsilon"]) and pv["epsilon"] > 0, "privacy.epsilon", "a number > 0 (inf disables DP)",
          pv["epsilon"])
     need(_is_num(pv["delta"]) and 0 < pv["delta"] < 1, "privacy.delta", "a number in (0, 1)", pv["delta"])
@@ -201,6 +208,8 @@ def from_dict(data: Mapping[str, Any]) -> RunConfig:
         section = dict(raw[name])
         if name == "time":
             section["K"] = tuple(section["K"])
+        if name == "lazy":
+            section["detectors"] = tuple(section["detectors"])
         kwargs[name] = cls(**section)
     return RunConfig(**kwargs)
 
