@@ -83,7 +83,7 @@ def test_one_seed_is_not_tested():
 
 CLAIMS = [
     "K* falls as alpha grows", "τ·α·K* rises with alpha", "K* falls as beta grows", "β·K* rises with beta",
-    "K* falls as N grows", "K* settles for N >= 20", "K* rises with eta",
+    "K* falls as N grows", "K* settles for N >= 20", "the loss falls as N grows", "K* rises with eta",
     "the loss falls as eta grows, except at eta = 0.1", "K* falls as M/N grows", "τ·α·K* rises with M/N",
     "K* falls as sigma2 grows", "τ·α·K* rises with sigma2", "the loss grows with alpha", "the loss grows with beta",
     "the loss grows with M/N", "the loss grows with sigma2", "accuracy rises with epsilon",

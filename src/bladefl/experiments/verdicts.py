@@ -152,6 +152,7 @@ def experiment_claims(members: Sequence[Member], t_sum: float) -> list[Claim]:
         ("τ·α·K* rises with M/N", "Table VI text", "lazy_ratio", "training_time", "rises"),
         ("K* falls as sigma2 grows", "Corollary 5, Table VII", "sigma2", "K", "falls"),
         ("τ·α·K* rises with sigma2", "Table VII text", "sigma2", "training_time", "rises"),
+        ("the loss falls as N grows", "Fig. 4 text", "N", "min_loss", "falls"),
         ("the loss grows with alpha", "Fig. 6 text", "alpha", "min_loss", "rises"),
         ("the loss grows with beta", "Fig. 7 text", "beta", "min_loss", "rises"),
         ("the loss grows with M/N", "Fig. 8 text", "lazy_ratio", "min_loss", "rises"),
@@ -168,7 +169,7 @@ def experiment_claims(members: Sequence[Member], t_sum: float) -> list[Claim]:
         def settles(m: Means, s: Sweep = n_sweep) -> tuple[bool, str]:
             ks = [m.k_star(c) for v, c in zip(s.values, s.cells, strict=True) if v >= 20]
             return len(set(ks)) == 1, f"N >= 20: {[_g(v) for v in s.values if v >= 20]} -> K* = {ks}"
-        claims.append(Claim("K* settles for N >= 20", "Corollary 3 text (Table IV)", "experiment", settles))
+        claims.append(Claim("K* settles for N >= 20", "Fig. 4 text, Corollary 3", "experiment", settles))
     eta = sweep_varying(members, "eta")
     if eta is not None and len(eta.values) >= 3:
         def eta_loss(m: Means, s: Sweep = eta) -> tuple[bool, str]:
