@@ -40,3 +40,11 @@ def test_monotone_can_fail_and_says_where():
     flat = monotone("x", "experiment", [1, 2, 3], [4, 4, 4], "falls")
     assert not flat.holds and "flat" in flat.detail
     assert monotone("x", "experiment", [1, 2, 3], [4, 4, 3], "falls").holds
+
+
+def test_monotone_tolerates_steps_within_the_noise():
+    x, y = [10, 100, 1000, 2000], [0.41, 0.55, 0.551, 0.5494]  # a plateau with a noise-sized dip
+    assert not monotone("c", "experiment", x, y, "rises").holds
+    assert monotone("c", "experiment", x, y, "rises", tolerance=0.005).holds
+    assert not monotone("c", "experiment", x, [0.41, 0.55, 0.5, 0.49], "rises", tolerance=0.005).holds
+    assert not monotone("c", "experiment", x, [0.55, 0.552, 0.549, 0.551], "rises", tolerance=0.005).holds  # flat

@@ -116,8 +116,10 @@ class Claim:
     check: Callable[[Means], tuple[bool, str]]
 
 
-def _direction(param: str, quantity: str, direction: str, sweep: Sweep,
-               t_sum: float) -> Callable[[Means], tuple[bool, str]]:
+def _direction(param: str, quantity: str, direction: str, sweep: Sweep, t_sum: float,
+               noise: Callable[[Sweep, str], list[float]] | None = None) -> Callable[[Means], tuple[bool, str]]:
+    tolerance = noise(sweep, quantity) if noise is not None and quantity in ("min_loss", "max_accuracy") else 0.0
+
     def check(m: Means) -> tuple[bool, str]:
         ks = [m.k_star(c) for c in sweep.cells]
         if quantity == "K":
@@ -130,7 +132,7 @@ def _direction(param: str, quantity: str, direction: str, sweep: Sweep,
             ys = [m.min_loss(c) for c in sweep.cells]
         else:  # max_accuracy
             ys = [m.max_accuracy(c) for c in sweep.cells]
-        v = monotone(param, "experiment", sweep.values, ys, direction)
+        v = monotone(param, "experiment", sweep.values, ys, direction, tolerance)
         shown = [round(y, 4) for y in ys]
         return v.holds, f"{param} = {[_g(x) for x in sweep.values]} -> {quantity} = {shown} ({v.detail})"
     return check
@@ -140,7 +142,23 @@ def _g(x: float) -> float | str:
     return "inf" if math.isinf(x) else float(f"{x:g}")
 
 
-def experiment_claims(members: Sequence[Member], t_sum: float) -> list[Claim]:
+def step_noise(curves: Curves) -> Callable[[Sweep, str], list[float]]:
+    """For a sweep's measured optimum (minimal loss, maximal accuracy), the tolerance of each step
+    between neighbouring values: two standard errors of the difference, from the per-seed optima
+    (0 with one seed). A step against the claimed direction within it is a tie, not a break."""
+    def noise(sweep: Sweep, quantity: str) -> list[float]:
+        index = [curves.cells.index(c) for c in sweep.cells]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            per_seed = (np.nanmin(curves.loss[index], axis=2) if quantity == "min_loss"
+                        else np.nanmax(curves.accuracy[index], axis=2))  # [cell, seed]
+        S = per_seed.shape[1]
+        se = np.nanstd(per_seed, axis=1, ddof=1) / math.sqrt(S) if S > 1 else np.zeros(len(index))
+        return [2 * math.sqrt(a**2 + b**2) for a, b in zip(se[:-1], se[1:], strict=True)]
+    return noise
+
+
+def experiment_claims(members: Sequence[Member], t_sum: float, curves: Curves | None = None) -> list[Claim]:
     specs = [
         ("K* falls as alpha grows", "Corollary 1, Table II", "alpha", "K", "falls"),
         ("τ·α·K* rises with alpha", "Corollary 1, Table II text", "alpha", "training_time", "rises"),
@@ -163,7 +181,9 @@ def experiment_claims(members: Sequence[Member], t_sum: float) -> list[Claim]:
     for name, source, param, quantity, direction in specs:
         sweep = sweep_varying(members, param)
         if sweep is not None and len(sweep.values) >= 2:
-            claims.append(Claim(name, source, "experiment", _direction(param, quantity, direction, sweep, t_sum)))
+            noise = step_noise(curves) if curves is not None else None
+            check = _direction(param, quantity, direction, sweep, t_sum, noise)
+            claims.append(Claim(name, source, "experiment", check))
     n_sweep = sweep_varying(members, "N")
     if n_sweep is not None and sum(v >= 20 for v in n_sweep.values) >= 2:
         def settles(m: Means, s: Sweep = n_sweep) -> tuple[bool, str]:
@@ -376,7 +396,7 @@ def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, b
     """The verdict table of one dataset: experiment claims, convexity, and (when the bound's
     constants were measured) the Fig. 3 claims and the corollaries on the bound."""
     curves = Curves.from_table(table)
-    claims = experiment_claims(members, t_sum)
+    claims = experiment_claims(members, t_sum, curves)
     claims.append(convexity_claim(curves, sorted({m.cell.key for m in members})))
     frames = [bootstrap(curves, claims, resamples)]
     if gaps is not None and constants is not None and bound_cells:

@@ -33,17 +33,22 @@ class Verdict:
     detail: str = ""
 
 
-def monotone(claim: str, source: str, x: Sequence[float], y: Sequence[float], direction: str) -> Verdict:
+def monotone(claim: str, source: str, x: Sequence[float], y: Sequence[float], direction: str,
+             tolerance: Sequence[float] | float = 0.0) -> Verdict:
     """``direction``: "rises" or "falls" as x grows: monotone with ties allowed, but not flat
-    (a quantity that never changes shows no effect, so it does not support the claim)."""
+    (a quantity that never changes shows no effect, so it does not support the claim).
+    ``tolerance`` (per step between neighbours in x order, or one value): a step against the
+    direction no larger than it counts as a tie (noise of a measured quantity); 0 for exact
+    quantities such as K*."""
     order = np.argsort(np.asarray(x, dtype=float), kind="stable")
     xs = [float(np.asarray(x, dtype=float)[i]) for i in order]
     ys = [float(np.asarray(y, dtype=float)[i]) for i in order]
     if any(not math.isfinite(v) for v in ys) or len(ys) < 2:
         return Verdict(claim, source, False, xs, ys, "undefined values or fewer than two points")
     steps = np.diff(ys)
-    bad = steps < -1e-12 if direction == "rises" else steps > 1e-12
-    flat = bool(np.all(np.abs(steps) <= 1e-12))
+    tol = np.broadcast_to(np.asarray(tolerance, dtype=float), steps.shape) + 1e-12
+    bad = steps < -tol if direction == "rises" else steps > tol
+    flat = bool(np.all(np.abs(steps) <= tol))
     if bad.any():
         detail = "breaks between x=" + ", ".join(f"{xs[i]:g}->{xs[i + 1]:g}" for i in np.flatnonzero(bad))
     else:
