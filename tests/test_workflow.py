@@ -50,7 +50,7 @@ def test_smoke_workflow_summary_tables(smoke):
     shared = table[table.cell == "alpha~1_beta~10_N~4_eta~0.05_lazy~0_sigma2~0_eps~inf"]
     assert set(shared.sweep) == {"beta", "lazy_ratio", "epsilon"}
     assert shared.groupby("K").train_loss.nunique().eq(1).all()
-    assert len(list((work / "results/runs/authors-code/mnist").iterdir())) == 5  # 7 members, 5 unique cells
+    assert len(list((work / "results/runs/authors-code/mnist").iterdir())) == 5  # 8 members, 5 unique cells
     # the table is built from the runs' own outputs
     run = work / "results/runs/authors-code/mnist" / shared.cell.iloc[0] / "seed~0" / "rounds.csv"
     rounds = pd.read_csv(run)
@@ -58,7 +58,7 @@ def test_smoke_workflow_summary_tables(smoke):
     assert shared[shared.K == 2].train_loss.iloc[0] == pytest.approx(last.train_loss)
 
     optimum = pd.read_csv(work / "results/summary/mnist_optimum.csv")
-    assert len(optimum) == 7 and {"K_star_loss", "K_star_accuracy", "training_time", "mining_time",
+    assert len(optimum) == 8 and {"K_star_loss", "K_star_accuracy", "training_time", "mining_time",
                                   "max_accuracy", "max_accuracy_std"} <= set(optimum.columns)
     assert (optimum.mining_time == optimum.K_star_loss
             * optimum.cell.str.extract(r"beta~(\d+)")[0].astype(float)).all()
@@ -119,7 +119,7 @@ def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
     assert restart.returncode == 0, restart.stderr[-3000:]
     redone = [str(p.relative_to(work)) for p, t in finished.items() if p.stat().st_mtime_ns != t]
     assert not redone, f"finished jobs were redone: {redone}\n{restart.stderr[-3000:]}"
-    assert len(pd.read_csv(work / "results/summary/mnist.csv")) == 14  # 7 sweep members x K 1..2
+    assert len(pd.read_csv(work / "results/summary/mnist.csv")) == 16  # 8 sweep members x K 1..2
     assert not list(work.rglob("*.tmp"))
 
 
@@ -148,10 +148,10 @@ def test_report_renders_without_measured_constants(tmp_path, data_root):
     pages = sorted(p.name for p in (work / "results/report/mnist").glob("*.html"))
     assert pages == ["00_verdicts.html", "01_data.html", "02_sweeps.html", "04_privacy.html"]
     params = yaml.safe_load((work / "results/report/parameters/mnist/00_verdicts.yaml").read_text())
-    assert params["kstar"] is None and params["members"] is None
-    assert not (work / "results/bound").exists()
-    verdicts = pd.read_csv(work / "results/tables/mnist/00_verdicts/verdicts.csv")
-    assert not verdicts.claim.str.contains("bound").any()
+    assert params["verdicts"] == "results/verdicts/mnist.csv" and "gaps" not in params
+    assert not (work / "results/bound").exists() and not (work / "results/reference").exists()
+    verdicts = pd.read_csv(work / "results/verdicts/mnist.csv")
+    assert set(verdicts.basis) == {"experiment"}  # no bound claims without measured constants
     assert "mnist/04_privacy.html" in (work / "results/report/index.html").read_text()
 
 
