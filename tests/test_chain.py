@@ -264,3 +264,11 @@ def test_a_block_must_exclude_exactly_what_the_validators_detector_flags():
     block = Block(header, tuple(txs[:3]), (exclusion,))
     assert ledger.problem(block, excluded=frozenset({3})) is None
     assert "excludes clients [3], the detector flags [1]" in ledger.problem(block, excluded=frozenset({1}))
+
+
+def test_a_ledger_written_before_chain_ids_still_verifies(tmp_path):
+    path, models = make_chain(tmp_path, chain="")  # transactions sign the pre-chain-id message
+    assert verify_chain(path, store=models) is None
+    message = json.loads(txm.Transaction(1, 0, 512, "ab").message())
+    assert "chain_id" not in message
+    assert "chain_id" in json.loads(txm.Transaction(1, 0, 512, "ab", chain_id="c").message())

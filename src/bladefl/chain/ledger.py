@@ -275,7 +275,9 @@ def _tip_problem(data: dict, summary: str | Path, path: str | Path) -> Problem |
     height = len(data["blocks"])
     tip = data["blocks"][-1]["hash"] if height else ZERO_HASH
     chain = data["genesis"].get("chain_id", "")
-    matches = [k for k in record.get("per_K", []) if chain and chain_id(record["config"], k["K"]) == chain]
+    if not chain:
+        return Problem(0, "the ledger has no chain id (written before chain ids), so it cannot be matched to the run")
+    matches = [k for k in record.get("per_K", []) if chain_id(record["config"], k["K"]) == chain]
     if not matches:
         return Problem(0, f"field 'genesis.chain_id' names no K of the run in {summary}")
     expected = matches[0]

@@ -47,9 +47,12 @@ class Transaction:
     signature: str = ""
 
     def message(self) -> bytes:
-        """The signed bytes: canonical JSON of every field but the signature."""
-        body = {"chain_id": self.chain_id, "round": self.round, "client": self.client, "n_samples": self.n_samples,
+        """The signed bytes: canonical JSON of every field but the signature (a transaction without a
+        chain id, as ledgers written before chain ids existed, signs the same bytes as then)."""
+        body = {"round": self.round, "client": self.client, "n_samples": self.n_samples,
                 "model_sha256": self.model_sha256}
+        if self.chain_id:
+            body["chain_id"] = self.chain_id
         return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
     @functools.cached_property
