@@ -26,7 +26,7 @@ import pandas as pd
 from bladefl.experiments.grid import Member
 from bladefl.theory.bound import k_star_exact, lazy_upper_bound, tau_of
 from bladefl.theory.claims import monotone
-from bladefl.theory.fit import compare, fit_bound
+from bladefl.theory.fit import Fit, compare, fit_bound
 
 VERDICTS = ("reproduced", "refuted", "inconclusive", "single seed")
 COLUMNS = ["claim", "source", "basis", "verdict", "support", "seeds", "evidence"]
@@ -228,18 +228,29 @@ def convexity_claim(curves: Curves, cells: Sequence[str]) -> Claim:
     return Claim("the training loss is convex in K", "Theorem 2", "experiment", check)
 
 
+def seed_draws(S: int, resamples: int, seed: int = 0) -> list[np.ndarray]:
+    """Seed indices: the full sample first, then ``resamples`` bootstrap draws of S with
+    replacement (none with one seed: nothing to resample)."""
+    rng = np.random.default_rng(seed)
+    return [np.arange(S)] + ([rng.integers(0, S, S) for _ in range(resamples)] if S > 1 else [])
+
+
+def _row(name: str, source: str, basis: str, holds: Sequence[bool], seeds: int, evidence: str) -> dict:
+    """A verdict row: ``holds`` on the full sample, then on each resample; support is the share of
+    resamples in which the claim holds (the full sample's answer with one seed)."""
+    support = float(np.mean(holds[1:] if len(holds) > 1 else holds[:1]))
+    return {"claim": name, "source": source, "basis": basis, "verdict": verdict_of(support, seeds),
+            "support": support, "seeds": seeds, "evidence": evidence}
+
+
 def bootstrap(curves: Curves, claims: Sequence[Claim], resamples: int, seed: int = 0) -> pd.DataFrame:
     """Each claim on the full sample (its evidence) and its support over seed resamples."""
-    S = len(curves.seeds)
-    full = curves.mean(np.arange(S))
-    rng = np.random.default_rng(seed)
-    draws = [rng.integers(0, S, S) for _ in range(resamples)] if S > 1 else []
+    means = [curves.mean(d) for d in seed_draws(len(curves.seeds), resamples, seed)]
     rows = []
     for claim in claims:
-        holds, evidence = claim.check(full)
-        support = float(np.mean([claim.check(curves.mean(d))[0] for d in draws])) if draws else float(holds)
-        rows.append({"claim": claim.name, "source": claim.source, "basis": claim.basis,
-                     "verdict": verdict_of(support, S), "support": support, "seeds": S, "evidence": evidence})
+        checks = [claim.check(m) for m in means]
+        rows.append(_row(claim.name, claim.source, claim.basis, [ok for ok, _ in checks], len(curves.seeds),
+                         checks[0][1]))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -258,9 +269,20 @@ class BoundCell:
     sigma2: float
 
 
-def _bound_resample(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds: Sequence[int],
-                    exp_k: float) -> dict:
-    """The bound fitted (as an upper bound) to one resample's seed-mean gaps of one cell."""
+@dataclass(frozen=True)
+class CellFit:
+    """One bound cell on one (re)sample of seeds: the seed-mean gap per K, the median measured
+    constants, the bound's fixed arguments, and its upper fit (None where none exists)."""
+
+    cell: BoundCell
+    K: np.ndarray
+    gap: np.ndarray
+    constants: dict[str, float]
+    common: dict[str, float]
+    fit: Fit | None
+
+
+def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds: Sequence[int]) -> CellFit:
     part = gaps[gaps.cell == cell.cell]
     per_seed = {s: part[part.seed == s].set_index("K").gap for s in set(seeds)}
     Ks = sorted(set().union(*(set(v.index) for v in per_seed.values())))
@@ -272,33 +294,38 @@ def _bound_resample(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell
     K = np.asarray(Ks, dtype=float)
     try:
         fit = fit_bound(K, gap, **common)
-        G_fit = np.asarray(lazy_upper_bound(K, phi=fit.phi, eps2=fit.eps2, **common))
-        k_fit = k_star_exact(**{k: v for k, v in common.items() if k not in ("M", "N", "theta", "sigma2")},
-                             phi=fit.phi, eps2=fit.eps2, M=cell.M, N=cell.N, theta=c["theta"], sigma2=cell.sigma2)
     except ValueError:
-        G_fit, k_fit = np.full_like(K, np.inf), math.nan
-    G_meas = np.asarray(lazy_upper_bound(K, phi=c["phi_measured"], eps2=c["eps2_measured"], **common))
-    fitted, measured = compare(G_fit, gap), compare(G_meas, gap)
-    finite_meas = bool(np.isfinite(G_meas[np.isfinite(gap)]).all())
+        fit = None
+    return CellFit(cell, K, gap, c, common, fit)
+
+
+def _fig3_checks(f: CellFit, exp_k: float) -> dict:
+    """Fig. 3's checks of one cell on one resample: the upper fit's worst relative excess, whether
+    the measured bound is defined and above at every K, the fitted bound's K* and the experiment's."""
+    c, common = f.constants, f.common
+    if f.fit is not None:
+        G_fit = np.asarray(lazy_upper_bound(f.K, phi=f.fit.phi, eps2=f.fit.eps2, **common))
+        k_fit = k_star_exact(**{k: v for k, v in common.items() if k not in ("M", "N", "theta", "sigma2")},
+                             phi=f.fit.phi, eps2=f.fit.eps2, M=f.cell.M, N=f.cell.N, theta=c["theta"],
+                             sigma2=f.cell.sigma2)
+    else:
+        G_fit, k_fit = np.full_like(f.K, np.inf), math.nan
+    G_meas = np.asarray(lazy_upper_bound(f.K, phi=c["phi_measured"], eps2=c["eps2_measured"], **common))
+    fitted, measured = compare(G_fit, f.gap), compare(G_meas, f.gap)
+    finite_meas = bool(np.isfinite(G_meas[np.isfinite(f.gap)]).all())
     return {"within": fitted.max_relative_gap, "above": measured.bound_above_everywhere and finite_meas,
             "k_fit": k_fit, "k_exp": exp_k}
 
 
-def bound_claims(gaps: pd.DataFrame, constants: pd.DataFrame, curves: Curves, cells: Sequence[BoundCell],
-                 resamples: int, within: float = 0.05, seed: int = 0) -> pd.DataFrame:
-    """Fig. 3's three claims per bound cell: the upper fit within ``within`` of the experiment at
-    every feasible K; the measured bound (every constant measured) above the experiment at every
-    K; the fitted bound's K* equal to the experiment's."""
-    S = len(curves.seeds)
-    rng = np.random.default_rng(seed)
-    draws = [np.arange(S)] + ([rng.integers(0, S, S) for _ in range(resamples)] if S > 1 else [])
-    results = []
-    for rows in draws:
-        seeds = [curves.seeds[i] for i in rows]
-        means = curves.mean(rows)
-        results.append([_bound_resample(gaps, constants, c, seeds, means.k_star(c.cell)) for c in cells])
-    full, boot = results[0], results[1:] or results[:1]
-    names = ", ".join(c.cell for c in cells)
+def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[float]], seeds: int,
+                 within: float = 0.05) -> pd.DataFrame:
+    """Fig. 3's three claims over the bound cells: the upper fit within ``within`` of the
+    experiment at every feasible K; the measured bound (every constant measured) above the
+    experiment at every K; the fitted bound's K* equal to the experiment's. ``fits[d][c]`` and
+    ``k_exp[d][c]``: draw d (the full sample first), bound cell c."""
+    results = [[_fig3_checks(f, k) for f, k in zip(row, ks, strict=True)] for row, ks in zip(fits, k_exp, strict=True)]
+    full = results[0]
+    names = ", ".join(f.cell.cell for f in fits[0])
     specs = [
         (f"the bound is within {within:.0%} of the experiment", "Fig. 3",
          lambda r: all(x["within"] <= within for x in r),
@@ -310,98 +337,90 @@ def bound_claims(gaps: pd.DataFrame, constants: pd.DataFrame, curves: Curves, ce
          lambda r: all(x["k_fit"] == x["k_exp"] for x in r),
          f"K* of the upper fit {[x['k_fit'] for x in full]} vs experiment {[x['k_exp'] for x in full]}"),
     ]
-    out = []
-    for name, source, holds, evidence in specs:
-        support = float(np.mean([holds(r) for r in boot]))
-        out.append({"claim": name, "source": source, "basis": "bound", "verdict": verdict_of(support, S),
-                    "support": support, "seeds": S, "evidence": f"{evidence} (cells: {names})"})
-    return pd.DataFrame(out, columns=COLUMNS)
+    rows = [_row(name, source, "bound", [holds(r) for r in results], seeds, f"{evidence} (cells: {names})")
+            for name, source, holds, evidence in specs]
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def bound_corollaries(constants: pd.DataFrame, gaps: pd.DataFrame, curves: Curves, base: BoundCell,
-                      members: Sequence[Member], resamples: int, seed: int = 0) -> pd.DataFrame:
-    """Corollaries 1-5 on the bound itself: K* (integer tau, the fitted phi and eps2 of the base
-    bound cell, median measured constants) over each swept parameter's values."""
-    S = len(curves.seeds)
-    rng = np.random.default_rng(seed)
-    draws = [np.arange(S)] + ([rng.integers(0, S, S) for _ in range(resamples)] if S > 1 else [])
-    specs = [("K* falls as alpha grows", "Corollary 1", "alpha", "falls"),
-             ("K* falls as beta grows", "Corollary 1", "beta", "falls"),
-             ("K* rises with delta", "Corollary 2", "delta", "rises"),
-             ("K* falls as N grows", "Corollary 3", "N", "falls"),
-             ("K* rises with eta", "Corollary 4", "eta", "rises"),
-             ("K* falls as M/N grows", "Corollary 5", "lazy_ratio", "falls"),
-             ("K* falls as sigma2 grows", "Corollary 5", "sigma2", "falls")]
-    per_draw: list[dict[str, tuple[bool, list[float]]]] = []
-    for rows in draws:
-        seeds = [curves.seeds[i] for i in rows]
-        consts = constants[(constants.cell == base.cell) & constants.seed.isin(seeds)]
-        c = {k: float(consts[k].median()) for k in ("L", "xi", "delta", "theta")}
-        part = gaps[gaps.cell == base.cell]
-        Ks = np.sort(part.K.unique()).astype(float)
-        gap = np.array([np.nanmean([part[(part.seed == s) & (part.K == k)].gap.mean() for s in seeds]) for k in Ks])
-        p = dict(alpha=base.alpha, beta=base.beta, eta=base.eta, L=c["L"], xi=c["xi"], delta=c["delta"],
-                 t_sum=base.t_sum)
-        try:
-            fit = fit_bound(Ks, gap, **p, M=base.M, N=base.N, theta=c["theta"], sigma2=base.sigma2)
-        except ValueError:
-            per_draw.append({})
+COROLLARIES = [("K* falls as alpha grows", "Corollary 1", "alpha", "falls"),
+               ("K* falls as beta grows", "Corollary 1", "beta", "falls"),
+               ("K* rises with delta", "Corollary 2", "delta", "rises"),
+               ("K* falls as N grows", "Corollary 3", "N", "falls"),
+               ("K* rises with eta", "Corollary 4", "eta", "rises"),
+               ("K* falls as M/N grows", "Corollary 5", "lazy_ratio", "falls"),
+               ("K* falls as sigma2 grows", "Corollary 5", "sigma2", "falls")]
+
+
+def _corollaries_on(f: CellFit, members: Sequence[Member]) -> dict[str, tuple[bool, list[float], list[float], str]]:
+    """Each corollary on one resample's fitted bound of the base cell: K* over the swept values."""
+    if f.fit is None:
+        return {}
+    base, c = f.cell, f.constants
+    p = {k: f.common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")}
+    results = {}
+    for name, _, param, direction in COROLLARIES:
+        sweep = sweep_varying(members, param)
+        values = sweep.values if sweep else ([0.5 * c["delta"], c["delta"], 2 * c["delta"]]
+                                             if param == "delta" else [])
+        if len(values) < 2:
             continue
-        results = {}
-        for name, _, param, direction in specs:
-            sweep = sweep_varying(members, param)
-            values = sweep.values if sweep else ([0.5 * c["delta"], c["delta"], 2 * c["delta"]]
-                                                 if param == "delta" else [])
-            if len(values) < 2:
+        ks = []
+        for v in values:
+            q = {**p, "phi": f.fit.phi, "eps2": f.fit.eps2}
+            M, N, sigma2 = base.M, base.N, base.sigma2
+            if param == "N":
+                q["delta"] = c["delta"] * math.sqrt(base.N / v)  # the paper's argument: delta falls with N
+                N, M = v, base.M / base.N * v
+            elif param == "lazy_ratio":
+                M, sigma2 = v * base.N, max(base.sigma2, 0.01)
+            elif param == "sigma2":
+                M, sigma2 = max(base.M, 0.2 * base.N), v
+            else:
+                q[param] = v
+            if param in ("alpha", "beta") and not (tau_of(1, alpha=q["alpha"], beta=q["beta"],
+                                                          t_sum=q["t_sum"]) >= 1):
+                ks.append(math.nan)
                 continue
-            ks = []
-            for v in values:
-                q = {**p, "phi": fit.phi, "eps2": fit.eps2}
-                M, N, sigma2 = base.M, base.N, base.sigma2
-                if param == "N":
-                    q["delta"] = c["delta"] * math.sqrt(base.N / v)  # the paper's argument: delta falls with N
-                    N, M = v, base.M / base.N * v
-                elif param == "lazy_ratio":
-                    M, sigma2 = v * base.N, max(base.sigma2, 0.01)
-                elif param == "sigma2":
-                    M, sigma2 = max(base.M, 0.2 * base.N), v
-                else:
-                    q[param] = v
-                if param in ("alpha", "beta") and not (tau_of(1, alpha=q["alpha"], beta=q["beta"],
-                                                              t_sum=q["t_sum"]) >= 1):
-                    ks.append(math.nan)
-                    continue
-                ks.append(k_star_exact(**q, M=M, N=N, theta=c["theta"], sigma2=sigma2))
-            v = monotone(name, "bound", values, ks, direction)
-            results[name] = (v.holds, values, ks, v.detail)
-        per_draw.append(results)
-    out = []
+            ks.append(k_star_exact(**q, M=M, N=N, theta=c["theta"], sigma2=sigma2))
+        v = monotone(name, "bound", values, ks, direction)
+        results[name] = (v.holds, values, ks, v.detail)
+    return results
+
+
+def bound_corollaries(base_fits: Sequence[CellFit], members: Sequence[Member], seeds: int) -> pd.DataFrame:
+    """Corollaries 1-5 on the bound itself: K* (integer tau, the fitted phi and eps2 of the base
+    bound cell, median measured constants) over each swept parameter's values; ``base_fits``: the
+    base cell's fit per draw (the full sample first)."""
+    per_draw = [_corollaries_on(f, members) for f in base_fits]
     full = per_draw[0]
-    boot = per_draw[1:] or per_draw[:1]
-    for name, source, param, _ in specs:
+    rows = []
+    for name, source, param, _ in COROLLARIES:
         if name not in full:
             continue
-        support = float(np.mean([d.get(name, (False,))[0] for d in boot]))
         _, values, ks, detail = full[name]
-        out.append({"claim": f"{name} (on the bound)", "source": source, "basis": "bound",
-                    "verdict": verdict_of(support, S), "support": support, "seeds": S,
-                    "evidence": f"{param} = {[_g(x) for x in values]} -> K* of the fitted bound = {ks} ({detail}); "
-                                f"base cell {base.cell}"})
-    return pd.DataFrame(out, columns=COLUMNS)
+        rows.append(_row(f"{name} (on the bound)", source, "bound", [d.get(name, (False,))[0] for d in per_draw],
+                         seeds, f"{param} = {[_g(x) for x in values]} -> K* of the fitted bound = {ks} ({detail}); "
+                                f"base cell {base_fits[0].cell.cell}"))
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, bound_cells: Sequence[BoundCell],
                  gaps: pd.DataFrame | None, constants: pd.DataFrame | None, resamples: int = 1000,
                  bound_resamples: int = 100) -> pd.DataFrame:
     """The verdict table of one dataset: experiment claims, convexity, and (when the bound's
-    constants were measured) the Fig. 3 claims and the corollaries on the bound."""
+    constants were measured) the Fig. 3 claims and the corollaries on the bound. The bound is fitted
+    once per bound cell and draw, for both."""
     curves = Curves.from_table(table)
     claims = experiment_claims(members, t_sum, curves)
     claims.append(convexity_claim(curves, sorted({m.cell.key for m in members})))
     frames = [bootstrap(curves, claims, resamples)]
     if gaps is not None and constants is not None and bound_cells:
-        frames.append(bound_claims(gaps, constants, curves, bound_cells, bound_resamples))
-        frames.append(bound_corollaries(constants, gaps, curves, bound_cells[0], members, bound_resamples))
+        S = len(curves.seeds)
+        draws = seed_draws(S, bound_resamples)
+        fits = [[cell_fit(gaps, constants, c, [curves.seeds[i] for i in rows]) for c in bound_cells] for rows in draws]
+        k_exp = [[curves.mean(rows).k_star(c.cell) for c in bound_cells] for rows in draws]
+        frames.append(bound_claims(fits, k_exp, S))
+        frames.append(bound_corollaries([row[0] for row in fits], members, S))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -411,6 +430,6 @@ def bound_cells_of(members: Sequence[Member], sweep: str, t_sum: float) -> list[
 
 
 __all__ = ["VERDICTS", "COLUMNS", "verdict_of", "Curves", "Means", "Sweep", "sweep_varying", "Claim",
-           "experiment_claims", "convexity_claim", "bootstrap", "BoundCell", "bound_claims", "bound_corollaries",
-           "all_verdicts", "bound_cells_of"]
+           "experiment_claims", "convexity_claim", "seed_draws", "bootstrap", "BoundCell", "CellFit", "cell_fit",
+           "bound_claims", "bound_corollaries", "all_verdicts", "bound_cells_of"]
 
