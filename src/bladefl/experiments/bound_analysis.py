@@ -82,10 +82,9 @@ def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> 
     G_fit = (np.asarray(lazy_upper_bound(K, phi=fitted.phi, eps2=fitted.eps2, **common)) if fitted
              else np.full_like(K, np.nan))
     rep_fit, rep_meas = compare(G_fit, gap), compare(G_meas, gap)
-    pre_args = {k: v for k, v in common.items()}
-    pre_meas = preconditions(K, phi=phi_m, eps2=consts["eps2_measured"], **pre_args)
-    pre_fit = (preconditions(K, phi=fitted.phi, eps2=fitted.eps2, **pre_args) if fitted
-               else preconditions(K, phi=math.nan, eps2=math.nan, **pre_args))
+    pre_meas = preconditions(K, phi=phi_m, eps2=consts["eps2_measured"], **common)
+    pre_fit = (preconditions(K, phi=fitted.phi, eps2=fitted.eps2, **common) if fitted
+               else preconditions(K, phi=math.nan, eps2=math.nan, **common))
     k_args = {k: v for k, v in common.items() if k not in ("M", "N", "theta", "sigma2")}
     lazy_args = dict(M=common["M"], N=common["N"], theta=common["theta"], sigma2=common["sigma2"])
     k_exp = float(K[int(np.nanargmin(per_k.train_loss.to_numpy()))]) if len(K) else math.nan

@@ -84,12 +84,11 @@ def gaussian_difference(updates: torch.Tensor, threshold: float = 0.5) -> Detect
     i, j = np.triu_indices(N, k=1)
     diffs = updates[torch.as_tensor(i)] - updates[torch.as_tensor(j)]
     k = excess_kurtosis(diffs).abs().cpu().numpy()
+    big = np.where(norms[i] > norms[j], i, j)  # the larger update of each pair
     scores = np.full(N, -np.inf)
+    np.maximum.at(scores, big, -k)
     flags = np.zeros(N, dtype=bool)
-    for a, b, kurt in zip(i, j, k, strict=True):  # N(N-1)/2 scalars: the tensor work is done above
-        big = a if norms[a] > norms[b] else b
-        scores[big] = max(scores[big], -kurt)
-        flags[big] |= kurt < threshold
+    np.logical_or.at(flags, big, k < threshold)
     scores[np.isinf(scores)] = -1e9  # never the larger of any pair: the smallest update
     return Detection("gaussian_difference", scores, flags)
 

@@ -24,13 +24,18 @@ def paper_tables(path: str | Path) -> list[dict]:
 QUANTITY_LABELS = {"training_time": "τ·α·K* (time)", "mining_time": "β·K* (time)"}
 
 
+def table_k(quantity: str, paper_value: float, beta: float, t_sum: float) -> float:
+    """The (real) K a table cell stands for, by that table's own formula: ``t_sum - beta*K*`` for the
+    training-time tables (II, VI, VII), ``beta*K*`` for the mining-time tables (III, IV, V)."""
+    return (t_sum - paper_value) / beta if quantity == "training_time" else paper_value / beta
+
+
 def paper_k_star(quantity: str, paper_value: float, beta: float, t_sum: float) -> float:
-    """K* behind a paper table cell, by that table's own formula: ``t_sum - beta*K*`` for the
-    training-time tables (II, VI, VII), ``beta*K*`` for the mining-time tables (III, IV, V).
-    NaN where the value does not give an integer K* at the table's beta (a paper inconsistency)."""
+    """K* behind a paper table cell (:func:`table_k`); NaN where the value does not give an
+    integer K* at the table's beta (a paper inconsistency)."""
     if not (math.isfinite(paper_value) and math.isfinite(beta) and beta > 0):
         return math.nan
-    k = (t_sum - paper_value) / beta if quantity == "training_time" else paper_value / beta
+    k = table_k(quantity, paper_value, beta, t_sum)
     return float(round(k)) if abs(k - round(k)) < 1e-9 and round(k) >= 1 else math.nan
 
 
@@ -54,7 +59,7 @@ DEFAULT_BETA = 10.0  # the paper's default (Sec. VI-A 3)), the other reading of 
 def _inconsistency(quantity: str, value: float, beta: float, t_sum: float) -> str:
     """Both readings of a paper value that gives no integer K* at the table's stated beta."""
     def k(b: float) -> float:
-        return (t_sum - value) / b if quantity == "training_time" else value / b
+        return table_k(quantity, value, b, t_sum)
 
     formula = "t_sum - beta*K*" if quantity == "training_time" else "beta*K*"
     alt = paper_k_star(quantity, value, DEFAULT_BETA, t_sum)
@@ -126,5 +131,5 @@ def compare_with_paper(comparison: pd.DataFrame, table: str) -> pd.DataFrame:
     }).reset_index(drop=True)
 
 
-__all__ = ["paper_tables", "QUANTITY_LABELS", "paper_k_star", "paper_quantity", "sweep_betas", "paper_comparison",
-           "compare_with_paper", "COMPARISON_COLUMNS"]
+__all__ = ["paper_tables", "QUANTITY_LABELS", "table_k", "paper_k_star", "paper_quantity", "sweep_betas",
+           "paper_comparison", "compare_with_paper", "COMPARISON_COLUMNS"]
