@@ -198,3 +198,23 @@ def test_result_files_are_readable_by_others_under_umask_022(tmp_path, smoke):
                     "results/figures/mnist/02_sweeps/sweep_beta.png",
                     "data/partitions/mnist/classes4_N4_n64_seed0.npy"):
             assert (smoke / rel).stat().st_mode & 0o044 == 0o044, rel
+
+
+@pytest.mark.slow
+def test_grouped_jobs_write_the_same_runs_as_one_job_per_cell(smoke, tmp_path, data_root):
+    """grouping: partition (the GPU profile's) runs every cell of a partition as one job and
+    writes the same run folders, with the same numbers, as one job per cell."""
+    work = smoke_dir(tmp_path, data_root)
+    proc = snakemake(work, "--cores", "2", "results/summary/mnist.csv", "--configfile", "config/smoke.yaml",
+                     "--config", "grouping=partition", "seeds_per_job=1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [p.name for p in (work / "logs/run_group/authors-code").iterdir()] == ["mnist_N4_block0.log"]
+    assert not (work / "logs/run").exists()
+    keys = ["sweep", "cell", "K", "seed"]
+    grouped = pd.read_csv(work / "results/summary/mnist.csv").sort_values(keys).reset_index(drop=True)
+    single = pd.read_csv(smoke / "results/summary/mnist.csv").sort_values(keys).reset_index(drop=True)
+    assert grouped[keys].equals(single[keys])
+    for column in ("train_loss", "test_loss", "test_accuracy"):
+        assert np.allclose(grouped[column], single[column], atol=1e-5, rtol=0), column
+    plan = json.loads(next((work / "results/plans/authors-code").glob("*.json")).read_text())
+    assert sum(item["reference"] for item in plan) == 2  # the two fig3 cells record ||w - w*||

@@ -65,6 +65,48 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run_group(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from bladefl.experiments.runner import CellJob, run_cells
+    from bladefl.fl.run_config import load_config
+
+    plan = json.loads(Path(args.plan[1:]).read_text() if args.plan.startswith("@") else args.plan)
+    cfgs = [load_config(args.config, [*args.set, *item["set"]]) for item in plan]  # all validated first
+    if not cfgs:
+        raise ValueError("--plan lists no runs")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    from bladefl.data.partition_store import read_partition
+    from bladefl.fl.engine import load_client_data
+
+    shared = cfgs[0].partition
+    if any(c.partition != shared or c.dataset != cfgs[0].dataset for c in cfgs):
+        raise ValueError("--plan: every run of a group must share the dataset and the partition")
+    if not Path(args.partition).is_file():
+        raise ValueError(f"--partition {args.partition}: no such file (write it with `bladefl partition`)")
+    indices = read_partition(args.partition)
+    if indices.shape != (shared.N, shared.n):
+        raise ValueError(f"--partition {args.partition} has shape {indices.shape}, the plan needs "
+                         f"partition.N={shared.N} x partition.n={shared.n}")
+    reference = None
+    if args.reference:
+        from bladefl.theory.reference import load
+
+        reference = load(args.reference).w_star
+    jobs = [CellJob(cfg, Path(item["out"]), reference if item.get("reference") else None)
+            for cfg, item in zip(cfgs, plan, strict=True)]
+    data = load_client_data(cfgs[0], indices)
+    summaries = run_cells(jobs, data, progress=not args.quiet, resume=True, max_rows=args.max_rows,
+                          chain_threads=max(1, args.threads or 2))
+    done = sum(s is not None for s in summaries)
+    print(f"{done} run folders written, {len(jobs) - done} already finished (of {len(jobs)})")
+    return 0
+
+
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
     from bladefl.experiments.grid import members_from_json
@@ -214,6 +256,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", help="reference optimum (.npz from `bladefl reference`): record ||w - w*||")
     p.set_defaults(func=_cmd_run)
 
+    p = sub.add_parser("run-group", help="run many cells and seeds sharing one partition as one computation")
+    p.add_argument("--config", help="run config YAML, e.g. config/profiles/paper.yaml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
+    p.add_argument("--plan", required=True,
+                   help='JSON list (or @file) of {"out": folder, "set": [KEY=VALUE, ...], "reference": bool}')
+    p.add_argument("--partition", required=True, help="client index file [N, n] shared by every run")
+    p.add_argument("--reference", help="reference optimum .npz for the runs whose plan entry asks for it")
+    p.add_argument("--threads", type=int, default=0, help="torch threads and chain threads (default: torch's)")
+    p.add_argument("--max-rows", type=int, default=4096, help="training rows stacked per computation on a GPU")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_run_group)
+
     p = sub.add_parser("reference", help="train the reference optimum w* on the union of the clients' data")
     p.add_argument("--config", help="run config YAML (model, dataset, seed)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
@@ -289,6 +343,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="run config YAML (default: the paper profile defaults)")
     p.add_argument("--data-dir", default="data/raw")
     p.add_argument("--quick", action="store_true", help="fewer repetitions")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="cuda (or --seeds/--grid on the CPU): the multi-run engine's rates and chain share")
+    p.add_argument("--seeds", type=int, nargs="*", default=[],
+                   help="stacked groups to time: one cell's K values for this many seeds each (cuda: 1 6 23)")
+    p.add_argument("--grid", help="also run every grid run of this workflow config, e.g. config/paper.yaml")
+    p.add_argument("--grid-seeds", type=int, help="only the grid's first seeds (a partial grid)")
+    p.add_argument("--out", default="results/bench-grid", help="where --grid writes its run folders")
     p.set_defaults(func=_cmd_bench)
     return parser
 

@@ -24,6 +24,9 @@ PARTITION_KEYS = {
     for N in sorted({c.N for c in CELLS.values()})
 }
 SEEDS = config["seeds"]
+GROUPED = config.get("grouping", "cell") == "partition"
+GROUPS = wc_cfg.run_groups(config) if GROUPED else []
+GROUPS_BY_NAME = {g.name: g for g in GROUPS}
 RUNS = f"{RESULTS}/runs/{PROFILE}"
 REFERENCES = f"{RESULTS}/reference/{PROFILE}"
 BOUND = f"{RESULTS}/bound"
@@ -135,28 +138,31 @@ def reference_option(wildcards, input):
     return f"--reference {input.reference}" if input.reference else ""
 
 
-def measure_overrides(cell):
-    """The bound's cells measure its constants, and theta (a counterfactual) where they have lazy
-    clients; no other cell pays for measurement."""
-    if cell.key not in BOUND_CELLS:
-        return []
-    return [
-        "measure.constants=true",
-        f"lazy.counterfactual={'true' if cell.lazy_ratio > 0 else 'false'}",
-    ]
-
-
 def run_overrides(wildcards):
-    """`--set` options of one grid job: dataset, seed, the cell's settings, measurement, partition."""
-    cell = CELLS[wildcards.cell]
-    sets = [
-        f"dataset={wildcards.dataset}",
-        f"seed={wildcards.seed}",
-        *cell.overrides(config["t_sum"]),
-        *measure_overrides(cell),
-        *(f"partition.{k}={v}" for k, v in config["partition"].items()),
-    ]
+    """`--set` options of one grid job (see wc_cfg.run_sets)."""
+    sets = wc_cfg.run_sets(
+        config, CELLS[wildcards.cell], wildcards.dataset, int(wildcards.seed)
+    )
     return " ".join(f"--set {s}" for s in sets)
+
+
+def group_reference(group):
+    """The reference optimum of a group's partition when one of its cells is a bound cell."""
+    if not any(c in BOUND_CELLS for c in group.cells):
+        return []
+    return f"{REFERENCES}/{group.dataset}/{PARTITION_KEYS[group.N]}.npz"
+
+
+def group_plan_json(wildcards):
+    return wc_cfg.group_plan(config, GROUPS_BY_NAME[wildcards.group], RUNS)
+
+
+def group_outputs(group):
+    return [
+        f"{folder}/{name}"
+        for folder in group.run_dirs(RUNS)
+        for name in ("rounds.csv", "summary.json")
+    ]
 
 
 # --- the report ------------------------------------------------------------------------------
@@ -269,3 +275,9 @@ def all_targets():
         *expand(f"{RESULTS}/verdicts/{{dataset}}.csv", dataset=DATASETS),
         f"{REPORT}/index.html",
     ]
+
+
+def write_text(text, path):
+    from bladefl.core import atomic
+
+    atomic.write_text(path, text)

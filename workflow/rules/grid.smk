@@ -26,34 +26,83 @@ rule reference:
         "--set dataset={wildcards.dataset} --set data_dir={params.data_dir} --out {output.npz} > {log} 2>&1"
 
 
-rule run_cell:
-    input:
-        raw=dataset_raw_files,
-        partition=cell_partition,
-        reference=cell_reference,
-        profile=f"config/profiles/{PROFILE}.yaml",
-    output:
-        rounds=f"{RUNS}/{{dataset}}/{{cell}}/seed~{{seed}}/rounds.csv",
-        summary=f"{RUNS}/{{dataset}}/{{cell}}/seed~{{seed}}/summary.json",
-    log:
-        f"logs/run/{PROFILE}/{{dataset}}/{{cell}}/seed~{{seed}}.log",
-    benchmark:
-        f"benchmarks/run/{PROFILE}/{{dataset}}/{{cell}}/seed~{{seed}}.tsv"
-    conda:
-        JOB_ENV
-    threads: config["threads_per_run"]
-    resources:
-        mem_mb=3000,
-        runtime=60,
-    params:
-        out=folder_of_output,
-        data_dir=raw_root_of_input,
-        sets=run_overrides,
-        reference=reference_option,
-    shell:
-        "bladefl run --config {input.profile} --partition {input.partition} "
-        "{params.reference} --out {params.out} "
-        "--set data_dir={params.data_dir} {params.sets} --threads {threads} --quiet > {log} 2>&1"
+if not GROUPED:
+
+    # grouping: cell (the default): one job per dataset x cell x seed, each running all its K.
+    rule run_cell:
+        input:
+            raw=dataset_raw_files,
+            partition=cell_partition,
+            reference=cell_reference,
+            profile=f"config/profiles/{PROFILE}.yaml",
+        output:
+            rounds=f"{RUNS}/{{dataset}}/{{cell}}/seed~{{seed}}/rounds.csv",
+            summary=f"{RUNS}/{{dataset}}/{{cell}}/seed~{{seed}}/summary.json",
+        log:
+            f"logs/run/{PROFILE}/{{dataset}}/{{cell}}/seed~{{seed}}.log",
+        benchmark:
+            f"benchmarks/run/{PROFILE}/{{dataset}}/{{cell}}/seed~{{seed}}.tsv"
+        conda:
+            JOB_ENV
+        threads: config["threads_per_run"]
+        resources:
+            mem_mb=3000,
+            runtime=60,
+        params:
+            out=folder_of_output,
+            data_dir=raw_root_of_input,
+            sets=run_overrides,
+            reference=reference_option,
+        shell:
+            "bladefl run --config {input.profile} --partition {input.partition} "
+            "{params.reference} --out {params.out} "
+            "--set data_dir={params.data_dir} {params.sets} --threads {threads} --quiet > {log} 2>&1"
+
+else:
+
+    # grouping: partition (the GPU profile): one job per dataset x N x block of seeds, all its
+    # cells, seeds and K stacked as one computation (see README, "GPU").
+    rule group_plan:
+        output:
+            f"{RESULTS}/plans/{PROFILE}/{{group}}.json",
+        log:
+            f"logs/group_plan/{PROFILE}/{{group}}.log",
+        params:
+            plan=group_plan_json,
+        run:
+            write_text(params.plan, output[0])
+
+    for group in GROUPS:
+
+        rule:
+            name:
+                f"run_group_{group.name}"
+            input:
+                raw=raw_files(group.dataset),
+                partition=f"{PARTITIONS}/{group.dataset}/{PARTITION_KEYS[group.N]}.npy",
+                reference=group_reference(group),
+                profile=f"config/profiles/{PROFILE}.yaml",
+                plan=f"{RESULTS}/plans/{PROFILE}/{group.name}.json",
+            output:
+                group_outputs(group),
+            log:
+                f"logs/run_group/{PROFILE}/{group.name}.log",
+            benchmark:
+                f"benchmarks/run_group/{PROFILE}/{group.name}.tsv"
+            conda:
+                JOB_ENV
+            threads: workflow.cores
+            resources:
+                mem_mb=16000,
+                runtime=120,
+                gpu=1,
+            params:
+                data_dir=raw_root(raw_files(group.dataset)[0]),
+                reference=reference_option,
+            shell:
+                "bladefl run-group --config {input.profile} --partition {input.partition} "
+                "{params.reference} --plan @{input.plan} --set data_dir={params.data_dir} "
+                "--threads {threads} --quiet > {log} 2>&1"
 
 
 rule summarize:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bladefl.data import idx
+
 FILES = (
     "train-images-idx3-ubyte",
     "train-labels-idx1-ubyte",
@@ -87,25 +89,25 @@ class ArrayDataset:
 
 
 def load(name: str, root: str | Path, train: bool, normalize: bool = False) -> ArrayDataset:
-    """Load a split through ``torchvision.datasets`` (``download=False``).
+    """Load a split from the raw IDX files in torchvision's layout (``<root>/<Class>/raw``).
 
     Pixels are scaled to [0, 1]; with ``normalize`` they are standardised with the training
-    set's mean and std (torchvision's usual ``Normalize`` constants).
+    set's mean and std (torchvision's usual ``Normalize`` constants). The files are decoded here
+    (the arrays torchvision's dataset class would hold), so a machine without torchvision runs.
     """
-    import torchvision
-
     spec = get_spec(name)
     missing = [f for f in FILES if not (spec.raw_dir(root) / f).is_file()]
     if missing:
         raise FileNotFoundError(
             f"{spec.raw_dir(root)} lacks {missing}; run `bladefl fetch --dataset {name}` first"
         )
-    cls = getattr(torchvision.datasets, spec.torchvision_name)
-    ds = cls(root=str(root), train=train, download=False)
-    x = ds.data.numpy().reshape(len(ds.data), -1).astype(np.float32) / np.float32(255.0)
+    prefix = "train" if train else "t10k"
+    images = idx.decode((spec.raw_dir(root) / f"{prefix}-images-idx3-ubyte").read_bytes())
+    labels = idx.decode((spec.raw_dir(root) / f"{prefix}-labels-idx1-ubyte").read_bytes())
+    x = images.reshape(len(images), -1).astype(np.float32) / np.float32(255.0)
     if normalize:
         x = (x - np.float32(spec.mean)) / np.float32(spec.std)
-    return ArrayDataset(x=x, y=ds.targets.numpy().astype(np.int64))
+    return ArrayDataset(x=x, y=labels.astype(np.int64))
 
 
 def checksums(name: str) -> dict[str, str]:

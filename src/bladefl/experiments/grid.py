@@ -37,20 +37,23 @@ class Cell:
     lazy_ratio: float = 0.0
     sigma2: float = 0.0
     epsilon: float = math.inf
+    exclude: bool = False  # the validators exclude the uploads their detector flags (a detection cell)
 
     @property
     def key(self) -> str:
-        return "_".join(f"{_KEY_NAMES[p]}~{_fmt(getattr(self, p))}" for p in PARAMS)
+        key = "_".join(f"{_KEY_NAMES[p]}~{_fmt(getattr(self, p))}" for p in PARAMS)
+        return key + "_exclude~1" if self.exclude else key
 
     @classmethod
     def from_key(cls, key: str) -> Cell:
         parts = dict(item.split("~", 1) for item in key.split("_"))
         names = {v: k for k, v in _KEY_NAMES.items()}
+        exclude = parts.pop("exclude", "0") == "1"
         if set(parts) != set(names):
             raise ValueError(f"not a cell key: {key!r}")
         values = {names[k]: float(v) for k, v in parts.items()}
         values["N"] = int(values["N"])
-        return cls(**values)
+        return cls(**values, exclude=exclude)
 
     def k_values(self, t_sum: float) -> list[int]:
         """Every feasible K: 1 .. floor(t_sum / (alpha + beta))."""
@@ -63,7 +66,7 @@ class Cell:
             f"time.K=[{','.join(str(k) for k in self.k_values(t_sum))}]",
             f"partition.N={self.N}", f"train.eta={_fmt(self.eta)}", f"lazy.ratio={_fmt(self.lazy_ratio)}",
             f"lazy.sigma2={_fmt(self.sigma2)}", f"privacy.epsilon={_fmt(self.epsilon)}",
-        ]
+        ] + (["lazy.exclude=true"] if self.exclude else [])
 
 
 @dataclass(frozen=True)

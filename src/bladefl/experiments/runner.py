@@ -10,15 +10,18 @@ written atomically.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import torch
 
 from bladefl.core import atomic
 from bladefl.experiments import provenance
-from bladefl.fl.engine import ClientData, KResult, RoundRecord, load_client_data, run_k
+from bladefl.fl.engine import ClientData, KResult, RoundRecord, RunSpec, load_client_data, run_group
 from bladefl.fl.run_config import RunConfig
 
 ROUND_COLUMNS = [f.name for f in dataclasses.fields(RoundRecord)]
@@ -45,42 +48,117 @@ def k_summary(result: KResult) -> dict:
     return out
 
 
-def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None, progress: bool = True,
-             reference=None) -> dict:  # noqa: ANN001 - torch.Tensor | None
-    """Run every K of ``cfg`` and write the run folder; returns the summary dict."""
+@dataclass(frozen=True)
+class CellJob:
+    """One run folder to write: a cell's config (all its K) and, for the bound's cells, w*."""
+
+    cfg: RunConfig
+    out: Path
+    reference: torch.Tensor | None = None
+
+
+def finished(job: CellJob) -> bool:
+    """Whether the job's folder already holds a complete run of exactly this config."""
+    summary, rounds = job.out / "summary.json", job.out / "rounds.csv"
+    if not (summary.is_file() and rounds.is_file()):
+        return False
+    try:
+        return json.loads(summary.read_text()).get("config") == json.loads(json.dumps(job.cfg.to_dict()))
+    except (OSError, ValueError):
+        return False
+
+
+def batches(jobs: list[CellJob], stack: bool, max_rows: int) -> list[list[tuple[int, RunSpec]]]:
+    """How the jobs' runs (job index, spec) are computed: on the CPU one run at a time (stacking
+    more rows is slower there: they no longer fit the cache); stacked, whole jobs together up to
+    ``max_rows`` training rows (N per run) per computation, so a batch's folders are written as
+    soon as it ends."""
+    out: list[list[tuple[int, RunSpec]]] = []
+    current: list[tuple[int, RunSpec]] = []
+    for j, job in enumerate(jobs):
+        store = job.out / "models" if job.cfg.chain.save_models else None
+        specs = [(j, RunSpec(job.cfg, K, store, job.reference)) for K in job.cfg.time.K]
+        if not stack:
+            out.extend([s] for s in specs)
+            continue
+        rows = job.cfg.partition.N * len(specs)
+        if current and (len(current) + len(specs)) * job.cfg.partition.N > max(max_rows, rows):
+            out.append(current)
+            current = []
+        current.extend(specs)
+    if current:
+        out.append(current)
+    return out
+
+
+def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict | None = None) -> dict:
+    """Write one run folder from the results of its K values (in the order of ``cfg.time.K``)."""
+    rows: list[dict] = []
+    detections: list[dict] = []
+    for result in results:
+        if result.status == "infeasible":
+            rows.append(infeasible_row(result))
+        else:
+            rows.extend(dataclasses.asdict(r) for r in result.rounds)
+            detections.extend(result.detections)
+            result.ledger.save(job.out / "chains" / f"K{result.K}.json")
+    atomic.write_csv(job.out / "rounds.csv", pd.DataFrame(rows, columns=ROUND_COLUMNS))
+    if detections:  # lazy.detectors: per K, round, client and detector: score, flag, truth, excluded
+        atomic.write_csv(job.out / "detections.csv", pd.DataFrame(detections))
+    summary = {
+        "config": job.cfg.to_dict(),
+        "per_K": [k_summary(r) for r in results],
+        "provenance": provenance.record(job.cfg.dataset),
+        "seconds": seconds,
+        **({"group": group} if group else {}),
+    }
+    atomic.write_json(job.out / "summary.json", summary)
+    return summary
+
+
+def run_cells(jobs: list[CellJob], data: ClientData, *, progress: bool = True, stack: bool | None = None,
+              max_rows: int = 4096, chain_threads: int = 2, resume: bool = False) -> list[dict | None]:
+    """Run every K of every job on shared data (one dataset and partition) and write one folder per
+    job; returns the summaries (None for a job skipped by ``resume`` because it is finished).
+
+    ``stack`` (default: on a GPU) computes whole jobs' runs as one stacked group (see
+    :func:`bladefl.fl.engine.run_group`); results do not depend on it."""
     from tqdm.auto import tqdm
 
     from bladefl.fl.timemodel import allocate
 
-    out = Path(out_dir)
+    stack = data.x.device.type == "cuda" if stack is None else stack
+    todo = [j for j, job in enumerate(jobs) if not (resume and finished(job))]
+    plan = batches([jobs[j] for j in todo], stack, max_rows)
+    total = sum(spec.K * max(allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum).tau, 0)
+                for batch in plan for _, spec in batch)
+    summaries: list[dict | None] = [None] * len(jobs)
+    results: dict[int, list[KResult]] = {}
+    seconds: dict[int, float] = {}
+    desc = f"{jobs[0].cfg.dataset} N={jobs[0].cfg.partition.N}: {len(todo)} cells" if jobs else ""
+    with tqdm(total=total, unit="iter", desc=desc, disable=not progress, mininterval=2.0) as bar:
+        for batch in plan:
+            group = run_group([spec for _, spec in batch], data, on_round=lambda r: bar.update(r.tau),
+                              chain_threads=chain_threads)
+            info = {"runs": len(batch), "wall": round(group.times.wall, 3),
+                    "chain_share": round(group.times.chain_share, 4), "stacked": stack}
+            for (local, _), result in zip(batch, group.results, strict=True):
+                j = todo[local]
+                results.setdefault(j, []).append(result)
+                seconds[j] = seconds.get(j, 0.0) + group.times.wall / len(batch)
+                if len(results[j]) == len(jobs[j].cfg.time.K):
+                    summaries[j] = write_run(jobs[j], results.pop(j), {"total": round(seconds[j], 3)},
+                                             info if stack else None)
+    return summaries
+
+
+def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None, progress: bool = True,
+             reference=None, stack: bool | None = None) -> dict:  # noqa: ANN001 - torch.Tensor | None
+    """Run every K of ``cfg`` and write the run folder; returns the summary dict."""
     start = time.perf_counter()
     data = data if data is not None else load_client_data(cfg)
     load_seconds = time.perf_counter() - start
-    total = sum(K * max(allocate(K, cfg.time.alpha, cfg.time.beta, cfg.time.t_sum).tau, 0) for K in cfg.time.K)
-    rows: list[dict] = []
-    detections: list[dict] = []
-    summaries = []
-    store = out / "models" if cfg.chain.save_models else None
-    with tqdm(total=total, unit="iter", desc=f"{cfg.dataset} K={list(cfg.time.K)}", disable=not progress,
-              mininterval=2.0) as bar:
-        for K in cfg.time.K:
-            bar.set_postfix(K=K)
-            result = run_k(cfg, data, K, store=store, on_round=lambda r: bar.update(r.tau), reference=reference)
-            if result.status == "infeasible":
-                rows.append(infeasible_row(result))
-            else:
-                rows.extend(dataclasses.asdict(r) for r in result.rounds)
-                detections.extend(result.detections)
-                result.ledger.save(out / "chains" / f"K{K}.json")
-            summaries.append(k_summary(result))
-    atomic.write_csv(out / "rounds.csv", pd.DataFrame(rows, columns=ROUND_COLUMNS))
-    if detections:  # lazy.detectors: per K, round, client and detector: score, flag, truth, excluded
-        atomic.write_csv(out / "detections.csv", pd.DataFrame(detections))
-    summary = {
-        "config": cfg.to_dict(),
-        "per_K": summaries,
-        "provenance": provenance.record(cfg.dataset),
-        "seconds": {"load": round(load_seconds, 3), "total": round(time.perf_counter() - start, 3)},
-    }
-    atomic.write_json(out / "summary.json", summary)
+    summary = run_cells([CellJob(cfg, Path(out_dir), reference)], data, progress=progress, stack=stack)[0]
+    summary["seconds"] = {"load": round(load_seconds, 3), "total": round(time.perf_counter() - start, 3)}
+    atomic.write_json(Path(out_dir) / "summary.json", summary)
     return summary

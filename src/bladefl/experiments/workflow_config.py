@@ -9,7 +9,9 @@ the jobs' parameters. Both run when the Snakefile is parsed, before any job star
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.experiments.grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
+from bladefl.fl.detection import DETECTORS
 from bladefl.fl.run_config import ConfigError as RunConfigError
 from bladefl.fl.run_config import RunConfig, load_config
 
@@ -66,6 +69,32 @@ def bound_cells(config: Mapping[str, Any]) -> list[Cell]:
     return unique_cells([m for m in members(config) if m.sweep == config.get("bound_sweep", "fig3")])
 
 
+def detectors(config: Mapping[str, Any]) -> list[str]:
+    """The lazy-client detectors the validators run in every cell with lazy clients (the config's
+    ``detection.detectors``; none when absent)."""
+    return list(config.get("detection", {}).get("detectors", []))
+
+
+def lazy_members(config: Mapping[str, Any]) -> list[Member]:
+    """The sweep points with lazy clients: where detection is measured."""
+    return [m for m in members(config) if m.cell.lazy_ratio > 0]
+
+
+def detection_cells(config: Mapping[str, Any]) -> list[Cell]:
+    """Extra cells: every lazy cell of the ``detection.exclude_sweeps`` run again with the flagged
+    uploads excluded from the block (the first detector decides)."""
+    if not detectors(config):
+        return []
+    sweeps = set(config.get("detection", {}).get("exclude_sweeps", []))
+    return unique_cells([Member(m.sweep, m.feeds, m.vary, m.value, dataclasses.replace(m.cell, exclude=True))
+                         for m in lazy_members(config) if m.sweep in sweeps])
+
+
+def all_cells(config: Mapping[str, Any]) -> list[Cell]:
+    """Every cell the grid runs: the sweeps' cells and the detection cells."""
+    return cells(config) + detection_cells(config)
+
+
 def settings(config: Mapping[str, Any]) -> list[dict[str, str]]:
     """Per sweep: what it varies, its fixed settings and where each comes from (the config's
     ``source``: stated by the paper, with the section, or inferred, with the evidence)."""
@@ -77,6 +106,60 @@ def settings(config: Mapping[str, Any]) -> list[dict[str, str]]:
         rows.append({"sweep": sweep["name"], "feeds": sweep.get("feeds", ""), "varies": varied, "fixed": fixed,
                      "source": source})
     return rows
+
+
+def run_sets(config: Mapping[str, Any], cell: Cell, dataset: str, seed: int) -> list[str]:
+    """The ``--set`` overrides of one grid run: dataset, seed, the cell's settings, the partition,
+    and measurement: the bound's cells measure its constants (and theta, a counterfactual, where
+    they have lazy clients); no other cell pays for measurement."""
+    sets = [f"dataset={dataset}", f"seed={seed}", *cell.overrides(float(config.get("t_sum", 100)))]
+    if cell.lazy_ratio > 0 and detectors(config):
+        sets.append(f"lazy.detectors=[{','.join(detectors(config))}]")
+    if cell.key in {c.key for c in bound_cells(config)}:
+        sets += ["measure.constants=true", f"lazy.counterfactual={'true' if cell.lazy_ratio > 0 else 'false'}"]
+    return sets + [f"partition.{k}={v}" for k, v in config.get("partition", {}).items()]
+
+
+@dataclass(frozen=True)
+class RunGroup:
+    """One grid job under ``grouping: partition``: every cell with this N, for a block of seeds,
+    computed as one stacked group (they share the data: dataset and partition)."""
+
+    dataset: str
+    N: int
+    block: int
+    seeds: tuple[int, ...]
+    cells: tuple[str, ...]  # cell keys
+
+    @property
+    def name(self) -> str:
+        return f"{self.dataset}_N{self.N}_block{self.block}"
+
+    def run_dirs(self, runs_root: str) -> list[str]:
+        return [f"{runs_root}/{self.dataset}/{c}/seed~{s}" for c in self.cells for s in self.seeds]
+
+
+def run_groups(config: Mapping[str, Any]) -> list[RunGroup]:
+    """The grid's jobs under ``grouping: partition``: per dataset and N, blocks of
+    ``seeds_per_job`` seeds."""
+    seeds = list(config.get("seeds", [0]))
+    per = int(config.get("seeds_per_job", len(seeds)))
+    by_n: dict[int, list[str]] = {}
+    for cell in all_cells(config):
+        by_n.setdefault(cell.N, []).append(cell.key)
+    return [RunGroup(d, N, b, tuple(seeds[i : i + per]), tuple(keys))
+            for d in config.get("datasets", []) for N, keys in sorted(by_n.items())
+            for b, i in enumerate(range(0, len(seeds), per))]
+
+
+def group_plan(config: Mapping[str, Any], group: RunGroup, runs_root: str) -> str:
+    """The plan of a group job (JSON for ``bladefl run-group --plan``): per run folder, its
+    overrides and whether it records the distance to the reference optimum (the bound's cells)."""
+    bound = {c.key for c in bound_cells(config)}
+    plan = [{"out": f"{runs_root}/{group.dataset}/{c}/seed~{s}",
+             "set": run_sets(config, Cell.from_key(c), group.dataset, s), "reference": c in bound}
+            for c in group.cells for s in group.seeds]
+    return json.dumps(plan, separators=(",", ":"))
 
 
 def members_json(config: Mapping[str, Any]) -> str:
@@ -110,6 +193,16 @@ def check(config: Mapping[str, Any]) -> None:
         if bound not in names:
             errors.append(f"bound_sweep: must name one of the sweeps {names} when measure_constants is true "
                           f"(got {bound!r})")
+    detection = config.get("detection", {})
+    names = [s.get("name") for s in config.get("sweeps", [])]
+    unknown = sorted(set(detection.get("detectors", [])) - set(DETECTORS))
+    if unknown:
+        errors.append(f"detection.detectors: each must be one of {list(DETECTORS)} (got {unknown})")
+    for sweep in detection.get("exclude_sweeps", []):
+        if sweep not in names:
+            errors.append(f"detection.exclude_sweeps: each must name one of the sweeps {names} (got {sweep!r})")
+    if detection.get("exclude_sweeps") and not detection.get("detectors"):
+        errors.append("detection.exclude_sweeps needs detection.detectors (the first one decides exclusion)")
     n = int(config.get("partition", {}).get("n", 512))
     for cell in grid_cells:
         errors.extend(cell_errors(cell, n, t_sum))

@@ -14,6 +14,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,6 +145,37 @@ class KResult:
 
 
 @dataclass(frozen=True)
+class RunSpec:
+    """One run of a group: a config, its K, and where its uploads are stored / its reference optimum."""
+
+    cfg: RunConfig
+    K: int
+    store: Path | None = None
+    reference: torch.Tensor | None = None
+
+
+# Settings every run of a group shares: they fix the data and the shapes of the stacked step.
+SHARED = ("dataset", "data_dir", "normalize", "partition", "model", "train.iteration", "train.batch_size", "device")
+
+
+def _setting(cfg: RunConfig, dotted: str) -> object:
+    node: object = cfg
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def group_errors(specs: list[RunSpec]) -> list[str]:
+    """Why ``specs`` cannot train as one stacked computation (empty when they can)."""
+    if not specs:
+        return ["a group needs at least one run"]
+    first = specs[0].cfg
+    return [f"run {i} (seed {s.cfg.seed}, K={s.K}): {name} is {_setting(s.cfg, name)!r}, the group's first run "
+            f"has {_setting(first, name)!r}"
+            for i, s in enumerate(specs) for name in SHARED if _setting(s.cfg, name) != _setting(first, name)]
+
+
+@dataclass(frozen=True)
 class Uploads:
     models: torch.Tensor  # [N, P] what every client uploads
     honest_local: torch.Tensor  # [N - M, P] the honest clients' local iterates
@@ -151,44 +183,36 @@ class Uploads:
     noise_norm: float  # mean ||upload - copied|| over the lazy clients (the added noise), else nan
 
 
-def _uploads(cfg: RunConfig, K: int, k: int, w: torch.Tensor, data: ClientData, roles: lazy.Roles,
-             tau: int, shape: mlp.Shape) -> Uploads:
-    """Step 1: local training (batched) and the lazy clients' plagiarism.
+def _uploads(cfg: RunConfig, K: int, k: int, trained: torch.Tensor, trainers: np.ndarray, roles: lazy.Roles,
+             N: int) -> Uploads:
+    """Step 1's end: the honest clients upload what they trained (rows ``trained`` of clients
+    ``trainers``), the lazy clients plagiarize.
 
     theta is Theorem 4's plagiarism distance: between the model a lazy client would have trained
-    (the counterfactual) and the honest model it copied, before the noise; the noise's norm is
-    recorded on its own. The counterfactual changes no honest client's random stream: epoch
-    orders are drawn for all N clients whoever trains."""
-    train_ids = np.arange(data.N) if cfg.lazy.counterfactual else roles.honest
-    sel = torch.as_tensor(train_ids, device=w.device)
-    local = w.expand(len(train_ids), -1).clone()
-    trainer.train_local(
-        local, data.x[sel], data.y[sel], tau,
-        eta=cfg.train.eta, iteration=cfg.train.iteration, batch_size=cfg.train.batch_size, shape=shape,
-        generator=torch_generator(cfg.seed, "batches", K, k), clients=torch.as_tensor(train_ids),
-        population=data.N,
-    )
-    models = torch.empty(data.N, w.shape[0], device=w.device)
-    pos = {c: i for i, c in enumerate(train_ids)}
-    honest_rows = local[torch.as_tensor([pos[c] for c in roles.honest], device=w.device)]
-    models[torch.as_tensor(roles.honest, device=w.device)] = honest_rows
+    (the counterfactual, when the lazy clients train too) and the honest model it copied, before
+    the noise; the noise's norm is recorded on its own."""
+    dev = trained.device
+    pos = {c: i for i, c in enumerate(trainers.tolist())}
+    honest_rows = trained[torch.as_tensor([pos[c] for c in roles.honest], device=dev)]
+    models = torch.empty(N, trained.shape[1], device=dev)
+    models[torch.as_tensor(roles.honest, device=dev)] = honest_rows
     theta = noise_norm = math.nan
     if len(roles.lazy):
         copied = lazy.plagiarize(honest_rows, len(roles.lazy), cfg.lazy.sigma2,
                                  numpy_rng(cfg.seed, "lazy-copy", K, k),
                                  torch_generator(cfg.seed, "lazy-noise", K, k))
-        models[torch.as_tensor(roles.lazy, device=w.device)] = copied.uploads
+        models[torch.as_tensor(roles.lazy, device=dev)] = copied.uploads
         noise_norm = (copied.uploads - copied.copies).norm(dim=1).mean().item()
         if cfg.lazy.counterfactual:
-            trained = local[torch.as_tensor([pos[c] for c in roles.lazy], device=w.device)]
-            theta = (trained - copied.copies).norm(dim=1).mean().item()
+            own = trained[torch.as_tensor([pos[c] for c in roles.lazy], device=dev)]
+            theta = (own - copied.copies).norm(dim=1).mean().item()
     return Uploads(models, honest_rows, theta, noise_norm)
 
 
 def _broadcast(k: int, uploads: torch.Tensor, keys: list, publics: list, n: int, chain: str,
                tamper: Tamper | None) -> tuple[list[transactions.Transaction], dict[int, bytes]]:
-    """Step 2: every client signs its upload for this chain; receivers keep the transactions
-    whose signature and payload digest verify."""
+    """Step 2: every client signs its upload (rows of ``uploads``, on the CPU) for this chain;
+    receivers keep the transactions whose signature and payload digest verify."""
     payloads = {i: mlp.model_bytes(uploads[i]) for i in range(uploads.shape[0])}
     txs = [transactions.sign(keys[i], k, i, n, payloads[i], chain) for i in range(uploads.shape[0])]
     if tamper is not None:
@@ -209,22 +233,26 @@ def _mine(ledger: Ledger, accepted: list[transactions.Transaction], miner: int, 
     return Block(header, kept, excluded)
 
 
-def _detect(cfg: RunConfig, k: int, uploads: torch.Tensor, previous: torch.Tensor,
-            accepted: list[transactions.Transaction], roles: lazy.Roles) -> tuple[list[dict], tuple[Exclusion, ...]]:
-    """The validators' lazy-client detectors on the accepted uploads; with ``lazy.exclude`` the
-    uploads the first detector flags are excluded (every honest validator computes the same)."""
-    clients = [tx.client for tx in accepted]
+# What the validators' detectors find among the uploads of the given clients: (per-client rows,
+# the clients to exclude, the detector that decides exclusion).
+Flagging = tuple[list[dict], list[int], str]
+
+
+def _detect(cfg: RunConfig, k: int, uploads: torch.Tensor, previous: torch.Tensor, clients: list[int],
+            roles: lazy.Roles) -> Flagging:
+    """The validators' lazy-client detectors on the uploads of ``clients``; with ``lazy.exclude``
+    the uploads the first detector flags are excluded (every honest validator computes the same)."""
+    if not cfg.lazy.detectors:
+        return [], [], ""
     found = detection.detect(uploads[torch.as_tensor(clients, device=uploads.device)], previous,
                              cfg.lazy.detectors)
     lazy_set = set(roles.lazy.tolist())
     rows = [{"round": k, "client": c, "lazy": c in lazy_set, "detector": d.detector, "score": float(d.scores[i]),
              "flag": bool(d.flags[i])} for d in found for i, c in enumerate(clients)]
-    excluded: tuple[Exclusion, ...] = ()
+    flagged: list[int] = []
     if cfg.lazy.exclude and len(clients) > 1:
-        first = found[0]
-        flagged = [i for i in range(len(clients)) if first.flags[i]][: len(clients) - 1]  # never all
-        excluded = tuple(Exclusion(clients[i], accepted[i].tx_hash(), f"flagged by {first.detector}") for i in flagged)
-    return rows, excluded
+        flagged = [c for i, c in enumerate(clients) if found[0].flags[i]][: len(clients) - 1]  # never all
+    return rows, flagged, found[0].detector
 
 
 def _validate_and_append(block: Block, ledger: Ledger, accepted: list[transactions.Transaction],
@@ -256,18 +284,42 @@ def initial_model(cfg: RunConfig, shape: mlp.Shape) -> torch.Tensor:
     return mlp.init(shape, torch_generator(cfg.seed, "init"))
 
 
-def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None,
-          tamper: Tamper | None = None, on_round: Callable[[RoundRecord], None] | None = None,
-          reference: torch.Tensor | None = None) -> KResult:
-    """Run BLADE-FL with K integrated rounds; an infeasible K (tau < 1) is reported, not raised.
-    With a ``reference`` optimum w*, each round records ||w^k - w*|| (a diagnostic of the bound's
-    cells; eps2 itself comes from the loss gap, see :mod:`bladefl.experiments.bound_analysis`)."""
-    alloc = allocate(K, cfg.time.alpha, cfg.time.beta, cfg.time.t_sum)
-    result = KResult(K=K, allocation=alloc, status="ok" if alloc.feasible else "infeasible")
-    if not alloc.feasible:
-        return result
-    shape = model_shape(cfg, data.x.shape[2])
-    N, tau = data.N, alloc.tau
+@dataclass
+class _Run:
+    """A feasible run's state inside a group; its chain (ledger, race, votes, clock) is touched only
+    by its own chain jobs, one at a time."""
+
+    spec: RunSpec
+    result: KResult
+    tau: int
+    N: int
+    n: int
+    roles: lazy.Roles
+    trainers: np.ndarray  # client ids of the run's training rows (all N with the counterfactual)
+    keys: list
+    publics: list
+    ledger: Ledger
+    chain: str
+    faults: list[str]
+    vote_rng: np.random.Generator
+    race_rng: np.random.Generator
+    w: torch.Tensor  # the current global model
+    rows: slice = field(default_factory=lambda: slice(0, 0))  # its rows in the group's stacked parameters
+    k: int = 0  # rounds trained
+    clock: float = 0.0
+    pending: tuple[Future, dict] | None = None  # the last round's chain job and its partial record
+
+    @property
+    def cfg(self) -> RunConfig:
+        return self.spec.cfg
+
+    @property
+    def iterations(self) -> int:
+        return self.spec.K * self.tau
+
+
+def _start(spec: RunSpec, result: KResult, data: ClientData, shape: mlp.Shape) -> _Run:
+    cfg, K, N = spec.cfg, spec.K, data.N
     roles = lazy.choose_lazy(numpy_rng(cfg.seed, "lazy-set"), N, cfg.num_lazy)
     keys = [transactions.derive_key(cfg.seed, i) for i in range(N)]
     chain = chain_id(cfg.to_dict(), K)
@@ -275,63 +327,269 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
                     n_samples=[data.n] * N)
     faulty = set(numpy_rng(cfg.seed, "faulty", K).choice(N, size=math.floor(cfg.chain.faulty_fraction * N),
                                                           replace=False).tolist())
-    faults = [cfg.chain.fault if i in faulty else "" for i in range(N)]
-    vote_rng = numpy_rng(cfg.seed, "votes", K)
-    publics = [k.public_key() for k in keys]
     result.ledger = ledger
     result.sigma_dp = privacy.noise_std(cfg.privacy.epsilon, cfg.privacy.delta, cfg.privacy.clip, data.n, K)
-    race_rng = numpy_rng(cfg.seed, "race", K)
-    w = initial_model(cfg, shape).to(data.x.device)
-    clock = 0.0
-    for k in range(1, K + 1):
-        t0 = time.perf_counter()
-        step = _uploads(cfg, K, k, w, data, roles, tau, shape)
-        honest_local = step.honest_local
-        uploads = privacy.privatize(step.models, result.sigma_dp, cfg.privacy.clip,
+    return _Run(spec=spec, result=result, tau=result.allocation.tau, N=N, n=data.n, roles=roles,
+                trainers=np.arange(N) if cfg.lazy.counterfactual else roles.honest, keys=keys,
+                publics=[k.public_key() for k in keys], ledger=ledger, chain=chain,
+                faults=[cfg.chain.fault if i in faulty else "" for i in range(N)],
+                vote_rng=numpy_rng(cfg.seed, "votes", K), race_rng=numpy_rng(cfg.seed, "race", K),
+                w=initial_model(cfg, shape).to(data.x.device))
+
+
+@dataclass(frozen=True)
+class ChainOutcome:
+    block: Block
+    votes: int
+    miner: int
+    block_time: float
+    clock: float
+    n_accepted: int
+    excluded: tuple[Exclusion, ...]
+    detections: list[dict]
+    seconds: float
+
+
+def _chain_round(run: _Run, k: int, models: torch.Tensor, flag: Callable[[list[int]], Flagging],
+                 tamper: Tamper | None) -> ChainOutcome:
+    """Steps 2-4 of round k for one run, on the CPU copy ``models`` [N, P] of its uploads: sign and
+    receive, the mining race and the proof of work, majority validation, append, store."""
+    start = time.perf_counter()
+    cfg = run.cfg
+    accepted, payloads = _broadcast(k, models, run.keys, run.publics, run.n, run.chain, tamper)
+    rows, flagged, detector = flag([tx.client for tx in accepted])
+    won = race(run.race_rng, run.N, cfg.time.beta)
+    block_time = cfg.time.beta if cfg.chain.block_time == "fixed" else won.elapsed
+    run.clock += run.tau * cfg.time.alpha + block_time
+    left_out = set(flagged)
+    excluded = tuple(Exclusion(tx.client, tx.tx_hash(), f"flagged by {detector}") for tx in accepted
+                     if tx.client in left_out)
+    block = _mine(run.ledger, accepted, won.winner, run.clock, cfg.chain.difficulty_bits, excluded)
+    expected = frozenset(left_out) if cfg.lazy.exclude else None
+    votes = _validate_and_append(block, run.ledger, accepted, run.faults, run.vote_rng, expected)
+    if run.spec.store is not None:
+        _store_models(run.spec.store, accepted, payloads)
+    detections = [{"K": run.spec.K, **row, "excluded": row["client"] in left_out} for row in rows]
+    return ChainOutcome(block, votes, won.winner, block_time, run.clock, len(accepted), excluded, detections,
+                        time.perf_counter() - start)
+
+
+def _flagged_before(clients: list[int], flagging: Flagging) -> Callable[[list[int]], Flagging]:
+    """The detectors' verdict computed before the chain job (on every client's upload): valid only
+    if every transaction is received, which the job checks."""
+    def flag(received: list[int]) -> Flagging:
+        if received != clients:
+            raise RuntimeError(f"transactions of clients {sorted(set(clients) - set(received))} were not received")
+        return flagging
+    return flag
+
+
+@dataclass
+class GroupTimes:
+    """Where a group's wall time went (seconds). The chain runs in a thread pool beside the
+    training: ``chain_wait`` is the part of it the training had to wait for."""
+
+    wall: float = 0.0
+    train: float = 0.0
+    rounds: float = 0.0  # uploads, aggregation and evaluation at round ends (main thread)
+    chain_busy: float = 0.0  # the chain jobs' own durations, summed
+    chain_wait: float = 0.0
+    model_steps: int = 0  # SGD steps of single models: rows x minibatches, summed over iterations
+
+    @property
+    def chain_share(self) -> float:
+        return self.chain_wait / self.wall if self.wall else math.nan
+
+
+@dataclass
+class GroupResult:
+    results: list[KResult]  # in the order of the specs
+    times: GroupTimes
+
+
+def _collect(run: _Run, times: GroupTimes, on_round: Callable[[RoundRecord], None] | None) -> None:
+    """Wait for the run's pending chain job and complete its round record."""
+    if run.pending is None:
+        return
+    future, partial = run.pending
+    run.pending = None
+    t = time.perf_counter()
+    outcome: ChainOutcome = future.result()
+    times.chain_wait += time.perf_counter() - t
+    times.chain_busy += outcome.seconds
+    members = partial.pop("members")
+    if [tx.client for tx in outcome.block.transactions] != members:
+        raise RuntimeError(f"block {outcome.block.header.height} holds other models than were aggregated")
+    run.result.chain_seconds += outcome.seconds
+    run.result.detections.extend(outcome.detections)
+    record = RoundRecord(**partial, time_used=outcome.clock, block_hash=outcome.block.hash, miner=outcome.miner,
+                         block_time=outcome.block_time, votes=outcome.votes,
+                         n_in_block=len(outcome.block.transactions), n_rejected=run.N - outcome.n_accepted,
+                         n_excluded=len(outcome.excluded))
+    run.result.rounds.append(record)
+    if on_round is not None:
+        on_round(record)
+
+
+def _end_rounds(ending: list[_Run], v: mlp.Views, data: ClientData, shape: mlp.Shape, pool: ThreadPoolExecutor,
+                tamper: Tamper | None, times: GroupTimes, on_round: Callable[[RoundRecord], None] | None) -> None:
+    """The end of a round for every run in ``ending``: uploads (lazy copies, DP), one device-to-host
+    copy of all of them, the chain jobs handed to the pool, FedAvg, evaluation, and the runs' rows
+    reset to their new global model.
+
+    Without an attacker every signed upload is received, so the block holds every upload the
+    detectors do not exclude, known before mining: FedAvg runs on those at once and the chain job
+    overlaps the next round's training; when the job is collected the block is checked to hold
+    exactly the aggregated models. With an attacker (``tamper``) the chain runs first and FedAvg
+    takes the block's models."""
+    steps = []
+    for run in ending:
+        run.k += 1
+        cfg, K, k = run.cfg, run.spec.K, run.k
+        step = _uploads(cfg, K, k, mlp.flatten(v, run.rows), run.trainers, run.roles, run.N)
+        uploads = privacy.privatize(step.models, run.result.sigma_dp, cfg.privacy.clip,
                                     torch_generator(cfg.seed, "dp", K, k))
-        if uploads.is_cuda:
-            torch.cuda.synchronize()
-        t1 = time.perf_counter()
-        accepted, payloads = _broadcast(k, uploads, keys, publics, data.n, chain, tamper)  # step 2
-        won = race(race_rng, N, cfg.time.beta)  # step 3: the race, then real proof of work
-        block_time = cfg.time.beta if cfg.chain.block_time == "fixed" else won.elapsed
-        clock += tau * cfg.time.alpha + block_time
-        excluded: tuple[Exclusion, ...] = ()
-        if cfg.lazy.detectors:
-            rows, excluded = _detect(cfg, k, uploads, w, accepted, roles)
-            result.detections.extend({"K": K, **row, "excluded": any(e.client == row["client"] for e in excluded)}
-                                     for row in rows)
-        block = _mine(ledger, accepted, won.winner, clock, cfg.chain.difficulty_bits, excluded)
-        expected = frozenset(e.client for e in excluded) if cfg.lazy.exclude else None
-        votes = _validate_and_append(block, ledger, accepted, faults, vote_rng, expected)  # step 4
-        if store is not None:
-            _store_models(store, accepted, payloads)
-        t2 = time.perf_counter()
-        # Step 5: FedAvg over exactly the models in the block.
-        ids = torch.as_tensor([tx.client for tx in block.transactions], device=w.device)
-        weights = torch.as_tensor([float(tx.n_samples) for tx in block.transactions])
-        w = aggregation.fedavg(uploads[ids], weights)
+        steps.append((run, step, uploads))
+    host = torch.cat([u for _, _, u in steps]).cpu().split(ending[0].N)  # one copy for all runs
+    for (run, step, uploads), models in zip(steps, host, strict=True):
+        t0 = time.perf_counter()
+        cfg, K, k, N = run.cfg, run.spec.K, run.k, run.N
+        if tamper is None:
+            everyone = list(range(N))
+            flagging = _detect(cfg, k, uploads, run.w, everyone, run.roles)
+            members = [c for c in everyone if c not in set(flagging[1])]
+            _collect(run, times, on_round)  # the previous block of this run must be on its ledger
+            future = pool.submit(_chain_round, run, k, models, _flagged_before(everyone, flagging), None)
+        else:
+            previous = run.w
+            outcome = _chain_round(run, k, models, lambda c, u=uploads, p=previous, r=run:
+                                   _detect(r.cfg, r.k, u, p, c, r.roles), tamper)
+            members = [tx.client for tx in outcome.block.transactions]
+            future = Future()
+            future.set_result(outcome)
+        ids = torch.as_tensor(members, device=uploads.device)
+        w = aggregation.fedavg(uploads[ids], torch.full((len(members),), float(run.n)))
         train_loss = global_train_loss(w, data, shape)
         test_loss, test_acc = evaluate(w, data.x_test, data.y_test, shape)
         measured = {}
         if cfg.measure.constants:
-            sel = torch.as_tensor(roles.honest, device=w.device)
-            measured = dataclasses.asdict(measured_constants.measure(w, honest_local, data.x[sel], data.y[sel], data.x,
-                                                            data.y, shape))
-        t3 = time.perf_counter()
-        result.train_seconds += t1 - t0
-        result.chain_seconds += t2 - t1
-        result.eval_seconds += t3 - t2
-        record = RoundRecord(
-            K=K, round=k, tau=tau, time_used=clock, train_loss=train_loss, test_loss=test_loss,
-            test_accuracy=test_acc, block_hash=block.hash, miner=won.winner, block_time=block_time,
-            votes=votes, n_in_block=len(block.transactions), n_lazy=len(roles.lazy), n_rejected=N - len(accepted),
-            n_excluded=len(excluded),
-            theta=step.theta, noise_norm=step.noise_norm, **measured,
-            dist_ref=math.nan if reference is None else float((w - reference.to(w.device)).norm()),
-        )
-        result.rounds.append(record)
-        if on_round is not None:
-            on_round(record)
-    result.model = w
-    return result
+            sel = torch.as_tensor(run.roles.honest, device=w.device)
+            measured = dataclasses.asdict(measured_constants.measure(w, step.honest_local, data.x[sel], data.y[sel],
+                                                                     data.x, data.y, shape))
+        reference = run.spec.reference
+        mlp.assign(v, run.rows, w, shape)
+        run.w = w
+        run.result.eval_seconds += time.perf_counter() - t0
+        partial = dict(K=K, round=k, tau=run.tau, train_loss=train_loss, test_loss=test_loss,
+                       test_accuracy=test_acc, n_lazy=len(run.roles.lazy), theta=step.theta,
+                       noise_norm=step.noise_norm, **measured, members=members,
+                       dist_ref=math.nan if reference is None else float((w - reference.to(w.device)).norm()))
+        run.pending = (future, partial)
+
+
+def _orders(runs: list[_Run], rows: int, n: int) -> torch.Tensor:
+    """Every run's epoch orders for all its iterations, stacked [T, rows, n] (int32, on the CPU):
+    round k of a run draws from its own stream (seed, "batches", K, k) for all N clients, so a
+    run's minibatches do not depend on what trains beside it."""
+    out = torch.zeros(max(r.iterations for r in runs), rows, n, dtype=torch.int32)
+    for run in runs:
+        trainers = torch.as_tensor(run.trainers)
+        for k in range(1, run.spec.K + 1):
+            drawn = trainer.round_orders(torch_generator(run.cfg.seed, "batches", run.spec.K, k), run.tau, run.N, n)
+            out[(k - 1) * run.tau : k * run.tau, run.rows] = drawn[:, trainers].to(torch.int32)
+    return out
+
+
+# On the CPU, rows step in blocks of this many: measured on the 2-core machine (paper model,
+# epoch at batch 64, one thread), ms per row-iteration at 144 stacked rows: blocks of 8: 3.9,
+# 16: 4.0, 32: 4.6, 144 (all): 5.2; 16 rows of one run alone: 4.2.
+CPU_BLOCK_ROWS = 16
+
+
+def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None = None,
+              on_round: Callable[[RoundRecord], None] | None = None, chain_threads: int = 2,
+              block_rows: int | None = None) -> GroupResult:
+    """Run many BLADE-FL runs that share data (dataset, partition, model shape, iteration kind) as
+    one computation: the training rows of every run stacked in one set of tensors [rows, ...],
+    each run with its own K, tau schedule, seed, eta, lazy set, noise and DP.
+
+    Runs are sorted by their number of local iterations, so the rows still training are always a
+    prefix and only that prefix steps; a run aggregates after each tau of its own iterations.
+    Every random stream is keyed by the run (seed, K, round, client), so a run in a group gives
+    the result it gives alone. The chain work of each round runs in a pool of ``chain_threads``
+    threads beside the training (see :func:`_end_rounds`). ``block_rows``: how many rows step
+    together (default: all on a GPU; :data:`CPU_BLOCK_ROWS` on the CPU, where a block's weights
+    must stay in cache across an epoch's minibatches)."""
+    errors = group_errors(specs)
+    if errors:
+        raise ValueError("these runs cannot train as one group: " + "; ".join(errors))
+    start = time.perf_counter()
+    cfg0 = specs[0].cfg
+    shape = model_shape(cfg0, data.x.shape[2])
+    results = []
+    for spec in specs:
+        alloc = allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum)
+        results.append(KResult(K=spec.K, allocation=alloc, status="ok" if alloc.feasible else "infeasible"))
+    runs = sorted((_start(s, r, data, shape) for s, r in zip(specs, results, strict=True) if r.status == "ok"),
+                  key=lambda r: -r.iterations)
+    times = GroupTimes()
+    if not runs:
+        return GroupResult(results, times)
+    row = 0
+    for run in runs:
+        run.rows = slice(row, row + len(run.trainers))
+        row += len(run.trainers)
+    dev = data.x.device
+    v = mlp.contiguous_views(torch.cat([r.w.expand(len(r.trainers), -1) for r in runs]), shape)
+    clients = torch.as_tensor(np.concatenate([r.trainers for r in runs]), device=dev)
+    eta = torch.cat([torch.full((len(r.trainers),), float(r.cfg.train.eta)) for r in runs]).to(dev)
+    n, batch = data.n, cfg0.train.batch_size
+    epoch = cfg0.train.iteration == "epoch"
+    orders = _orders(runs, row, n) if epoch else None
+    offsets = (clients * n).to(torch.int32).unsqueeze(1)
+    x_rows, y_rows = data.x.reshape(data.N * n, -1), data.y.reshape(-1)
+    x_full = None if epoch else data.x.index_select(0, clients)
+    y_full = None if epoch else data.y.index_select(0, clients)
+    ends: dict[int, list[_Run]] = {}
+    for run in runs:
+        for k in range(1, run.spec.K + 1):
+            ends.setdefault(k * run.tau - 1, []).append(run)
+    steps_per_iteration = math.ceil(n / batch) if epoch else 1
+    block = block_rows or (row if dev.type == "cuda" else CPU_BLOCK_ROWS)
+    with ThreadPoolExecutor(max_workers=max(1, chain_threads), thread_name_prefix="chain") as pool:
+        for i in range(max(r.iterations for r in runs)):
+            t0 = time.perf_counter()
+            active = max(r.rows.stop for r in runs if r.iterations > i)
+            for lo in range(0, active, block):
+                rows = slice(lo, min(lo + block, active))
+                sub = mlp.Views(v.W1[rows], v.b1[rows], v.W2[rows], v.b2[rows])
+                picked = None if orders is None else orders[i, rows].to(dev) + offsets[rows]
+                trainer.stacked_iteration(sub, x_rows, y_rows, picked, None if x_full is None else x_full[rows],
+                                          None if y_full is None else y_full[rows], n=n, eta=eta[rows],
+                                          batch_size=batch, shape=shape)
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            times.train += t1 - t0
+            times.model_steps += active * steps_per_iteration
+            if i in ends:
+                _end_rounds(ends[i], v, data, shape, pool, tamper, times, on_round)
+                times.rounds += time.perf_counter() - t1
+        for run in runs:
+            _collect(run, times, on_round)
+    total = sum(r.iterations * len(r.trainers) for r in runs)
+    for run in runs:
+        run.result.train_seconds = times.train * run.iterations * len(run.trainers) / total
+        run.result.model = run.w
+    times.wall = time.perf_counter() - start
+    return GroupResult(results, times)
+
+
+def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None,
+          tamper: Tamper | None = None, on_round: Callable[[RoundRecord], None] | None = None,
+          reference: torch.Tensor | None = None) -> KResult:
+    """Run BLADE-FL with K integrated rounds (a group of one run); an infeasible K (tau < 1) is
+    reported, not raised. With a ``reference`` optimum w*, each round records ||w^k - w*|| (a
+    diagnostic of the bound's cells; eps2 itself comes from the loss gap, see
+    :mod:`bladefl.experiments.bound_analysis`)."""
+    return run_group([RunSpec(cfg, K, store, reference)], data, tamper=tamper, on_round=on_round).results[0]

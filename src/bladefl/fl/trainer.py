@@ -18,6 +18,32 @@ def epoch_order(generator: torch.Generator, N: int, n: int) -> torch.Tensor:
     return torch.argsort(torch.rand(N, n, generator=generator), dim=1)
 
 
+def round_orders(generator: torch.Generator, tau: int, N: int, n: int) -> torch.Tensor:
+    """The epoch orders of a whole round [tau, N, n]: the same draws as ``tau`` successive calls
+    of :func:`epoch_order` on ``generator``."""
+    return torch.argsort(torch.rand(tau, N, n, generator=generator), dim=2)
+
+
+def stacked_iteration(v: mlp.Views, x_rows: torch.Tensor, y_rows: torch.Tensor, picked: torch.Tensor | None,
+                      x_full: torch.Tensor | None, y_full: torch.Tensor | None, *, n: int, eta: torch.Tensor,
+                      batch_size: int, shape: mlp.Shape) -> None:
+    """One local iteration of every row of ``v`` (the active rows of a group of runs).
+
+    ``epoch``: ``picked`` [rows, n] holds each row's shuffled sample indices into the samples
+    ``x_rows`` [N * n, d] of all clients (its client's offset added), gathered once per epoch and
+    cut into minibatches. ``full_batch`` (``picked`` is None): one step on each row's own client
+    data ``x_full`` [rows, n, d]. ``eta`` [rows]: each row's step size."""
+    if picked is None:
+        mlp.sgd_step(v, x_full, y_full, eta, shape)
+        return
+    rows = picked.shape[0]
+    index = picked.reshape(-1)
+    xp = x_rows.index_select(0, index).view(rows, n, x_rows.shape[1])
+    yp = y_rows.index_select(0, index).view(rows, n)
+    for start in range(0, n, batch_size):
+        mlp.sgd_step(v, xp[:, start : start + batch_size], yp[:, start : start + batch_size], eta, shape)
+
+
 def train_local(
     flat: torch.Tensor,
     x: torch.Tensor,

@@ -1,0 +1,169 @@
+"""The multi-run engine: runs stacked as one computation give what each gives alone (CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+from bladefl.experiments.runner import CellJob, batches, finished, run_cells
+from bladefl.fl import mlp
+from bladefl.fl.engine import RunSpec, group_errors, run_group, run_k
+from tests.test_engine import small_cfg, synthetic
+
+MIXED = [  # K, seeds, eta, lazy (with and without the counterfactual), DP, detection with exclusion
+    (small_cfg(), 3),
+    (small_cfg(seed=1), 2),
+    (small_cfg(train={"eta": 0.1}), 1),
+    (small_cfg(seed=2, lazy={"ratio": 0.5, "sigma2": 0.01}), 3),
+    (small_cfg(seed=3, lazy={"ratio": 0.25, "sigma2": 1e-4, "counterfactual": True}), 2),
+    (small_cfg(privacy={"epsilon": 50.0, "clip": 5.0}), 3),
+    (small_cfg(lazy={"ratio": 0.25, "sigma2": 0.01, "detectors": ["gaussian_difference"], "exclude": True}), 4),
+    (small_cfg(time={"alpha": 2, "beta": 5}), 9),  # another time model: tau 3
+    (small_cfg(), 10),  # infeasible K (tau 0): reported, not run
+]
+
+
+def _same(a, b):
+    assert a.status == b.status
+    if a.status != "ok":
+        return
+    assert torch.allclose(a.model, b.model, atol=1e-5, rtol=0), (a.model - b.model).abs().max()
+    assert len(a.rounds) == len(b.rounds) == a.K
+    for ra, rb in zip(a.rounds, b.rounds, strict=True):
+        assert ra.tau == rb.tau and ra.miner == rb.miner and ra.votes == rb.votes
+        assert ra.n_in_block == rb.n_in_block and ra.n_excluded == rb.n_excluded
+        assert ra.test_accuracy == pytest.approx(rb.test_accuracy, abs=1e-6)
+        assert ra.train_loss == pytest.approx(rb.train_loss, abs=1e-5)
+        assert (ra.theta == pytest.approx(rb.theta, abs=1e-4)) or (ra.theta != ra.theta and rb.theta != rb.theta)
+    assert [d["flag"] for d in a.detections] == [d["flag"] for d in b.detections]
+
+
+@pytest.mark.parametrize("iteration", ["epoch", "full_batch"])
+@pytest.mark.parametrize("block_rows", [None, 3])
+def test_a_mixed_group_equals_each_run_alone(iteration, block_rows):
+    data = synthetic()
+    specs = [RunSpec(small_cfg(**{**_over(cfg), "train": {**_over(cfg)["train"], "iteration": iteration}}), K)
+             for cfg, K in MIXED]
+    group = run_group(specs, data, block_rows=block_rows, chain_threads=3)
+    alone = [run_k(s.cfg, data, s.K) for s in specs]
+    assert [r.status for r in group.results][-1] == "infeasible"
+    for a, b in zip(group.results, alone, strict=True):
+        _same(a, b)
+    assert group.times.model_steps > 0 and group.times.wall >= group.times.train > 0
+
+
+def _over(cfg):
+    d = cfg.to_dict()
+    return {k: d[k] for k in ("train", "time", "lazy", "privacy", "seed")}
+
+
+def test_group_results_do_not_depend_on_the_order_or_company():
+    data = synthetic()
+    specs = [RunSpec(cfg, K) for cfg, K in MIXED[:6]]
+    forward = run_group(specs, data).results
+    backward = run_group(specs[::-1], data).results[::-1]
+    pair = run_group(specs[2:4], data).results
+    for a, b in zip(forward, backward, strict=True):
+        _same(a, b)
+        assert [r.block_hash for r in a.rounds] == [r.block_hash for r in b.rounds]
+    for a, b in zip(forward[2:4], pair, strict=True):
+        _same(a, b)
+
+
+def test_runs_that_do_not_share_data_are_refused_with_the_field_named():
+    errors = group_errors([RunSpec(small_cfg(), 3), RunSpec(small_cfg(partition={"N": 8}), 3),
+                           RunSpec(small_cfg(train={"batch_size": 8}), 3)])
+    assert len(errors) == 2 and "partition" in errors[0] and "train.batch_size" in errors[1]
+    with pytest.raises(ValueError, match="cannot train as one group"):
+        run_group([RunSpec(small_cfg(), 3), RunSpec(small_cfg(dataset="fashion_mnist"), 3)], synthetic())
+
+
+def test_per_model_step_sizes_equal_one_step_size_per_model():
+    shape = mlp.Shape(d=30, h=16)
+    data = synthetic()
+    w0 = mlp.init(shape, torch.Generator().manual_seed(3)).expand(data.N, -1).clone()
+    one = mlp.contiguous_views(w0, shape)
+    mlp.sgd_step(one, data.x, data.y, 0.05, shape)
+    many = mlp.contiguous_views(w0, shape)
+    mlp.sgd_step(many, data.x, data.y, torch.full((data.N,), 0.05), shape)
+    for a, b in zip((one.W1, one.b1, one.W2, one.b2), (many.W1, many.b1, many.W2, many.b2), strict=True):
+        assert torch.allclose(a, b, atol=1e-6, rtol=0)
+
+
+def _jobs(tmp_path):
+    cfgs = [small_cfg(time={"K": [1, 2, 3]}), small_cfg(seed=1, time={"K": [2, 3]}),
+            small_cfg(seed=2, lazy={"ratio": 0.25, "sigma2": 0.01}, time={"K": [1, 3]})]
+    return [CellJob(cfg, tmp_path / f"job{i}") for i, cfg in enumerate(cfgs)]
+
+
+def test_stacked_and_one_at_a_time_write_the_same_folders(tmp_path):
+    data = synthetic()
+    run_cells(_jobs(tmp_path / "a"), data, progress=False, stack=True, max_rows=8)
+    run_cells(_jobs(tmp_path / "b"), data, progress=False, stack=False)
+    for i in range(3):
+        a, b = (json.loads((tmp_path / s / f"job{i}" / "summary.json").read_text()) for s in "ab")
+        assert a["config"] == b["config"]
+        for ka, kb in zip(a["per_K"], b["per_K"], strict=True):
+            assert ka["test_accuracy"] == pytest.approx(kb["test_accuracy"], abs=1e-6)
+            assert ka["train_loss"] == pytest.approx(kb["train_loss"], abs=1e-5)
+        assert "group" in a and "group" not in b
+
+
+def test_batches_keep_jobs_whole_and_respect_the_row_budget(tmp_path):
+    jobs = _jobs(tmp_path)
+    plan = batches(jobs, stack=True, max_rows=12)  # N=4: 3 runs per batch at most, whole jobs
+    assert [[j for j, _ in b] for b in plan] == [[0, 0, 0], [1, 1], [2, 2]]
+    assert [[j for j, _ in b] for b in batches(jobs, stack=True, max_rows=16)] == [[0, 0, 0], [1, 1, 2, 2]]
+    for b in plan:
+        for j in {j for j, _ in b}:  # every job's K are in one batch
+            assert sum(1 for jj, _ in b if jj == j) == len(jobs[j].cfg.time.K)
+    assert [len(b) for b in batches(jobs, stack=False, max_rows=12)] == [1] * 7
+
+
+def test_a_killed_group_resumes_without_redoing_finished_jobs(tmp_path):
+    data = synthetic()
+    jobs = _jobs(tmp_path)
+    run_cells(jobs[:2], data, progress=False, stack=True)  # the first two finished before a kill
+    (jobs[1].out / "rounds.csv").unlink()  # the kill struck while job 1 was being written
+    before = os.stat(jobs[0].out / "summary.json").st_mtime_ns
+    out = run_cells(jobs, data, progress=False, stack=True, resume=True)
+    assert out[0] is None and out[1] is not None and out[2] is not None  # job 0 skipped, 1 and 2 run
+    assert os.stat(jobs[0].out / "summary.json").st_mtime_ns == before
+    assert all(finished(j) for j in jobs)
+    changed = CellJob(small_cfg(time={"K": [1, 2]}), jobs[0].out)  # same folder, another config: not finished
+    assert not finished(changed)
+
+
+def test_grid_groups_cover_every_run_once_and_the_bound_cells_measure():
+    import yaml
+
+    from bladefl.experiments import workflow_config as wc
+
+    config = yaml.safe_load(open("config/config.yaml"))
+    config = {**config, "seeds": [0, 1, 2], "seeds_per_job": 2}
+    groups = wc.run_groups(config)
+    cells = wc.cells(config)
+    runs = [(g.dataset, c, s) for g in groups for c in g.cells for s in g.seeds]
+    assert len(runs) == len(set(runs)) == len(config["datasets"]) * len(cells) * 3
+    assert {len(g.seeds) for g in groups} == {2, 1}  # seeds 0-1, then 2
+    assert all({cc.N for cc in cells if cc.key in g.cells} == {g.N} for g in groups)
+    plan = json.loads(wc.group_plan(config, next(g for g in groups if g.N == 20), "runs"))
+    bound = {c.key for c in wc.bound_cells(config)}
+    assert {item["out"].split("/")[2] for item in plan if item["reference"]} == bound
+    assert all(("measure.constants=true" in item["set"]) == item["reference"] for item in plan)
+
+
+def test_run_group_refuses_a_plan_that_does_not_share_a_partition_before_any_work(tmp_path, capsys):
+    from bladefl.cli import main
+
+    plan = [{"out": str(tmp_path / "a"), "set": ["partition.N=20"]},
+            {"out": str(tmp_path / "b"), "set": ["partition.N=10"]}]
+    code = main(["run-group", "--plan", json.dumps(plan), "--partition", str(tmp_path / "missing.npy")])
+    assert code == 2 and "share the dataset and the partition" in capsys.readouterr().err
+    bad = [{"out": str(tmp_path / "a"), "set": ["train.eta=-1"]}]
+    code = main(["run-group", "--plan", json.dumps(bad), "--partition", str(tmp_path / "missing.npy")])
+    assert code == 2 and "train.eta must be a number > 0" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
