@@ -7,11 +7,11 @@ import os
 
 import pytest
 import torch
+from tests.test_engine import small_cfg, synthetic
 
 from bladefl.experiments.runner import CellJob, batches, finished, run_cells
 from bladefl.fl import mlp
 from bladefl.fl.engine import RunSpec, group_errors, run_group, run_k
-from tests.test_engine import small_cfg, synthetic
 
 MIXED = [  # K, seeds, eta, lazy (with and without the counterfactual), DP, detection with exclusion
     (small_cfg(), 3),
