@@ -15,6 +15,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/grid.smk"
 include: "workflow/rules/bound.smk"
+include: "workflow/rules/detection.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -10,7 +10,7 @@ from browser import Browser, find_chromium
 
 pytestmark = pytest.mark.slow
 
-NOTEBOOKS = ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy")
+NOTEBOOKS = ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy", "05_lazy")
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from bladefl.experiments.grid import expand, unique_cells
+from bladefl.experiments.workflow_config import detection_cells
 from conftest import copy_workflow, snakemake, venv_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +51,8 @@ def test_smoke_workflow_summary_tables(smoke):
     shared = table[table.cell == "alpha~1_beta~10_N~4_eta~0.05_lazy~0_sigma2~0_eps~inf"]
     assert set(shared.sweep) == {"beta", "lazy_ratio", "epsilon"}
     assert shared.groupby("K").train_loss.nunique().eq(1).all()
-    assert len(list((work / "results/runs/authors-code/mnist").iterdir())) == 5  # 8 members, 5 unique cells
+    # 8 members in 5 unique cells, plus the lazy_ratio sweep's lazy cell run again with exclusion
+    assert len(list((work / "results/runs/authors-code/mnist").iterdir())) == 6
     # the table is built from the runs' own outputs
     run = work / "results/runs/authors-code/mnist" / shared.cell.iloc[0] / "seed~0" / "rounds.csv"
     rounds = pd.read_csv(run)
@@ -87,6 +89,18 @@ def test_smoke_workflow_summary_tables(smoke):
     assert set(verdicts.verdict) == {"single seed"}  # the smoke grid has one seed
     assert {"the bound is within 5% of the experiment", "the bound is above the experiment at every K",
             "the bound's K* is the experiment's K*"} <= set(verdicts.claim)
+
+    # lazy-client detection: every lazy run records it; the exclusion run leaves the flagged upload out
+    lazy_cell = work / "results/runs/authors-code/mnist/alpha~1_beta~10_N~4_eta~0.05_lazy~0.25_sigma2~0.01_eps~inf"
+    det = pd.read_csv(lazy_cell / "seed~0/detections.csv")
+    assert set(det.detector) == {"gaussian_difference", "gaussian_update", "near_duplicate"} and not det.excluded.any()
+    cut = pd.read_csv(f"{lazy_cell}_exclude~1/seed~0/rounds.csv")
+    assert (cut.n_excluded == 1).all() and (cut.n_in_block == 3).all()  # the one lazy client, every round
+    quality = pd.read_csv(work / "results/detection/mnist/quality.csv")
+    assert set(quality.detector) == set(det.detector) and quality.auc.between(0, 1).all()
+    exclusion = pd.read_csv(work / "results/detection/mnist/exclusion.csv")
+    assert list(exclusion.condition) == ["no lazy clients", "lazy clients", "lazy, flagged excluded"]
+    assert (work / "results/report/mnist/05_lazy.html").is_file()
 
 
 @pytest.mark.slow
@@ -133,7 +147,9 @@ def test_paper_grid_dry_run_is_fast_and_complete(tmp_path):
     config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
     cells = len(unique_cells(expand(config)))  # shared cells run once
     assert 20 <= cells < len(expand(config))
-    assert int(counts["run_cell"]) == cells * 2 * len(config["seeds"])  # x datasets x seeds
+    extra = len(detection_cells(config))  # the lazy_ratio sweep's lazy cells again, with exclusion
+    assert extra == 3
+    assert int(counts["run_cell"]) == (cells + extra) * 2 * len(config["seeds"])  # x datasets x seeds
     assert int(counts["summarize"]) == 2
     assert elapsed < 10
 
@@ -146,7 +162,7 @@ def test_report_renders_without_measured_constants(tmp_path, data_root):
     proc = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml", "--config", "measure_constants=False")
     assert proc.returncode == 0, proc.stderr[-3000:]
     pages = sorted(p.name for p in (work / "results/report/mnist").glob("*.html"))
-    assert pages == ["00_verdicts.html", "01_data.html", "02_sweeps.html", "04_privacy.html"]
+    assert pages == ["00_verdicts.html", "01_data.html", "02_sweeps.html", "04_privacy.html", "05_lazy.html"]
     params = yaml.safe_load((work / "results/report/parameters/mnist/00_verdicts.yaml").read_text())
     assert params["verdicts"] == "results/verdicts/mnist.csv" and "gaps" not in params
     assert not (work / "results/bound").exists() and not (work / "results/reference").exists()

@@ -107,6 +107,69 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_detection(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bladefl.core import atomic
+    from bladefl.experiments import detection_analysis as da
+    from bladefl.experiments.grid import members_from_json
+
+    members = members_from_json(args.members)
+    detections = da.read_detections(args.runs)
+    out = Path(args.out_dir)
+    tables = {
+        "quality": da.quality(detections, members),
+        "per_round": da.per_round(detections),
+        "roc": da.roc_table(detections, members),
+        "exclusion": da.exclusion(args.runs, members, args.exclude_sweeps),
+        "exclusion_curves": da.exclusion_curves(args.runs, members, args.exclude_sweeps),
+    }
+    for name, frame in tables.items():
+        atomic.write_csv(out / f"{name}.csv", frame)
+    print(f"wrote {out}/: {len(detections)} detections of {detections.cell.nunique()} cells; "
+          f"{len(tables['quality'])} quality rows, {len(tables['exclusion'])} exclusion rows")
+    return 0
+
+
+def _cmd_sensitivity(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bladefl.core import atomic
+    from bladefl.report import sensitivity as sens
+    from bladefl.report.inputs import OPTIMUM_COLUMNS, SUMMARY_COLUMNS, read_csv
+    from bladefl.report.paper import paper_tables
+
+    n = len(args.readings)
+    if not (len(args.axes) == len(args.summaries) == len(args.optima) == len(args.verdicts) == n):
+        raise ValueError("--readings, --axes, --summaries, --optima and --verdicts must list one entry per reading")
+    summaries = {r: read_csv(f, SUMMARY_COLUMNS) for r, f in zip(args.readings, args.summaries, strict=True)}
+    optima = {r: read_csv(f, OPTIMUM_COLUMNS) for r, f in zip(args.readings, args.optima, strict=True)}
+    verdicts = {r: read_csv(f, ["claim", "source", "verdict"])
+                for r, f in zip(args.readings, args.verdicts, strict=True)}
+    tables = paper_tables(args.paper_values)
+    out = Path(args.out_dir)
+    ranked = sens.ranking(summaries, tables, args.dataset, args.t_sum, optima, dict(zip(args.readings, args.axes,
+                                                                                         strict=True)))
+    changes = sens.verdict_changes(verdicts)
+    atomic.write_csv(out / "ranking.csv", ranked)
+    atomic.write_csv(out / "verdict_changes.csv", changes)
+    atomic.write_csv(out / "curves.csv", sens.accuracy_curves(summaries, args.sweeps))
+    atomic.write_csv(out / "paper_points.csv", sens.paper_points(tables, args.dataset, args.sweeps))
+    best = ranked.iloc[0]
+    print(f"wrote {out}/: closest to the paper: {best.reading} (K* distance {best.K_star_distance:g}, accuracy "
+          f"distance {best.accuracy_distance:.1f} points); {int(changes.depends_on_reading.sum())} of "
+          f"{len(changes)} verdicts depend on the reading")
+    return 0
+
+
+def _cmd_sensitivity_index(args: argparse.Namespace) -> int:
+    from bladefl.report.pages import write_sensitivity_index
+
+    write_sensitivity_index(args.out, args.rankings, args.pages)
+    print(f"wrote {args.out}")
+    return 0
+
+
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
     from bladefl.experiments.grid import members_from_json
@@ -283,6 +346,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--references", nargs="+", required=True, help="reference .npz files, one per partition")
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=_cmd_bound)
+
+    p = sub.add_parser("detection", help="lazy-client detection quality and what exclusion recovers")
+    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files (detections.csv beside)")
+    p.add_argument("--members", required=True, help="JSON list of {sweep, feeds, vary, value, cell}")
+    p.add_argument("--exclude-sweeps", nargs="*", default=[], help="sweeps whose lazy cells also ran with exclusion")
+    p.add_argument("--out-dir", required=True)
+    p.set_defaults(func=_cmd_detection)
+
+    p = sub.add_parser("sensitivity", help="rank readings of the unstated settings by distance to the paper")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--readings", nargs="+", required=True)
+    p.add_argument("--axes", nargs="+", required=True, help="each reading's axis (partition, iteration, ...)")
+    p.add_argument("--summaries", nargs="+", required=True, help="each reading's tidy run table")
+    p.add_argument("--optima", nargs="+", required=True, help="each reading's optimum table")
+    p.add_argument("--verdicts", nargs="+", required=True, help="each reading's verdicts")
+    p.add_argument("--paper-values", required=True, help="config/paper_values.yaml")
+    p.add_argument("--t-sum", type=float, required=True)
+    p.add_argument("--sweeps", nargs="+", default=["alpha", "beta"], help="sweeps whose curves the page draws")
+    p.add_argument("--out-dir", required=True)
+    p.set_defaults(func=_cmd_sensitivity)
+
+    p = sub.add_parser("sensitivity-index", help="the sensitivity study's front page")
+    p.add_argument("--rankings", nargs="+", required=True, help="results/sensitivity/<dataset>/ranking.csv")
+    p.add_argument("--pages", nargs="+", required=True, help="rendered sensitivity pages (HTML)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_cmd_sensitivity_index)
 
     p = sub.add_parser("summarize", help="tidy summary and optimum tables over the grid's runs")
     p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")

@@ -18,7 +18,7 @@ DATASETS = config["datasets"]
 PROFILE = config["profile"]
 TV_NAMES = {name: get_spec(name).torchvision_name for name in DATASETS}
 DATASET_OF_TV = {tv: name for name, tv in TV_NAMES.items()}
-CELLS = {cell.key: cell for cell in wc_cfg.cells(config)}
+CELLS = {cell.key: cell for cell in wc_cfg.all_cells(config)}
 PARTITION_KEYS = {
     N: wc_cfg.partition_spec(config, N).key
     for N in sorted({c.N for c in CELLS.values()})
@@ -47,7 +47,9 @@ wildcard_constraints:
     tv="|".join(TV_NAMES.values()),
     cell="[^/]+",
     seed=r"\d+",
-    nb="|".join(["00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"]),
+    nb="|".join(
+        ["00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy", "05_lazy"]
+    ),
 
 
 JOB_ENV = "../../envs/environment.yaml"
@@ -165,6 +167,27 @@ def group_outputs(group):
     ]
 
 
+DETECTION_FILES = ["quality", "per_round", "roc", "exclusion", "exclusion_curves"]
+DETECTING = bool(wc_cfg.detectors(config)) and bool(wc_cfg.lazy_members(config))
+
+
+def detection_files(dataset):
+    return {f: f"{RESULTS}/detection/{dataset}/{f}.csv" for f in DETECTION_FILES}
+
+
+def detection_run_summaries(wildcards):
+    """The runs with lazy clients (their detections.csv) and the exclusion sweeps' points."""
+    sweeps = set(config.get("detection", {}).get("exclude_sweeps", []))
+    cells = {m.cell.key for m in wc_cfg.lazy_members(config)}
+    cells |= {m.cell.key for m in wc_cfg.members(config) if m.sweep in sweeps}
+    cells |= {c.key for c in wc_cfg.detection_cells(config)}
+    return expand(
+        f"{RUNS}/{wildcards.dataset}/{{cell}}/seed~{{seed}}/summary.json",
+        cell=sorted(cells),
+        seed=SEEDS,
+    )
+
+
 # --- the report ------------------------------------------------------------------------------
 
 
@@ -174,6 +197,8 @@ def notebooks():
         names.append("03_bound")
     if any(m.vary == "epsilon" for m in wc_cfg.members(config)):
         names.append("04_privacy")
+    if DETECTING:
+        names.append("05_lazy")
     return names
 
 
@@ -219,6 +244,7 @@ def notebook_parameters(wildcards):
             k: bound.get(k) for k in ("gaps", "constants", "fit", "kstar", "members")
         },
         "04_privacy": {"optimum": optimum},
+        "05_lazy": detection_files(d) if DETECTING else {},
     }[nb]
     return {
         "dataset": d,
@@ -273,6 +299,11 @@ def all_targets():
             else []
         ),
         *expand(f"{RESULTS}/verdicts/{{dataset}}.csv", dataset=DATASETS),
+        *(
+            [f for d in DATASETS for f in detection_files(d).values()]
+            if DETECTING
+            else []
+        ),
         f"{REPORT}/index.html",
     ]
 

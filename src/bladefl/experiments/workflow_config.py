@@ -19,6 +19,7 @@ from typing import Any
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.experiments.grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
+from bladefl.experiments.readings import Reading, reading_config, reading_errors, readings
 from bladefl.fl.detection import DETECTORS
 from bladefl.fl.run_config import ConfigError as RunConfigError
 from bladefl.fl.run_config import RunConfig, load_config
@@ -162,6 +163,18 @@ def group_plan(config: Mapping[str, Any], group: RunGroup, runs_root: str) -> st
     return json.dumps(plan, separators=(",", ":"))
 
 
+def reading_plan(config: Mapping[str, Any], reading: Reading, dataset: str, seed: int, runs_root: str) -> str:
+    """The plan of one sensitivity job (``bladefl run-group --plan``): every cell of the grid under
+    one reading, for one dataset and seed; no measurement, no reference."""
+    seen = reading_config(config, reading)
+    plan = [{"out": f"{runs_root}/{reading.name}/{dataset}/{c.key}/seed~{seed}",
+             "set": [*run_sets({**seen, "measure_constants": False}, c, dataset, seed), *reading.run_sets(),
+                     *reading.cell_sets(c)],
+             "reference": False}
+            for c in cells(config)]
+    return json.dumps(plan, separators=(",", ":"))
+
+
 def members_json(config: Mapping[str, Any]) -> str:
     return members_to_json(members(config))
 
@@ -203,6 +216,15 @@ def check(config: Mapping[str, Any]) -> None:
             errors.append(f"detection.exclude_sweeps: each must name one of the sweeps {names} (got {sweep!r})")
     if detection.get("exclude_sweeps") and not detection.get("detectors"):
         errors.append("detection.exclude_sweeps needs detection.detectors (the first one decides exclusion)")
+    profiles = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+    errors.extend(reading_errors(config, profiles))
+    for reading in readings(config):
+        if reading.profile in profiles:
+            for N in sorted({c.N for c in grid_cells}):
+                try:
+                    partition_spec(reading_config(config, reading), N)
+                except (ConfigError, TypeError) as exc:
+                    errors.append(f"readings.{reading.name}: {exc}")
     n = int(config.get("partition", {}).get("n", 512))
     for cell in grid_cells:
         errors.extend(cell_errors(cell, n, t_sum))

@@ -23,6 +23,7 @@ NOTEBOOK_TITLES = {
     "02_sweeps": "sweeps: Tables II-VII, Figs. 4-9",
     "03_bound": "the bound against the experiment: Fig. 3 and K*",
     "04_privacy": "privacy: the optimum versus epsilon",
+    "05_lazy": "lazy clients: detection and exclusion",
 }
 DATASET_TITLES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
 
@@ -197,3 +198,40 @@ def headline_panels(summaries: Mapping[str, pd.DataFrame], comparisons: Mapping[
 
 __all__ = ["NOTEBOOK_TITLES", "DATASET_TITLES", "PAGE_TEMPLATE", "page_title", "dataset_title", "render_html",
            "provenance_line", "write_index", "headline_panels"]
+
+
+def write_sensitivity_index(path: str | Path, rankings: Sequence[str | Path], pages: Sequence[str | Path],
+                            provenance: str = "") -> Path:
+    """The sensitivity study's front page: per dataset, the readings ranked by their distance to
+    the paper, and links to the pages."""
+    path = Path(path)
+    sections = []
+    for ranking in rankings:
+        table = read_csv(ranking, ["reading", "axis", "dataset", "rank", "K_star_distance", "accuracy_distance"])
+        rows = "\n".join(
+            f"<tr><td>{int(r['rank'])}</td><td>{html.escape(str(r['reading']))}</td>"
+            f"<td>{html.escape(str(r['axis']))}</td><td>{r['K_star_distance']:g} "
+            f"({r['K_star_distance_seeds']:.1f} &plusmn; {r['K_star_distance_sd']:.1f})</td>"
+            f"<td>{r['accuracy_distance']:.1f} ({r['accuracy_distance_seeds']:.1f} &plusmn; "
+            f"{r['accuracy_distance_sd']:.1f})</td><td>{r['max_accuracy']:.1f}</td></tr>" for _, r in table.iterrows())
+        sections.append(f"<h2>{html.escape(dataset_title(table.dataset.iloc[0]))}</h2>\n<table><tr><th>rank</th>"
+                        f"<th>reading</th><th>axis</th><th>K* distance (per seed: mean &plusmn; sd)</th>"
+                        f"<th>accuracy distance, points (per seed)</th><th>best accuracy %</th></tr>\n{rows}\n</table>")
+    title = "BLADE-FL sensitivity study: readings of what the paper does not say"
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:sans-serif;max-width:75em;margin:2em auto;padding:0 1em}}
+td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top}}table{{border-collapse:collapse}}
+.prov{{color:#555;font-size:85%}}</style>
+</head><body><h1>{html.escape(title)}</h1>
+<p class="prov">{html.escape(provenance)}</p>
+<p>Each reading runs the same grid under one choice the paper leaves open. The distance to the paper
+sums, over the rows of the paper's tables the grid covers, |K* &minus; K*<sub>paper</sub>| and |maximal
+accuracy &minus; the paper's| (in points), from the seed-mean curves and, in brackets, per seed (mean
+&plusmn; standard deviation). Readings are ranked by the K* distance, then the accuracy distance.</p>
+{''.join(sections)}
+<h2>Pages</h2>
+{_links(path, pages)}
+</body></html>
+"""
+    atomic.write_text(path, page)
+    return path

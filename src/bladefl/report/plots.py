@@ -137,3 +137,51 @@ def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list o
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def roc_figure(roc, title: str) -> Figure:  # noqa: ANN001 - DataFrame from detection_analysis.roc_table
+    """One panel per detector: the ROC curve of every cell with lazy clients (pooled over seeds, K
+    and rounds), the chance diagonal dashed."""
+    detectors = sorted(roc.detector.unique())
+    fig, axes = plt.subplots(1, len(detectors), figsize=(4.2 * len(detectors), 4), squeeze=False)
+    for ax, detector in zip(axes[0], detectors, strict=True):
+        part = roc[roc.detector == detector]
+        for (ratio, sigma2), curve in part.groupby(["lazy_ratio", "sigma2"], sort=True):
+            ax.plot(curve.fpr, curve.tpr, lw=1.2, alpha=0.8, label=f"M/N={ratio:g}, sigma2={sigma2:g}")
+        ax.plot([0, 1], [0, 1], "k--", lw=0.8, alpha=0.5)
+        ax.set_title(detector, fontsize=10)
+        ax.set_xlabel("false-positive rate")
+        ax.set_ylabel("true-positive rate (recall)")
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0, -1].legend(fontsize=7, loc="lower right")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def exclusion_figure(curves, title: str) -> Figure:  # noqa: ANN001 - DataFrame from exclusion_curves
+    """Test accuracy versus K per lazy ratio: with lazy clients, with their flagged uploads excluded,
+    and without lazy clients (the same dashed line in every panel); band = +-1 std over seeds."""
+    ratios = sorted(v for v in curves.value.unique() if v > 0)
+    fig, axes = plt.subplots(1, len(ratios), figsize=(4.2 * len(ratios), 3.8), squeeze=False, sharey=True)
+    styles = {"lazy clients": ("o-", "C3"), "lazy, flagged excluded": ("s-", "C2"), "no lazy clients": ("--", "k")}
+    for ax, ratio in zip(axes[0], ratios, strict=True):
+        for condition, (style, color) in styles.items():
+            value = 0 if condition == "no lazy clients" else ratio
+            part = curves[(curves.condition == condition) & (curves.value == value)].sort_values("K")
+            if part.empty:
+                continue
+            ax.plot(part.K, part.test_accuracy, style, color=color, ms=3, label=condition)
+            std = part.test_accuracy_std.fillna(0)
+            ax.fill_between(part.K, part.test_accuracy - std, part.test_accuracy + std, color=color, alpha=0.12)
+        ax.set_title(f"M/N = {ratio:g}", fontsize=10)
+        ax.set_xlabel("K (integrated rounds)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("test accuracy")
+    axes[0, -1].legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -43,3 +43,22 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
 
 
 __all__ = ["sweep_curves", "privacy_table", "provenance"]
+
+
+def detection_quality_table(quality: pd.DataFrame) -> pd.DataFrame:
+    """Per sweep point and detector: each metric as "mean +- std" over seeds (fractions)."""
+    out = quality[["sweep", "lazy_ratio", "sigma2", "detector", "seeds"]].copy()
+    for metric in ("precision", "recall", "fpr", "auc"):
+        out[metric] = [f"{m:.3f} +- {s:.3f}" if m == m else "n/a (nothing flagged)"
+                       for m, s in zip(quality[metric], quality[f"{metric}_std"], strict=True)]
+    return out.rename(columns={"lazy_ratio": "M/N", "fpr": "false-positive rate", "auc": "ROC AUC"})
+
+
+def exclusion_table(exclusion: pd.DataFrame) -> pd.DataFrame:
+    """Per lazy ratio and condition: K* and the maximal accuracy, "mean +- std" over seeds."""
+    out = exclusion[["lazy_ratio", "condition", "seeds"]].copy()
+    for col, std in (("K_star_loss", "K_star_loss_std"), ("K_star_accuracy", "K_star_accuracy_std"),
+                     ("max_accuracy", "max_accuracy_std")):
+        out[col] = [f"{v:.4g} +- {s:.2g}" for v, s in zip(exclusion[col], exclusion[std], strict=True)]
+    return out.rename(columns={"lazy_ratio": "M/N", "K_star_loss": "K* (loss)", "K_star_accuracy": "K* (accuracy)",
+                               "max_accuracy": "max accuracy"})

@@ -1,0 +1,93 @@
+"""The sensitivity study against the paper: which reading of the paper's unstated settings
+comes closest to its tables, and which verdicts change with the reading.
+
+Per reading and dataset, over every row of the paper's Tables II-VII that the study ran and the
+paper gives (``paper_comparison``): the distance in K* (sum of |K* - K*_paper| over the rows
+with an integer paper K*) and in maximal accuracy (sum of |max accuracy - paper's| in points).
+Each is computed from the seed-mean curves and, for its spread, once per seed from that seed's
+own optimum (mean and standard deviation over seeds).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from bladefl.report.paper import paper_comparison
+
+CHANGE_VERDICTS = ("reproduced", "refuted")
+
+
+def _distances(comparison: pd.DataFrame) -> tuple[float, float, int, int]:
+    k = comparison.dropna(subset=["K_star", "paper_K_star"])
+    acc = comparison.dropna(subset=["max_accuracy", "paper_max_accuracy"])
+    return (float((k.K_star - k.paper_K_star).abs().sum()), float((acc.max_accuracy - acc.paper_max_accuracy)
+                                                                  .abs().sum()), len(k), len(acc))
+
+
+def _per_seed_optimum(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per (sweep, value, seed): K* by loss and the maximal accuracy of that seed alone, in the
+    optimum table's columns (so ``paper_comparison`` reads it as it reads the seed-mean one)."""
+    ok = summary[summary.status == "ok"]
+    rows = []
+    for (sweep, cell, seed), g in ok.groupby(["sweep", "cell", "seed"], sort=False):
+        best = g.loc[g.train_loss.idxmin()]
+        rows.append({"sweep": sweep, "cell": cell, "seed": seed, "vary": g.vary.iloc[0], "value": g.value.iloc[0],
+                     "K_star_loss": int(best.K), "K_star_loss_std": 0.0, "seeds": 1,
+                     "max_accuracy": float(g.test_accuracy.max()), "max_accuracy_std": 0.0})
+    return pd.DataFrame(rows)
+
+
+def ranking(summaries: Mapping[str, pd.DataFrame], tables: Sequence[Mapping], dataset: str, t_sum: float,
+            optima: Mapping[str, pd.DataFrame], axes: Mapping[str, str]) -> pd.DataFrame:
+    """One row per reading: its distances to the paper (seed-mean, and mean +- sd over seeds),
+    ranked by the K* distance, then the accuracy distance."""
+    rows = []
+    for reading, summary in summaries.items():
+        k, acc, nk, nacc = _distances(paper_comparison(optima[reading], summary, tables, dataset, t_sum))
+        per_seed = _per_seed_optimum(summary)
+        seeds = [_distances(paper_comparison(part, summary[summary.seed == s], tables, dataset, t_sum))
+                 for s, part in per_seed.groupby("seed")]
+        rows.append({"reading": reading, "axis": axes.get(reading, ""), "dataset": dataset,
+                     "K_star_distance": k, "accuracy_distance": acc,
+                     "K_star_distance_seeds": float(np.mean([d[0] for d in seeds])) if seeds else math.nan,
+                     "K_star_distance_sd": float(np.std([d[0] for d in seeds])) if seeds else math.nan,
+                     "accuracy_distance_seeds": float(np.mean([d[1] for d in seeds])) if seeds else math.nan,
+                     "accuracy_distance_sd": float(np.std([d[1] for d in seeds])) if seeds else math.nan,
+                     "K_star_rows": nk, "accuracy_rows": nacc, "seeds": len(seeds),
+                     "max_accuracy": float(summary[summary.status == "ok"].groupby(["cell", "K"]).test_accuracy
+                                           .mean().max()) * 100})
+    out = pd.DataFrame(rows).sort_values(["K_star_distance", "accuracy_distance"], kind="stable")
+    return out.assign(rank=range(1, len(out) + 1)).reset_index(drop=True)
+
+
+def verdict_changes(verdicts: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Claim x reading verdicts; ``depends_on_reading`` where one reading reproduces a claim that
+    another refutes (inconclusive and single-seed verdicts do not count as a change)."""
+    frame = pd.concat([v.assign(reading=r) for r, v in verdicts.items()], ignore_index=True)
+    table = frame.pivot_table(index=["claim", "source"], columns="reading", values="verdict", aggfunc="first")
+    table = table[list(verdicts)]
+    decided = table.apply(lambda row: set(row.dropna()) & set(CHANGE_VERDICTS), axis=1)
+    return table.assign(depends_on_reading=decided.map(len) > 1).reset_index()
+
+
+def accuracy_curves(summaries: Mapping[str, pd.DataFrame], sweeps: Sequence[str]) -> pd.DataFrame:
+    """Test accuracy (%) versus K per reading, sweep and swept value: mean and sd over seeds."""
+    frames = []
+    for reading, summary in summaries.items():
+        part = summary[(summary.status == "ok") & summary.sweep.isin(sweeps)]
+        frames.append(part.groupby(["sweep", "value", "K"], as_index=False)
+                      .agg(accuracy=("test_accuracy", "mean"), accuracy_sd=("test_accuracy", "std"))
+                      .assign(reading=reading, accuracy=lambda f: 100 * f.accuracy,
+                              accuracy_sd=lambda f: 100 * f.accuracy_sd.fillna(0)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def paper_points(tables: Sequence[Mapping], dataset: str, sweeps: Sequence[str]) -> pd.DataFrame:
+    """The paper's maximal accuracy (%) per swept value of the given sweeps."""
+    return pd.DataFrame([{"sweep": t["sweep"], "table": t["table"], "value": float(r["value"]),
+                          "paper_max_accuracy": float(r.get(f"accuracy_{dataset}", math.nan))}
+                         for t in tables if t["sweep"] in sweeps for r in t["rows"]])

@@ -1,0 +1,26 @@
+# Lazy-client detection over the grid (config `detection`): quality per detector and sweep point,
+# and accuracy / K* with the flagged uploads excluded.
+
+
+rule detection:
+    input:
+        detection_run_summaries,
+    output:
+        **detection_files("{dataset}"),
+    log:
+        "logs/detection/{dataset}.log",
+    benchmark:
+        "benchmarks/detection/{dataset}.tsv"
+    conda:
+        JOB_ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        members=wc_cfg.members_json(config),
+        out_dir=folder_of_output,
+        sweeps=config.get("detection", {}).get("exclude_sweeps", []),
+    shell:
+        "bladefl detection --runs {input} --members {params.members:q} "
+        "--exclude-sweeps {params.sweeps} --out-dir {params.out_dir} > {log} 2>&1"
