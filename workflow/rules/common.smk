@@ -4,6 +4,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from bladefl.experiments import readings as rd
 from bladefl.experiments import workflow_config as wc_cfg
 from bladefl.data.datasets import FILES, get_spec
 
@@ -27,6 +28,10 @@ SEEDS = config["seeds"]
 GROUPED = config.get("grouping", "cell") == "partition"
 GROUPS = wc_cfg.run_groups(config) if GROUPED else []
 GROUPS_BY_NAME = {g.name: g for g in GROUPS}
+# The sensitivity study (config `readings`, e.g. config/sensitivity.yaml): the grid once per reading.
+READINGS = {r.name: r for r in rd.readings(config)}
+SENSITIVITY = bool(READINGS)
+SENS = f"{RESULTS}/sensitivity"
 RUNS = f"{RESULTS}/runs/{PROFILE}"
 REFERENCES = f"{RESULTS}/reference/{PROFILE}"
 BOUND = f"{RESULTS}/bound"
@@ -48,8 +53,17 @@ wildcard_constraints:
     cell="[^/]+",
     seed=r"\d+",
     nb="|".join(
-        ["00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy", "05_lazy"]
+        [
+            "00_verdicts",
+            "01_data",
+            "02_sweeps",
+            "03_bound",
+            "04_privacy",
+            "05_lazy",
+            "06_sensitivity",
+        ]
     ),
+    reading="[a-z0-9][a-z0-9.-]*",
 
 
 JOB_ENV = "../../envs/environment.yaml"
@@ -188,6 +202,68 @@ def detection_run_summaries(wildcards):
     )
 
 
+# --- the sensitivity study ----------------------------------------------------------------------
+
+
+def reading_profile(wildcards):
+    return f"config/profiles/{READINGS[wildcards.reading].profile}.yaml"
+
+
+def reading_partition(wildcards):
+    """The partition of a reading (its scheme); the study's cells share one N."""
+    (N,) = {c.N for c in wc_cfg.cells(config)}
+    seen = rd.reading_config(config, READINGS[wildcards.reading])
+    return f"{PARTITIONS}/{wildcards.dataset}/{wc_cfg.partition_spec(seen, N).key}.npy"
+
+
+def reading_plan_json(wildcards):
+    return wc_cfg.reading_plan(
+        config,
+        READINGS[wildcards.reading],
+        wildcards.dataset,
+        int(wildcards.seed),
+        f"{SENS}/runs",
+    )
+
+
+def reading_run_outputs():
+    return [
+        f"{SENS}/runs/{{reading}}/{{dataset}}/{c.key}/seed~{{seed}}/summary.json"
+        for c in wc_cfg.cells(config)
+    ]
+
+
+def reading_summaries(wildcards):
+    return expand(
+        f"{SENS}/runs/{wildcards.reading}/{wildcards.dataset}/{{cell}}/seed~{{seed}}/summary.json",
+        cell=[c.key for c in wc_cfg.cells(config)],
+        seed=SEEDS,
+    )
+
+
+def sensitivity_inputs(wildcards):
+    d = wildcards.dataset
+    return {
+        "summaries": [f"{SENS}/{r}/summary/{d}.csv" for r in READINGS],
+        "optima": [f"{SENS}/{r}/summary/{d}_optimum.csv" for r in READINGS],
+        "verdicts": [f"{SENS}/{r}/verdicts/{d}.csv" for r in READINGS],
+        "paper_values": "config/paper_values.yaml",
+    }
+
+
+def sensitivity_files(dataset):
+    return {
+        f: f"{SENS}/{dataset}/{f}.csv"
+        for f in ("ranking", "verdict_changes", "curves", "paper_points")
+    }
+
+
+def page_index(wildcards):
+    if wildcards.nb == "06_sensitivity":
+        return f"{REPORT}/sensitivity.html"
+    return f"{REPORT}/index.html"
+
+
 # --- the report ------------------------------------------------------------------------------
 
 
@@ -245,6 +321,7 @@ def notebook_parameters(wildcards):
         },
         "04_privacy": {"optimum": optimum},
         "05_lazy": detection_files(d) if DETECTING else {},
+        "06_sensitivity": sensitivity_files(d) if SENSITIVITY else {},
     }[nb]
     return {
         "dataset": d,
@@ -284,6 +361,13 @@ def write_yaml(values, path):
 
 
 def all_targets():
+    if (
+        SENSITIVITY
+    ):  # the study's own outputs only (its grid runs under results/sensitivity)
+        return [
+            f"{REPORT}/sensitivity.html",
+            *expand(f"{REPORT}/{{dataset}}/06_sensitivity.html", dataset=DATASETS),
+        ]
     return [
         *[
             p

@@ -61,7 +61,7 @@ rule notebook:
         mem_mb=2000,
         runtime=20,
     params:
-        index=f"{REPORT}/index.html",
+        index=page_index,
     shell:
         "mkdir -p {output.figures} {output.tables} && "
         "papermill {input.notebook} {output.executed} -k python3 -f {input.parameters} > {log} 2>&1 && "

@@ -6,6 +6,9 @@ its upload as a transaction and receivers verify signatures and digests; (3) the
 to mine a proof-of-work block of the accepted transactions; (4) every client validates the
 block and it is appended if a majority accepts; (5) every client continues from the FedAvg of
 exactly the models in the block.
+
+Many runs that share data train as one stacked computation (:func:`run_group`; :func:`run_k`
+is a group of one), with each round's chain work in a thread pool beside the training.
 """
 
 from __future__ import annotations

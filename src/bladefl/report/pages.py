@@ -24,6 +24,7 @@ NOTEBOOK_TITLES = {
     "03_bound": "the bound against the experiment: Fig. 3 and K*",
     "04_privacy": "privacy: the optimum versus epsilon",
     "05_lazy": "lazy clients: detection and exclusion",
+    "06_sensitivity": "sensitivity: readings of the paper's unstated settings",
 }
 DATASET_TITLES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
 

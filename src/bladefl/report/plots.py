@@ -185,3 +185,52 @@ def exclusion_figure(curves, title: str) -> Figure:  # noqa: ANN001 - DataFrame 
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def sensitivity_distance_figure(ranking, title: str) -> Figure:  # noqa: ANN001 - DataFrame from sensitivity.ranking
+    """Per reading (in rank order): its K* distance and its accuracy distance to the paper, per
+    seed (mean, error bar = sd over seeds) with the seed-mean curves' distance as a dot."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * len(ranking) + 1.8), sharey=True)
+    y = np.arange(len(ranking))
+    for ax, col, label in ((axes[0], "K_star_distance", "sum of |K* - K*paper| over table rows"),
+                           (axes[1], "accuracy_distance", "sum of |max acc. - paper's| (points)")):
+        ax.barh(y, ranking[f"{col}_seeds"], xerr=ranking[f"{col}_sd"], color="C0", alpha=0.6, label="per seed")
+        ax.plot(ranking[col], y, "ko", ms=4, label="seed-mean curves")
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3, axis="x")
+    axes[0].set_yticks(y, [f"{r} ({a})" for r, a in zip(ranking.reading, ranking.axis, strict=True)])
+    axes[0].invert_yaxis()
+    axes[1].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def sensitivity_curves_figure(curves, points, title: str) -> Figure:  # noqa: ANN001 - DataFrames
+    """Test accuracy (%) versus K per reading, one panel per swept value; the paper's maximal
+    accuracy for that value as a dashed line."""
+    panels = curves[["sweep", "value"]].drop_duplicates().sort_values(["sweep", "value"]).to_numpy()
+    cols = min(4, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows + 0.8), squeeze=False, sharey=True)
+    readings = list(dict.fromkeys(curves.reading))
+    for ax, (sweep, value) in zip(axes.flat, panels, strict=False):
+        for i, reading in enumerate(readings):
+            part = curves[(curves.sweep == sweep) & (curves.value == value) & (curves.reading == reading)]
+            ax.plot(part.K, part.accuracy, marker="o", ms=2.5, lw=1.1, color=f"C{i % 10}", label=reading)
+        paper = points[(points.sweep == sweep) & (points.value == value)].paper_max_accuracy
+        if len(paper) and np.isfinite(paper.iloc[0]):
+            ax.axhline(paper.iloc[0], color="k", ls="--", lw=1, label="paper's max accuracy")
+        ax.set_title(f"{sweep} = {value:g}", fontsize=9)
+        ax.set_xlabel("K")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("test accuracy %")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig

@@ -91,3 +91,19 @@ def paper_points(tables: Sequence[Mapping], dataset: str, sweeps: Sequence[str])
     return pd.DataFrame([{"sweep": t["sweep"], "table": t["table"], "value": float(r["value"]),
                           "paper_max_accuracy": float(r.get(f"accuracy_{dataset}", math.nan))}
                          for t in tables if t["sweep"] in sweeps for r in t["rows"]])
+
+
+def ranking_view(ranked: pd.DataFrame) -> pd.DataFrame:
+    """The ranking as the page shows it: distances from the seed-mean curves and per seed
+    (mean +- sd), the best accuracy in %."""
+    def per_seed(mean: pd.Series, sd: pd.Series) -> list[str]:
+        return [f"{m:.1f} +- {s:.1f}" for m, s in zip(mean, sd, strict=True)]
+
+    return pd.DataFrame({
+        "rank": ranked["rank"], "reading": ranked.reading, "axis": ranked.axis, "seeds": ranked.seeds,
+        "K* distance": ranked.K_star_distance,
+        "K* distance per seed": per_seed(ranked.K_star_distance_seeds, ranked.K_star_distance_sd),
+        "accuracy distance (points)": ranked.accuracy_distance.round(1),
+        "accuracy distance per seed": per_seed(ranked.accuracy_distance_seeds, ranked.accuracy_distance_sd),
+        "best accuracy %": ranked.max_accuracy.round(1),
+    })

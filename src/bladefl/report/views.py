@@ -62,3 +62,10 @@ def exclusion_table(exclusion: pd.DataFrame) -> pd.DataFrame:
         out[col] = [f"{v:.4g} +- {s:.2g}" for v, s in zip(exclusion[col], exclusion[std], strict=True)]
     return out.rename(columns={"lazy_ratio": "M/N", "K_star_loss": "K* (loss)", "K_star_accuracy": "K* (accuracy)",
                                "max_accuracy": "max accuracy"})
+
+
+def detection_worst_rounds(per_round: pd.DataFrame) -> pd.DataFrame:
+    """Per detector: how many rounds were scored and its worst round over every cell, seed and K
+    (the lowest recall, the highest false-positive rate)."""
+    return (per_round.groupby("detector")
+            .agg(rounds=("recall", "size"), min_recall=("recall", "min"), max_fpr=("fpr", "max")).reset_index())

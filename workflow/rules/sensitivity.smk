@@ -1,0 +1,129 @@
+# The sensitivity study (config `readings`): the grid under each reading of the paper's unstated
+# settings, its tables and verdicts per reading, the ranking by distance to the paper, its pages.
+
+
+rule reading_plan:
+    output:
+        f"{SENS}/plans/{{reading}}/{{dataset}}/seed~{{seed}}.json",
+    log:
+        f"logs/sensitivity/plan/{{reading}}/{{dataset}}/seed~{{seed}}.log",
+    params:
+        plan=reading_plan_json,
+    run:
+        write_text(params.plan, output[0])
+
+
+rule reading_runs:
+    input:
+        raw=dataset_raw_files,
+        partition=reading_partition,
+        profile=reading_profile,
+        plan=f"{SENS}/plans/{{reading}}/{{dataset}}/seed~{{seed}}.json",
+    output:
+        reading_run_outputs(),
+    log:
+        f"logs/sensitivity/run/{{reading}}/{{dataset}}/seed~{{seed}}.log",
+    benchmark:
+        f"benchmarks/sensitivity/run/{{reading}}/{{dataset}}/seed~{{seed}}.tsv"
+    conda:
+        JOB_ENV
+    threads: config["threads_per_run"]
+    resources:
+        mem_mb=3000,
+        runtime=120,
+    params:
+        data_dir=raw_root_of_input,
+    shell:
+        "bladefl run-group --config {input.profile} --partition {input.partition} "
+        "--plan @{input.plan} --set data_dir={params.data_dir} --threads {threads} --quiet > {log} 2>&1"
+
+
+rule reading_summarize:
+    input:
+        reading_summaries,
+    output:
+        table=f"{SENS}/{{reading}}/summary/{{dataset}}.csv",
+        optimum=f"{SENS}/{{reading}}/summary/{{dataset}}_optimum.csv",
+    log:
+        f"logs/sensitivity/summarize/{{reading}}/{{dataset}}.log",
+    conda:
+        JOB_ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        members=wc_cfg.members_json(config),
+    shell:
+        "bladefl summarize --runs {input} --members {params.members:q} "
+        "--table {output.table} --optimum {output.optimum} > {log} 2>&1"
+
+
+rule reading_verdicts:
+    input:
+        summary=f"{SENS}/{{reading}}/summary/{{dataset}}.csv",
+    output:
+        f"{SENS}/{{reading}}/verdicts/{{dataset}}.csv",
+    log:
+        f"logs/sensitivity/verdicts/{{reading}}/{{dataset}}.log",
+    conda:
+        JOB_ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        members=wc_cfg.members_json(config),
+        t_sum=config["t_sum"],
+    shell:
+        "bladefl verdicts --dataset {wildcards.dataset} --summary {input.summary} "
+        "--members {params.members:q} --t-sum {params.t_sum} --out {output} > {log} 2>&1"
+
+
+rule sensitivity:
+    input:
+        unpack(sensitivity_inputs),
+    output:
+        **sensitivity_files("{dataset}"),
+    log:
+        "logs/sensitivity/{dataset}.log",
+    conda:
+        JOB_ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        readings=list(READINGS),
+        axes=[r.axis for r in READINGS.values()],
+        t_sum=config["t_sum"],
+        out_dir=folder_of_output,
+    shell:
+        "bladefl sensitivity --dataset {wildcards.dataset} --readings {params.readings} "
+        "--axes {params.axes} --summaries {input.summaries} --optima {input.optima} "
+        "--verdicts {input.verdicts} --paper-values {input.paper_values} --t-sum {params.t_sum} "
+        "--out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule sensitivity_index:
+    input:
+        rankings=expand(f"{SENS}/{{dataset}}/ranking.csv", dataset=DATASETS),
+        pages=expand(f"{REPORT}/{{dataset}}/06_sensitivity.html", dataset=DATASETS),
+    output:
+        f"{REPORT}/sensitivity.html",
+    log:
+        "logs/sensitivity/index.log",
+    conda:
+        JOB_ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "bladefl sensitivity-index --rankings {input.rankings} --pages {input.pages} "
+        "--out {output} > {log} 2>&1"
+
+
+localrules:
+    reading_plan,
+    sensitivity_index,
