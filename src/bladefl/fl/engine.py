@@ -215,11 +215,14 @@ def _uploads(cfg: RunConfig, K: int, k: int, trained: torch.Tensor, trainers: np
 def _broadcast(k: int, uploads: torch.Tensor, keys: list, publics: list, n: int, chain: str,
                tamper: Tamper | None) -> tuple[list[transactions.Transaction], dict[int, bytes]]:
     """Step 2: every client signs its upload (rows of ``uploads``, on the CPU) for this chain;
-    receivers keep the transactions whose signature and payload digest verify."""
+    receivers keep the transactions whose signature and payload digest verify. Each payload is
+    hashed once by its sender (the digest it signs); receivers re-hash what they received when an
+    attacker (``tamper``) may have replaced it, and otherwise hold the very bytes the sender hashed."""
     payloads = {i: mlp.model_bytes(uploads[i]) for i in range(uploads.shape[0])}
     txs = [transactions.sign(keys[i], k, i, n, payloads[i], chain) for i in range(uploads.shape[0])]
-    if tamper is not None:
-        txs, payloads = tamper(k, txs, payloads)
+    if tamper is None:
+        return [tx for tx in txs if transactions.signature_ok(tx, publics[tx.client])], payloads
+    txs, payloads = tamper(k, txs, payloads)
     accepted = [tx for tx in txs if transactions.check(tx, publics[tx.client], payloads.get(tx.client)) is None]
     return accepted, payloads
 
