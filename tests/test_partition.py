@@ -92,3 +92,12 @@ def test_bad_specs_name_the_field(kwargs, match):
 def test_too_many_samples_is_rejected(labels):
     with pytest.raises(ValueError, match=r"N \* partition.n must be at most the training set size 60000"):
         make_partition(labels, PartitionSpec(N=200, n=512))
+
+
+def test_a_key_with_a_dot_names_its_files_in_full(tmp_path):
+    from bladefl.data.partition_store import PartitionPaths
+
+    spec = PartitionSpec(scheme="dirichlet", N=4, n=16, dirichlet_alpha=0.5)
+    paths = PartitionPaths.under(tmp_path, "mnist", spec)
+    assert [p.name for p in (paths.indices, paths.manifest, paths.figure)] == [
+        "dirichlet0.5_N4_n16_seed0.npy", "dirichlet0.5_N4_n16_seed0.json", "dirichlet0.5_N4_n16_seed0.png"]

@@ -23,8 +23,8 @@ class PartitionPaths:
 
     @classmethod
     def under(cls, folder: str | Path, dataset: str, spec: PartitionSpec) -> PartitionPaths:
-        base = Path(folder) / dataset / spec.key
-        return cls(base.with_suffix(".npy"), base.with_suffix(".json"), base.with_suffix(".png"))
+        folder = Path(folder) / dataset  # the key may hold a dot (dirichlet0.5_...): append, never replace a suffix
+        return cls(folder / f"{spec.key}.npy", folder / f"{spec.key}.json", folder / f"{spec.key}.png")
 
 
 def manifest(dataset: str, spec: PartitionSpec, labels: np.ndarray, indices: np.ndarray) -> dict:
