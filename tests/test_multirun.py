@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -142,10 +143,10 @@ def test_grid_groups_cover_every_run_once_and_the_bound_cells_measure():
 
     from bladefl.experiments import workflow_config as wc
 
-    config = yaml.safe_load(open("config/config.yaml"))
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
     config = {**config, "seeds": [0, 1, 2], "seeds_per_job": 2}
     groups = wc.run_groups(config)
-    cells = wc.cells(config)
+    cells = wc.all_cells(config)  # the sweeps' cells and the detection (exclusion) cells
     runs = [(g.dataset, c, s) for g in groups for c in g.cells for s in g.seeds]
     assert len(runs) == len(set(runs)) == len(config["datasets"]) * len(cells) * 3
     assert {len(g.seeds) for g in groups} == {2, 1}  # seeds 0-1, then 2

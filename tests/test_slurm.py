@@ -63,8 +63,9 @@ def test_smoke_workflow_runs_under_slurm(cluster, data_root, tmp_path, capsys):
     job_ids = {}
     for summary in (work / "results/runs/authors-code/mnist").glob("*/seed~0/summary.json"):
         job_ids[summary.parent.parent.name] = json.loads(summary.read_text())["provenance"]["slurm_job_id"]
-    assert len(job_ids) == 5 and all(j and j.isdigit() for j in job_ids.values()), job_ids
-    assert len(set(job_ids.values())) == 5  # one SLURM job per grid job
+    # 5 sweep cells and the lazy_ratio sweep's lazy cell with exclusion
+    assert len(job_ids) == 6 and all(j and j.isdigit() for j in job_ids.values()), job_ids
+    assert len(set(job_ids.values())) == 6  # one SLURM job per grid job
     ctld = (cluster.root / "slurmctld.log").read_text()
     allocated = set(re.findall(r"JobId=(\d+)", ctld))
     assert set(job_ids.values()) <= allocated
