@@ -129,6 +129,23 @@ def _links(path: Path, pages: Sequence[str | Path]) -> str:
     return "\n".join(parts)
 
 
+def _write_front_page(path: Path, title: str, provenance: str, body: str, pages: Sequence[str | Path]) -> Path:
+    """A front page: title, provenance line, ``body`` (HTML), then the links to ``pages`` by dataset."""
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:sans-serif;max-width:75em;margin:2em auto;padding:0 1em}}
+td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top}}table{{border-collapse:collapse}}
+.prov{{color:#555;font-size:85%}}</style>
+</head><body><h1>{html.escape(title)}</h1>
+<p class="prov">{html.escape(provenance)}</p>
+{body}
+<h2>Pages</h2>
+{_links(path, pages)}
+</body></html>
+"""
+    atomic.write_text(path, page)
+    return path
+
+
 def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: Sequence[str | Path],
                 headline_png: str | Path | None = None, provenance: str = "",
                 title: str = "BLADE-FL reproduction report") -> Path:
@@ -150,13 +167,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
                   f"derived from its tables by each table's own formula.</p>\n"
                   f"<img src='data:image/png;base64,{data}' alt='accuracy and loss versus K for the main sweeps' "
                   f"style='max-width:100%'>")
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;max-width:75em;margin:2em auto;padding:0 1em}}
-td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top}}table{{border-collapse:collapse}}
-.prov{{color:#555;font-size:85%}}</style>
-</head><body><h1>{html.escape(title)}</h1>
-<p class="prov">{html.escape(provenance)}</p>
-<h2>Verdicts: {html.escape(summary)} ({len(table)} claims)</h2>
+    body = f"""<h2>Verdicts: {html.escape(summary)} ({len(table)} claims)</h2>
 <p>{html.escape(per_dataset)}. Support is the share of bootstrap resamples of the seeds in which
 the claim holds: reproduced at &ge; 0.9, refuted at &le; 0.1, inconclusive between; with one seed a
 claim is not tested (single seed).</p>
@@ -164,13 +175,8 @@ claim is not tested (single seed).</p>
 <th>evidence</th></tr>
 {_verdict_rows(table)}
 </table>
-{figure}
-<h2>Pages</h2>
-{_links(path, pages)}
-</body></html>
-"""
-    atomic.write_text(path, page)
-    return path
+{figure}"""
+    return _write_front_page(path, title, provenance, body, pages)
 
 
 def headline_panels(summaries: Mapping[str, pd.DataFrame], comparisons: Mapping[str, pd.DataFrame],
@@ -197,10 +203,6 @@ def headline_panels(summaries: Mapping[str, pd.DataFrame], comparisons: Mapping[
     return panels
 
 
-__all__ = ["NOTEBOOK_TITLES", "DATASET_TITLES", "PAGE_TEMPLATE", "page_title", "dataset_title", "render_html",
-           "provenance_line", "write_index", "headline_panels"]
-
-
 def write_sensitivity_index(path: str | Path, rankings: Sequence[str | Path], pages: Sequence[str | Path],
                             provenance: str = "") -> Path:
     """The sensitivity study's front page: per dataset, the readings ranked by their distance to
@@ -219,20 +221,13 @@ def write_sensitivity_index(path: str | Path, rankings: Sequence[str | Path], pa
                         f"<th>reading</th><th>axis</th><th>K* distance (per seed: mean &plusmn; sd)</th>"
                         f"<th>accuracy distance, points (per seed)</th><th>best accuracy %</th></tr>\n{rows}\n</table>")
     title = "BLADE-FL sensitivity study: readings of what the paper does not say"
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;max-width:75em;margin:2em auto;padding:0 1em}}
-td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top}}table{{border-collapse:collapse}}
-.prov{{color:#555;font-size:85%}}</style>
-</head><body><h1>{html.escape(title)}</h1>
-<p class="prov">{html.escape(provenance)}</p>
-<p>Each reading runs the same grid under one choice the paper leaves open. The distance to the paper
+    body = f"""<p>Each reading runs the same grid under one choice the paper leaves open. The distance to the paper
 sums, over the rows of the paper's tables the grid covers, |K* &minus; K*<sub>paper</sub>| and |maximal
 accuracy &minus; the paper's| (in points), from the seed-mean curves and, in brackets, per seed (mean
 &plusmn; standard deviation). Readings are ranked by the K* distance, then the accuracy distance.</p>
-{''.join(sections)}
-<h2>Pages</h2>
-{_links(path, pages)}
-</body></html>
-"""
-    atomic.write_text(path, page)
-    return path
+{''.join(sections)}"""
+    return _write_front_page(path, title, provenance, body, pages)
+
+
+__all__ = ["NOTEBOOK_TITLES", "DATASET_TITLES", "PAGE_TEMPLATE", "page_title", "dataset_title", "render_html",
+           "provenance_line", "write_index", "write_sensitivity_index", "headline_panels"]
