@@ -54,23 +54,28 @@ def step_flops(N: int, B: int, shape: mlp.Shape) -> float:
     return 2.0 * N * B * (2 * d * h + 3 * h * c)
 
 
-def gemm_rate(N: int, B: int, shape: mlp.Shape, repeat: int) -> float:
-    """GFLOP/s of the step's matmuls alone (bmm at the engine's shapes, no elementwise work)."""
+def gemm_rate(N: int, B: int, shape: mlp.Shape, repeat: int, device: torch.device = torch.device("cpu"),
+              calls: int = 1) -> float:
+    """GFLOP/s of the step's matmuls alone (bmm at the engine's shapes, no elementwise work), on
+    ``device``, timing ``calls`` rounds of the five products at a time."""
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(N, B, shape.d, generator=g)
-    w1 = torch.randn(N, shape.d, shape.h, generator=g)
-    w2 = torch.randn(N, shape.h, shape.c, generator=g)
-    a = torch.randn(N, B, shape.h, generator=g)
-    g2 = torch.randn(N, B, shape.c, generator=g)
+    x = torch.randn(N, B, shape.d, generator=g).to(device)
+    w1 = torch.randn(N, shape.d, shape.h, generator=g).to(device)
+    w2 = torch.randn(N, shape.h, shape.c, generator=g).to(device)
+    a = torch.randn(N, B, shape.h, generator=g).to(device)
+    g2 = torch.randn(N, B, shape.c, generator=g).to(device)
 
     def products() -> None:
-        torch.bmm(x, w1)
-        torch.bmm(a, w2)
-        torch.bmm(g2, w2.transpose(1, 2))
-        torch.bmm(a.transpose(1, 2), g2)
-        torch.bmm(x.transpose(1, 2), a)
+        for _ in range(calls):
+            torch.bmm(x, w1)
+            torch.bmm(a, w2)
+            torch.bmm(g2, w2.transpose(1, 2))
+            torch.bmm(a.transpose(1, 2), g2)
+            torch.bmm(x.transpose(1, 2), a)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
 
-    return step_flops(N, B, shape) / _timeit(products, repeat) / 1e9
+    return calls * step_flops(N, B, shape) / _timeit(products, repeat) / 1e9
 
 
 def engine_seconds(data: ClientData, shape: mlp.Shape, iteration: str, batch: int, tau: int, repeat: int) -> float:
@@ -147,25 +152,9 @@ def _data(cfg: RunConfig) -> tuple[ClientData, str]:
 
 
 def raw_step_rate(rows: int, batch: int, shape: mlp.Shape, device: torch.device, repeat: int) -> float:
-    """Model-steps per second of the SGD step's stacked matmuls alone (forward, three backward
-    products, at ``rows`` models and minibatch ``batch``): the rate the engine is held to."""
-    g = torch.Generator().manual_seed(0)
-    x, w1 = torch.randn(rows, batch, shape.d, generator=g), torch.randn(rows, shape.d, shape.h, generator=g)
-    w2, a = torch.randn(rows, shape.h, shape.c, generator=g), torch.randn(rows, batch, shape.h, generator=g)
-    g2 = torch.randn(rows, batch, shape.c, generator=g)
-    x, w1, w2, a, g2 = (t.to(device) for t in (x, w1, w2, a, g2))
-
-    def products() -> None:
-        for _ in range(10):
-            torch.bmm(x, w1)
-            torch.bmm(a, w2)
-            torch.bmm(g2, w2.transpose(1, 2))
-            torch.bmm(a.transpose(1, 2), g2)
-            torch.bmm(x.transpose(1, 2), a)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-
-    return 10 * rows / _timeit(products, repeat)
+    """Model-steps per second of the SGD step's stacked matmuls alone (``gemm_rate`` at ``rows``
+    models and minibatch ``batch``, ten rounds per timing): the rate the engine is held to."""
+    return gemm_rate(rows, batch, shape, repeat, device, calls=10) * 1e9 / step_flops(1, batch, shape)
 
 
 def stacked_engine(cfg: RunConfig, data: ClientData, seeds: int) -> GroupTimes:
