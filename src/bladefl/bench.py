@@ -54,10 +54,11 @@ def step_flops(N: int, B: int, shape: mlp.Shape) -> float:
     return 2.0 * N * B * (2 * d * h + 3 * h * c)
 
 
-def gemm_rate(N: int, B: int, shape: mlp.Shape, repeat: int, device: torch.device = torch.device("cpu"),
+def gemm_rate(N: int, B: int, shape: mlp.Shape, repeat: int, device: torch.device | None = None,
               calls: int = 1) -> float:
     """GFLOP/s of the step's matmuls alone (bmm at the engine's shapes, no elementwise work), on
     ``device``, timing ``calls`` rounds of the five products at a time."""
+    device = device or torch.device("cpu")
     g = torch.Generator().manual_seed(0)
     x = torch.randn(N, B, shape.d, generator=g).to(device)
     w1 = torch.randn(N, shape.d, shape.h, generator=g).to(device)
