@@ -13,26 +13,29 @@ import torch
 from bladefl.fl import mlp
 
 
-def epoch_order(generator: torch.Generator, N: int, n: int) -> torch.Tensor:
-    """An independent random permutation of 0..n-1 per client, [N, n] (drawn on the CPU)."""
-    return torch.argsort(torch.rand(N, n, generator=generator), dim=1)
-
-
 def round_orders(generator: torch.Generator, tau: int, N: int, n: int) -> torch.Tensor:
-    """The epoch orders of a whole round [tau, N, n]: the same draws as ``tau`` successive calls
-    of :func:`epoch_order` on ``generator``."""
+    """The epoch orders of a whole round [tau, N, n]: an independent random permutation of 0..n-1
+    per client and iteration (drawn on the CPU); the same draws as ``tau`` successive calls of
+    :func:`epoch_order` on ``generator``."""
     return torch.argsort(torch.rand(tau, N, n, generator=generator), dim=2)
 
 
+def epoch_order(generator: torch.Generator, N: int, n: int) -> torch.Tensor:
+    """One epoch's orders [N, n]: a round of one iteration."""
+    return round_orders(generator, 1, N, n)[0]
+
+
 def stacked_iteration(v: mlp.Views, x_rows: torch.Tensor, y_rows: torch.Tensor, picked: torch.Tensor | None,
-                      x_full: torch.Tensor | None, y_full: torch.Tensor | None, *, n: int, eta: torch.Tensor,
-                      batch_size: int, shape: mlp.Shape) -> None:
+                      x_full: torch.Tensor | None, y_full: torch.Tensor | None, *, n: int,
+                      eta: float | torch.Tensor, batch_size: int, shape: mlp.Shape) -> None:
     """One local iteration of every row of ``v`` (the active rows of a group of runs).
 
     ``epoch``: ``picked`` [rows, n] holds each row's shuffled sample indices into the samples
     ``x_rows`` [N * n, d] of all clients (its client's offset added), gathered once per epoch and
     cut into minibatches. ``full_batch`` (``picked`` is None): one step on each row's own client
-    data ``x_full`` [rows, n, d]. ``eta`` [rows]: each row's step size."""
+    data ``x_full`` [rows, n, d]. ``eta``: one step size, or [rows] of one per row. The minibatches
+    are slices of one row gather per epoch (index_select is a plain row copy, far cheaper than
+    take_along_dim)."""
     if picked is None:
         mlp.sgd_step(v, x_full, y_full, eta, shape)
         return
@@ -63,27 +66,20 @@ def train_local(
     With ``clients`` (ids of the rows among ``population`` clients), each epoch's order is drawn
     for the whole population and row i uses client ``clients[i]``'s order, so a client's
     minibatches do not depend on which other clients train beside it."""
-    # Train on contiguous copies of the four parameter blocks (matmuls on the strided views of
-    # the flat tensor are ~10% slower), then write the result back once.
+    # Train on contiguous copies of the four parameter blocks, then write the result back once.
     params = mlp.views(flat, shape)
-    v = mlp.Views(params.W1.contiguous(), params.b1.contiguous(), params.W2.contiguous(), params.b2.contiguous())
+    v = mlp.contiguous_views(flat, shape)
     N, n, d = x.shape
     x_rows, y_rows = x.reshape(N * n, d), y.reshape(N * n)
     offsets = torch.arange(N, device=x.device).unsqueeze(1) * n
     for _ in range(tau):
-        if iteration == "full_batch":
-            mlp.sgd_step(v, x, y, eta, shape)
-            continue
-        # One row gather per epoch (index_select is a plain row copy, far cheaper than
-        # take_along_dim); the minibatches are then slices of the shuffled copy.
-        order = epoch_order(generator, N if population is None else population, n)
-        if clients is not None:
-            order = order[clients.cpu()]
-        picked = (order.to(x.device) + offsets).reshape(-1)
-        xp = x_rows.index_select(0, picked).view(N, n, d)
-        yp = y_rows.index_select(0, picked).view(N, n)
-        for start in range(0, n, batch_size):
-            mlp.sgd_step(v, xp[:, start : start + batch_size], yp[:, start : start + batch_size], eta, shape)
+        picked = None
+        if iteration != "full_batch":
+            order = epoch_order(generator, N if population is None else population, n)
+            if clients is not None:
+                order = order[clients.cpu()]
+            picked = order.to(x.device) + offsets
+        stacked_iteration(v, x_rows, y_rows, picked, x, y, n=n, eta=eta, batch_size=batch_size, shape=shape)
     for dst, src in ((params.W1, v.W1), (params.b1, v.b1), (params.W2, v.W2), (params.b2, v.b2)):
         if dst.data_ptr() != src.data_ptr():
             dst.copy_(src)
