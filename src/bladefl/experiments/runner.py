@@ -130,7 +130,7 @@ def run_cells(jobs: list[CellJob], data: ClientData, *, progress: bool = True, s
     stack = data.x.device.type == "cuda" if stack is None else stack
     todo = [j for j, job in enumerate(jobs) if not (resume and finished(job))]
     plan = batches([jobs[j] for j in todo], stack, max_rows)
-    total = sum(spec.K * max(allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum).tau, 0)
+    total = sum(allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum).iterations
                 for batch in plan for _, spec in batch)
     summaries: list[dict | None] = [None] * len(jobs)
     results: dict[int, list[KResult]] = {}

@@ -321,7 +321,7 @@ class _Run:
 
     @property
     def iterations(self) -> int:
-        return self.spec.K * self.tau
+        return self.result.allocation.iterations
 
 
 def _start(spec: RunSpec, result: KResult, data: ClientData, shape: mlp.Shape) -> _Run:

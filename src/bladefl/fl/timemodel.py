@@ -28,6 +28,11 @@ class Allocation:
     mining_time: float  # K * beta
     unused_time: float  # t_sum - K (tau alpha + beta)
 
+    @property
+    def iterations(self) -> int:
+        """Local iterations of the whole run: K * tau (0 when infeasible)."""
+        return self.K * max(self.tau, 0)
+
 
 def allocate(K: int, alpha: float, beta: float, t_sum: float) -> Allocation:
     tau = tau_for(K, alpha, beta, t_sum)
