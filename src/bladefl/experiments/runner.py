@@ -117,9 +117,11 @@ def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict |
 
 
 def run_cells(jobs: list[CellJob], data: ClientData, *, progress: bool = True, stack: bool | None = None,
-              max_rows: int = 4096, chain_threads: int = 2, resume: bool = False) -> list[dict | None]:
+              max_rows: int = 4096, chain_threads: int = 2, resume: bool = False,
+              load_seconds: float | None = None) -> list[dict | None]:
     """Run every K of every job on shared data (one dataset and partition) and write one folder per
     job; returns the summaries (None for a job skipped by ``resume`` because it is finished).
+    ``load_seconds``: the time it took to load the data, recorded in each summary and its total.
 
     ``stack`` (default: on a GPU) computes whole jobs' runs as one stacked group (see
     :func:`bladefl.fl.engine.run_group`); results do not depend on it."""
@@ -135,6 +137,7 @@ def run_cells(jobs: list[CellJob], data: ClientData, *, progress: bool = True, s
     summaries: list[dict | None] = [None] * len(jobs)
     results: dict[int, list[KResult]] = {}
     seconds: dict[int, float] = {}
+    load = {} if load_seconds is None else {"load": round(load_seconds, 3)}
     desc = f"{jobs[0].cfg.dataset} N={jobs[0].cfg.partition.N}: {len(todo)} cells" if jobs else ""
     with tqdm(total=total, unit="iter", desc=desc, disable=not progress, mininterval=2.0) as bar:
         for batch in plan:
@@ -147,7 +150,8 @@ def run_cells(jobs: list[CellJob], data: ClientData, *, progress: bool = True, s
                 results.setdefault(j, []).append(result)
                 seconds[j] = seconds.get(j, 0.0) + group.times.wall / len(batch)
                 if len(results[j]) == len(jobs[j].cfg.time.K):
-                    summaries[j] = write_run(jobs[j], results.pop(j), {"total": round(seconds[j], 3)},
+                    total = round(seconds[j] + (load_seconds or 0.0), 3)
+                    summaries[j] = write_run(jobs[j], results.pop(j), {**load, "total": total},
                                              info if stack else None)
     return summaries
 
@@ -158,7 +162,5 @@ def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None
     start = time.perf_counter()
     data = data if data is not None else load_client_data(cfg)
     load_seconds = time.perf_counter() - start
-    summary = run_cells([CellJob(cfg, Path(out_dir), reference)], data, progress=progress, stack=stack)[0]
-    summary["seconds"] = {"load": round(load_seconds, 3), "total": round(time.perf_counter() - start, 3)}
-    atomic.write_json(Path(out_dir) / "summary.json", summary)
-    return summary
+    return run_cells([CellJob(cfg, Path(out_dir), reference)], data, progress=progress, stack=stack,
+                      load_seconds=load_seconds)[0]
