@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from bladefl.experiments.tables import optimum
 from bladefl.report.paper import paper_comparison
 
 CHANGE_VERDICTS = ("reproduced", "refuted")
@@ -28,19 +29,6 @@ def _distances(comparison: pd.DataFrame) -> tuple[float, float, int, int]:
                                                                   .abs().sum()), len(k), len(acc))
 
 
-def _per_seed_optimum(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per (sweep, value, seed): K* by loss and the maximal accuracy of that seed alone, in the
-    optimum table's columns (so ``paper_comparison`` reads it as it reads the seed-mean one)."""
-    ok = summary[summary.status == "ok"]
-    rows = []
-    for (sweep, cell, seed), g in ok.groupby(["sweep", "cell", "seed"], sort=False):
-        best = g.loc[g.train_loss.idxmin()]
-        rows.append({"sweep": sweep, "cell": cell, "seed": seed, "vary": g.vary.iloc[0], "value": g.value.iloc[0],
-                     "K_star_loss": int(best.K), "K_star_loss_std": 0.0, "seeds": 1,
-                     "max_accuracy": float(g.test_accuracy.max()), "max_accuracy_std": 0.0})
-    return pd.DataFrame(rows)
-
-
 def ranking(summaries: Mapping[str, pd.DataFrame], tables: Sequence[Mapping], dataset: str, t_sum: float,
             optima: Mapping[str, pd.DataFrame], axes: Mapping[str, str]) -> pd.DataFrame:
     """One row per reading: its distances to the paper (seed-mean, and mean +- sd over seeds),
@@ -48,9 +36,9 @@ def ranking(summaries: Mapping[str, pd.DataFrame], tables: Sequence[Mapping], da
     rows = []
     for reading, summary in summaries.items():
         k, acc, nk, nacc = _distances(paper_comparison(optima[reading], summary, tables, dataset, t_sum))
-        per_seed = _per_seed_optimum(summary)
-        seeds = [_distances(paper_comparison(part, summary[summary.seed == s], tables, dataset, t_sum))
-                 for s, part in per_seed.groupby("seed")]
+        # the spread: each seed's own optimum (the optimum table of that seed alone), compared the same way
+        seeds = [_distances(paper_comparison(optimum(part), part, tables, dataset, t_sum))
+                 for _, part in summary.groupby("seed")]
         rows.append({"reading": reading, "axis": axes.get(reading, ""), "dataset": dataset,
                      "K_star_distance": k, "accuracy_distance": acc,
                      "K_star_distance_seeds": float(np.mean([d[0] for d in seeds])) if seeds else math.nan,
