@@ -30,6 +30,21 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     return 0
 
 
+def _partition_indices(path: str, spec):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
+    """The client index file at ``path``, checked to exist and to match ``spec``'s N x n."""
+    from pathlib import Path
+
+    from bladefl.data.partition_store import read_partition
+
+    if not Path(path).is_file():
+        raise ValueError(f"--partition {path}: no such file (write it with `bladefl partition`)")
+    indices = read_partition(path)
+    if indices.shape != (spec.N, spec.n):
+        raise ValueError(f"--partition {path} has shape {indices.shape}, the config needs "
+                         f"partition.N={spec.N} x partition.n={spec.n}")
+    return indices
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from bladefl.experiments.runner import run_cell
     from bladefl.fl.run_config import load_config
@@ -41,14 +56,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     data = None
     if args.partition:
-        from bladefl.data.partition_store import read_partition
         from bladefl.fl.engine import load_client_data
 
-        indices = read_partition(args.partition)
-        if indices.shape != (cfg.partition.N, cfg.partition.n):
-            raise ValueError(f"--partition {args.partition} has shape {indices.shape}, the config needs "
-                             f"partition.N={cfg.partition.N} x partition.n={cfg.partition.n}")
-        data = load_client_data(cfg, indices)
+        data = load_client_data(cfg, _partition_indices(args.partition, cfg.partition))
     reference = None
     if args.reference:
         from bladefl.theory.reference import load
@@ -80,18 +90,12 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    from bladefl.data.partition_store import read_partition
     from bladefl.fl.engine import load_client_data
 
     shared = cfgs[0].partition
     if any(c.partition != shared or c.dataset != cfgs[0].dataset for c in cfgs):
         raise ValueError("--plan: every run of a group must share the dataset and the partition")
-    if not Path(args.partition).is_file():
-        raise ValueError(f"--partition {args.partition}: no such file (write it with `bladefl partition`)")
-    indices = read_partition(args.partition)
-    if indices.shape != (shared.N, shared.n):
-        raise ValueError(f"--partition {args.partition} has shape {indices.shape}, the plan needs "
-                         f"partition.N={shared.N} x partition.n={shared.n}")
+    indices = _partition_indices(args.partition, shared)
     reference = None
     if args.reference:
         from bladefl.theory.reference import load
