@@ -35,11 +35,15 @@ def profile_path(config: Mapping[str, Any]) -> Path:
     return PROFILE_DIR / f"{config.get('profile', 'paper')}.yaml"
 
 
+def available_profiles() -> list[str]:
+    """The engine profiles there are: config/profiles/<name>.yaml."""
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+
+
 def profile(config: Mapping[str, Any]) -> RunConfig:
     path = profile_path(config)
     if not path.is_file():
-        available = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
-        raise ConfigError(f"profile must be one of {available} (got {config.get('profile')!r}: no {path})")
+        raise ConfigError(f"profile must be one of {available_profiles()} (got {config.get('profile')!r}: no {path})")
     return load_config(path)
 
 
@@ -216,7 +220,7 @@ def check(config: Mapping[str, Any]) -> None:
             errors.append(f"detection.exclude_sweeps: each must name one of the sweeps {names} (got {sweep!r})")
     if detection.get("exclude_sweeps") and not detection.get("detectors"):
         errors.append("detection.exclude_sweeps needs detection.detectors (the first one decides exclusion)")
-    profiles = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+    profiles = available_profiles()
     errors.extend(reading_errors(config, profiles))
     for reading in readings(config):
         if reading.profile in profiles:
