@@ -167,6 +167,8 @@ def stacked_engine(cfg: RunConfig, data: ClientData, seeds: int) -> GroupTimes:
 def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: int | None) -> tuple[float, int]:
     """Every grid run of a workflow config (its datasets, cells and seeds; no reference optima),
     each dataset x N as stacked groups on ``device``, written under ``out``: (wall seconds, runs)."""
+    import json
+
     import yaml
 
     from bladefl.data import datasets
@@ -179,16 +181,15 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     if seeds:
         config["seeds"] = list(config["seeds"])[:seeds]
     wc.check(config)
-    cells = {c.key: c for c in wc.cells(config)}
     start, runs = time.perf_counter(), 0
     for dataset in config["datasets"]:
         train, test = (datasets.load(dataset, data_dir, split, True) for split in (True, False))
         for group in wc.run_groups({**config, "seeds_per_job": len(config["seeds"])}):
             if group.dataset != dataset:
                 continue
-            jobs = [CellJob(load_config(wc.profile_path(config),
-                                        [*wc.run_sets(config, cells[c], dataset, s), f"device={device}"]),
-                            Path(out) / dataset / c / f"seed~{s}") for c in group.cells for s in group.seeds]
+            plan = json.loads(wc.group_plan(config, group, out))  # what a grouping: partition job runs
+            jobs = [CellJob(load_config(wc.profile_path(config), [*item["set"], f"device={device}"]), Path(item["out"]))
+                    for item in plan]
             data = client_data(train, test, make_partition(train.y, jobs[0].cfg.partition), resolve_device(device))
             t = time.perf_counter()
             run_cells(jobs, data, progress=False, chain_threads=8)
