@@ -18,6 +18,7 @@ import pandas as pd
 
 from bladefl.experiments.tables import optimum
 from bladefl.report.paper import paper_comparison
+from bladefl.report.tables import plus_minus
 
 CHANGE_VERDICTS = ("reproduced", "refuted")
 
@@ -84,14 +85,11 @@ def paper_points(tables: Sequence[Mapping], dataset: str, sweeps: Sequence[str])
 def ranking_view(ranked: pd.DataFrame) -> pd.DataFrame:
     """The ranking as the page shows it: distances from the seed-mean curves and per seed
     (mean +- sd), the best accuracy in %."""
-    def per_seed(mean: pd.Series, sd: pd.Series) -> list[str]:
-        return [f"{m:.1f} +- {s:.1f}" for m, s in zip(mean, sd, strict=True)]
-
     return pd.DataFrame({
         "rank": ranked["rank"], "reading": ranked.reading, "axis": ranked.axis, "seeds": ranked.seeds,
         "K* distance": ranked.K_star_distance,
-        "K* distance per seed": per_seed(ranked.K_star_distance_seeds, ranked.K_star_distance_sd),
+        "K* distance per seed": plus_minus(ranked.K_star_distance_seeds, ranked.K_star_distance_sd, ".1f"),
         "accuracy distance (points)": ranked.accuracy_distance.round(1),
-        "accuracy distance per seed": per_seed(ranked.accuracy_distance_seeds, ranked.accuracy_distance_sd),
+        "accuracy distance per seed": plus_minus(ranked.accuracy_distance_seeds, ranked.accuracy_distance_sd, ".1f"),
         "best accuracy %": ranked.max_accuracy.round(1),
     })

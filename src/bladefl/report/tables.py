@@ -30,6 +30,14 @@ def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     return "\n".join([head, rule, *body]) + "\n"
 
 
+def plus_minus(means: pd.Series, sds: pd.Series, fmt: str, sd_fmt: str | None = None,
+               missing: str = "n/a") -> list[str]:
+    """Cells "mean +- sd" (``fmt`` for the mean, ``sd_fmt`` for the sd, default the same);
+    ``missing`` where the mean is NaN."""
+    sd_fmt = sd_fmt or fmt
+    return [missing if m != m else f"{m:{fmt}} +- {s:{sd_fmt}}" for m, s in zip(means, sds, strict=True)]
+
+
 def write_table(frame: pd.DataFrame, name: str, folder: str | Path) -> list[Path]:
     """``<folder>/<name>.csv`` and ``.md``."""
     folder = Path(folder)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from bladefl.report.inputs import ReportInputError, read_json
+from bladefl.report.tables import plus_minus
 
 
 def sweep_curves(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
@@ -42,15 +43,15 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["sweep_curves", "privacy_table", "provenance"]
+__all__ = ["sweep_curves", "privacy_table", "provenance", "detection_quality_table", "exclusion_table",
+           "detection_worst_rounds"]
 
 
 def detection_quality_table(quality: pd.DataFrame) -> pd.DataFrame:
     """Per sweep point and detector: each metric as "mean +- std" over seeds (fractions)."""
     out = quality[["sweep", "lazy_ratio", "sigma2", "detector", "seeds"]].copy()
     for metric in ("precision", "recall", "fpr", "auc"):
-        out[metric] = [f"{m:.3f} +- {s:.3f}" if m == m else "n/a (nothing flagged)"
-                       for m, s in zip(quality[metric], quality[f"{metric}_std"], strict=True)]
+        out[metric] = plus_minus(quality[metric], quality[f"{metric}_std"], ".3f", missing="n/a (nothing flagged)")
     return out.rename(columns={"lazy_ratio": "M/N", "fpr": "false-positive rate", "auc": "ROC AUC"})
 
 
@@ -59,7 +60,7 @@ def exclusion_table(exclusion: pd.DataFrame) -> pd.DataFrame:
     out = exclusion[["lazy_ratio", "condition", "seeds"]].copy()
     for col, std in (("K_star_loss", "K_star_loss_std"), ("K_star_accuracy", "K_star_accuracy_std"),
                      ("max_accuracy", "max_accuracy_std")):
-        out[col] = [f"{v:.4g} +- {s:.2g}" for v, s in zip(exclusion[col], exclusion[std], strict=True)]
+        out[col] = plus_minus(exclusion[col], exclusion[std], ".4g", ".2g")
     return out.rename(columns={"lazy_ratio": "M/N", "K_star_loss": "K* (loss)", "K_star_accuracy": "K* (accuracy)",
                                "max_accuracy": "max accuracy"})
 
