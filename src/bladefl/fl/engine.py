@@ -297,7 +297,6 @@ class _Run:
 
     spec: RunSpec
     result: KResult
-    tau: int
     N: int
     n: int
     roles: lazy.Roles
@@ -320,6 +319,10 @@ class _Run:
         return self.spec.cfg
 
     @property
+    def tau(self) -> int:
+        return self.result.allocation.tau
+
+    @property
     def iterations(self) -> int:
         return self.result.allocation.iterations
 
@@ -335,7 +338,7 @@ def _start(spec: RunSpec, result: KResult, data: ClientData, shape: mlp.Shape) -
                                                           replace=False).tolist())
     result.ledger = ledger
     result.sigma_dp = privacy.noise_std(cfg.privacy.epsilon, cfg.privacy.delta, cfg.privacy.clip, data.n, K)
-    return _Run(spec=spec, result=result, tau=result.allocation.tau, N=N, n=data.n, roles=roles,
+    return _Run(spec=spec, result=result, N=N, n=data.n, roles=roles,
                 trainers=np.arange(N) if cfg.lazy.counterfactual else roles.honest, keys=keys,
                 publics=[k.public_key() for k in keys], ledger=ledger, chain=chain,
                 faults=[cfg.chain.fault if i in faulty else "" for i in range(N)],
