@@ -137,11 +137,11 @@ def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
     assert not list(work.rglob("*.tmp"))
 
 
-def test_paper_grid_dry_run_is_fast_and_complete(tmp_path):
+def test_paper_grid_dry_run_is_complete(tmp_path):
+    """The paper grid's DAG (about 2,000 jobs) builds and holds every run once. (Not timed: the
+    60 s limit only stops a hang; the guide keeps speed goals in benchmarks.)"""
     work = copy_workflow(tmp_path)
-    start = time.perf_counter()
     proc = snakemake(work, "-n", "--configfile", "config/paper.yaml", "--quiet", "rules", timeout=60)
-    elapsed = time.perf_counter() - start
     assert proc.returncode == 0, proc.stderr[-2000:]
     counts = dict(line.split()[:2] for line in proc.stdout.splitlines() if line.startswith(("run_cell", "summarize")))
     config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
@@ -151,7 +151,6 @@ def test_paper_grid_dry_run_is_fast_and_complete(tmp_path):
     assert extra == 3
     assert int(counts["run_cell"]) == (cells + extra) * 2 * len(config["seeds"])  # x datasets x seeds
     assert int(counts["summarize"]) == 2
-    assert elapsed < 10
 
 
 @pytest.mark.slow

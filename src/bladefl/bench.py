@@ -17,7 +17,9 @@ With ``--device cuda`` it measures the multi-run engine instead (issue "Many run
 computation"): groups of runs stacked as one computation at the grid's shapes (one cell's K
 values, then more seeds), the engine's model-steps per second against the raw rate of the
 step's stacked matmuls at the same number of rows (target >= 70%), and the chain's share of
-wall time (target < 10%). ``--grid CONFIG`` also runs every grid run of a workflow config
+wall time (target < 10%), and how much the chain slows the thread that drives the training
+(``--chain-drag``: a Python loop's speed beside the chain, its GIL-bound part in threads or in
+worker processes; target >= 90%). ``--grid CONFIG`` also runs every grid run of a workflow config
 (both datasets, all its seeds, no Snakemake) and prints its wall time (target on one GPU for
 config/paper.yaml: <= 5 minutes).
 """
@@ -34,7 +36,15 @@ from pathlib import Path
 import torch
 
 from bladefl.fl import mlp, trainer
-from bladefl.fl.engine import ClientData, GroupTimes, RunSpec, load_client_data, run_group, run_k
+from bladefl.fl.engine import (
+    ClientData,
+    GroupTimes,
+    RunSpec,
+    default_chain_processes,
+    load_client_data,
+    run_group,
+    run_k,
+)
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
 
 
@@ -123,6 +133,44 @@ def chain_share(cfg: RunConfig, data: ClientData) -> tuple[float, float]:
     return chain / total, total
 
 
+def chain_drag(N: int, P: int, runs: int, rounds: int, processes: int, threads: int = 4) -> tuple[float, float]:
+    """How much the chain slows the thread that drives the training. ``runs`` runs' chains
+    (``rounds`` rounds each, N uploads of P floats, the default chain settings) go through the
+    chain threads as the engine hands them over, their GIL-bound part inline or in ``processes``
+    worker processes, while this thread spins a pure-Python loop (standing in for the kernel
+    launches of a GPU's training loop). Returns (the loop's speed beside the chain over its speed
+    alone, the chain's wall seconds)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bladefl.fl.engine import chain_job, new_chain_state, worker_pool
+
+    models = torch.randn(N, P, generator=torch.Generator().manual_seed(0))
+
+    def spin(done: Callable[[], bool]) -> tuple[int, float]:
+        count, start = 0, time.perf_counter()
+        while not done():
+            for _ in range(2000):
+                pass
+            count += 1
+        return count, time.perf_counter() - start
+
+    def one_run(seed: int, workers: object) -> None:
+        state = new_chain_state(from_dict({"seed": seed, "partition": {"N": N}}), rounds, N, 64, 1)
+        for k in range(1, rounds + 1):
+            _, state = chain_job(state, k, models + k, ([], [], ""), workers)
+
+    deadline = time.perf_counter() + 1.0
+    alone, alone_s = spin(lambda: time.perf_counter() > deadline)
+    with worker_pool(processes) as workers, ThreadPoolExecutor(threads) as pool:
+        if workers is not None:  # start the workers before timing
+            list(workers.map(abs, range(processes)))
+        futures = [pool.submit(one_run, seed, workers) for seed in range(runs)]
+        beside, beside_s = spin(lambda: all(f.done() for f in futures))
+        for f in futures:
+            f.result()
+    return (beside / beside_s) / (alone / alone_s), beside_s
+
+
 PEAK_SCRIPT = """
 import resource, sys
 from bladefl.fl.run_config import load_config
@@ -161,7 +209,7 @@ def raw_step_rate(rows: int, batch: int, shape: mlp.Shape, device: torch.device,
 def stacked_engine(cfg: RunConfig, data: ClientData, seeds: int) -> GroupTimes:
     """One group: every K of ``cfg``'s cell for ``seeds`` seeds, stacked."""
     specs = [RunSpec(from_dict({**cfg.to_dict(), "seed": s}), K) for s in range(seeds) for K in cfg.time.K]
-    return run_group(specs, data, chain_threads=8).times
+    return run_group(specs, data, chain_threads=8, chain_processes=default_chain_processes(True)).times
 
 
 def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: int | None) -> tuple[float, int]:
@@ -223,6 +271,7 @@ def cuda_main(args: argparse.Namespace) -> int:
               f"{raw:>12,.0f} {rate / raw:>11.2f} {times.chain_share:>12.1%} {times.wall:>7.1f}")
         lines.append((f"engine/raw at {seeds} seeds ({max_rows} rows)", rate / raw, 0.70))
         lines.append((f"chain share of wall at {seeds} seeds", times.chain_share, -0.10))
+    lines += drag_lines()
     if args.grid:
         wall, runs = grid_seconds(args.grid, args.device, args.data_dir, args.out, args.grid_seeds)
         print(f"\nwhole grid {args.grid} ({runs} runs): {wall:.1f} s")
@@ -246,7 +295,26 @@ def _print_lines(lines: list[tuple[str, float, float]]) -> None:
         print(f"{label:<44} {value:8.3f}  {shown:>8}   {'yes' if met else 'NO'}")
 
 
+def drag_lines(runs: int = 8, rounds: int = 5) -> list[tuple[str, float, float]]:
+    """The chain's drag on the training's driving thread (:func:`chain_drag`) at the paper's model
+    size, with the GIL-bound part in the chain threads and in worker processes."""
+    import os
+
+    P = mlp.Shape().size
+    processes = default_chain_processes(True)
+    print(f"\nchain beside a Python loop ({runs} runs x {rounds} rounds, N=20, P={P:,}, {os.cpu_count()} cores)")
+    lines = []
+    for label, count in (("chain in threads", 0), (f"chain in {processes} processes", processes)):
+        speed, wall = chain_drag(20, P, runs, rounds, count)
+        print(f"  {label:<24} loop speed {speed:6.1%} of alone, chain wall {wall:.2f} s")
+        lines.append((f"loop speed, {label}", speed, 0.90))
+    return lines
+
+
 def main(args: argparse.Namespace) -> int:
+    if args.chain_drag:
+        _print_lines(drag_lines())
+        return 0
     if args.device != "cpu" or args.grid or args.seeds:
         return cuda_main(args)
     repeat = 2 if args.quick else 5

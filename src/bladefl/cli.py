@@ -105,7 +105,8 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
             for cfg, item in zip(cfgs, plan, strict=True)]
     data = load_client_data(cfgs[0], indices)
     summaries = run_cells(jobs, data, progress=not args.quiet, resume=True, max_rows=args.max_rows,
-                          chain_threads=max(1, args.threads or 2))
+                          chain_threads=max(1, args.threads or 2),
+                          chain_processes=None if args.chain_processes < 0 else args.chain_processes)
     done = sum(s is not None for s in summaries)
     print(f"{done} run folders written, {len(jobs) - done} already finished (of {len(jobs)})")
     return 0
@@ -331,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partition", required=True, help="client index file [N, n] shared by every run")
     p.add_argument("--reference", help="reference optimum .npz for the runs whose plan entry asks for it")
     p.add_argument("--threads", type=int, default=0, help="torch threads and chain threads (default: torch's)")
+    p.add_argument("--chain-processes", type=int, default=-1,
+                   help="worker processes for the chain's proof of work and signatures (default: half the "
+                        "cores on a GPU, none on the CPU)")
     p.add_argument("--max-rows", type=int, default=4096, help="training rows stacked per computation on a GPU")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_run_group)
@@ -443,6 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grid", help="also run every grid run of this workflow config, e.g. config/paper.yaml")
     p.add_argument("--grid-seeds", type=int, help="only the grid's first seeds (a partial grid)")
     p.add_argument("--out", default="results/bench-grid", help="where --grid writes its run folders")
+    p.add_argument("--chain-drag", action="store_true",
+                   help="only measure how much the chain slows the thread driving the training, with the chain's "
+                        "GIL-bound part in threads vs in worker processes (also part of --device cuda)")
     p.set_defaults(func=_cmd_bench)
     return parser
 

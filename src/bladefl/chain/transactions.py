@@ -67,14 +67,22 @@ class Transaction:
         return asdict(self)
 
 
-def digest(payload: bytes) -> str:
+def digest(payload: bytes | memoryview) -> str:
+    """SHA-256 of a payload: its bytes, or any buffer of them (hashlib releases the GIL while it
+    hashes a large buffer)."""
     return hashlib.sha256(payload).hexdigest()
+
+
+def sign_digest(key: Ed25519PrivateKey, round_: int, client: int, n_samples: int, model_sha256: str,
+                chain_id: str = "") -> Transaction:
+    """The client's signed transaction for a payload of digest ``model_sha256``."""
+    tx = Transaction(round_, client, n_samples, model_sha256, chain_id)
+    return Transaction(round_, client, n_samples, model_sha256, chain_id, key.sign(tx.message()).hex())
 
 
 def sign(key: Ed25519PrivateKey, round_: int, client: int, n_samples: int, payload: bytes,
          chain_id: str = "") -> Transaction:
-    tx = Transaction(round_, client, n_samples, digest(payload), chain_id)
-    return Transaction(round_, client, n_samples, tx.model_sha256, chain_id, key.sign(tx.message()).hex())
+    return sign_digest(key, round_, client, n_samples, digest(payload), chain_id)
 
 
 def signature_ok(tx: Transaction, public: Ed25519PublicKey) -> bool:

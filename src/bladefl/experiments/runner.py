@@ -21,7 +21,15 @@ import torch
 
 from bladefl.core import atomic
 from bladefl.experiments import provenance
-from bladefl.fl.engine import ClientData, KResult, RoundRecord, RunSpec, load_client_data, run_group
+from bladefl.fl.engine import (
+    ClientData,
+    KResult,
+    RoundRecord,
+    RunSpec,
+    default_chain_processes,
+    load_client_data,
+    run_group,
+)
 from bladefl.fl.run_config import RunConfig
 
 ROUND_COLUMNS = [f.name for f in dataclasses.fields(RoundRecord)]
@@ -117,19 +125,22 @@ def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict |
 
 
 def run_cells(jobs: list[CellJob], data: ClientData, *, progress: bool = True, stack: bool | None = None,
-              max_rows: int = 4096, chain_threads: int = 2, resume: bool = False,
-              load_seconds: float | None = None) -> list[dict | None]:
+              max_rows: int = 4096, chain_threads: int = 2, chain_processes: int | None = None,
+              resume: bool = False, load_seconds: float | None = None) -> list[dict | None]:
     """Run every K of every job on shared data (one dataset and partition) and write one folder per
     job; returns the summaries (None for a job skipped by ``resume`` because it is finished).
     ``load_seconds``: the time it took to load the data, recorded in each summary and its total.
 
     ``stack`` (default: on a GPU) computes whole jobs' runs as one stacked group (see
-    :func:`bladefl.fl.engine.run_group`); results do not depend on it."""
+    :func:`bladefl.fl.engine.run_group`); ``chain_processes`` (default: half the cores when
+    stacking, else none) runs the chain's GIL-bound work in worker processes. Results depend on
+    neither."""
     from tqdm.auto import tqdm
 
     from bladefl.fl.timemodel import allocate
 
     stack = data.x.device.type == "cuda" if stack is None else stack
+    processes = default_chain_processes(stack) if chain_processes is None else chain_processes
     todo = [j for j, job in enumerate(jobs) if not (resume and finished(job))]
     plan = batches([jobs[j] for j in todo], stack, max_rows)
     total = sum(allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum).iterations
@@ -142,7 +153,7 @@ def run_cells(jobs: list[CellJob], data: ClientData, *, progress: bool = True, s
     with tqdm(total=total, unit="iter", desc=desc, disable=not progress, mininterval=2.0) as bar:
         for batch in plan:
             group = run_group([spec for _, spec in batch], data, on_round=lambda r: bar.update(r.tau),
-                              chain_threads=chain_threads)
+                              chain_threads=chain_threads, chain_processes=processes)
             info = {"runs": len(batch), "wall": round(group.times.wall, 3),
                     "chain_share": round(group.times.chain_share, 4), "stacked": stack}
             for (local, _), result in zip(batch, group.results, strict=True):

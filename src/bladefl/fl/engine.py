@@ -13,11 +13,14 @@ is a group of one), with each round's chain work in a thread pool beside the tra
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import multiprocessing
+import os
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,8 +28,8 @@ import numpy as np
 import torch
 
 from bladefl.chain import transactions
-from bladefl.chain.ledger import Block, Exclusion, Ledger, chain_id, majority_accepts
-from bladefl.chain.pow import BlockHeader, merkle_root, mine, race
+from bladefl.chain.ledger import Exclusion, Ledger, chain_id
+from bladefl.chain.round import ChainOutcome, ChainState, Flagging, append_block, chain_round, keyring
 from bladefl.core import atomic
 from bladefl.core.rng import numpy_rng, torch_generator
 from bladefl.data import datasets
@@ -212,36 +215,17 @@ def _uploads(cfg: RunConfig, K: int, k: int, trained: torch.Tensor, trainers: np
     return Uploads(models, honest_rows, theta, noise_norm)
 
 
-def _broadcast(k: int, uploads: torch.Tensor, keys: list, publics: list, n: int, chain: str,
-               tamper: Tamper | None) -> tuple[list[transactions.Transaction], dict[int, bytes]]:
-    """Step 2: every client signs its upload (rows of ``uploads``, on the CPU) for this chain;
-    receivers keep the transactions whose signature and payload digest verify. Each payload is
-    hashed once by its sender (the digest it signs); receivers re-hash what they received when an
-    attacker (``tamper``) may have replaced it, and otherwise hold the very bytes the sender hashed."""
+def _broadcast(k: int, uploads: torch.Tensor, state: ChainState, tamper: Tamper
+               ) -> tuple[list[transactions.Transaction], dict[int, bytes]]:
+    """Step 2 with an attacker (``tamper``) between signing and reception: every client signs its
+    upload (rows of ``uploads``, on the CPU) for this chain; receivers re-hash what they received
+    and keep the transactions whose signature and payload digest verify."""
+    keys, publics = keyring(state.seed, state.N)
     payloads = {i: mlp.model_bytes(uploads[i]) for i in range(uploads.shape[0])}
-    txs = [transactions.sign(keys[i], k, i, n, payloads[i], chain) for i in range(uploads.shape[0])]
-    if tamper is None:
-        return [tx for tx in txs if transactions.signature_ok(tx, publics[tx.client])], payloads
+    txs = [transactions.sign(keys[i], k, i, state.n, payloads[i], state.chain) for i in range(uploads.shape[0])]
     txs, payloads = tamper(k, txs, payloads)
     accepted = [tx for tx in txs if transactions.check(tx, publics[tx.client], payloads.get(tx.client)) is None]
     return accepted, payloads
-
-
-def _mine(ledger: Ledger, accepted: list[transactions.Transaction], miner: int, clock: float,
-          difficulty_bits: int, excluded: tuple[Exclusion, ...] = ()) -> Block:
-    """Step 3: the race's winner searches a nonce for the block of the accepted transactions
-    (less the excluded ones, which the block records with their reason)."""
-    left_out = {e.client for e in excluded}
-    kept = tuple(tx for tx in accepted if tx.client not in left_out)
-    draft = Block(BlockHeader(0, "", "", 0, 0.0, 0), kept, excluded)
-    header = mine(BlockHeader(height=ledger.height, prev_hash=ledger.tip, merkle_root=merkle_root(draft.leaves()),
-                              miner=miner, timestamp=round(clock, 9), difficulty_bits=difficulty_bits))
-    return Block(header, kept, excluded)
-
-
-# What the validators' detectors find among the uploads of the given clients: (per-client rows,
-# the clients to exclude, the detector that decides exclusion).
-Flagging = tuple[list[dict], list[int], str]
 
 
 def _detect(cfg: RunConfig, k: int, uploads: torch.Tensor, previous: torch.Tensor, clients: list[int],
@@ -261,24 +245,12 @@ def _detect(cfg: RunConfig, k: int, uploads: torch.Tensor, previous: torch.Tenso
     return rows, flagged, found[0].detector
 
 
-def _validate_and_append(block: Block, ledger: Ledger, accepted: list[transactions.Transaction],
-                         faults: list[str], rng: np.random.Generator, excluded: frozenset[int] | None) -> int:
-    """Step 4: every client validates (the faulty ones as their fault says); the block is appended
-    if a strict majority accepts."""
-    ok, votes, reason = majority_accepts(block, ledger, validators=len(faults),
-                                         verified=frozenset(tx.tx_hash() for tx in accepted), faults=faults, rng=rng,
-                                         excluded=excluded)
-    if not ok:
-        raise RuntimeError(f"block {block.header.height} rejected by the majority: {reason}")
-    ledger.blocks.append(block)
-    return votes
-
-
-def _store_models(store: Path, accepted: list[transactions.Transaction], payloads: dict[int, bytes]) -> None:
-    for tx in accepted:
-        target = store / f"{tx.model_sha256}.bin"
+def _store_models(store: Path, digests: dict[int, str], payloads: dict[int, bytes | memoryview]) -> None:
+    """Write each client's payload once, named by its digest (``digests``: the accepted ones)."""
+    for client, sha in digests.items():
+        target = store / f"{sha}.bin"
         if not target.exists():
-            atomic.write_bytes(target, payloads[tx.client])
+            atomic.write_bytes(target, payloads[client])
 
 
 def model_shape(cfg: RunConfig, d: int = 784) -> mlp.Shape:
@@ -292,8 +264,8 @@ def initial_model(cfg: RunConfig, shape: mlp.Shape) -> torch.Tensor:
 
 @dataclass
 class _Run:
-    """A feasible run's state inside a group; its chain (ledger, race, votes, clock) is touched only
-    by its own chain jobs, one at a time."""
+    """A feasible run's state inside a group; its chain state is touched only by its own chain
+    jobs, one at a time (the next job starts after the last one was collected)."""
 
     spec: RunSpec
     result: KResult
@@ -301,17 +273,10 @@ class _Run:
     n: int
     roles: lazy.Roles
     trainers: np.ndarray  # client ids of the run's training rows (all N with the counterfactual)
-    keys: list
-    publics: list
-    ledger: Ledger
-    chain: str
-    faults: list[str]
-    vote_rng: np.random.Generator
-    race_rng: np.random.Generator
+    chain: ChainState
     w: torch.Tensor  # the current global model
     rows: slice = field(default_factory=lambda: slice(0, 0))  # its rows in the group's stacked parameters
     k: int = 0  # rounds trained
-    clock: float = 0.0
     pending: tuple[Future, dict] | None = None  # the last round's chain job and its partial record
 
     @property
@@ -327,70 +292,88 @@ class _Run:
         return self.result.allocation.iterations
 
 
-def _start(spec: RunSpec, result: KResult, data: ClientData, shape: mlp.Shape) -> _Run:
-    cfg, K, N = spec.cfg, spec.K, data.N
-    roles = lazy.choose_lazy(numpy_rng(cfg.seed, "lazy-set"), N, cfg.num_lazy)
-    keys = [transactions.derive_key(cfg.seed, i) for i in range(N)]
+def new_chain_state(cfg: RunConfig, K: int, N: int, n: int, tau: int) -> ChainState:
+    """A run's chain before its first round: the clients' keys and the genesis (chain id, sample
+    counts, difficulty), its faulty validators, and the generators of its race and votes."""
+    keys, _ = keyring(cfg.seed, N)
     chain = chain_id(cfg.to_dict(), K)
     ledger = Ledger([transactions.public_hex(k) for k in keys], cfg.chain.difficulty_bits, chain_id=chain,
-                    n_samples=[data.n] * N)
+                    n_samples=[n] * N)
     faulty = set(numpy_rng(cfg.seed, "faulty", K).choice(N, size=math.floor(cfg.chain.faulty_fraction * N),
                                                           replace=False).tolist())
-    result.ledger = ledger
-    result.sigma_dp = privacy.noise_std(cfg.privacy.epsilon, cfg.privacy.delta, cfg.privacy.clip, data.n, K)
+    return ChainState(seed=cfg.seed, n=n, chain=chain, ledger=ledger,
+                      faults=[cfg.chain.fault if i in faulty else "" for i in range(N)],
+                      vote_rng=numpy_rng(cfg.seed, "votes", K), race_rng=numpy_rng(cfg.seed, "race", K),
+                      beta=cfg.time.beta, work_time=tau * cfg.time.alpha,
+                      fixed_block_time=cfg.chain.block_time == "fixed", difficulty_bits=cfg.chain.difficulty_bits,
+                      exclude=cfg.lazy.exclude)
+
+
+def _start(spec: RunSpec, result: KResult, data: ClientData, shape: mlp.Shape) -> _Run:
+    cfg, N = spec.cfg, data.N
+    roles = lazy.choose_lazy(numpy_rng(cfg.seed, "lazy-set"), N, cfg.num_lazy)
+    state = new_chain_state(cfg, spec.K, N, data.n, result.allocation.tau)
+    result.ledger = state.ledger
+    result.sigma_dp = privacy.noise_std(cfg.privacy.epsilon, cfg.privacy.delta, cfg.privacy.clip, data.n, spec.K)
     return _Run(spec=spec, result=result, N=N, n=data.n, roles=roles,
-                trainers=np.arange(N) if cfg.lazy.counterfactual else roles.honest, keys=keys,
-                publics=[k.public_key() for k in keys], ledger=ledger, chain=chain,
-                faults=[cfg.chain.fault if i in faulty else "" for i in range(N)],
-                vote_rng=numpy_rng(cfg.seed, "votes", K), race_rng=numpy_rng(cfg.seed, "race", K),
+                trainers=np.arange(N) if cfg.lazy.counterfactual else roles.honest, chain=state,
                 w=initial_model(cfg, shape).to(data.x.device))
 
 
 @dataclass(frozen=True)
-class ChainOutcome:
-    block: Block
-    votes: int
-    miner: int
-    block_time: float
-    clock: float
-    n_accepted: int
-    excluded: tuple[Exclusion, ...]
+class _ChainDone:
+    """A finished chain job: the block's outcome, the run's advanced chain state, the detection
+    rows of the round, and the job's seconds (hashing and waiting for a worker included)."""
+
+    outcome: ChainOutcome
+    state: ChainState
     detections: list[dict]
     seconds: float
 
 
-def _chain_round(run: _Run, k: int, models: torch.Tensor, flag: Callable[[list[int]], Flagging],
-                 tamper: Tamper | None) -> ChainOutcome:
-    """Steps 2-4 of round k for one run, on the CPU copy ``models`` [N, P] of its uploads: sign and
-    receive, the mining race and the proof of work, majority validation, append, store."""
+def _detection_rows(K: int, rows: list[dict], excluded: tuple[Exclusion, ...]) -> list[dict]:
+    left_out = {e.client for e in excluded}
+    return [{"K": K, **row, "excluded": row["client"] in left_out} for row in rows]
+
+
+def chain_job(state: ChainState, k: int, models: torch.Tensor, flagging: Flagging,
+              workers: ProcessPoolExecutor | None = None, store: Path | None = None
+              ) -> tuple[ChainOutcome, ChainState]:
+    """Steps 2-4 of round k without an attacker, as a chain thread runs them: the N uploads
+    ``models`` [N, P] (a CPU copy) are hashed here, where they lie (hashlib releases the GIL), and
+    the rest (signatures, race, proof of work, validation: work that holds the GIL) runs on the
+    digests, in a worker process when ``workers`` is given, else in this thread. Returns the
+    outcome and the advanced state; with ``store``, each upload is written there by its digest."""
+    buffers = {i: mlp.model_buffer(models[i]) for i in range(models.shape[0])}
+    digests = [transactions.digest(buffers[i]) for i in range(models.shape[0])]
+    if workers is None:
+        outcome, state = chain_round(state, k, digests, flagging)
+    else:
+        outcome, state = workers.submit(chain_round, state, k, digests, flagging).result()
+    if store is not None:
+        _store_models(store, dict(enumerate(digests)), buffers)
+    return outcome, state
+
+
+def _chain_job(run: _Run, k: int, models: torch.Tensor, flagging: Flagging,
+               workers: ProcessPoolExecutor | None) -> _ChainDone:
     start = time.perf_counter()
-    cfg = run.cfg
-    accepted, payloads = _broadcast(k, models, run.keys, run.publics, run.n, run.chain, tamper)
-    rows, flagged, detector = flag([tx.client for tx in accepted])
-    won = race(run.race_rng, run.N, cfg.time.beta)
-    block_time = cfg.time.beta if cfg.chain.block_time == "fixed" else won.elapsed
-    run.clock += run.tau * cfg.time.alpha + block_time
-    left_out = set(flagged)
-    excluded = tuple(Exclusion(tx.client, tx.tx_hash(), f"flagged by {detector}") for tx in accepted
-                     if tx.client in left_out)
-    block = _mine(run.ledger, accepted, won.winner, run.clock, cfg.chain.difficulty_bits, excluded)
-    expected = frozenset(left_out) if cfg.lazy.exclude else None
-    votes = _validate_and_append(block, run.ledger, accepted, run.faults, run.vote_rng, expected)
+    outcome, state = chain_job(run.chain, k, models, flagging, workers, run.spec.store)
+    return _ChainDone(outcome, state, _detection_rows(run.spec.K, flagging[0], outcome.excluded),
+                      time.perf_counter() - start)
+
+
+def _attacked_round(run: _Run, k: int, models: torch.Tensor, uploads: torch.Tensor, tamper: Tamper) -> _ChainDone:
+    """Steps 2-4 of round k with an attacker, in the main thread: sign, tamper, receive; the
+    detectors see the uploads of the received transactions only; then mine, validate, append."""
+    start = time.perf_counter()
+    accepted, payloads = _broadcast(k, models, run.chain, tamper)
+    rows, flagged, detector = _detect(run.cfg, k, uploads, run.w, [tx.client for tx in accepted], run.roles)
+    outcome = append_block(run.chain, accepted, flagged, detector)
     if run.spec.store is not None:
-        _store_models(run.spec.store, accepted, payloads)
-    detections = [{"K": run.spec.K, **row, "excluded": row["client"] in left_out} for row in rows]
-    return ChainOutcome(block, votes, won.winner, block_time, run.clock, len(accepted), excluded, detections,
-                        time.perf_counter() - start)
-
-
-def _flagged_before(clients: list[int], flagging: Flagging) -> Callable[[list[int]], Flagging]:
-    """The detectors' verdict computed before the chain job (on every client's upload): valid only
-    if every transaction is received, which the job checks."""
-    def flag(received: list[int]) -> Flagging:
-        if received != clients:
-            raise RuntimeError(f"transactions of clients {sorted(set(clients) - set(received))} were not received")
-        return flagging
-    return flag
+        _store_models(run.spec.store, {tx.client: tx.model_sha256 for tx in accepted}, payloads)
+    return _ChainDone(outcome, run.chain, _detection_rows(run.spec.K, rows, outcome.excluded),
+                      time.perf_counter() - start)
 
 
 @dataclass
@@ -423,14 +406,17 @@ def _collect(run: _Run, times: GroupTimes, on_round: Callable[[RoundRecord], Non
     future, partial = run.pending
     run.pending = None
     t = time.perf_counter()
-    outcome: ChainOutcome = future.result()
+    done: _ChainDone = future.result()
     times.chain_wait += time.perf_counter() - t
-    times.chain_busy += outcome.seconds
+    times.chain_busy += done.seconds
+    run.chain = done.state  # from a worker process: the copy it advanced
+    run.result.ledger = done.state.ledger
+    outcome = done.outcome
     members = partial.pop("members")
     if [tx.client for tx in outcome.block.transactions] != members:
         raise RuntimeError(f"block {outcome.block.header.height} holds other models than were aggregated")
-    run.result.chain_seconds += outcome.seconds
-    run.result.detections.extend(outcome.detections)
+    run.result.chain_seconds += done.seconds
+    run.result.detections.extend(done.detections)
     record = RoundRecord(**partial, time_used=outcome.clock, block_hash=outcome.block.hash, miner=outcome.miner,
                          block_time=outcome.block_time, votes=outcome.votes,
                          n_in_block=len(outcome.block.transactions), n_rejected=run.N - outcome.n_accepted,
@@ -441,10 +427,12 @@ def _collect(run: _Run, times: GroupTimes, on_round: Callable[[RoundRecord], Non
 
 
 def _end_rounds(ending: list[_Run], v: mlp.Views, data: ClientData, shape: mlp.Shape, pool: ThreadPoolExecutor,
-                tamper: Tamper | None, times: GroupTimes, on_round: Callable[[RoundRecord], None] | None) -> None:
+                workers: ProcessPoolExecutor | None, tamper: Tamper | None, times: GroupTimes,
+                on_round: Callable[[RoundRecord], None] | None) -> None:
     """The end of a round for every run in ``ending``: uploads (lazy copies, DP), one device-to-host
-    copy of all of them, the chain jobs handed to the pool, FedAvg, evaluation, and the runs' rows
-    reset to their new global model.
+    copy of all of them, the chain jobs handed to the thread pool (and from there, on digests, to
+    the worker processes when there are some), FedAvg, evaluation, and the runs' rows reset to
+    their new global model.
 
     Without an attacker every signed upload is received, so the block holds every upload the
     detectors do not exclude, known before mining: FedAvg runs on those at once and the chain job
@@ -468,14 +456,12 @@ def _end_rounds(ending: list[_Run], v: mlp.Views, data: ClientData, shape: mlp.S
             flagging = _detect(cfg, k, uploads, run.w, everyone, run.roles)
             members = [c for c in everyone if c not in set(flagging[1])]
             _collect(run, times, on_round)  # the previous block of this run must be on its ledger
-            future = pool.submit(_chain_round, run, k, models, _flagged_before(everyone, flagging), None)
+            future = pool.submit(_chain_job, run, k, models, flagging, workers)
         else:
-            previous = run.w
-            outcome = _chain_round(run, k, models, lambda c, u=uploads, p=previous, r=run:
-                                   _detect(r.cfg, r.k, u, p, c, r.roles), tamper)
-            members = [tx.client for tx in outcome.block.transactions]
+            done = _attacked_round(run, k, models, uploads, tamper)
+            members = [tx.client for tx in done.outcome.block.transactions]
             future = Future()
-            future.set_result(outcome)
+            future.set_result(done)
         ids = torch.as_tensor(members, device=uploads.device)
         w = aggregation.fedavg(uploads[ids], torch.full((len(members),), float(run.n)))
         train_loss = global_train_loss(w, data, shape)
@@ -515,9 +501,26 @@ def _orders(runs: list[_Run], rows: int, n: int) -> torch.Tensor:
 CPU_BLOCK_ROWS = 16
 
 
+def default_chain_processes(stacked: bool) -> int:
+    """Worker processes for the chain: half the cores when many runs are stacked (a GPU, where the
+    thread driving the training must not wait for the GIL), none for one run at a time."""
+    return max(1, (os.cpu_count() or 2) // 2) if stacked else 0
+
+
+@contextlib.contextmanager
+def worker_pool(processes: int) -> Iterator[ProcessPoolExecutor | None]:
+    """Worker processes for the chain's GIL-bound work (none for 0). Started with "spawn": a
+    worker imports only the chain's modules (no torch, no CUDA state inherited from a fork)."""
+    if processes <= 0:
+        yield None
+        return
+    with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn")) as workers:
+        yield workers
+
+
 def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None = None,
               on_round: Callable[[RoundRecord], None] | None = None, chain_threads: int = 2,
-              block_rows: int | None = None) -> GroupResult:
+              chain_processes: int = 0, block_rows: int | None = None) -> GroupResult:
     """Run many BLADE-FL runs that share data (dataset, partition, model shape, iteration kind) as
     one computation: the training rows of every run stacked in one set of tensors [rows, ...],
     each run with its own K, tau schedule, seed, eta, lazy set, noise and DP.
@@ -526,7 +529,9 @@ def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None =
     prefix and only that prefix steps; a run aggregates after each tau of its own iterations.
     Every random stream is keyed by the run (seed, K, round, client), so a run in a group gives
     the result it gives alone. The chain work of each round runs in a pool of ``chain_threads``
-    threads beside the training (see :func:`_end_rounds`). ``block_rows``: how many rows step
+    threads beside the training (see :func:`_end_rounds`); with ``chain_processes`` > 0 the part
+    of it that holds Python's GIL (signatures, proof of work, validation) runs in that many worker
+    processes, so it does not slow the thread that drives the training. ``block_rows``: how many rows step
     together (default: all on a GPU; :data:`CPU_BLOCK_ROWS` on the CPU, where a block's weights
     must stay in cache across an epoch's minibatches)."""
     errors = group_errors(specs)
@@ -565,7 +570,8 @@ def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None =
             ends.setdefault(k * run.tau - 1, []).append(run)
     steps_per_iteration = math.ceil(n / batch) if epoch else 1
     block = block_rows or (row if dev.type == "cuda" else CPU_BLOCK_ROWS)
-    with ThreadPoolExecutor(max_workers=max(1, chain_threads), thread_name_prefix="chain") as pool:
+    with (ThreadPoolExecutor(max_workers=max(1, chain_threads), thread_name_prefix="chain") as pool,
+          worker_pool(chain_processes if tamper is None else 0) as workers):
         for i in range(max(r.iterations for r in runs)):
             t0 = time.perf_counter()
             active = max(r.rows.stop for r in runs if r.iterations > i)
@@ -582,7 +588,7 @@ def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None =
             times.train += t1 - t0
             times.model_steps += active * steps_per_iteration
             if i in ends:
-                _end_rounds(ends[i], v, data, shape, pool, tamper, times, on_round)
+                _end_rounds(ends[i], v, data, shape, pool, workers, tamper, times, on_round)
                 times.rounds += time.perf_counter() - t1
         for run in runs:
             _collect(run, times, on_round)

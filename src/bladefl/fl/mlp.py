@@ -136,6 +136,13 @@ def gradient(flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, shape: Shape)
     return grad
 
 
+def model_buffer(row: torch.Tensor) -> memoryview:
+    """Canonical bytes of one model (little-endian float32 of the flat layout) as a buffer: no copy
+    of a contiguous float32 CPU row on a little-endian machine."""
+    array = row.detach().to("cpu", torch.float32).contiguous().numpy().astype("<f4", copy=False)
+    return memoryview(array).cast("B")
+
+
 def model_bytes(row: torch.Tensor) -> bytes:
     """Canonical bytes of one model: little-endian float32 of the flat layout."""
-    return row.detach().to("cpu", torch.float32).contiguous().numpy().astype("<f4", copy=False).tobytes()
+    return bytes(model_buffer(row))
