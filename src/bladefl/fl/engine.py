@@ -19,6 +19,7 @@ import math
 import multiprocessing
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -514,7 +515,13 @@ def worker_pool(processes: int) -> Iterator[ProcessPoolExecutor | None]:
     if processes <= 0:
         yield None
         return
-    with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn")) as workers:
+    try:
+        workers = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"))
+    except (OSError, ImportError, NotImplementedError) as exc:  # e.g. no /dev/shm for its semaphores
+        warnings.warn(f"no worker processes for the chain ({exc}); it runs in threads", RuntimeWarning, stacklevel=3)
+        yield None
+        return
+    with workers:
         yield workers
 
 
