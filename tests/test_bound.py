@@ -132,3 +132,18 @@ def test_preconditions_report_eta_L_and_the_bracket_per_K():
     assert not ok.bracket_positive[0] and all(ok.bracket_positive[2:])  # tau = 94 at K = 1: h(tau) too large
     bad = preconditions(np.arange(1, 12), **{**p, "eta": 0.5}, eps2=1e-4)
     assert not bad.eta_L_below_1 and not any(bad.bracket_positive)
+
+
+def test_the_bounds_tau_is_the_engines_tau_for_every_decimal_setting():
+    """theory.bound.tau_of (integer rule) and fl.timemodel.tau_for are one rule: decimal alphas
+    and betas whose float quotients sit just below an integer give the same tau."""
+    from bladefl.fl.timemodel import tau_for
+    from bladefl.theory.bound import tau_of
+
+    K = np.arange(1, 30)
+    for alpha in (0.1, 0.2, 0.3, 0.7, 1, 2, 5):
+        for beta in (0.1, 0.3, 6, 10, 12):
+            got = tau_of(K, alpha=alpha, beta=beta, t_sum=100)
+            assert got.tolist() == [float(tau_for(int(k), alpha, beta, 100)) for k in K], (alpha, beta)
+    with pytest.raises(ValueError, match="whole numbers"):
+        tau_of(np.array([1.5]), alpha=1, beta=6, t_sum=100)

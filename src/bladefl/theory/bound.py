@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bladefl.fl.timemodel import tau_for
+
 ArrayLike = float | np.ndarray
 
 
@@ -56,12 +58,15 @@ def tau_of(K: ArrayLike, *, alpha: float, beta: float, t_sum: float, tau_rule: s
     what the experiments run, the default everywhere) or Theorem 1's real gamma/K (``real``, for the
     continuous analysis: convexity, the closed form)."""
     K_arr = np.asarray(K, dtype=float)
-    real = (t_sum - K_arr * beta) / alpha / K_arr
     if tau_rule == "real":
-        return real
+        return (t_sum - K_arr * beta) / alpha / K_arr
     if tau_rule != "integer":
         raise ValueError(f"tau_rule must be one of {TAU_RULES} (got {tau_rule!r})")
-    return np.floor(real + 1e-9)
+    if np.any(K_arr != np.round(K_arr)):
+        raise ValueError(f"tau_rule 'integer' needs whole numbers of rounds K (got {K!r})")
+    # The engine's own rule (exact decimal arithmetic), element by element: the bound's tau is the
+    # tau the runs used.
+    return np.vectorize(lambda k: float(tau_for(round(k), alpha, beta, t_sum)), otypes=[float])(K_arr)
 
 
 def upper_bound(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: float, xi: float, delta: float, phi: float,
