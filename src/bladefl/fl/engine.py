@@ -8,7 +8,8 @@ block and it is appended if a majority accepts; (5) every client continues from 
 exactly the models in the block.
 
 Many runs that share data train as one stacked computation (:func:`run_group`; :func:`run_k`
-is a group of one), with each round's chain work in a thread pool beside the training.
+is a group of one), with each round's chain work in a thread pool beside the training (and its
+GIL-bound part, on the uploads' digests, in worker processes: :mod:`bladefl.chain.round`).
 """
 
 from __future__ import annotations
