@@ -85,6 +85,15 @@ def test_the_reading_that_matches_the_paper_ranks_first():
     assert near_row.seeds == 2 and near_row.K_star_distance_sd == 0
 
 
+def test_paper_points_give_the_tables_k_star_and_accuracy_per_swept_value():
+    points = sens.paper_points(TABLES, "mnist", ["beta"])
+    # Table III gives beta * K*: 30 at beta 6 -> K* 5, 16 at beta 8 -> K* 2
+    assert points[["value", "paper_K_star", "paper_max_accuracy"]].values.tolist() == [[6, 5, 80], [8, 2, 70]]
+    odd = [{**TABLES[0], "rows": [{"value": 6, "mnist": 31, "accuracy_mnist": 80.0}]}]  # 31/6: no integer K*
+    assert sens.paper_points(odd, "mnist", ["beta"]).paper_K_star.isna().all()
+    assert sens.paper_points(TABLES, "mnist", ["alpha"]).empty
+
+
 def test_a_claim_reproduced_under_one_reading_and_refuted_under_another_depends_on_it():
     def verdicts(*v):
         return pd.DataFrame({"claim": ["a", "b", "c"], "source": "Table III", "verdict": list(v)})

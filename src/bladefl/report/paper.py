@@ -39,6 +39,14 @@ def paper_k_star(quantity: str, paper_value: float, beta: float, t_sum: float) -
     return float(round(k)) if abs(k - round(k)) < 1e-9 and round(k) >= 1 else math.nan
 
 
+def table_row_k_star(table: Mapping, row: Mapping, dataset: str) -> float:
+    """K* behind one row of a paper table for a dataset (:func:`paper_k_star` at the row's beta:
+    the swept value when the table varies beta, else the table's beta)."""
+    value = float(row["value"])
+    beta = value if table.get("vary", table["sweep"]) == "beta" else float(table.get("beta", math.nan))
+    return paper_k_star(table["quantity"], float(row.get(dataset, math.nan)), beta, float(table.get("t_sum", 100)))
+
+
 def paper_quantity(quantity: str, k_star: float, beta: float, t_sum: float) -> float:
     """A table's quantity computed the paper's way from a K* (the inverse of :func:`paper_k_star`)."""
     return t_sum - beta * k_star if quantity == "training_time" else beta * k_star
@@ -90,7 +98,7 @@ def paper_comparison(optimum: pd.DataFrame, summary: pd.DataFrame, tables: Seque
             beta_paper = v if varies_beta else float(table.get("beta", math.nan))
             beta_ours = betas.get(v, math.nan)
             paper_value = float(ref.get(dataset, math.nan))
-            k_paper = paper_k_star(quantity, paper_value, beta_paper, paper_t_sum)
+            k_paper = table_row_k_star(table, ref, dataset) if ref else math.nan
             k_ours = float(mine["K_star_loss"]) if mine is not None else math.nan
             notes = []
             if math.isfinite(paper_value) and math.isnan(k_paper):

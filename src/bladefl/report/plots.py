@@ -208,7 +208,7 @@ def sensitivity_distance_figure(ranking, title: str) -> Figure:  # noqa: ANN001 
 
 def sensitivity_curves_figure(curves, points, title: str) -> Figure:  # noqa: ANN001 - DataFrames
     """Test accuracy (%) versus K per reading, one panel per swept value; the paper's maximal
-    accuracy for that value as a dashed line."""
+    accuracy for that value as a dashed line, with a star at the paper's K*."""
     panels = curves[["sweep", "value"]].drop_duplicates().sort_values(["sweep", "value"]).to_numpy()
     cols = min(4, len(panels))
     rows = -(-len(panels) // cols)
@@ -218,9 +218,13 @@ def sensitivity_curves_figure(curves, points, title: str) -> Figure:  # noqa: AN
         for i, reading in enumerate(readings):
             part = curves[(curves.sweep == sweep) & (curves.value == value) & (curves.reading == reading)]
             ax.plot(part.K, part.accuracy, marker="o", ms=2.5, lw=1.1, color=f"C{i % 10}", label=reading)
-        paper = points[(points.sweep == sweep) & (points.value == value)].paper_max_accuracy
-        if len(paper) and np.isfinite(paper.iloc[0]):
-            ax.axhline(paper.iloc[0], color="k", ls="--", lw=1, label="paper's max accuracy")
+        paper = points[(points.sweep == sweep) & (points.value == value)]
+        if len(paper) and np.isfinite(paper.paper_max_accuracy.iloc[0]):
+            acc = paper.paper_max_accuracy.iloc[0]
+            ax.axhline(acc, color="k", ls="--", lw=1, label="paper's max accuracy")
+            if np.isfinite(paper.paper_K_star.iloc[0]):
+                ax.plot([paper.paper_K_star.iloc[0]], [acc], marker="*", ms=12, color="k", ls="none",
+                        label="paper's K* (at its max accuracy)")
         ax.set_title(f"{sweep} = {value:g}", fontsize=9)
         ax.set_xlabel("K")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -229,8 +233,11 @@ def sensitivity_curves_figure(curves, points, title: str) -> Figure:  # noqa: AN
         ax.set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel("test accuracy %")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=8)
+    legend = {}  # every panel's entries once (the paper's marks are not on every panel)
+    for ax in axes.flat[:len(panels)]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=min(5, len(legend)), fontsize=8)
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bladefl.experiments.tables import optimum
-from bladefl.report.paper import paper_comparison
+from bladefl.report.paper import paper_comparison, table_row_k_star
 from bladefl.report.tables import plus_minus
 
 CHANGE_VERDICTS = ("reproduced", "refuted")
@@ -76,8 +76,10 @@ def accuracy_curves(summaries: Mapping[str, pd.DataFrame], sweeps: Sequence[str]
 
 
 def paper_points(tables: Sequence[Mapping], dataset: str, sweeps: Sequence[str]) -> pd.DataFrame:
-    """The paper's maximal accuracy (%) per swept value of the given sweeps."""
+    """The paper's K* and maximal accuracy (%) per swept value of the given sweeps (K* NaN where
+    the table's value gives no integer K*: see :func:`bladefl.report.paper.paper_k_star`)."""
     return pd.DataFrame([{"sweep": t["sweep"], "table": t["table"], "value": float(r["value"]),
+                          "paper_K_star": table_row_k_star(t, r, dataset),
                           "paper_max_accuracy": float(r.get(f"accuracy_{dataset}", math.nan))}
                          for t in tables if t["sweep"] in sweeps for r in t["rows"]])
 
