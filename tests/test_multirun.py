@@ -170,10 +170,11 @@ def test_run_group_refuses_a_plan_that_does_not_share_a_partition_before_any_wor
     assert not list(tmp_path.iterdir())  # nothing written
 
 
-def test_chain_work_in_worker_processes_gives_the_same_blocks_ledgers_and_stored_models(tmp_path):
+def test_chain_in_worker_processes_and_orders_drawn_beside_give_the_same_runs(tmp_path):
     """The chain's GIL-bound part (signatures, race, proof of work, validation) runs in spawned
-    worker processes on the uploads' digests; every block, vote and ledger is what the chain
-    thread computes itself, and the uploads stored by digest are the same files."""
+    worker processes on the uploads' digests, and the epoch orders are drawn by threads while the
+    training runs (as on a GPU): every weight, block, vote and ledger is what the chain thread and
+    the orders drawn up front give, and the uploads stored by digest are the same files."""
     data = synthetic()
     specs = [RunSpec(cfg, K, tmp_path / f"store{i}") for i, (cfg, K) in enumerate(MIXED)]
     for spec in specs:
@@ -182,7 +183,7 @@ def test_chain_work_in_worker_processes_gives_the_same_blocks_ledgers_and_stored
     stored = {p.name: p.read_bytes() for p in tmp_path.rglob("*.bin")}
     for p in tmp_path.rglob("*.bin"):
         p.unlink()
-    workers = run_group(specs, data, chain_threads=2, chain_processes=2).results
+    workers = run_group(specs, data, chain_threads=2, chain_processes=2, order_threads=2).results
     for a, b in zip(inline, workers, strict=True):
         _same(a, b)
         if a.status == "ok":

@@ -260,7 +260,7 @@ def cuda_main(args: argparse.Namespace) -> int:
     steps_per_iteration = -(-data.n // cfg.train.batch_size)
     print(f"data {what}; one cell: K={list(cfg.time.K)}, N={data.N}")
     lines = []
-    print("\nseeds  runs  max rows  mean rows  engine steps/s  raw steps/s  engine/raw  chain share  wall s")
+    print("\nseeds  runs  max rows  mean rows  engine steps/s  raw steps/s  engine/raw  chain share  orders s  wall s")
     for seeds in args.seeds or ([1, 6, 23] if device.type == "cuda" else [1]):
         times = stacked_engine(cfg, data, seeds)
         max_rows = seeds * len(cfg.time.K) * data.N
@@ -268,7 +268,7 @@ def cuda_main(args: argparse.Namespace) -> int:
         raw = raw_step_rate(max(1, round(mean_rows)), cfg.train.batch_size, shape, device, 2 if args.quick else 3)
         rate = times.model_steps / times.train
         print(f"{seeds:>5} {seeds * len(cfg.time.K):>5} {max_rows:>9} {mean_rows:>10.0f} {rate:>15,.0f} "
-              f"{raw:>12,.0f} {rate / raw:>11.2f} {times.chain_share:>12.1%} {times.wall:>7.1f}")
+              f"{raw:>12,.0f} {rate / raw:>11.2f} {times.chain_share:>12.1%} {times.orders:>9.2f} {times.wall:>7.1f}")
         lines.append((f"engine/raw at {seeds} seeds ({max_rows} rows)", rate / raw, 0.70))
         lines.append((f"chain share of wall at {seeds} seeds", times.chain_share, -0.10))
     lines += drag_lines()

@@ -388,6 +388,7 @@ class GroupTimes:
     rounds: float = 0.0  # uploads, aggregation and evaluation at round ends (main thread)
     chain_busy: float = 0.0  # the chain jobs' own durations, summed
     chain_wait: float = 0.0
+    orders: float = 0.0  # drawing epoch orders, or waiting for the threads that draw them
     model_steps: int = 0  # SGD steps of single models: rows x minibatches, summed over iterations
 
     @property
@@ -484,23 +485,73 @@ def _end_rounds(ending: list[_Run], v: mlp.Views, data: ClientData, shape: mlp.S
         run.pending = (future, partial)
 
 
-def _orders(runs: list[_Run], rows: int, n: int) -> torch.Tensor:
+@dataclass
+class _Orders:
     """Every run's epoch orders for all its iterations, stacked [T, rows, n] (int32, on the CPU):
     round k of a run draws from its own stream (seed, "batches", K, k) for all N clients, so a
-    run's minibatches do not depend on what trains beside it."""
-    out = torch.zeros(max(r.iterations for r in runs), rows, n, dtype=torch.int32)
-    for run in runs:
-        trainers = torch.as_tensor(run.trainers)
-        for k in range(1, run.spec.K + 1):
-            drawn = trainer.round_orders(torch_generator(run.cfg.seed, "batches", run.spec.K, k), run.tau, run.N, n)
-            out[(k - 1) * run.tau : k * run.tau, run.rows] = drawn[:, trainers].to(torch.int32)
-    return out
+    run's minibatches do not depend on what trains beside it.
+
+    Drawing them (an argsort of n random keys per client and iteration, about 45 us each here)
+    is CPU work of the size of a GPU's training, so with ``threads`` they are drawn by a thread
+    pool round by round, in the order the training needs them, while the training runs:
+    :meth:`ready` waits only for the rounds that cover an iteration."""
+
+    table: torch.Tensor
+    starts: list[int]  # first iteration of each drawing job, ascending
+    jobs: list[Future]
+    done: int = 0  # jobs known finished (a prefix)
+
+    def ready(self, i: int) -> torch.Tensor:
+        """The orders of iteration i [rows, n], once every round covering it is drawn."""
+        while self.done < len(self.jobs) and self.starts[self.done] <= i:
+            self.jobs[self.done].result()
+            self.done += 1
+        return self.table[i]
+
+
+def _draw_round(table: torch.Tensor, run: _Run, k: int, n: int) -> None:
+    drawn = trainer.round_orders(torch_generator(run.cfg.seed, "batches", run.spec.K, k), run.tau, run.N, n)
+    table[(k - 1) * run.tau : k * run.tau, run.rows] = drawn[:, torch.as_tensor(run.trainers)].to(torch.int32)
+
+
+def _orders(runs: list[_Run], rows: int, n: int, pool: ThreadPoolExecutor | None) -> _Orders:
+    """Draw every run's epoch orders (see :class:`_Orders`): at once without a ``pool``, else
+    handed to it in the order of the rounds' first iterations."""
+    table = torch.zeros(max(r.iterations for r in runs), rows, n, dtype=torch.int32)
+    rounds = sorted(((k - 1) * run.tau, index, k) for index, run in enumerate(runs) for k in range(1, run.spec.K + 1))
+    jobs = []
+    for _, index, k in rounds:
+        if pool is None:
+            _draw_round(table, runs[index], k, n)
+            jobs.append(_finished())
+        else:
+            jobs.append(pool.submit(_draw_round, table, runs[index], k, n))
+    return _Orders(table, [start for start, _, _ in rounds], jobs)
+
+
+def _finished() -> Future:
+    future: Future = Future()
+    future.set_result(None)
+    return future
 
 
 # On the CPU, rows step in blocks of this many: measured on the 2-core machine (paper model,
 # epoch at batch 64, one thread), ms per row-iteration at 144 stacked rows: blocks of 8: 3.9,
 # 16: 4.0, 32: 4.6, 144 (all): 5.2; 16 rows of one run alone: 4.2.
 CPU_BLOCK_ROWS = 16
+
+
+# Threads drawing epoch orders beside a GPU's training (on the CPU the training uses the cores).
+ORDER_THREADS = 4
+
+
+@contextlib.contextmanager
+def _threads(count: int, name: str) -> Iterator[ThreadPoolExecutor | None]:
+    if count <= 0:
+        yield None
+        return
+    with ThreadPoolExecutor(max_workers=count, thread_name_prefix=name) as pool:
+        yield pool
 
 
 def default_chain_processes(stacked: bool) -> int:
@@ -528,7 +579,8 @@ def worker_pool(processes: int) -> Iterator[ProcessPoolExecutor | None]:
 
 def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None = None,
               on_round: Callable[[RoundRecord], None] | None = None, chain_threads: int = 2,
-              chain_processes: int = 0, block_rows: int | None = None) -> GroupResult:
+              chain_processes: int = 0, order_threads: int | None = None,
+              block_rows: int | None = None) -> GroupResult:
     """Run many BLADE-FL runs that share data (dataset, partition, model shape, iteration kind) as
     one computation: the training rows of every run stacked in one set of tensors [rows, ...],
     each run with its own K, tau schedule, seed, eta, lazy set, noise and DP.
@@ -539,7 +591,9 @@ def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None =
     the result it gives alone. The chain work of each round runs in a pool of ``chain_threads``
     threads beside the training (see :func:`_end_rounds`); with ``chain_processes`` > 0 the part
     of it that holds Python's GIL (signatures, proof of work, validation) runs in that many worker
-    processes, so it does not slow the thread that drives the training. ``block_rows``: how many rows step
+    processes, so it does not slow the thread that drives the training. ``order_threads`` (default:
+    :data:`ORDER_THREADS` on a GPU, none on the CPU) draw the epoch orders beside the training
+    (see :class:`_Orders`). ``block_rows``: how many rows step
     together (default: all on a GPU; :data:`CPU_BLOCK_ROWS` on the CPU, where a block's weights
     must stay in cache across an epoch's minibatches)."""
     errors = group_errors(specs)
@@ -567,7 +621,6 @@ def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None =
     eta = torch.cat([torch.full((len(r.trainers),), float(r.cfg.train.eta)) for r in runs]).to(dev)
     n, batch = data.n, cfg0.train.batch_size
     epoch = cfg0.train.iteration == "epoch"
-    orders = _orders(runs, row, n) if epoch else None
     offsets = (clients * n).to(torch.int32).unsqueeze(1)
     x_rows, y_rows = data.x.reshape(data.N * n, -1), data.y.reshape(-1)
     x_full = None if epoch else data.x.index_select(0, clients)
@@ -578,15 +631,24 @@ def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None =
             ends.setdefault(k * run.tau - 1, []).append(run)
     steps_per_iteration = math.ceil(n / batch) if epoch else 1
     block = block_rows or (row if dev.type == "cuda" else CPU_BLOCK_ROWS)
+    if order_threads is None:
+        order_threads = ORDER_THREADS if dev.type == "cuda" else 0
     with (ThreadPoolExecutor(max_workers=max(1, chain_threads), thread_name_prefix="chain") as pool,
-          worker_pool(chain_processes if tamper is None else 0) as workers):
+          worker_pool(chain_processes if tamper is None else 0) as workers,
+          _threads(order_threads if epoch else 0, "orders") as order_pool):
+        t0 = time.perf_counter()
+        orders = _orders(runs, row, n, order_pool) if epoch else None
+        times.orders += time.perf_counter() - t0
         for i in range(max(r.iterations for r in runs)):
+            t0 = time.perf_counter()
+            step_orders = None if orders is None else orders.ready(i)
+            times.orders += time.perf_counter() - t0
             t0 = time.perf_counter()
             active = max(r.rows.stop for r in runs if r.iterations > i)
             for lo in range(0, active, block):
                 rows = slice(lo, min(lo + block, active))
                 sub = mlp.Views(v.W1[rows], v.b1[rows], v.W2[rows], v.b2[rows])
-                picked = None if orders is None else orders[i, rows].to(dev) + offsets[rows]
+                picked = None if step_orders is None else step_orders[rows].to(dev) + offsets[rows]
                 trainer.stacked_iteration(sub, x_rows, y_rows, picked, None if x_full is None else x_full[rows],
                                           None if y_full is None else y_full[rows], n=n, eta=eta[rows],
                                           batch_size=batch, shape=shape)
