@@ -6,7 +6,8 @@ set -euo pipefail
 out=${1:-gpu_carry}
 data=${DATA_DIR:-data/raw}
 mkdir -p "$out/wheels"
-pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+# PY_VERSION: the GPU machine's Python (3.12); another value prepares a dry run on this machine.
+pip download --no-deps --only-binary=:all: --python-version "${PY_VERSION:-3.12}" --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d "$out/wheels" cryptography==50.0.2 cffi==2.1.1 pycparser==3.12
 for class in MNIST FashionMNIST; do

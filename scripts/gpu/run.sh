@@ -3,6 +3,7 @@
 # project's other packages, and no network (README, "GPU"): install the carried wheels into a
 # folder, unpack and verify the carried data, then run the GPU benchmark and the whole paper
 # grid (20 seeds, both datasets) through the multi-run engine. Output goes to $OUT (default out/).
+# A dry run elsewhere: DEVICE=cpu GRID=config/smoke.yaml SEEDS=1 (wheels from PY_VERSION=3.11 prepare.sh).
 set -euo pipefail
 carry=${CARRY:-gpu_carry}
 out=${OUT:-out}
@@ -21,6 +22,8 @@ for class in MNIST FashionMNIST; do
 done
 python3 -m bladefl.cli fetch --dataset mnist --sources existing
 python3 -m bladefl.cli fetch --dataset fashion_mnist --sources existing
-nvidia-smi --query-gpu=name,memory.total --format=csv | tee "$out/gpu.txt"
-python3 -m bladefl.cli bench --device cuda --data-dir data/raw ${SEEDS:+--seeds $SEEDS} \
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,memory.total --format=csv | tee "$out/gpu.txt"
+fi
+python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw ${SEEDS:+--seeds $SEEDS} \
   --grid "$grid" ${GRID_SEEDS:+--grid-seeds $GRID_SEEDS} --out "$out/grid" 2>&1 | tee "$out/bench.txt"
