@@ -89,19 +89,28 @@ def load_client_data(cfg: RunConfig, indices: np.ndarray | None = None) -> Clien
     return client_data(train, test, indices, resolve_device(cfg.device))
 
 
-def evaluate(model: torch.Tensor, x: torch.Tensor, y: torch.Tensor, shape: mlp.Shape) -> tuple[float, float]:
-    """(mean cross-entropy, accuracy) of one flat model on samples x [T, d]."""
-    v = mlp.views(model.unsqueeze(0), shape)
-    _, z2 = mlp.forward(v, x.unsqueeze(0), shape)
-    logits = z2[0]
-    loss = torch.nn.functional.cross_entropy(logits, y).item()
-    return loss, (logits.argmax(dim=1) == y).float().mean().item()
+# Models evaluated together at round ends (bounds the activations: chunk x samples x hidden).
+EVAL_CHUNK = 32
 
 
-def global_train_loss(model: torch.Tensor, data: ClientData, shape: mlp.Shape) -> float:
-    """F(w): the mean over clients of each client's loss on its own data."""
-    per_client = mlp.losses(mlp.views(model.expand(data.N, -1), shape), data.x, data.y, shape)
-    return per_client.mean().item()
+def evaluate(models: torch.Tensor, x: torch.Tensor, y: torch.Tensor, shape: mlp.Shape
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean cross-entropy [R], accuracy [R]) of R flat models [R, P] on the samples x [T, d],
+    y [T], computed together (:func:`bladefl.fl.mlp.shared_logits`, in chunks of
+    :data:`EVAL_CHUNK` models); tensors on the models' device (no synchronisation)."""
+    loss, accuracy = [], []
+    for part in models.split(EVAL_CHUNK):
+        logits = mlp.shared_logits(part, x, shape)
+        target = y.unsqueeze(0).expand(part.shape[0], -1)
+        loss.append(torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, reduction="none").mean(dim=1))
+        accuracy.append((logits.argmax(dim=2) == target).float().mean(dim=1))
+    return torch.cat(loss), torch.cat(accuracy)
+
+
+def global_train_losses(models: torch.Tensor, data: ClientData, shape: mlp.Shape) -> torch.Tensor:
+    """F(w) of R flat models [R, P]: the mean over clients of each client's loss on its own data
+    (every client holds n samples, so the mean over all N * n samples)."""
+    return evaluate(models, data.x.reshape(data.N * data.n, -1), data.y.reshape(-1), shape)[0]
 
 
 @dataclass
@@ -451,6 +460,7 @@ def _end_rounds(ending: list[_Run], v: mlp.Views, data: ClientData, shape: mlp.S
                                     torch_generator(cfg.seed, "dp", K, k))
         steps.append((run, step, uploads))
     host = torch.cat([u for _, _, u in steps]).cpu().split(ending[0].N)  # one copy for all runs
+    pending = []
     for (run, step, uploads), models in zip(steps, host, strict=True):
         t0 = time.perf_counter()
         cfg, K, k, N = run.cfg, run.spec.K, run.k, run.N
@@ -467,8 +477,6 @@ def _end_rounds(ending: list[_Run], v: mlp.Views, data: ClientData, shape: mlp.S
             future.set_result(done)
         ids = torch.as_tensor(members, device=uploads.device)
         w = aggregation.fedavg(uploads[ids], torch.full((len(members),), float(run.n)))
-        train_loss = global_train_loss(w, data, shape)
-        test_loss, test_acc = evaluate(w, data.x_test, data.y_test, shape)
         measured = {}
         if cfg.measure.constants:
             sel = torch.as_tensor(run.roles.honest, device=w.device)
@@ -478,11 +486,19 @@ def _end_rounds(ending: list[_Run], v: mlp.Views, data: ClientData, shape: mlp.S
         mlp.assign(v, run.rows, w, shape)
         run.w = w
         run.result.eval_seconds += time.perf_counter() - t0
-        partial = dict(K=K, round=k, tau=run.tau, train_loss=train_loss, test_loss=test_loss,
-                       test_accuracy=test_acc, n_lazy=len(run.roles.lazy), theta=step.theta,
+        partial = dict(K=K, round=k, tau=run.tau, n_lazy=len(run.roles.lazy), theta=step.theta,
                        noise_norm=step.noise_norm, **measured, members=members,
                        dist_ref=math.nan if reference is None else float((w - reference.to(w.device)).norm()))
-        run.pending = (future, partial)
+        pending.append((run, future, partial))
+    # every new global model evaluated together: one computation and one synchronisation per round end
+    t0 = time.perf_counter()
+    global_models = torch.stack([run.w for run, _, _ in pending])
+    test_loss, test_acc = evaluate(global_models, data.x_test, data.y_test, shape)
+    scores = torch.stack([global_train_losses(global_models, data, shape), test_loss, test_acc]).T.tolist()
+    share = (time.perf_counter() - t0) / len(pending)
+    for (run, future, partial), (train_loss, test_loss, test_acc) in zip(pending, scores, strict=True):
+        run.result.eval_seconds += share
+        run.pending = (future, dict(partial, train_loss=train_loss, test_loss=test_loss, test_accuracy=test_acc))
 
 
 @dataclass

@@ -67,6 +67,18 @@ def forward(v: Views, x: torch.Tensor, shape: Shape) -> tuple[torch.Tensor, torc
     return a1, torch.baddbmm(v.b2.unsqueeze(1), a1, v.W2)
 
 
+def shared_logits(models: torch.Tensor, x: torch.Tensor, shape: Shape) -> torch.Tensor:
+    """Logits [R, T, c] of R flat models [R, P] on the same samples x [T, d]: the first layer is
+    one GEMM of x with every model's W1 side by side, so x is read once and never copied per
+    model (evaluating many runs' global models on the test set in one computation)."""
+    R, d, h = models.shape[0], shape.d, shape.h
+    v = views(models, shape)
+    a1 = (x @ v.W1.permute(1, 0, 2).reshape(d, R * h)).view(-1, R, h).transpose(0, 1) + v.b1.unsqueeze(1)
+    if shape.activation == "relu":
+        a1.relu_()
+    return torch.baddbmm(v.b2.unsqueeze(1), a1.contiguous(), v.W2)
+
+
 def losses(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> torch.Tensor:
     """Mean cross-entropy per model on its own batch: [N]."""
     _, z2 = forward(v, x, shape)
