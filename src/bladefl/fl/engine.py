@@ -535,20 +535,12 @@ def _orders(runs: list[_Run], rows: int, n: int, pool: ThreadPoolExecutor | None
     handed to it in the order of the rounds' first iterations."""
     table = torch.zeros(max(r.iterations for r in runs), rows, n, dtype=torch.int32)
     rounds = sorted(((k - 1) * run.tau, index, k) for index, run in enumerate(runs) for k in range(1, run.spec.K + 1))
-    jobs = []
-    for _, index, k in rounds:
-        if pool is None:
+    if pool is None:
+        for _, index, k in rounds:
             _draw_round(table, runs[index], k, n)
-            jobs.append(_finished())
-        else:
-            jobs.append(pool.submit(_draw_round, table, runs[index], k, n))
-    return _Orders(table, [start for start, _, _ in rounds], jobs)
-
-
-def _finished() -> Future:
-    future: Future = Future()
-    future.set_result(None)
-    return future
+        return _Orders(table, [], [])  # nothing left to wait for
+    return _Orders(table, [start for start, _, _ in rounds],
+                   [pool.submit(_draw_round, table, runs[index], k, n) for _, index, k in rounds])
 
 
 # On the CPU, rows step in blocks of this many: measured on the 2-core machine (paper model,
