@@ -42,9 +42,14 @@ def paper_k_star(quantity: str, paper_value: float, beta: float, t_sum: float) -
 def table_row_k_star(table: Mapping, row: Mapping, dataset: str) -> float:
     """K* behind one row of a paper table for a dataset (:func:`paper_k_star` at the row's beta:
     the swept value when the table varies beta, else the table's beta)."""
-    value = float(row["value"])
-    beta = value if table.get("vary", table["sweep"]) == "beta" else float(table.get("beta", math.nan))
-    return paper_k_star(table["quantity"], float(row.get(dataset, math.nan)), beta, float(table.get("t_sum", 100)))
+    return paper_k_star(table["quantity"], float(row.get(dataset, math.nan)), table_beta(table, float(row["value"])),
+                        float(table.get("t_sum", 100)))
+
+
+def table_beta(table: Mapping, value: float) -> float:
+    """The beta behind a paper table's row of swept ``value``: the value itself when the table
+    varies beta, else the table's beta (NaN where it states none)."""
+    return value if table.get("vary", table["sweep"]) == "beta" else float(table.get("beta", math.nan))
 
 
 def paper_quantity(quantity: str, k_star: float, beta: float, t_sum: float) -> float:
@@ -87,7 +92,6 @@ def paper_comparison(optimum: pd.DataFrame, summary: pd.DataFrame, tables: Seque
     rows = []
     for table in tables:
         quantity, sweep = table["quantity"], table["sweep"]
-        varies_beta = table.get("vary", sweep) == "beta"
         ours = optimum[optimum.sweep == sweep].set_index("value")
         betas = sweep_betas(summary, sweep)
         paper = {float(r["value"]): r for r in table["rows"]}
@@ -95,7 +99,7 @@ def paper_comparison(optimum: pd.DataFrame, summary: pd.DataFrame, tables: Seque
         for v in sorted(set(map(float, ours.index)) | set(paper)):
             mine = ours.loc[v] if v in ours.index else None
             ref = paper.get(v, {})
-            beta_paper = v if varies_beta else float(table.get("beta", math.nan))
+            beta_paper = table_beta(table, v)
             beta_ours = betas.get(v, math.nan)
             paper_value = float(ref.get(dataset, math.nan))
             k_paper = table_row_k_star(table, ref, dataset) if ref else math.nan
