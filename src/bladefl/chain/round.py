@@ -22,9 +22,14 @@ from bladefl.chain import transactions
 from bladefl.chain.ledger import Block, Exclusion, Ledger, majority_accepts
 from bladefl.chain.pow import BlockHeader, merkle_root, mine, race
 
-# What the validators' detectors found among the uploads: (per-client rows, the clients to
-# exclude, the detector that decides exclusion).
-Flagging = tuple[list[dict], list[int], str]
+
+@dataclass(frozen=True)
+class Flagging:
+    """The uploads the validators' detector flags for exclusion (client ids) and that detector's
+    name; nothing flagged by default."""
+
+    flagged: tuple[int, ...] = ()
+    detector: str = ""
 
 
 @dataclass
@@ -93,7 +98,7 @@ def _mine(ledger: Ledger, accepted: list[transactions.Transaction], miner: int, 
     return Block(header, kept, excluded)
 
 
-def append_block(state: ChainState, accepted: list[transactions.Transaction], flagged: list[int],
+def append_block(state: ChainState, accepted: list[transactions.Transaction], flagged: tuple[int, ...],
                  detector: str) -> ChainOutcome:
     """Steps 3-4 for the accepted transactions: the mining race, the proof of work, every client
     validates (the faulty ones as their fault says), and the block is appended to ``state``'s
@@ -127,5 +132,5 @@ def chain_round(state: ChainState, k: int, digests: list[str], flagging: Flaggin
     received = [tx.client for tx in accepted]
     if received != list(range(state.N)):
         raise RuntimeError(f"transactions of clients {sorted(set(range(state.N)) - set(received))} were not received")
-    outcome = append_block(state, accepted, flagging[1], flagging[2])
+    outcome = append_block(state, accepted, flagging.flagged, flagging.detector)
     return replace(outcome, seconds=time.perf_counter() - start), state

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import subprocess
@@ -10,17 +11,36 @@ from pathlib import Path
 from bladefl import __version__
 from bladefl.data import datasets
 
+# Set by whoever runs a copy of the source without its git history (the GPU script: the commit
+# the copy was made from); recorded as the package version "+" this value.
+VERSION_VARIABLE = "BLADEFL_CODE_VERSION"
 
+
+def project_root() -> Path:
+    """The folder this package's source lies in when it is a checkout of this project (src layout)."""
+    return Path(__file__).resolve().parents[3]
+
+
+@functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """``git describe`` of the source tree when it is a checkout, else the package version."""
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], cwd=here,
-                             capture_output=True, text=True, timeout=10)
-        if out.returncode == 0 and out.stdout.strip():
-            return f"{__version__}+{out.stdout.strip()}"
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    """The package version plus ``git describe`` of this project's own checkout (its root holds
+    ``.git`` and this project's ``pyproject.toml``), else plus ``$BLADEFL_CODE_VERSION``, else the
+    package version alone. Never the commit of another repository that happens to enclose a copy
+    of the source. Computed once per process."""
+    given = os.environ.get(VERSION_VARIABLE, "").strip()
+    if given:
+        return f"{__version__}+{given}"
+    root = project_root()
+    pyproject = root / "pyproject.toml"
+    ours = (root / ".git").exists() and pyproject.is_file() and 'name = "bladefl"' in pyproject.read_text()
+    if ours:
+        try:
+            out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--tags"],
+                                 capture_output=True, text=True, timeout=10)
+            if out.returncode == 0 and out.stdout.strip():
+                return f"{__version__}+{out.stdout.strip()}"
+        except (OSError, subprocess.TimeoutExpired):
+            pass
     return __version__
 
 

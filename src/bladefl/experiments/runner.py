@@ -23,12 +23,14 @@ from bladefl.core import atomic
 from bladefl.experiments import provenance
 from bladefl.fl.engine import (
     ClientData,
+    GroupTimes,
     KResult,
     RoundRecord,
     RunSpec,
     default_chain_processes,
     load_client_data,
     run_group,
+    worker_pool,
 )
 from bladefl.fl.run_config import RunConfig
 
@@ -99,8 +101,12 @@ def batches(jobs: list[CellJob], stack: bool, max_rows: int) -> list[list[tuple[
     return out
 
 
-def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict | None = None) -> dict:
-    """Write one run folder from the results of its K values (in the order of ``cfg.time.K``)."""
+def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict | None = None,
+              started: float | None = None) -> dict:
+    """Write one run folder from the results of its K values (in the order of ``cfg.time.K``);
+    ``seconds`` gains ``write``, the seconds since ``started`` (default: now) when the summary,
+    written last, is written."""
+    started = time.perf_counter() if started is None else started
     rows: list[dict] = []
     detections: list[dict] = []
     for result in results:
@@ -117,7 +123,7 @@ def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict |
         "config": job.cfg.to_dict(),
         "per_K": [k_summary(r) for r in results],
         "provenance": provenance.record(job.cfg.dataset),
-        "seconds": seconds,
+        "seconds": {**seconds, "write": round(time.perf_counter() - started, 4)},
         **({"group": group} if group else {}),
     }
     atomic.write_json(job.out / "summary.json", summary)
@@ -148,23 +154,36 @@ def run_cells(jobs: list[CellJob], data: ClientData, *, progress: bool = True, s
     summaries: list[dict | None] = [None] * len(jobs)
     results: dict[int, list[KResult]] = {}
     seconds: dict[int, float] = {}
+    engine: dict[int, GroupTimes] = {}
     load = {} if load_seconds is None else {"load": round(load_seconds, 3)}
     desc = f"{jobs[0].cfg.dataset} N={jobs[0].cfg.partition.N}: {len(todo)} cells" if jobs else ""
-    with tqdm(total=total, unit="iter", desc=desc, disable=not progress, mininterval=2.0) as bar:
-        for batch in plan:
+    with (tqdm(total=total, unit="iter", desc=desc, disable=not progress, mininterval=2.0) as bar,
+          worker_pool(processes if plan else 0) as workers):  # started once for every batch
+        for number, batch in enumerate(plan):
             group = run_group([spec for _, spec in batch], data, on_round=lambda r: bar.update(r.tau),
-                              chain_threads=chain_threads, chain_processes=processes)
-            info = {"runs": len(batch), "wall": round(group.times.wall, 3),
-                    "chain_share": round(group.times.chain_share, 4), "stacked": stack}
+                              chain_threads=chain_threads, workers=workers)
+            info = {"batch": number, "runs": len(batch), "wall": round(group.times.wall, 3),
+                    "chain_share": round(group.times.chain_share, 4), "stacked": stack,
+                    "breakdown": group.times.breakdown()}
             for (local, _), result in zip(batch, group.results, strict=True):
                 j = todo[local]
                 results.setdefault(j, []).append(result)
                 seconds[j] = seconds.get(j, 0.0) + group.times.wall / len(batch)
+                if not stack:  # the job's own groups (one per K), summed
+                    engine[j] = add_times(engine.get(j, GroupTimes()), group.times)
                 if len(results[j]) == len(jobs[j].cfg.time.K):
-                    total = round(seconds[j] + (load_seconds or 0.0), 3)
-                    summaries[j] = write_run(jobs[j], results.pop(j), {**load, "total": total},
-                                             info if stack else None)
+                    t = time.perf_counter()
+                    timing = {**load, "total": round(seconds[j] + (load_seconds or 0.0), 3)}
+                    if not stack:
+                        timing["engine"] = engine.pop(j).breakdown()
+                    summaries[j] = write_run(jobs[j], results.pop(j), timing, info if stack else None,
+                                             started=t)
     return summaries
+
+
+def add_times(a: GroupTimes, b: GroupTimes) -> GroupTimes:
+    """Two groups' times, summed part by part."""
+    return GroupTimes(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(GroupTimes)})
 
 
 def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None, progress: bool = True,

@@ -51,56 +51,68 @@ class Detection:
 
 
 def excess_kurtosis(rows: torch.Tensor) -> torch.Tensor:
-    """Excess kurtosis of each row's entries (0 for i.i.d. Gaussian), in float64."""
+    """Excess kurtosis of each row's entries along the last axis (0 for i.i.d. Gaussian), in float64."""
     x = rows.double()
-    x = x - x.mean(dim=1, keepdim=True)
-    var = (x * x).mean(dim=1)
-    return (x**4).mean(dim=1) / var.clamp_min(1e-300) ** 2 - 3.0
+    x = x - x.mean(dim=-1, keepdim=True)
+    var = (x * x).mean(dim=-1)
+    return (x**4).mean(dim=-1) / var.clamp_min(1e-300) ** 2 - 3.0
 
 
-def near_duplicate(updates: torch.Tensor, ratio: float = 0.02) -> Detection:
-    N = updates.shape[0]
-    u = updates.double()
-    gram = u @ u.T  # squared distances from one product: |a|^2 + |b|^2 - 2 a.b (float64)
-    sq = gram.diagonal()
-    dist = (sq[:, None] + sq[None, :] - 2 * gram).clamp_min(0).sqrt()
-    norms = sq.sqrt()
-    off = dist[~torch.eye(N, dtype=torch.bool, device=u.device)]
-    median = off.median().clamp_min(1e-300)
-    dist.fill_diagonal_(float("inf"))
-    nearest, j = dist.min(dim=1)
-    relative = (nearest / median).cpu().numpy()
-    larger = (norms > norms[j]).cpu().numpy()
+def pairwise_difference_kurtosis(rows: torch.Tensor) -> torch.Tensor:
+    """Excess kurtosis of the entries of every pairwise difference rows_i - rows_j, [..., N, N]
+    (float64) of rows [..., N, P], without forming the N^2 differences: with centred rows a, b
+    (so a - b is centred), sum (a-b)^2 = A2 - 2 ab + B2 and sum (a-b)^4 = A4 - 4 a^3 b + 6 a^2 b^2
+    - 4 a b^3 + B4, whose cross terms are three [N, P] x [P, N] products. The diagonal is
+    meaningless (0/0)."""
+    c = rows.double()
+    c = c - c.mean(dim=-1, keepdim=True)
+    c2, c3 = c * c, c * c * c
+    gram, cube, square = c @ c.mT, c3 @ c.mT, c2 @ c2.mT  # sum a b, sum a^3 b, sum a^2 b^2
+    s2, s4 = gram.diagonal(dim1=-2, dim2=-1), square.diagonal(dim1=-2, dim2=-1)  # sum a^2, sum a^4
+    second = s2.unsqueeze(-1) - 2 * gram + s2.unsqueeze(-2)
+    fourth = s4.unsqueeze(-1) - 4 * cube + 6 * square - 4 * cube.mT + s4.unsqueeze(-2)
+    P = rows.shape[-1]
+    return (fourth / P) / (second / P).clamp_min(1e-300) ** 2 - 3.0
+
+
+# Each detector in two parts: the statistics of every run's updates [R, N, P] computed together
+# on the device (float64), and the decision per run from their host copies (small: [N] or [N, N]).
+
+def _near_duplicate_statistics(u: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    gram = u @ u.mT  # squared distances from one product: |a|^2 + |b|^2 - 2 a.b
+    sq = gram.diagonal(dim1=-2, dim2=-1)
+    return (sq.unsqueeze(-1) + sq.unsqueeze(-2) - 2 * gram).clamp_min(0).sqrt(), sq.sqrt()
+
+
+def _near_duplicate_decision(dist: np.ndarray, norms: np.ndarray, ratio: float = 0.02) -> Detection:
+    N = dist.shape[0]
+    off = np.sort(dist[~np.eye(N, dtype=bool)])
+    median = max(off[(off.size - 1) // 2], 1e-300)  # the lower middle value, as torch.median
+    dist = dist.copy()
+    np.fill_diagonal(dist, np.inf)
+    j = dist.argmin(axis=1)
+    relative = dist[np.arange(N), j] / median
+    larger = norms > norms[j]
     scores = np.where(larger, 1.0 / np.maximum(relative, 1e-12), 0.0)
     return Detection("near_duplicate", scores, larger & (relative < ratio))
 
 
-def gaussian_update(updates: torch.Tensor, threshold: float = 0.5) -> Detection:
-    k = excess_kurtosis(updates).abs().cpu().numpy()
+def _gaussian_update_statistics(u: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return (excess_kurtosis(u).abs(),)
+
+
+def _gaussian_update_decision(k: np.ndarray, threshold: float = 0.5) -> Detection:
     return Detection("gaussian_update", -k, k < threshold)
 
 
-def pairwise_difference_kurtosis(rows: torch.Tensor) -> torch.Tensor:
-    """Excess kurtosis of the entries of every pairwise difference rows_i - rows_j, [N, N] (float64),
-    without forming the N^2 differences: with centred rows a, b (so a - b is centred),
-    sum (a-b)^2 = A2 - 2 ab + B2 and sum (a-b)^4 = A4 - 4 a^3 b + 6 a^2 b^2 - 4 a b^3 + B4, whose
-    cross terms are three [N, P] x [P, N] products. The diagonal is meaningless (0/0)."""
-    c = rows.double()
-    c = c - c.mean(dim=1, keepdim=True)
-    c2, c3 = c * c, c * c * c
-    gram, cube, square = c @ c.T, c3 @ c.T, c2 @ c2.T  # sum a b, sum a^3 b, sum a^2 b^2
-    s2, s4 = gram.diagonal(), square.diagonal()  # sum a^2, sum a^4
-    second = s2[:, None] - 2 * gram + s2[None, :]
-    fourth = s4[:, None] - 4 * cube + 6 * square - 4 * cube.T + s4[None, :]
-    P = rows.shape[1]
-    return (fourth / P) / (second / P).clamp_min(1e-300) ** 2 - 3.0
+def _gaussian_difference_statistics(u: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return pairwise_difference_kurtosis(u).abs(), u.norm(dim=-1)
 
 
-def gaussian_difference(updates: torch.Tensor, threshold: float = 0.5) -> Detection:
-    N = updates.shape[0]
-    norms = updates.double().norm(dim=1).cpu().numpy()
+def _gaussian_difference_decision(kurtosis: np.ndarray, norms: np.ndarray, threshold: float = 0.5) -> Detection:
+    N = norms.shape[0]
     i, j = np.triu_indices(N, k=1)
-    k = pairwise_difference_kurtosis(updates).abs().cpu().numpy()[i, j]
+    k = kurtosis[i, j]
     big = np.where(norms[i] > norms[j], i, j)  # the larger update of each pair
     scores = np.full(N, -np.inf)
     np.maximum.at(scores, big, -k)
@@ -110,15 +122,48 @@ def gaussian_difference(updates: torch.Tensor, threshold: float = 0.5) -> Detect
     return Detection("gaussian_difference", scores, flags)
 
 
-def detect(uploads: torch.Tensor, previous: torch.Tensor, detectors: tuple[str, ...] = DETECTORS) -> list[Detection]:
-    """Run the named detectors on a block's uploads [N, P] against the previous global model [P]."""
-    updates = uploads - previous.unsqueeze(0)
-    run = {"near_duplicate": near_duplicate, "gaussian_update": gaussian_update,
-           "gaussian_difference": gaussian_difference}
-    unknown = sorted(set(detectors) - set(run))
+_PARTS = {"near_duplicate": (_near_duplicate_statistics, _near_duplicate_decision),
+          "gaussian_update": (_gaussian_update_statistics, _gaussian_update_decision),
+          "gaussian_difference": (_gaussian_difference_statistics, _gaussian_difference_decision)}
+
+
+def _one(name: str, updates: torch.Tensor) -> Detection:
+    statistics, decision = _PARTS[name]
+    return decision(*(t[0].cpu().numpy() for t in statistics(updates.double().unsqueeze(0))))
+
+
+def near_duplicate(updates: torch.Tensor) -> Detection:
+    """``near_duplicate`` on one run's updates [N, P]."""
+    return _one("near_duplicate", updates)
+
+
+def gaussian_update(updates: torch.Tensor) -> Detection:
+    """``gaussian_update`` on one run's updates [N, P]."""
+    return _one("gaussian_update", updates)
+
+
+def gaussian_difference(updates: torch.Tensor) -> Detection:
+    """``gaussian_difference`` on one run's updates [N, P]."""
+    return _one("gaussian_difference", updates)
+
+
+def detect_many(uploads: torch.Tensor, previous: torch.Tensor, detectors: tuple[str, ...] = DETECTORS
+                ) -> list[list[Detection]]:
+    """The named detectors on R runs' uploads [R, N, P] against each run's previous global model
+    [R, P]: the statistics of all runs computed together, then one host copy of each and the
+    decisions per run. Returns, per run, one :class:`Detection` per detector."""
+    unknown = sorted(set(detectors) - set(_PARTS))
     if unknown:
         raise ValueError(f"unknown detector(s) {unknown}; allowed: {list(DETECTORS)}")
-    return [run[name](updates) for name in detectors]
+    updates = (uploads - previous.unsqueeze(-2)).double()
+    statistics = {name: [t.cpu().numpy() for t in _PARTS[name][0](updates)] for name in detectors}
+    return [[_PARTS[name][1](*(t[r] for t in statistics[name])) for name in detectors]
+            for r in range(uploads.shape[0])]
+
+
+def detect(uploads: torch.Tensor, previous: torch.Tensor, detectors: tuple[str, ...] = DETECTORS) -> list[Detection]:
+    """Run the named detectors on a block's uploads [N, P] against the previous global model [P]."""
+    return detect_many(uploads.unsqueeze(0), previous.unsqueeze(0), detectors)[0]
 
 
 def roc_auc(scores: np.ndarray, truth: np.ndarray) -> float:

@@ -31,13 +31,18 @@ class Plagiarism:
     victims: np.ndarray  # [M] row (among the honest models) each lazy client copied
 
 
+def victims(rng: np.random.Generator, honest: int, M: int) -> np.ndarray:
+    """Which of the ``honest`` models (rows) each of the M lazy clients copies."""
+    return rng.integers(0, honest, size=M)
+
+
 def plagiarize(honest_models: torch.Tensor, M: int, sigma2: float, rng: np.random.Generator,
                generator: torch.Generator) -> Plagiarism:
     """The lazy clients' uploads: each copies a random honest model and adds N(0, sigma2) noise."""
-    victims = rng.integers(0, honest_models.shape[0], size=M)
-    copies = honest_models[torch.as_tensor(victims, device=honest_models.device)]
+    chosen = victims(rng, honest_models.shape[0], M)
+    copies = honest_models[torch.as_tensor(chosen, device=honest_models.device)]
     uploads = copies
     if sigma2 > 0:
-        noise = torch.randn(copies.shape, generator=generator).to(copies.device)
+        noise = torch.empty(copies.shape).normal_(generator=generator).to(copies.device)
         uploads = copies + noise * float(np.sqrt(sigma2))
-    return Plagiarism(uploads=uploads, copies=copies, victims=victims)
+    return Plagiarism(uploads=uploads, copies=copies, victims=chosen)

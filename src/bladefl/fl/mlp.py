@@ -122,17 +122,19 @@ def contiguous_views(flat: torch.Tensor, shape: Shape) -> Views:
     return Views(v.W1.contiguous(), v.b1.contiguous(), v.W2.contiguous(), v.b2.contiguous())
 
 
-def flatten(v: Views, rows: slice) -> torch.Tensor:
-    """The flat models [r, P] of ``rows`` of stacked parameter blocks (a copy)."""
-    r = v.b1[rows].shape[0]
-    return torch.cat([v.W1[rows].reshape(r, -1), v.b1[rows], v.W2[rows].reshape(r, -1), v.b2[rows]], dim=1)
+def gather(v: Views, rows: torch.Tensor) -> torch.Tensor:
+    """The flat models [len(rows), P] of the stacked parameter blocks' ``rows`` (an index tensor; a copy)."""
+    r = rows.shape[0]
+    return torch.cat([v.W1.index_select(0, rows).reshape(r, -1), v.b1.index_select(0, rows),
+                      v.W2.index_select(0, rows).reshape(r, -1), v.b2.index_select(0, rows)], dim=1)
 
 
-def assign(v: Views, rows: slice, model: torch.Tensor, shape: Shape) -> None:
-    """Set every row in ``rows`` of stacked parameter blocks to one flat model [P]."""
-    m = views(model.unsqueeze(0), shape)
+def scatter(v: Views, rows: torch.Tensor, models: torch.Tensor, which: torch.Tensor, shape: Shape) -> None:
+    """Set row ``rows[i]`` of the stacked parameter blocks to flat model ``models[which[i]]``
+    (``models`` [R, P]; every row of many runs reset to its run's new global model at once)."""
+    m = views(models, shape)
     for dst, src in ((v.W1, m.W1), (v.b1, m.b1), (v.W2, m.W2), (v.b2, m.b2)):
-        dst[rows].copy_(src.expand_as(dst[rows]))
+        dst.index_copy_(0, rows, src.index_select(0, which))
 
 
 def gradient(flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> torch.Tensor:

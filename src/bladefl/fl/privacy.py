@@ -25,13 +25,27 @@ def noise_std(epsilon: float, delta: float, clip: float, n: int, K: int) -> floa
     return c * K * (2.0 * clip / n) / epsilon
 
 
-def clip_rows(models: torch.Tensor, clip: float) -> torch.Tensor:
-    norms = models.norm(dim=1, keepdim=True)
+def clip_rows(models: torch.Tensor, clip: float | torch.Tensor) -> torch.Tensor:
+    """Each row (last axis) scaled to L2 norm at most ``clip`` (a number, or a tensor that
+    broadcasts against the rows' norms [..., 1], one per run)."""
+    norms = models.norm(dim=-1, keepdim=True)
     return models / torch.clamp(norms / clip, min=1.0)
+
+
+def add_noise(models: torch.Tensor, noise: torch.Tensor, std: float | torch.Tensor,
+              clip: float | torch.Tensor) -> torch.Tensor:
+    """The mechanism on drawn noise: every row clipped to ``clip``, plus ``noise`` x ``std``
+    (``std`` and ``clip`` numbers or per-run tensors that broadcast, e.g. [R, 1, 1])."""
+    return clip_rows(models, clip) + noise * std
+
+
+def draw(shape: tuple[int, ...], generator: torch.Generator, out: torch.Tensor | None = None) -> torch.Tensor:
+    """The mechanism's standard normal draws (on the CPU; into ``out`` when given: the same values)."""
+    target = torch.empty(shape) if out is None else out
+    return target.normal_(generator=generator)
 
 
 def privatize(models: torch.Tensor, std: float, clip: float, generator: torch.Generator) -> torch.Tensor:
     if std == 0.0:
         return models
-    noise = torch.randn(models.shape, generator=generator).to(models.device)
-    return clip_rows(models, clip) + noise * std
+    return add_noise(models, draw(tuple(models.shape), generator).to(models.device), std, clip)

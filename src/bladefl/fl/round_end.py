@@ -1,0 +1,346 @@
+"""The end of a round for every run that ends one at the same iteration, as one computation.
+
+For R runs of N clients ending together (paper, "Proposed Framework", steps 1 and 5; steps 2-4
+are the chain's, :mod:`bladefl.fl.chain_executor`):
+
+1. the uploads [R, N, P]: the honest clients' trained rows, gathered at once; each lazy client
+   copies a random honest model of its run's round and adds N(0, sigma2) noise; local DP clips
+   and noises the uploads of the runs that use it (noise drawn ahead, :mod:`bladefl.fl.prefetch`);
+2. their copy to the host for the chain (pinned memory, on a side stream on a GPU), and the
+   validators' lazy-client detectors, the statistics of all detecting runs together;
+3. FedAvg of every run's block members (weights 0 for excluded uploads), the runs' rows reset to
+   their new global models, the bound's constants where measured, and the new global models
+   evaluated together; one synchronisation brings every scalar of the round end to the host.
+
+Every random draw keeps its run's stream (seed, purpose, K, round), so a run gives the same
+result whatever ends beside it. What is fixed about a set of runs ending together (rows,
+positions, per-run settings as tensors) is planned once per set (:class:`EndPlan`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from bladefl.chain.round import Flagging
+from bladefl.core.rng import numpy_rng
+from bladefl.fl import aggregation, detection, lazy, measured_constants, mlp, privacy
+from bladefl.fl.chain_executor import ChainExecutor, Tamper
+from bladefl.fl.client_data import ClientData
+from bladefl.fl.evaluation import EvalSet, evaluate
+from bladefl.fl.prefetch import Noise, NoiseJob
+from bladefl.fl.records import GroupTimes, RoundMetrics
+from bladefl.fl.stacked import Layout, RunState
+
+
+def _index(values: list[int] | np.ndarray, device: torch.device) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(values, dtype=np.int64), device=device)
+
+
+@dataclass(frozen=True)
+class EndPlan:
+    """What is fixed about a set of runs (in the group's order) ending a round together:
+    positions are into the gathered training rows [T] ("trained") or the uploads [R * N]."""
+
+    runs: tuple[RunState, ...]
+    index: torch.Tensor  # [R] the runs' rows in the table of global models
+    trained_rows: torch.Tensor  # [T] their training rows in the stacked parameters
+    row_run: torch.Tensor  # [T] which run (0..R-1) each training row belongs to
+    placed: torch.Tensor | None  # [U] upload positions of the honest trained rows (None: uploads = trained)
+    taken: torch.Tensor | None  # [U] their positions among the trained rows
+    lazy: tuple[int, ...]  # runs with lazy clients
+    lazy_dst: torch.Tensor | None  # upload positions of their lazy clients, run after run
+    noisy: tuple[int, ...]  # lazy runs whose lazy clients add noise (sigma2 > 0)
+    noise_rows: torch.Tensor | None  # positions among the lazy rows of the noisy runs' rows
+    noise_scale: torch.Tensor | None  # [rows of noisy runs, 1] sqrt(sigma2)
+    own: torch.Tensor | None  # trained positions of the counterfactual runs' lazy clients
+    own_rows: torch.Tensor | None  # and their positions among the lazy rows
+    dp: tuple[int, ...]  # runs with local DP
+    dp_std: torch.Tensor | None  # [DP runs, 1, 1]
+    dp_clip: torch.Tensor | None  # [DP runs, 1, 1]
+    detecting: dict[tuple[str, ...], tuple[int, ...]]  # detectors -> runs that run them
+    measuring: tuple[int, ...]  # runs that measure the bound's constants
+    honest_rows: tuple[torch.Tensor, ...]  # per measuring run, its honest clients' trained positions
+    referenced: tuple[int, ...]  # runs with a reference optimum
+    references: torch.Tensor | None  # [those runs, P]
+    weights: np.ndarray = field(repr=False)  # [R, N] every client's sample count (FedAvg, nothing excluded)
+
+    @property
+    def N(self) -> int:
+        return self.runs[0].N
+
+
+def plan(runs: list[RunState], device: torch.device) -> EndPlan:
+    """Plan the round end of ``runs`` (sharing N: one group)."""
+    N = runs[0].N
+    trained_rows = np.concatenate([np.arange(r.rows.start, r.rows.stop) for r in runs])
+    row_run = np.concatenate([np.full(len(r.trainers), i) for i, r in enumerate(runs)])
+    everyone = all(len(r.trainers) == N for r in runs)
+    placed, taken, starts, start = [], [], [], 0
+    for i, r in enumerate(runs):
+        where = {c: start + j for j, c in enumerate(r.trainers.tolist())}
+        placed += [i * N + c for c in r.roles.honest.tolist()]
+        taken.append([where[c] for c in r.roles.honest.tolist()])
+        starts.append(start)
+        start += len(r.trainers)
+    lazy_runs = tuple(i for i, r in enumerate(runs) if len(r.roles.lazy))
+    lazy_dst = [i * N + c for i in lazy_runs for c in runs[i].roles.lazy.tolist()]
+    noisy = tuple(i for i in lazy_runs if runs[i].cfg.lazy.sigma2 > 0)
+    noise_rows, scale, own, own_rows, offset = [], [], [], [], 0
+    for i in lazy_runs:
+        M = len(runs[i].roles.lazy)
+        if i in noisy:
+            noise_rows += range(offset, offset + M)
+            scale += [math.sqrt(runs[i].cfg.lazy.sigma2)] * M
+        if runs[i].cfg.lazy.counterfactual:  # its rows are all N clients, in client order
+            own += (starts[i] + runs[i].roles.lazy).tolist()
+            own_rows += range(offset, offset + M)
+        offset += M
+    dp = tuple(i for i, r in enumerate(runs) if r.sigma_dp > 0)
+    detecting: dict[tuple[str, ...], tuple[int, ...]] = {}
+    for i, r in enumerate(runs):
+        if r.cfg.lazy.detectors:
+            detecting[r.cfg.lazy.detectors] = (*detecting.get(r.cfg.lazy.detectors, ()), i)
+    referenced = tuple(i for i, r in enumerate(runs) if r.spec.reference is not None)
+    measuring = tuple(i for i, r in enumerate(runs) if r.cfg.measure.constants)
+
+    def per_run(values: list[float]) -> torch.Tensor | None:
+        return torch.tensor(values, dtype=torch.float32, device=device).view(-1, 1, 1) if values else None
+
+    return EndPlan(
+        runs=tuple(runs), index=_index([r.index for r in runs], device), trained_rows=_index(trained_rows, device),
+        row_run=_index(row_run, device), placed=None if everyone else _index(placed, device),
+        taken=None if everyone else _index(np.concatenate(taken), device), lazy=lazy_runs,
+        lazy_dst=_index(lazy_dst, device) if lazy_dst else None, noisy=noisy,
+        noise_rows=_index(noise_rows, device) if noise_rows else None,
+        noise_scale=torch.tensor(scale, dtype=torch.float32, device=device).view(-1, 1) if scale else None,
+        own=_index(own, device) if own else None, own_rows=_index(own_rows, device) if own_rows else None,
+        dp=dp, dp_std=per_run([runs[i].sigma_dp for i in dp]), dp_clip=per_run([runs[i].cfg.privacy.clip for i in dp]),
+        detecting=detecting, measuring=measuring, honest_rows=tuple(_index(taken[i], device) for i in measuring),
+        referenced=referenced,
+        references=torch.stack([runs[i].spec.reference for i in referenced]).to(device) if referenced else None,
+        weights=np.full((len(runs), N), float(runs[0].n)))
+
+
+def noise_job(end: EndPlan, ks: list[int], P: int) -> NoiseJob:
+    """The noise the round end of ``end`` needs, the runs ending rounds ``ks``."""
+    runs = end.runs
+    return NoiseJob(lazy=tuple((runs[i].cfg.seed, runs[i].K, ks[i], len(runs[i].roles.lazy)) for i in end.noisy),
+                    dp=tuple((runs[i].cfg.seed, runs[i].K, ks[i]) for i in end.dp), N=end.N, P=P)
+
+
+def flagging(cfg_exclude: bool, k: int, clients: list[int], found: list[detection.Detection],
+             lazy_set: set[int]) -> tuple[list[dict], Flagging]:
+    """The validators' detection rows (per detector and client) and, with exclusion, the uploads
+    the first detector flags (never all of them)."""
+    rows = [{"round": k, "client": c, "lazy": c in lazy_set, "detector": d.detector, "score": float(d.scores[i]),
+             "flag": bool(d.flags[i])} for d in found for i, c in enumerate(clients)]
+    flagged: list[int] = []
+    if cfg_exclude and len(clients) > 1:
+        flagged = [c for i, c in enumerate(clients) if found[0].flags[i]][: len(clients) - 1]
+    return rows, Flagging(tuple(flagged), found[0].detector)
+
+
+class Clock:
+    """Adds the seconds since the last mark to a part of :class:`GroupTimes`; on a GPU it first
+    waits for the queued kernels, so they count in the part that launched them."""
+
+    def __init__(self, times: GroupTimes, device: torch.device) -> None:
+        self.times, self.cuda = times, device.type == "cuda"
+        self.last = time.perf_counter()
+
+    def mark(self, part: str, sync: bool = True) -> None:
+        if sync and self.cuda:
+            torch.cuda.synchronize()
+        now = time.perf_counter()
+        setattr(self.times, part, getattr(self.times, part) + now - self.last)
+        self.last = now
+
+
+def host_copy(uploads: torch.Tensor, stream: torch.cuda.Stream | None) -> tuple[torch.Tensor, Callable[[], None]]:
+    """The uploads on the host for the chain, and a function that returns once they have landed:
+    on a GPU a copy into pinned memory on the side ``stream`` (it overlaps the next iterations'
+    training); on the CPU the tensor itself (nothing writes it afterwards)."""
+    if stream is None:
+        return uploads, lambda: None
+    stream.wait_stream(torch.cuda.current_stream(uploads.device))
+    host = torch.empty(uploads.shape, dtype=uploads.dtype, pin_memory=True)
+    with torch.cuda.stream(stream):
+        host.copy_(uploads, non_blocking=True)
+        uploads.record_stream(stream)  # its memory is not reused before the copy is done
+        landed = torch.cuda.Event()
+        landed.record(stream)
+    return host, landed.synchronize
+
+
+@dataclass
+class RoundEnds:
+    """What every round end of a group shares."""
+
+    layout: Layout
+    data: ClientData
+    shape: mlp.Shape
+    executor: ChainExecutor
+    times: GroupTimes
+    samples: EvalSet  # the clients' samples and the test set, for evaluation
+    tamper: Tamper | None = None
+    stream: torch.cuda.Stream | None = None  # the host copies' side stream (GPU)
+
+
+def _uploads(end: EndPlan, trained: torch.Tensor, ks: list[int], noise: Noise
+             ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """The R x N uploads [R, N, P]; the lazy clients' noise norms and (with the counterfactual)
+    the distances of their own trained models to the copied ones, per lazy row (or None)."""
+    R, N, P = len(end.runs), end.N, trained.shape[1]
+    own = None if end.own is None else trained.index_select(0, end.own)
+    if end.placed is None:
+        uploads = trained.clone() if end.lazy or end.dp else trained
+    else:
+        uploads = torch.empty(R * N, P, device=trained.device)
+        uploads.index_copy_(0, end.placed, trained.index_select(0, end.taken))
+    noise_norms = distances = None
+    if end.lazy:
+        sources = []
+        for i in end.lazy:  # which honest model each lazy client copies: a draw per run, on the host
+            run = end.runs[i]
+            chosen = lazy.victims(numpy_rng(run.cfg.seed, "lazy-copy", run.K, ks[i]), len(run.roles.honest),
+                                  len(run.roles.lazy))
+            sources.append(i * N + run.roles.honest[chosen])
+        copies = uploads.index_select(0, _index(np.concatenate(sources), trained.device))
+        copied = copies.clone()
+        if end.noise_rows is not None:
+            copied.index_add_(0, end.noise_rows, noise.lazy * end.noise_scale)
+        uploads.index_copy_(0, end.lazy_dst, copied)
+        noise_norms = (copied - copies).norm(dim=1)
+        distances = None if own is None else (own - copies.index_select(0, end.own_rows)).norm(dim=1)
+    uploads = uploads.view(R, N, P)
+    if end.dp:
+        dp = _index(list(end.dp), trained.device)
+        uploads.index_copy_(0, dp, privacy.add_noise(uploads.index_select(0, dp), noise.dp, end.dp_std, end.dp_clip))
+    return uploads, noise_norms, distances
+
+
+
+def _detect(ctx: RoundEnds, end: EndPlan, ks: list[int], uploads: torch.Tensor, previous: torch.Tensor,
+            weights: np.ndarray) -> list[tuple[list[dict], Flagging]]:
+    """Step 4's detectors (without an attacker every upload is received): the statistics of all
+    detecting runs together; flagged uploads get weight 0 where the run excludes them."""
+    out: list[tuple[list[dict], Flagging]] = [([], Flagging())] * len(end.runs)
+    N = end.N
+    for detectors, which in end.detecting.items():
+        idx = _index(list(which), uploads.device)
+        found = detection.detect_many(uploads.index_select(0, idx), previous.index_select(0, idx), detectors)
+        for i, runs_found in zip(which, found, strict=True):
+            run = end.runs[i]
+            out[i] = flagging(run.cfg.lazy.exclude, ks[i], list(range(N)), runs_found, set(run.roles.lazy.tolist()))
+            weights[i, list(out[i][1].flagged)] = 0.0
+    return out
+
+
+def _attacked(ctx: RoundEnds, end: EndPlan, ks: list[int], uploads: torch.Tensor, host: torch.Tensor,
+              previous: torch.Tensor, weights: np.ndarray) -> list[tuple[int, ...]]:
+    """Steps 2-4 with an attacker, run by run at once: the block decides who is aggregated (its
+    clients, in the block's order, are returned per run)."""
+    assert ctx.tamper is not None
+    held = []
+    for i, run in enumerate(end.runs):
+        def detect(clients: list[int], i: int = i, run: RunState = run) -> tuple[list[dict], Flagging]:
+            if not run.cfg.lazy.detectors:
+                return [], Flagging()
+            found = detection.detect(uploads[i][_index(clients, uploads.device)], previous[i], run.cfg.lazy.detectors)
+            return flagging(run.cfg.lazy.exclude, ks[i], clients, found, set(run.roles.lazy.tolist()))
+
+        members = ctx.executor.attacked(run.line, ks[i], host[i], ctx.tamper, detect)
+        weights[i] = 0.0
+        weights[i, members] = float(run.n)
+        held.append(tuple(members))
+    return held
+
+
+def end_round(ctx: RoundEnds, end: EndPlan, ks: list[int], noise: Noise, clock: Clock) -> None:
+    """The round end of the runs of ``end``, ending rounds ``ks`` (see the module's docstring);
+    their blocks go to the chain executor with the round's measurements."""
+    layout, data, shape = ctx.layout, ctx.data, ctx.shape
+    trained = mlp.gather(layout.views, end.trained_rows)
+    uploads, noise_norms, distances = _uploads(end, trained, ks, noise)
+    clock.mark("uploads")
+    host, ready = host_copy(uploads, ctx.stream)
+    clock.mark("host_copy")
+    previous = layout.models.index_select(0, end.index)
+    weights = end.weights.copy()
+    if ctx.tamper is None:
+        flags = _detect(ctx, end, ks, uploads, previous, weights)
+        members = [tuple(np.flatnonzero(w).tolist()) for w in weights]
+    else:
+        ready()
+        flags, members = [], _attacked(ctx, end, ks, uploads, host, previous, weights)
+    clock.mark("detection")
+    new = aggregation.fedavg_many(uploads, torch.from_numpy(weights))
+    layout.models.index_copy_(0, end.index, new)
+    mlp.scatter(layout.views, end.trained_rows, new, end.row_run, shape)
+    clock.mark("aggregate")
+    measured = {}
+    for i, rows in zip(end.measuring, end.honest_rows, strict=True):
+        sel = _index(end.runs[i].roles.honest, data.x.device)
+        measured[i] = dataclasses.asdict(measured_constants.measure(
+            new[i], trained.index_select(0, rows), data.x[sel], data.y[sel], data.x, data.y, shape))
+    clock.mark("constants")
+    parts = list(evaluate(new, ctx.samples, shape))
+    optional = [noise_norms, distances,
+                None if end.references is None else (new.index_select(0, _index(list(end.referenced), new.device))
+                                                     - end.references).norm(dim=1)]
+    values = torch.cat([t.float() for t in parts + [t for t in optional if t is not None]]).tolist()
+    clock.mark("evaluation")
+    _hand_over(ctx, end, ks, values, optional, measured, members, host, ready, flags)
+
+
+def _per_run(values: list[float], runs: tuple[int, ...], end: EndPlan, only: Callable[[int], bool]
+             ) -> dict[int, float]:
+    """Per-run means of per-lazy-row values (rows of the lazy runs, those where ``only`` holds)."""
+    out, offset = {}, 0
+    for i in runs:
+        if only(i):
+            M = len(end.runs[i].roles.lazy)
+            out[i] = float(np.mean(values[offset : offset + M]))
+            offset += M
+    return out
+
+
+def _hand_over(ctx: RoundEnds, end: EndPlan, ks: list[int], values: list[float], optional: list,
+               measured: dict[int, dict], members: list[tuple[int, ...]], host: torch.Tensor,
+               ready: Callable[[], None],
+               flags: list[tuple[list[dict], Flagging]]) -> None:
+    """Each run's round measurements, and its block to the chain executor."""
+    R = len(end.runs)
+    train_loss, test_loss, test_accuracy = values[:R], values[R : 2 * R], values[2 * R : 3 * R]
+    rest = values[3 * R :]
+    noise_norm = theta = {}
+    if optional[0] is not None:
+        rows = optional[0].shape[0]
+        noise_norm = _per_run(rest[:rows], end.lazy, end, lambda i: True)
+        rest = rest[rows:]
+    if optional[1] is not None:
+        rows = optional[1].shape[0]
+        theta = _per_run(rest[:rows], end.lazy, end, lambda i: end.runs[i].cfg.lazy.counterfactual)
+        rest = rest[rows:]
+    dist_ref = dict(zip(end.referenced, rest, strict=True))
+    for i, run in enumerate(end.runs):
+        metrics = RoundMetrics(K=run.K, round=ks[i], tau=run.tau, members=members[i],
+                               train_loss=train_loss[i], test_loss=test_loss[i], test_accuracy=test_accuracy[i],
+                               n_lazy=len(run.roles.lazy), theta=theta.get(i, math.nan),
+                               noise_norm=noise_norm.get(i, math.nan), **measured.get(i, {}),
+                               dist_ref=dist_ref.get(i, math.nan))
+        run.k = ks[i]
+        if ctx.tamper is None:
+            rows, flag = flags[i]
+            ctx.executor.submit(run.line, ks[i], host[i], ready, flag, rows, metrics)
+        else:
+            ctx.executor.record(run.line, run.line.tail, metrics)
+    ctx.times.round_ends += 1
+    ctx.times.run_rounds += R
