@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from bladefl.experiments.grid import expand
-from bladefl.experiments.verdicts import Curves, all_verdicts, bootstrap, experiment_claims, verdict_of
+from bladefl.experiments.verdicts import VERDICTS, Curves, all_verdicts, bootstrap, experiment_claims, verdict_of
 from bladefl.report.paper import paper_comparison, paper_k_star
 
 GRID = {
@@ -128,3 +128,29 @@ def test_paper_comparison_has_the_columns_and_both_readings_of_table_iv():
     ii = out[out.table == "Table II"].iloc[0]
     assert ii.paper_K_star == 6 and ii.K_star == 5 and ii.quantity == pytest.approx(70)  # 100 - 6*5
     assert ii.max_accuracy == pytest.approx(60) and ii.note == ""
+
+
+def test_a_bound_that_is_undefined_somewhere_is_not_applicable_not_refuted():
+    """With measured constants whose bracket is negative at small K, the bound bounds nothing
+    there: the claim "above the experiment at every K" is not applicable (the K are named), and
+    the K* claim's evidence says what no choice of constants can do."""
+    import pandas as pd
+
+    from bladefl.experiments.verdicts import BoundCell, bound_claims, cell_fit
+
+    cell = BoundCell("fig3a", alpha=1, beta=6, eta=0.005, t_sum=100, M=0, N=20, sigma2=0.0)
+    Ks = np.arange(1, 15)
+    gaps = pd.DataFrame([{"cell": "fig3a", "seed": s, "K": int(k), "gap": 0.2 + 0.01 * (k - 8) ** 2 + 0.001 * s}
+                         for s in (0, 1) for k in Ks])
+    # xi delta / eps2 large: the measured bracket is negative where tau is large (small K)
+    constants = pd.DataFrame([{"cell": "fig3a", "seed": s, "L": 20.0, "xi": 5.0, "delta": 5.0, "theta": 0.0,
+                               "phi_measured": 0.2, "eps2_measured": 1e-2} for s in (0, 1)])
+    fit = cell_fit(gaps, constants, cell, [0, 1])
+    out = bound_claims([[fit]], [[8.0]], seeds=2).set_index("claim")
+    above = out.loc["the bound is above the experiment at every K"]
+    assert above.verdict == "not applicable" and np.isnan(above.support)
+    assert "fig3a at K = [1, 2" in above.evidence
+    k_row = out.loc["the bound's K* is the experiment's K*"]
+    assert "no choice of constants puts its minimiser above K = 4" in k_row.evidence
+    assert "undefined at K = 1..4" in k_row.evidence
+    assert set(out.verdict) <= set(VERDICTS)

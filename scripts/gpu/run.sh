@@ -2,7 +2,9 @@
 # On a GPU machine whose Python has torch, numpy, pandas, pyyaml and tqdm but not this
 # project's other packages, and no network (README, "GPU"): install the carried wheels into a
 # folder, unpack and verify the carried data, then run the GPU benchmark and the whole paper
-# grid (20 seeds, both datasets) through the multi-run engine. Output goes to $OUT (default out/).
+# grid (20 seeds, both datasets) through the multi-run engine. Output goes to $OUT (default out/):
+# gpu.txt, bench.txt, and grid-tables.tar.gz (every finished run folder's rounds.csv, summary.json
+# and detections.csv, no ledgers; packed at the end, also when the run is cut short).
 # A dry run elsewhere: DEVICE=cpu GRID=config/smoke.yaml SEEDS=1 (wheels from PY_VERSION=3.11 prepare.sh).
 set -euo pipefail
 carry=${CARRY:-gpu_carry}
@@ -14,6 +16,16 @@ python3 -c 'import glob, sys, zipfile
 for wheel in glob.glob(sys.argv[2] + "/*.whl"):
     zipfile.ZipFile(wheel).extractall(sys.argv[1])' "$carry/site" "$carry/wheels"
 export PYTHONPATH="$PWD/src:$PWD/$carry/site"
+if [ -s "$carry/CODE_VERSION" ]; then
+  export BLADEFL_CODE_VERSION="$(cat "$carry/CODE_VERSION")"
+fi
+pack() {
+  if [ -d "$out/grid" ]; then
+    (cd "$out" && find grid \( -name rounds.csv -o -name summary.json -o -name detections.csv \) -print0 |
+      tar czf grid-tables.tar.gz --null -T -) && rm -rf "$out/grid"
+  fi
+}
+trap pack EXIT
 for class in MNIST FashionMNIST; do
   mkdir -p "data/raw/$class/raw"
   for gz in "$carry/data/$class/raw/"*.gz; do

@@ -42,6 +42,8 @@ BOUND_FILES = [
     "gaps.csv",
     "kstar.csv",
     "members.csv",
+    "variants.csv",
+    "certificate.csv",
     "bound.json",
 ]
 BOUND_CELLS = {cell.key: cell for cell in wc_cfg.bound_cells(config)}

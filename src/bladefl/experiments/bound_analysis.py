@@ -13,6 +13,16 @@ paper's Lemma restates): a lower bound on the loss gap F(w) - F(w*) over the who
 eps2 = (min over every round of every K of F(w^k) - F*)^2, and undefined (nan) where the gap
 reaches zero. The experimental gap is F(w^K) - F* at the final round of each K. Every G uses the
 paper's integer tau; its preconditions (eta L < 1, a positive bracket) are reported per K.
+
+theta, the plagiarism distance "after K integrated rounds" (Theorem 4), is each K's value at its
+last round (``theta`` is the mean over every round, kept for comparison); the lazy bound of each
+K uses that K's theta.
+
+Beside the measured bound and the upper fit, ``variants.csv`` gives per cell and seed every way of
+choosing the constants the report discusses (:data:`VARIANTS`), each with its largest relative
+excess over the experiment, its K* over the K the experiment ran, and the K where it is
+undefined; ``certificate.csv`` says per cell what no choice of constants can do
+(:mod:`bladefl.theory.certificate`).
 """
 
 from __future__ import annotations
@@ -32,8 +42,9 @@ from bladefl.fl import engine
 from bladefl.fl.measured_constants import phi as phi_of
 from bladefl.fl.run_config import from_dict
 from bladefl.theory import reference
-from bladefl.theory.bound import k_star_closed_form, k_star_exact, lazy_upper_bound, preconditions
-from bladefl.theory.fit import compare, fit_bound
+from bladefl.theory.bound import k_star_closed_form, lazy_upper_bound, preconditions
+from bladefl.theory.certificate import certificate, closed_form_eta_L
+from bladefl.theory.fit import Fit, best_over_L, compare, fit_bound, fit_minimax
 
 
 def wang_eps2(train_losses: np.ndarray, f_star: float) -> float:
@@ -42,6 +53,83 @@ def wang_eps2(train_losses: np.ndarray, f_star: float) -> float:
     gaps = gaps[np.isfinite(gaps)]
     low = float(gaps.min()) if gaps.size else math.nan
     return low**2 if low > 0 else math.nan
+
+
+def last_round_theta(rounds: pd.DataFrame) -> dict[int, float]:
+    """Theorem 4's theta after K integrated rounds: each K's value at its last round (nan where
+    the run measured none: no lazy clients, or no counterfactual)."""
+    ok = rounds[rounds.status == "ok"]
+    last = ok.sort_values("round").groupby("K").tail(1).set_index("K").theta
+    return {int(k): float(v) for k, v in last.items()}
+
+
+def per_k_eps2(rounds: pd.DataFrame, f_star: float) -> dict[int, float]:
+    """Wang et al.'s eps2 for each K's run alone: (min over its rounds of F(w^k) - F*)^2."""
+    ok = rounds[rounds.status == "ok"]
+    return {int(k): wang_eps2(part.train_loss.to_numpy(), f_star) for k, part in ok.groupby("K")}
+
+
+def undefined_at(K: np.ndarray, G: np.ndarray) -> str:
+    """The K where a bound is undefined (infinite), as "1-3, 5" ("none" if it is defined everywhere)."""
+    bad = [int(k) for k, g in zip(K, G, strict=True) if not np.isfinite(g)]
+    if not bad:
+        return "none"
+    runs, start = [], bad[0]
+    for prev, k in zip(bad, [*bad[1:], None], strict=True):
+        if k != prev + 1:
+            runs.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = k
+    return ", ".join(runs)
+
+
+# The ways of choosing the bound's constants that the bound page compares, in its order.
+VARIANTS = ("measured", "fitted (mean)", "fitted (minimax)", "best over L", "paper's eps2 = delta xi / phi",
+            "per-K eps")
+
+
+def _variant_row(name: str, K: np.ndarray, gap: np.ndarray, G: np.ndarray, L: float, phi: float, eps2: float,
+                 k_experiment: float) -> dict:
+    rep = compare(G, gap)
+    finite = np.isfinite(G)
+    return {"variant": name, "L": L, "phi": phi, "eps2": eps2, "max_rel_excess": rep.max_relative_gap,
+            "above_everywhere": rep.bound_above_everywhere and bool(finite[np.isfinite(gap)].all()),
+            "K_star": float(K[int(np.argmin(np.where(finite, G, np.inf)))]) if finite.any() else math.nan,
+            "K_experiment": k_experiment, "undefined_at": undefined_at(K, G)}
+
+
+def variants(K: np.ndarray, gap: np.ndarray, common: dict, consts: dict, phi_m: float, eps2_K: np.ndarray,
+             k_experiment: float) -> pd.DataFrame:
+    """Every variant of :data:`VARIANTS` on one run: the bound's constants chosen that way, its
+    largest relative excess (inf where it is undefined at a K with a gap), whether it is above the
+    experiment and defined at every K, its K* over the experiment's K, and where it is undefined."""
+    rows = []
+
+    def add(name: str, phi: float, eps2: float | np.ndarray, L: float | None = None) -> None:
+        args = {**common, "L": common["L"] if L is None else L}
+        G = np.asarray(lazy_upper_bound(K, phi=phi, eps2=eps2, **args))
+        shown = math.nan if np.ndim(eps2) else float(eps2)
+        rows.append(_variant_row(name, K, gap, G, args["L"], phi, shown, k_experiment))
+
+    def missing(name: str, L: float) -> None:
+        rows.append({"variant": name, "L": L, "phi": math.nan, "eps2": math.nan, "max_rel_excess": math.nan,
+                     "above_everywhere": False, "K_star": math.nan, "K_experiment": k_experiment,
+                     "undefined_at": "no upper bound of this form fits"})
+
+    add("measured", phi_m, consts["eps2_measured"])
+    for name, fitter in (("fitted (mean)", fit_bound), ("fitted (minimax)", fit_minimax)):
+        try:
+            f: Fit = fitter(K, gap, **common)
+            add(name, f.phi, f.eps2)
+        except ValueError:
+            missing(name, common["L"])
+    best = best_over_L(K, gap, **common)
+    if best is None:
+        missing("best over L", math.nan)
+    else:
+        add("best over L", best[1].phi, best[1].eps2, L=best[0])
+    add("paper's eps2 = delta xi / phi", phi_m, common["delta"] * common["xi"] / phi_m)
+    add("per-K eps", phi_m, eps2_K)
+    return pd.DataFrame(rows)
 
 
 def run_constants(rounds: pd.DataFrame, f_star: float) -> dict:
@@ -71,9 +159,12 @@ def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> 
     K = per_k.K.to_numpy(dtype=float)
     gap = per_k.train_loss.to_numpy(dtype=float) - ref.f_star
     gap = np.where(gap > 0, gap, np.nan)
+    theta_last = last_round_theta(rounds)
+    theta_K = np.array([theta_last.get(int(k), math.nan) for k in K])
+    theta_K = np.where(np.isfinite(theta_K), theta_K, 0.0)  # no lazy clients (or no counterfactual): no term
     common = dict(alpha=cfg.time.alpha, beta=cfg.time.beta, eta=cfg.train.eta, L=consts["L"], xi=consts["xi"],
                   delta=consts["delta"], t_sum=cfg.time.t_sum, M=cfg.num_lazy, N=cfg.partition.N,
-                  theta=consts["theta"], sigma2=cfg.lazy.sigma2)
+                  theta=theta_K, sigma2=cfg.lazy.sigma2)
     G_meas = np.asarray(lazy_upper_bound(K, phi=phi_m, eps2=consts["eps2_measured"], **common))
     try:
         fitted = fit_bound(K, gap, **common)
@@ -85,26 +176,30 @@ def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> 
     pre_meas = preconditions(K, phi=phi_m, eps2=consts["eps2_measured"], **common)
     pre_fit = (preconditions(K, phi=fitted.phi, eps2=fitted.eps2, **common) if fitted
                else preconditions(K, phi=math.nan, eps2=math.nan, **common))
-    k_args = {k: v for k, v in common.items() if k not in ("M", "N", "theta", "sigma2")}
-    lazy_args = dict(M=common["M"], N=common["N"], theta=common["theta"], sigma2=common["sigma2"])
     k_exp = float(K[int(np.nanargmin(per_k.train_loss.to_numpy()))]) if len(K) else math.nan
+    eps2_each = per_k_eps2(rounds, ref.f_star)
+    eps2_K = np.array([eps2_each.get(int(k), math.nan) for k in K])
+
+    def k_of(G: np.ndarray) -> float:  # the bound's minimiser over the K the experiment ran
+        return float(K[int(np.argmin(np.where(np.isfinite(G), G, np.inf)))]) if np.isfinite(G).any() else math.nan
     return {
         "seed": cfg.seed,
         "constants": {**consts, "phi_measured": phi_m, "f_star": ref.f_star, "M": cfg.num_lazy},
         "fit": ({"phi_fit": fitted.phi, "eps2_fit": fitted.eps2, "residual": fitted.residual,
                  "free": "+".join(fitted.free)} if fitted else {"phi_fit": math.nan, "eps2_fit": math.nan,
                                                                 "residual": math.nan, "free": ""}),
+        "variants": variants(K, gap, common, consts, phi_m, eps2_K, k_exp),
         "gaps": pd.DataFrame({"K": K.astype(int), "gap": gap, "G_fit": G_fit, "G_measured": G_meas,
                               "rel_gap_fit": rep_fit.relative_gap, "rel_gap_measured": rep_meas.relative_gap,
                               "eta_L_below_1": pre_meas.eta_L_below_1,
                               "bracket_measured_positive": pre_meas.bracket_positive,
-                              "bracket_fit_positive": pre_fit.bracket_positive}),
+                              "bracket_fit_positive": pre_fit.bracket_positive, "theta_last": theta_K,
+                              "eps2_of_K": eps2_K}),
         "kstar": {
             "K_closed_form": k_star_closed_form(alpha=cfg.time.alpha, beta=cfg.time.beta, eta=cfg.train.eta,
                                                 L=consts["L"], t_sum=cfg.time.t_sum),
-            "K_exact_fit": (k_star_exact(**k_args, phi=fitted.phi, eps2=fitted.eps2, **lazy_args) if fitted
-                            else math.nan),
-            "K_exact_measured": k_star_exact(**k_args, phi=phi_m, eps2=consts["eps2_measured"], **lazy_args),
+            "K_exact_fit": k_of(G_fit) if fitted else math.nan,
+            "K_exact_measured": k_of(G_meas),
             "K_experiment": k_exp,
             "max_rel_gap_fit": rep_fit.max_relative_gap, "mean_rel_gap_fit": rep_fit.mean_relative_gap,
             "fit_above_everywhere": rep_fit.bound_above_everywhere,
@@ -123,7 +218,8 @@ def write_report(runs: Sequence[str | Path], members: Sequence[Member], referenc
                  out_dir: str | Path) -> list[Path]:
     refs = {Path(r).stem: reference.load(r) for r in references}
     out = Path(out_dir)
-    constants, fits, gaps, kstars = [], [], [], []
+    constants, fits, gaps, kstars, variant_frames = [], [], [], [], []
+    cells: dict[str, dict] = {}
     for path in map(Path, runs):
         summary = json.loads(path.read_text())
         key = PartitionSpec(**summary["config"]["partition"]).key
@@ -135,16 +231,44 @@ def write_report(runs: Sequence[str | Path], members: Sequence[Member], referenc
         fits.append({**ident, **res["fit"]})
         kstars.append({**ident, **res["kstar"]})
         gaps.append(res["gaps"].assign(**ident))
+        variant_frames.append(res["variants"].assign(**ident))
+        cfg = summary["config"]
+        cell = cells.setdefault(ident["cell"], {"cell": ident["cell"], "alpha": cfg["time"]["alpha"],
+                                                "beta": cfg["time"]["beta"], "t_sum": cfg["time"]["t_sum"],
+                                                "lazy": res["constants"]["M"] > 0, "k_experiment": []})
+        cell["k_experiment"].append(res["kstar"]["K_experiment"])
     constants_df, fit_df, kstar_df = pd.DataFrame(constants), pd.DataFrame(fits), pd.DataFrame(kstars)
     gaps_df = pd.concat(gaps, ignore_index=True)[["cell", "seed", "K", "gap", "G_fit", "G_measured", "rel_gap_fit",
                                                  "rel_gap_measured", "eta_L_below_1", "bracket_measured_positive",
-                                                 "bracket_fit_positive"]]
+                                                 "bracket_fit_positive", "theta_last", "eps2_of_K"]]
+    variants_df = pd.concat(variant_frames, ignore_index=True)[["cell", "seed", "variant", "L", "phi", "eps2",
+                                                                "max_rel_excess", "above_everywhere", "K_star",
+                                                                "K_experiment", "undefined_at"]]
+    certificate_df = pd.DataFrame([certificate_row(**c) for c in cells.values()])
     membership = pd.DataFrame([{"sweep": m.sweep, "feeds": m.feeds, "vary": m.vary or "", "value": m.value,
                                 "cell": m.cell.key} for m in members])
     written = [
         _csv(constants_df, out / "constants.csv"), _csv(fit_df, out / "fit.csv"), _csv(gaps_df, out / "gaps.csv"),
         _csv(kstar_df, out / "kstar.csv"), _csv(membership, out / "members.csv"),
+        _csv(variants_df, out / "variants.csv"), _csv(certificate_df, out / "certificate.csv"),
     ]
     atomic.write_json(out / "bound.json", {"constants": constants, "fit": fits, "kstar": kstars})
     written.append(out / "bound.json")
     return written
+
+
+def certificate_row(cell: str, alpha: float, beta: float, t_sum: float, lazy: bool, k_experiment: list[float]
+                    ) -> dict:
+    """What the bound's form allows in one cell, before any fit (:func:`certificate`), against the
+    experiment's K* of each seed: the largest minimiser of a bound defined at K = 1, from which K
+    a bound can be defined while its minimiser is the experiment's K*, and the eta L at which
+    Theorem 3's closed form gives that K*."""
+    cert = certificate(alpha=alpha, beta=beta, t_sum=t_sum, lazy=lazy)
+    ks = sorted({int(k) for k in k_experiment if math.isfinite(k)})
+    needs = {k: cert.defined_from.get(k) for k in ks}
+    return {"cell": cell, "lazy_term": lazy, "largest_K_star_if_defined_at_1": cert.largest_if_defined_at_1,
+            "K_experiment": ", ".join(str(k) for k in ks),
+            "defined_from_for_K_experiment": ", ".join(f"{k}: {'never' if v is None else v}" for k, v in needs.items()),
+            "closed_form_eta_L_for_K_experiment": ", ".join(
+                f"{k}: {closed_form_eta_L(k, alpha=alpha, beta=beta, t_sum=t_sum):.3g}" for k in ks),
+            "statement": "; ".join(cert.summary(k) for k in ks) or cert.summary()}

@@ -5,7 +5,9 @@ K* is an argmin over a noisy curve, so a claim is judged by a bootstrap over see
 the seeds with replacement, recompute the seed-mean curves and the claim; the share of resamples
 in which it holds is its support. ``reproduced`` at support >= 0.9, ``refuted`` at <= 0.1,
 ``inconclusive`` between; with one seed there is nothing to resample: ``single seed``, support
-1 or 0 from that seed alone.
+1 or 0 from that seed alone. ``not applicable``: the claim's preconditions fail (the measured
+bound is undefined at some K: its bracket is not positive there, so it bounds nothing), which
+is not a refutation; the evidence names where.
 
 Sweeps are found by the parameter they vary; the bound's cells (Fig. 3) are the config's
 ``bound_sweep``. The bound claims fit the bound to the seed-mean gap F(w^K) - F* of each
@@ -25,10 +27,11 @@ import pandas as pd
 
 from bladefl.experiments.grid import Member
 from bladefl.theory.bound import k_star_exact, lazy_upper_bound, tau_of
+from bladefl.theory.certificate import certificate
 from bladefl.theory.claims import monotone
 from bladefl.theory.fit import Fit, compare, fit_bound
 
-VERDICTS = ("reproduced", "refuted", "inconclusive", "single seed")
+VERDICTS = ("reproduced", "refuted", "inconclusive", "single seed", "not applicable")
 COLUMNS = ["claim", "source", "basis", "verdict", "support", "seeds", "evidence"]
 
 
@@ -235,9 +238,14 @@ def seed_draws(S: int, resamples: int, seed: int = 0) -> list[np.ndarray]:
     return [np.arange(S)] + ([rng.integers(0, S, S) for _ in range(resamples)] if S > 1 else [])
 
 
-def _row(name: str, source: str, basis: str, holds: Sequence[bool], seeds: int, evidence: str) -> dict:
+def _row(name: str, source: str, basis: str, holds: Sequence[bool], seeds: int, evidence: str,
+         not_applicable: str = "") -> dict:
     """A verdict row: ``holds`` on the full sample, then on each resample; support is the share of
-    resamples in which the claim holds (the full sample's answer with one seed)."""
+    resamples in which the claim holds (the full sample's answer with one seed). With
+    ``not_applicable`` (why: which precondition fails, where) the verdict is ``not applicable``."""
+    if not_applicable:
+        return {"claim": name, "source": source, "basis": basis, "verdict": "not applicable", "support": math.nan,
+                "seeds": seeds, "evidence": f"{not_applicable}; {evidence}"}
     support = float(np.mean(holds[1:] if len(holds) > 1 else holds[:1]))
     return {"claim": name, "source": source, "basis": basis, "verdict": verdict_of(support, seeds),
             "support": support, "seeds": seeds, "evidence": evidence}
@@ -313,8 +321,15 @@ def _fig3_checks(f: CellFit, exp_k: float) -> dict:
     G_meas = np.asarray(lazy_upper_bound(f.K, phi=c["phi_measured"], eps2=c["eps2_measured"], **common))
     fitted, measured = compare(G_fit, f.gap), compare(G_meas, f.gap)
     finite_meas = bool(np.isfinite(G_meas[np.isfinite(f.gap)]).all())
+    undefined = [int(k) for k, g in zip(f.K, G_meas, strict=True) if not np.isfinite(g)]
     return {"within": fitted.max_relative_gap, "above": measured.bound_above_everywhere and finite_meas,
-            "k_fit": k_fit, "k_exp": exp_k}
+            "k_fit": k_fit, "k_exp": exp_k, "undefined": undefined}
+
+
+def certificate_of(cell: BoundCell, k_experiment: float) -> str:
+    """What no choice of constants can do in ``cell`` (:mod:`bladefl.theory.certificate`)."""
+    cert = certificate(alpha=cell.alpha, beta=cell.beta, t_sum=cell.t_sum, lazy=cell.M > 0)
+    return f"{cell.cell}: {cert.summary(k_experiment)}"
 
 
 def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[float]], seeds: int,
@@ -326,19 +341,25 @@ def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[flo
     results = [[_fig3_checks(f, k) for f, k in zip(row, ks, strict=True)] for row, ks in zip(fits, k_exp, strict=True)]
     full = results[0]
     names = ", ".join(f.cell.cell for f in fits[0])
+    empty = [f"{f.cell.cell} at K = {x['undefined']}" for f, x in zip(fits[0], full, strict=True) if x["undefined"]]
+    empty_reason = ("with every constant measured the bound's bracket eta phi - xi h(tau) / (tau eps2) is not "
+                    "positive, so the bound is undefined (bounds nothing), in " + "; ".join(empty)) if empty else ""
+    certified = [certificate_of(f.cell, x["k_exp"]) for f, x in zip(fits[0], full, strict=True)]
     specs = [
         (f"the bound is within {within:.0%} of the experiment", "Fig. 3",
          lambda r: all(x["within"] <= within for x in r),
-         f"max relative excess of the upper fit per cell: {[round(x['within'], 3) for x in full]}"),
+         f"max relative excess of the upper fit per cell: {[round(x['within'], 3) for x in full]}", ""),
         ("the bound is above the experiment at every K", "Fig. 3",
          lambda r: all(x["above"] for x in r),
-         f"measured-constants bound above and defined at every K, per cell: {[x['above'] for x in full]}"),
+         f"measured-constants bound above and defined at every K, per cell: {[x['above'] for x in full]}",
+         empty_reason),
         ("the bound's K* is the experiment's K*", "Fig. 3, Theorem 3",
          lambda r: all(x["k_fit"] == x["k_exp"] for x in r),
-         f"K* of the upper fit {[x['k_fit'] for x in full]} vs experiment {[x['k_exp'] for x in full]}"),
+         f"K* of the upper fit {[x['k_fit'] for x in full]} vs experiment {[x['k_exp'] for x in full]}; for any "
+         f"constants: {' / '.join(certified)}", ""),
     ]
-    rows = [_row(name, source, "bound", [holds(r) for r in results], seeds, f"{evidence} (cells: {names})")
-            for name, source, holds, evidence in specs]
+    rows = [_row(name, source, "bound", [holds(r) for r in results], seeds, f"{evidence} (cells: {names})", why)
+            for name, source, holds, evidence, why in specs]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -102,7 +102,8 @@ def _relative(path: str) -> str:
 
 
 VERDICT_COLUMNS = ("dataset", "claim", "source", "basis", "verdict", "support", "seeds", "evidence")
-VERDICT_COLOURS = {"reproduced": "#dfd", "refuted": "#fdd", "inconclusive": "#ffd", "single seed": "#eee"}
+VERDICT_COLOURS = {"reproduced": "#dfd", "refuted": "#fdd", "inconclusive": "#ffd", "single seed": "#eee",
+                   "not applicable": "#dde8f5"}
 
 
 def _verdict_rows(table: pd.DataFrame) -> str:
@@ -112,7 +113,7 @@ def _verdict_rows(table: pd.DataFrame) -> str:
         rows.append(f"<tr><td>{html.escape(dataset_title(r.dataset))}</td><td>{html.escape(r.claim)}</td>"
                     f"<td>{html.escape(str(r.source))} ({html.escape(str(r.basis))})</td>"
                     f"<td style='background:{colour}'>{html.escape(r.verdict)}</td>"
-                    f"<td>{float(r.support):.2f}</td><td>{int(r.seeds)}</td>"
+                    f"<td>{'n/a' if r.support != r.support else f'{float(r.support):.2f}'}</td><td>{int(r.seeds)}</td>"
                     f"<td>{html.escape(str(r.evidence))}</td></tr>")
     return "\n".join(rows)
 
@@ -170,7 +171,8 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     body = f"""<h2>Verdicts: {html.escape(summary)} ({len(table)} claims)</h2>
 <p>{html.escape(per_dataset)}. Support is the share of bootstrap resamples of the seeds in which
 the claim holds: reproduced at &ge; 0.9, refuted at &le; 0.1, inconclusive between; with one seed a
-claim is not tested (single seed).</p>
+claim is not tested (single seed). <em>Not applicable</em>: the claim's preconditions fail (the measured
+bound is undefined at some K: it bounds nothing there), which is not a refutation; the evidence says where.</p>
 <table><tr><th>dataset</th><th>claim</th><th>source (basis)</th><th>verdict</th><th>support</th><th>seeds</th>
 <th>evidence</th></tr>
 {_verdict_rows(table)}

@@ -29,10 +29,16 @@ from bladefl.fl.timemodel import tau_for
 ArrayLike = float | np.ndarray
 
 
+def h_of(tau: ArrayLike, *, eta: float, L: float, delta: float) -> np.ndarray:
+    """h(tau) = (delta/L)((eta L + 1)^tau - 1) - eta delta tau, with (eta L + 1)^tau - 1 as
+    expm1(tau log1p(eta L)): no cancellation at small eta L."""
+    tau = np.asarray(tau, dtype=float)
+    return (delta / L) * np.expm1(tau * math.log1p(eta * L)) - eta * delta * tau
+
+
 def _bracket(K: ArrayLike, tau: ArrayLike, *, eta: float, L: float, xi: float, delta: float, phi: float, eps2: float,
              extra: float = 0.0) -> np.ndarray:
-    lam = eta * L + 1.0
-    h = (delta / L) * (np.power(lam, tau) - 1.0) - eta * delta * tau
+    h = h_of(tau, eta=eta, L=L, delta=delta)
     return eta * phi - (xi * h + extra) / (tau * eps2)
 
 

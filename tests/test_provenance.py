@@ -1,0 +1,49 @@
+"""What a result records of the code that made it: this project's own commit, never another's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from bladefl import __version__
+from bladefl.experiments import provenance
+
+SRC = Path(provenance.__file__).resolve().parents[2]
+
+
+def _version_of_copy(where: Path, env: dict[str, str]) -> str:
+    code = "from bladefl.experiments.provenance import code_version; print(code_version())"
+    out = subprocess.run([sys.executable, "-c", code], cwd=where, env={**env, "PYTHONPATH": str(where / "src")},
+                         capture_output=True, text=True, timeout=120, check=True)
+    return out.stdout.strip()
+
+
+def test_a_copy_inside_another_checkout_records_the_package_version_not_that_checkouts_commit(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-C", str(other)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (other / "x.txt").write_text("x")
+    subprocess.run([*git, "add", "x.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    foreign = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    shutil.copytree(SRC / "bladefl", other / "copy" / "src" / "bladefl",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != provenance.VERSION_VARIABLE}
+    version = _version_of_copy(other / "copy", env)
+    assert version == __version__ and foreign not in version
+    given = _version_of_copy(other / "copy", {**env, provenance.VERSION_VARIABLE: "abc1234"})
+    assert given == f"{__version__}+abc1234"
+
+
+def test_the_version_is_taken_once_per_process(monkeypatch):
+    provenance.code_version.cache_clear()
+    calls = []
+    real = subprocess.run
+    monkeypatch.setattr(provenance.subprocess, "run", lambda *a, **k: calls.append(a) or real(*a, **k))
+    first = [provenance.code_version() for _ in range(5)]
+    assert len(set(first)) == 1 and len(calls) <= 1
+    provenance.code_version.cache_clear()
