@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from bladefl.theory.claims import CLAIMS, bound_falls_with_eta, monotone, on_bound
+from bladefl.theory.claims import COROLLARIES, bound_falls_with_eta, corollary, monotone, on_bound
 
 VALUES = {"alpha": [1, 2, 5], "beta": [6, 8, 10, 12], "delta": [0.1, 0.3, 1.0], "N": [10, 15, 20, 25],
           "eta": [0.005, 0.01, 0.05], "lazy_ratio": [0.0, 0.1, 0.2, 0.3], "sigma2": [0.01, 0.1, 0.2, 0.3]}
@@ -18,13 +18,48 @@ def parameter_grid():
                    theta=0.01, sigma2=0.01)
 
 
-@pytest.mark.parametrize("claim", list(CLAIMS))
-def test_corollaries_hold_on_the_bound(claim):
-    param = CLAIMS[claim][0]
+STATED = [c for c in COROLLARIES if "proof" not in c.name]
+
+
+@pytest.mark.parametrize("claim", STATED, ids=[c.name for c in STATED])
+def test_corollaries_as_stated_hold_for_the_real_minimiser_of_the_bound(claim):
+    """The continuous analysis (real K, real tau) the paper's proofs use: every stated corollary
+    holds on a grid of constants, through the same function the report's verdicts call."""
     for params in parameter_grid():
-        v = on_bound(claim, params, VALUES[param])
+        v = on_bound(claim, params, VALUES[claim.param], integer=False)
         assert v.holds, (params, v)
-        assert v.x == sorted(float(x) for x in VALUES[param]) and len(v.y) == len(v.x)
+        assert v.x == sorted(float(x) for x in VALUES[claim.param]) and len(v.y) == len(v.x)
+
+
+def test_the_proofs_reading_of_corollary_4_fails_where_the_statement_holds():
+    stated, proof = corollary("K* rises with eta"), corollary("K* falls as eta grows (Corollary 4's proof)")
+    for params in parameter_grid():
+        assert on_bound(stated, params, VALUES["eta"], integer=False).holds
+        assert not on_bound(proof, params, VALUES["eta"], integer=False).holds
+
+
+def test_the_reports_corollaries_on_the_bound_are_on_bound_with_integer_tau():
+    """verdicts.bound_corollaries takes each K* from claims.on_bound (integer tau): the same
+    numbers, so the tests above test the code the report runs."""
+    import numpy as np
+
+    from bladefl.experiments.grid import expand
+    from bladefl.experiments.verdicts import BoundCell, CellFit, _corollaries_on
+    from bladefl.theory.fit import Fit
+
+    grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
+            "sweeps": [{"name": "alpha", "vary": "alpha", "values": [1, 2, 5], "with": {"beta": 6}},
+                       {"name": "eta", "vary": "eta", "values": [0.005, 0.01, 0.05], "with": {"beta": 6}}]}
+    members = expand(grid)
+    common = dict(alpha=1, beta=6, eta=0.005, L=2.0, xi=1.0, delta=0.5, t_sum=100, M=0, N=20, theta=0.0, sigma2=0.0)
+    fit = CellFit(BoundCell("c", 1, 6, 0.005, 100, 0, 20, 0.0), np.arange(1, 15.0), np.ones(14),
+                  {"delta": 0.5, "theta": 0.0}, common, Fit(0.5, 3.0, ("phi", "eps2"), 0.0))
+    out = _corollaries_on(fit, members)
+    base = {**{k: common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")}, "phi": 0.5, "eps2": 3.0,
+            "M": 0, "N": 20, "theta": 0.0, "sigma2": 0.0}
+    for name in ("K* falls as alpha grows", "K* rises with eta", "K* rises with delta"):
+        holds, values, ks, _ = out[name]
+        assert ks == on_bound(corollary(name), base, values).y
 
 
 def test_bound_falls_with_eta_while_eta_L_below_one():

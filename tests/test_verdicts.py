@@ -84,6 +84,7 @@ def test_one_seed_is_not_tested():
 CLAIMS = [
     "K* falls as alpha grows", "τ·α·K* rises with alpha", "K* falls as beta grows", "β·K* rises with beta",
     "K* falls as N grows", "K* settles for N >= 20", "the loss falls as N grows", "K* rises with eta",
+    "K* falls as eta grows (Corollary 4's proof)",
     "the loss falls as eta grows, except at eta = 0.1", "K* falls as M/N grows", "τ·α·K* rises with M/N",
     "K* falls as sigma2 grows", "τ·α·K* rises with sigma2", "the loss grows with alpha", "the loss grows with beta",
     "the loss grows with M/N", "the loss grows with sigma2", "accuracy rises with epsilon",
@@ -154,3 +155,19 @@ def test_a_bound_that_is_undefined_somewhere_is_not_applicable_not_refuted():
     assert "no choice of constants puts its minimiser above K = 4" in k_row.evidence
     assert "undefined at K = 1..4" in k_row.evidence
     assert set(out.verdict) <= set(VERDICTS)
+
+
+def test_corollary_4_is_judged_under_both_of_the_papers_statements():
+    """The statement says K* rises with eta, the proof that it falls: a clear rise is reproduced
+    under the first and refuted under the second."""
+    from bladefl.report.paper import paper_inconsistencies
+
+    members = [m for m in expand(GRID) if m.sweep == "eta"]
+    rng = np.random.default_rng(2)
+    rising = {m.cell.key: [bowl(3 + 40 * m.value) + rng.normal(0, 0.02, 10) for _ in range(4)] for m in members}
+    claims = {c.name: c for c in experiment_claims(members, t_sum=100)}
+    curves = Curves.from_table(table_from(rising, members))
+    out = bootstrap(curves, [claims["K* rises with eta"], claims["K* falls as eta grows (Corollary 4's proof)"]], 200)
+    assert out.verdict.tolist() == ["reproduced", "refuted"]
+    where = [row["where"] for row in paper_inconsistencies()]
+    assert any("Corollary 4" in w for w in where) and any("Definition 1" in w for w in where)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +45,7 @@ from bladefl.fl.run_config import from_dict
 from bladefl.theory import reference
 from bladefl.theory.bound import k_star_closed_form, lazy_upper_bound, preconditions
 from bladefl.theory.certificate import certificate, closed_form_eta_L
-from bladefl.theory.fit import Fit, best_over_L, compare, fit_bound, fit_minimax
+from bladefl.theory.fit import Fit, GapReport, best_over_L, compare, fit_bound, fit_minimax
 
 
 def wang_eps2(train_losses: np.ndarray, f_star: float) -> float:
@@ -93,7 +94,7 @@ def _variant_row(name: str, K: np.ndarray, gap: np.ndarray, G: np.ndarray, L: fl
     finite = np.isfinite(G)
     return {"variant": name, "L": L, "phi": phi, "eps2": eps2, "max_rel_excess": rep.max_relative_gap,
             "above_everywhere": rep.bound_above_everywhere and bool(finite[np.isfinite(gap)].all()),
-            "K_star": float(K[int(np.argmin(np.where(finite, G, np.inf)))]) if finite.any() else math.nan,
+            "K_star": BoundOn.minimiser(K, G),
             "K_experiment": k_experiment, "undefined_at": undefined_at(K, G)}
 
 
@@ -132,6 +133,52 @@ def variants(K: np.ndarray, gap: np.ndarray, common: dict, consts: dict, phi_m: 
     return pd.DataFrame(rows)
 
 
+@dataclass(frozen=True)
+class BoundOn:
+    """The bound of one cell against its gaps, the one path the bound page and the verdicts take:
+    the upper fit (phi and eps2 fitted, None where no upper bound of the form exists) and the
+    bound with every constant measured, each per K and compared with the gaps."""
+
+    K: np.ndarray
+    fit: Fit | None
+    G_fit: np.ndarray
+    G_measured: np.ndarray
+    fitted: GapReport
+    measured: GapReport
+
+    @staticmethod
+    def minimiser(K: np.ndarray, G: np.ndarray) -> float:
+        """A bound's K* over the K the experiment ran (nan where it is undefined everywhere)."""
+        finite = np.isfinite(G)
+        return float(K[int(np.argmin(np.where(finite, G, np.inf)))]) if finite.any() else math.nan
+
+    @property
+    def k_star_fit(self) -> float:
+        return self.minimiser(self.K, self.G_fit) if self.fit is not None else math.nan
+
+    @property
+    def k_star_measured(self) -> float:
+        return self.minimiser(self.K, self.G_measured)
+
+    @property
+    def undefined_measured(self) -> list[int]:
+        return [int(k) for k, g in zip(self.K, self.G_measured, strict=True) if not np.isfinite(g)]
+
+
+def bound_on(K: np.ndarray, gap: np.ndarray, common: dict, phi_measured: float, eps2_measured: float) -> BoundOn:
+    """Fit the bound to the gaps as an upper bound (:func:`bladefl.theory.fit.fit_bound`) and
+    evaluate it and the measured bound at every K. ``common``: the bound's other arguments
+    (alpha, beta, eta, L, xi, delta, t_sum, M, N, theta, sigma2)."""
+    G_meas = np.asarray(lazy_upper_bound(K, phi=phi_measured, eps2=eps2_measured, **common))
+    try:
+        fitted = fit_bound(K, gap, **common)
+    except ValueError:
+        fitted = None
+    G_fit = (np.asarray(lazy_upper_bound(K, phi=fitted.phi, eps2=fitted.eps2, **common)) if fitted
+             else np.full_like(K, np.inf, dtype=float))
+    return BoundOn(K, fitted, G_fit, G_meas, compare(G_fit, gap), compare(G_meas, gap))
+
+
 def run_constants(rounds: pd.DataFrame, f_star: float) -> dict:
     ok = rounds[rounds.status == "ok"]
     theta = ok.theta.dropna()
@@ -165,23 +212,15 @@ def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> 
     common = dict(alpha=cfg.time.alpha, beta=cfg.time.beta, eta=cfg.train.eta, L=consts["L"], xi=consts["xi"],
                   delta=consts["delta"], t_sum=cfg.time.t_sum, M=cfg.num_lazy, N=cfg.partition.N,
                   theta=theta_K, sigma2=cfg.lazy.sigma2)
-    G_meas = np.asarray(lazy_upper_bound(K, phi=phi_m, eps2=consts["eps2_measured"], **common))
-    try:
-        fitted = fit_bound(K, gap, **common)
-    except ValueError:
-        fitted = None
-    G_fit = (np.asarray(lazy_upper_bound(K, phi=fitted.phi, eps2=fitted.eps2, **common)) if fitted
-             else np.full_like(K, np.nan))
-    rep_fit, rep_meas = compare(G_fit, gap), compare(G_meas, gap)
+    bound = bound_on(K, gap, common, phi_m, consts["eps2_measured"])
+    fitted, G_meas, rep_fit, rep_meas = bound.fit, bound.G_measured, bound.fitted, bound.measured
+    G_fit = bound.G_fit if fitted else np.full_like(K, np.nan)
     pre_meas = preconditions(K, phi=phi_m, eps2=consts["eps2_measured"], **common)
     pre_fit = (preconditions(K, phi=fitted.phi, eps2=fitted.eps2, **common) if fitted
                else preconditions(K, phi=math.nan, eps2=math.nan, **common))
     k_exp = float(K[int(np.nanargmin(per_k.train_loss.to_numpy()))]) if len(K) else math.nan
     eps2_each = per_k_eps2(rounds, ref.f_star)
     eps2_K = np.array([eps2_each.get(int(k), math.nan) for k in K])
-
-    def k_of(G: np.ndarray) -> float:  # the bound's minimiser over the K the experiment ran
-        return float(K[int(np.argmin(np.where(np.isfinite(G), G, np.inf)))]) if np.isfinite(G).any() else math.nan
     return {
         "seed": cfg.seed,
         "constants": {**consts, "phi_measured": phi_m, "f_star": ref.f_star, "M": cfg.num_lazy},
@@ -198,8 +237,8 @@ def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> 
         "kstar": {
             "K_closed_form": k_star_closed_form(alpha=cfg.time.alpha, beta=cfg.time.beta, eta=cfg.train.eta,
                                                 L=consts["L"], t_sum=cfg.time.t_sum),
-            "K_exact_fit": k_of(G_fit) if fitted else math.nan,
-            "K_exact_measured": k_of(G_meas),
+            "K_exact_fit": bound.k_star_fit,
+            "K_exact_measured": bound.k_star_measured,
             "K_experiment": k_exp,
             "max_rel_gap_fit": rep_fit.max_relative_gap, "mean_rel_gap_fit": rep_fit.mean_relative_gap,
             "fit_above_everywhere": rep_fit.bound_above_everywhere,

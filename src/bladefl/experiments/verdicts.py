@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from bladefl.experiments.bound_analysis import BoundOn, bound_on
 from bladefl.experiments.grid import Member
-from bladefl.theory.bound import k_star_exact, lazy_upper_bound, tau_of
 from bladefl.theory.certificate import certificate
-from bladefl.theory.claims import monotone
-from bladefl.theory.fit import Fit, compare, fit_bound
+from bladefl.theory.claims import COROLLARIES, monotone, on_bound, sweep_point
+from bladefl.theory.fit import Fit
 
 VERDICTS = ("reproduced", "refuted", "inconclusive", "single seed", "not applicable")
 COLUMNS = ["claim", "source", "basis", "verdict", "support", "seeds", "evidence"]
@@ -161,17 +161,17 @@ def step_noise(curves: Curves) -> Callable[[Sweep, str], list[float]]:
     return noise
 
 
+# The paper's table of each swept parameter (a corollary's experimental evidence).
+TABLE_OF = {"alpha": "Table II", "beta": "Table III", "N": "Table IV", "eta": "Table V", "lazy_ratio": "Table VI",
+            "sigma2": "Table VII"}
+
+
 def experiment_claims(members: Sequence[Member], t_sum: float, curves: Curves | None = None) -> list[Claim]:
-    specs = [
-        ("K* falls as alpha grows", "Corollary 1, Table II", "alpha", "K", "falls"),
+    specs = [(c.name, f"{c.source}, {TABLE_OF[c.param]}{' text' if c.quantity == 'mining_time' else ''}", c.param,
+              c.quantity, c.direction) for c in COROLLARIES if c.param in TABLE_OF]
+    specs += [
         ("τ·α·K* rises with alpha", "Corollary 1, Table II text", "alpha", "training_time", "rises"),
-        ("K* falls as beta grows", "Corollary 1, Table III", "beta", "K", "falls"),
-        ("β·K* rises with beta", "Corollary 1, Table III text", "beta", "mining_time", "rises"),
-        ("K* falls as N grows", "Corollary 3, Table IV", "N", "K", "falls"),
-        ("K* rises with eta", "Corollary 4, Table V", "eta", "K", "rises"),
-        ("K* falls as M/N grows", "Corollary 5, Table VI", "lazy_ratio", "K", "falls"),
         ("τ·α·K* rises with M/N", "Table VI text", "lazy_ratio", "training_time", "rises"),
-        ("K* falls as sigma2 grows", "Corollary 5, Table VII", "sigma2", "K", "falls"),
         ("τ·α·K* rises with sigma2", "Table VII text", "sigma2", "training_time", "rises"),
         ("the loss falls as N grows", "Fig. 4 text", "N", "min_loss", "falls"),
         ("the loss grows with alpha", "Fig. 6 text", "alpha", "min_loss", "rises"),
@@ -288,6 +288,7 @@ class CellFit:
     constants: dict[str, float]
     common: dict[str, float]
     fit: Fit | None
+    bound: BoundOn | None = None  # the fit and the measured bound against the gaps (bound_analysis.bound_on)
 
 
 def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds: Sequence[int]) -> CellFit:
@@ -300,30 +301,18 @@ def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds
     common = dict(alpha=cell.alpha, beta=cell.beta, eta=cell.eta, L=c["L"], xi=c["xi"], delta=c["delta"],
                   t_sum=cell.t_sum, M=cell.M, N=cell.N, theta=c["theta"], sigma2=cell.sigma2)
     K = np.asarray(Ks, dtype=float)
-    try:
-        fit = fit_bound(K, gap, **common)
-    except ValueError:
-        fit = None
-    return CellFit(cell, K, gap, c, common, fit)
+    bound = bound_on(K, gap, common, c["phi_measured"], c["eps2_measured"])
+    return CellFit(cell, K, gap, c, common, bound.fit, bound)
 
 
 def _fig3_checks(f: CellFit, exp_k: float) -> dict:
     """Fig. 3's checks of one cell on one resample: the upper fit's worst relative excess, whether
     the measured bound is defined and above at every K, the fitted bound's K* and the experiment's."""
-    c, common = f.constants, f.common
-    if f.fit is not None:
-        G_fit = np.asarray(lazy_upper_bound(f.K, phi=f.fit.phi, eps2=f.fit.eps2, **common))
-        k_fit = k_star_exact(**{k: v for k, v in common.items() if k not in ("M", "N", "theta", "sigma2")},
-                             phi=f.fit.phi, eps2=f.fit.eps2, M=f.cell.M, N=f.cell.N, theta=c["theta"],
-                             sigma2=f.cell.sigma2)
-    else:
-        G_fit, k_fit = np.full_like(f.K, np.inf), math.nan
-    G_meas = np.asarray(lazy_upper_bound(f.K, phi=c["phi_measured"], eps2=c["eps2_measured"], **common))
-    fitted, measured = compare(G_fit, f.gap), compare(G_meas, f.gap)
-    finite_meas = bool(np.isfinite(G_meas[np.isfinite(f.gap)]).all())
-    undefined = [int(k) for k, g in zip(f.K, G_meas, strict=True) if not np.isfinite(g)]
-    return {"within": fitted.max_relative_gap, "above": measured.bound_above_everywhere and finite_meas,
-            "k_fit": k_fit, "k_exp": exp_k, "undefined": undefined}
+    b = f.bound if f.bound is not None else bound_on(f.K, f.gap, f.common, f.constants["phi_measured"],
+                                                     f.constants["eps2_measured"])
+    finite_meas = bool(np.isfinite(b.G_measured[np.isfinite(f.gap)]).all())
+    return {"within": b.fitted.max_relative_gap, "above": b.measured.bound_above_everywhere and finite_meas,
+            "k_fit": b.k_star_fit, "k_exp": exp_k, "undefined": b.undefined_measured}
 
 
 def certificate_of(cell: BoundCell, k_experiment: float) -> str:
@@ -363,48 +352,27 @@ def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[flo
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-COROLLARIES = [("K* falls as alpha grows", "Corollary 1", "alpha", "falls"),
-               ("K* falls as beta grows", "Corollary 1", "beta", "falls"),
-               ("K* rises with delta", "Corollary 2", "delta", "rises"),
-               ("K* falls as N grows", "Corollary 3", "N", "falls"),
-               ("K* rises with eta", "Corollary 4", "eta", "rises"),
-               ("K* falls as M/N grows", "Corollary 5", "lazy_ratio", "falls"),
-               ("K* falls as sigma2 grows", "Corollary 5", "sigma2", "falls")]
-
-
 def _corollaries_on(f: CellFit, members: Sequence[Member]) -> dict[str, tuple[bool, list[float], list[float], str]]:
-    """Each corollary on one resample's fitted bound of the base cell: K* over the swept values."""
+    """Each corollary (:data:`bladefl.theory.claims.COROLLARIES`) on one resample's fitted bound of
+    the base cell (:func:`bladefl.theory.claims.on_bound`, integer tau): K* over the swept
+    values (delta, which no sweep varies: half, once and twice the measured value)."""
     if f.fit is None:
         return {}
-    base, c = f.cell, f.constants
-    p = {k: f.common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")}
+    c = f.constants
+    base = {**{k: f.common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")},
+            "phi": f.fit.phi, "eps2": f.fit.eps2, "M": f.cell.M, "N": f.cell.N, "theta": c["theta"],
+            "sigma2": f.cell.sigma2}
     results = {}
-    for name, _, param, direction in COROLLARIES:
-        sweep = sweep_varying(members, param)
+    for claim in COROLLARIES:
+        sweep = sweep_varying(members, claim.param)
         values = sweep.values if sweep else ([0.5 * c["delta"], c["delta"], 2 * c["delta"]]
-                                             if param == "delta" else [])
+                                             if claim.param == "delta" else [])
         if len(values) < 2:
             continue
-        ks = []
-        for v in values:
-            q = {**p, "phi": f.fit.phi, "eps2": f.fit.eps2}
-            M, N, sigma2 = base.M, base.N, base.sigma2
-            if param == "N":
-                q["delta"] = c["delta"] * math.sqrt(base.N / v)  # the paper's argument: delta falls with N
-                N, M = v, base.M / base.N * v
-            elif param == "lazy_ratio":
-                M, sigma2 = v * base.N, max(base.sigma2, 0.01)
-            elif param == "sigma2":
-                M, sigma2 = max(base.M, 0.2 * base.N), v
-            else:
-                q[param] = v
-            if param in ("alpha", "beta") and not (tau_of(1, alpha=q["alpha"], beta=q["beta"],
-                                                          t_sum=q["t_sum"]) >= 1):
-                ks.append(math.nan)
-                continue
-            ks.append(k_star_exact(**q, M=M, N=N, theta=c["theta"], sigma2=sigma2))
-        v = monotone(name, "bound", values, ks, direction)
-        results[name] = (v.holds, values, ks, v.detail)
+        v = on_bound(claim, base, values)
+        results[claim.name] = (v.holds, values, v.y if claim.quantity == "K" else
+                               [y / sweep_point(base, claim.param, x)["beta"] for x, y in zip(v.x, v.y, strict=True)],
+                               v.detail)
     return results
 
 
@@ -415,13 +383,14 @@ def bound_corollaries(base_fits: Sequence[CellFit], members: Sequence[Member], s
     per_draw = [_corollaries_on(f, members) for f in base_fits]
     full = per_draw[0]
     rows = []
-    for name, source, param, _ in COROLLARIES:
-        if name not in full:
+    for claim in COROLLARIES:
+        if claim.name not in full:
             continue
-        _, values, ks, detail = full[name]
-        rows.append(_row(f"{name} (on the bound)", source, "bound", [d.get(name, (False,))[0] for d in per_draw],
-                         seeds, f"{param} = {[_g(x) for x in values]} -> K* of the fitted bound = {ks} ({detail}); "
-                                f"base cell {base_fits[0].cell.cell}"))
+        _, values, ks, detail = full[claim.name]
+        rows.append(_row(f"{claim.name} (on the bound)", claim.source, "bound",
+                         [d.get(claim.name, (False,))[0] for d in per_draw], seeds,
+                         f"{claim.param} = {[_g(x) for x in values]} -> K* of the fitted bound = {ks} ({detail}); "
+                         f"base cell {base_fits[0].cell.cell}"))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

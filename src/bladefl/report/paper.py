@@ -145,3 +145,30 @@ def compare_with_paper(comparison: pd.DataFrame, table: str) -> pd.DataFrame:
 
 __all__ = ["paper_tables", "QUANTITY_LABELS", "table_k", "paper_k_star", "paper_quantity", "sweep_betas",
            "paper_comparison", "compare_with_paper", "COMPARISON_COLUMNS"]
+
+
+def paper_inconsistencies() -> list[dict]:
+    """Where the paper contradicts itself, with both readings and what this project does (the
+    verdict table gives a claim under each statement where the two differ)."""
+    return [
+        {"where": "Table IV, MNIST column", "statement": "beta K* = 70, 60, 50, 50 at the stated beta = 6",
+         "other reading": "not a multiple of 6: at the default beta = 10 it is K* = 7, 6, 5, 5 (the Fashion column's)",
+         "this project": "the comparison table gives both readings (note column)"},
+        {"where": "Corollary 4 vs its proof (Appendix)",
+         "statement": "Corollary 4: K* increases as eta grows",
+         "other reading": "the proof concludes \"K* descends as eta ascends\"",
+         "this project": "the verdict table judges both: \"K* rises with eta\" and \"K* falls as eta grows "
+                         "(Corollary 4's proof)\", on the experiment and on the fitted bound"},
+        {"where": "Definition 1 (gradient divergence)",
+         "statement": "delta = sum_i |D_i| delta_i / N",
+         "other reading": "Wang et al. (2019), whose bound the paper restates, define the sample-weighted mean "
+                          "sum_i |D_i| delta_i / sum_i |D_i|: the paper's formula is |D_i| = 512 times larger",
+         "this project": "measures the weighted mean (Wang et al.); the paper's delta would multiply xi delta / eps2 "
+                         "by 512: the measured bound's bracket would be negative at even more K, while the fitted "
+                         "bound is unchanged without lazy clients (the fit absorbs xi delta / eps2)"},
+        {"where": "Theorem 4's noise term (Appendix)",
+         "statement": "the theorem and Corollary 5: K xi sqrt(M)/N sigma^2",
+         "other reading": "one line of its proof writes sigma (the norm of a sum of M noise vectors scales with sigma)",
+         "this project": "sigma^2 by default (theory.bound, noise_power=\"sigma2\"); noise_power=\"sigma\" gives "
+                         "the other reading"},
+    ]

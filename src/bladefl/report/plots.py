@@ -74,6 +74,33 @@ def bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:  # noqa: A
     return fig
 
 
+def normalised_bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:  # noqa: ANN001 - DataFrame
+    """Per condition, the shapes alone: G / min G and gap / min gap against K (seed means), so a
+    reader sees at once where each minimum sits; the measured bound only where it is defined."""
+    cells = list(labels)
+    fig, axes = plt.subplots(1, len(cells), figsize=(5 * len(cells), 3.6), squeeze=False)
+    for j, cell in enumerate(cells):
+        part = gaps[gaps.cell == cell].groupby("K", as_index=False).mean(numeric_only=True)
+        ax = axes[0, j]
+        for column, style, label in (("gap", "o-", "experiment"), ("G_fit", "s--", "bound, fitted"),
+                                     ("G_measured", "^:", "bound, measured")):
+            values = part[column].where(np.isfinite(part[column]))
+            if values.notna().any():
+                ax.plot(part.K, values / values.min(), style, label=label)
+                k_min = part.K[values.idxmin()]
+                ax.axvline(k_min, color=ax.lines[-1].get_color(), lw=0.8, alpha=0.6)
+        ax.set_yscale("log")
+        ax.set_title(labels[cell], fontsize=9)
+        ax.set_xlabel("K")
+        ax.set_ylabel("value / its minimum (vertical line: where)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
 def privacy_figure(table, title: str) -> Figure:  # noqa: ANN001 - DataFrame from report.privacy_table
     """Optimal K, minimal loss and maximal accuracy versus the privacy budget epsilon."""
     finite = table[np.isfinite(table.epsilon)]

@@ -1,14 +1,15 @@
 """The paper's qualitative claims as checks that return a verdict and its evidence.
 
 Each check takes (x, y) pairs, from the bound or from experiments, and asks whether y moves
-with x in the claimed direction (ties allowed). ``on_bound`` computes K* (the exact real
-minimiser) over a parameter sweep: the corollaries as properties of the bound function, checked
-by the tests. The report's verdicts (experiment and fitted bound, with seeds) are computed in
-:mod:`bladefl.experiments.verdicts`, which uses :func:`monotone`. The claims:
+with x in the claimed direction (ties allowed). :data:`COROLLARIES` is the one table of the
+corollaries; :func:`on_bound` computes K* over a parameter sweep, the corollaries as properties
+of the bound function. The report's verdicts (experiment and fitted bound, with seeds,
+:mod:`bladefl.experiments.verdicts`) use this table, :func:`on_bound` and :func:`monotone`. The
+claims:
 
 - Corollary 1: K* falls as alpha grows; K* falls as beta grows; beta K* rises with beta.
 - Corollary 2: K* rises with delta.            - Corollary 3: K* falls as N grows.
-- Corollary 4: K* rises with eta; the bound falls as eta grows while eta L < 1.
+- Corollary 4: K* rises with eta (its proof: falls); the bound falls as eta grows while eta L < 1.
 - Corollary 5: K* falls as M/N grows; K* falls as sigma2 grows.
 """
 
@@ -56,44 +57,70 @@ def monotone(claim: str, source: str, x: Sequence[float], y: Sequence[float], di
     return Verdict(claim, source, not bad.any() and not flat, xs, ys, detail)
 
 
-CLAIMS = {
-    # name: (parameter, quantity, direction)
-    "K* falls as alpha grows (Corollary 1)": ("alpha", "K", "falls"),
-    "K* falls as beta grows (Corollary 1)": ("beta", "K", "falls"),
-    "beta K* rises with beta (Corollary 1)": ("beta", "mining_time", "rises"),
-    "K* rises with delta (Corollary 2)": ("delta", "K", "rises"),
-    "K* falls as N grows (Corollary 3)": ("N", "K", "falls"),
-    "K* rises with eta (Corollary 4)": ("eta", "K", "rises"),
-    "K* falls as M/N grows (Corollary 5)": ("lazy_ratio", "K", "falls"),
-    "K* falls as sigma2 grows (Corollary 5)": ("sigma2", "K", "falls"),
-}
+@dataclass(frozen=True)
+class Corollary:
+    """One of the paper's corollaries: how K* (or beta K*) moves with a parameter."""
+
+    name: str
+    source: str
+    param: str  # the swept parameter: alpha, beta, delta, N, eta, lazy_ratio, sigma2
+    quantity: str  # K | mining_time (beta K*)
+    direction: str  # rises | falls
 
 
-def on_bound(claim: str, params: Mapping[str, float], values: Sequence[float]) -> Verdict:
-    """Evaluate a claim on the bound: K* (real minimiser, Theorem 4's bound) per value.
-    A sweep of N scales delta by sqrt(N0/N); a sweep of sigma2 uses M = lazy_ratio * N
-    (lazy_ratio from ``params``, default 0.2 as in Table VII)."""
-    param, quantity, direction = CLAIMS[claim]
-    ks, ys = [], []
+# The one table of the corollaries: the verdicts judge each on the experiment (where a sweep
+# varies its parameter) and on the fitted bound; the tests test these entries.
+COROLLARIES = (
+    Corollary("K* falls as alpha grows", "Corollary 1", "alpha", "K", "falls"),
+    Corollary("K* falls as beta grows", "Corollary 1", "beta", "K", "falls"),
+    Corollary("β·K* rises with beta", "Corollary 1", "beta", "mining_time", "rises"),
+    Corollary("K* rises with delta", "Corollary 2", "delta", "K", "rises"),
+    Corollary("K* falls as N grows", "Corollary 3", "N", "K", "falls"),
+    Corollary("K* rises with eta", "Corollary 4", "eta", "K", "rises"),
+    # the proof of Corollary 4 concludes the opposite of its statement: both are judged
+    Corollary("K* falls as eta grows (Corollary 4's proof)", "Appendix, proof of Corollary 4", "eta", "K", "falls"),
+    Corollary("K* falls as M/N grows", "Corollary 5", "lazy_ratio", "K", "falls"),
+    Corollary("K* falls as sigma2 grows", "Corollary 5", "sigma2", "K", "falls"),
+)
+
+
+def corollary(name: str) -> Corollary:
+    return next(c for c in COROLLARIES if c.name == name)
+
+
+BOUND_ARGS = ("alpha", "beta", "eta", "L", "xi", "delta", "phi", "eps2", "t_sum")
+
+
+def sweep_point(base: Mapping[str, float], param: str, value: float) -> dict[str, float]:
+    """The bound's arguments at one value of a swept parameter, from a base point (the arguments
+    of :func:`k_star_exact` plus M, N, theta, sigma2). N: delta falls as sqrt(N0/N) (the paper's
+    argument) and M keeps its ratio; M/N: M = ratio N0 with noise sigma2 of at least 0.01 (Table
+    VI's); sigma2: at least M/N = 0.2 (Table VII's); any other parameter is set."""
+    p = {"M": 0.0, "N": 20.0, "theta": 0.0, "sigma2": 0.0, **base}
+    N0, M0 = p["N"], p["M"]
+    if param == "N":
+        p.update(delta=base["delta"] * math.sqrt(N0 / value), N=value, M=M0 / N0 * value)
+    elif param == "lazy_ratio":
+        p.update(M=value * N0, sigma2=max(p["sigma2"], 0.01))
+    elif param == "sigma2":
+        p.update(M=max(M0, 0.2 * N0), sigma2=value)
+    else:
+        p[param] = value
+    return p
+
+
+def on_bound(claim: Corollary, base: Mapping[str, float], values: Sequence[float], integer: bool = True) -> Verdict:
+    """A corollary on the bound: its K* (Theorem 4's bound; over integer K with the paper's tau by
+    default, the experiment's time model; ``integer=False``: the real minimiser of the
+    continuous analysis) at each value of the parameter (:func:`sweep_point`), and whether it
+    moves as claimed."""
+    ys = []
     for v in values:
-        p = dict(params)
-        if param == "N":
-            # delta falls as N grows (the paper's argument): delta_N = delta * sqrt(N0 / N)
-            p["delta"] = params["delta"] * math.sqrt(params.get("N", 20) / v)
-            p["N"] = v
-        elif param == "lazy_ratio":
-            p["M"] = v * params.get("N", 20)
-        else:
-            p[param] = v
-        if param == "sigma2":  # the noise matters only with lazy clients: Table VII's M/N = 0.2 by default
-            p["M"] = params.get("lazy_ratio", 0.2) * params.get("N", 20)
-        k = k_star_exact(**{key: p[key] for key in ("alpha", "beta", "eta", "L", "xi", "delta", "phi", "eps2",
-                                                    "t_sum")},
-                         M=p.get("M", 0), N=p.get("N", 20), theta=p.get("theta", 0.0), sigma2=p.get("sigma2", 0.0),
-                         integer=False)
-        ks.append(k)
-        ys.append(k * p["beta"] if quantity == "mining_time" else k)
-    return monotone(claim, "bound", list(values), ys, direction)
+        p = sweep_point(base, claim.param, v)
+        k = k_star_exact(**{key: p[key] for key in BOUND_ARGS}, M=p["M"], N=p["N"], theta=p["theta"],
+                         sigma2=p["sigma2"], integer=integer)
+        ys.append(k * p["beta"] if claim.quantity == "mining_time" else k)
+    return monotone(claim.name, "bound", list(values), ys, claim.direction)
 
 
 def bound_falls_with_eta(params: Mapping[str, float], etas: Sequence[float], K: float) -> Verdict:
