@@ -272,8 +272,8 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
             runs += sum(len(j.cfg.time.K) for j in jobs)
             write += sum(s["seconds"]["write"] for s in summaries)
             batches = {s["group"]["batch"]: s["group"]["breakdown"] for s in summaries if "group" in s}
-            for b in batches.values():
-                summed = _add(summed, b)
+            for b in [*batches.values(), *(s["seconds"]["engine"] for s in summaries if "group" not in s)]:
+                summed = _add(summed, b)  # a stacked batch once; an unstacked job's own groups
             print(f"  {dataset} N={group.N}: {len(jobs)} cells x seeds, {time.perf_counter() - t:.1f} s", flush=True)
     return time.perf_counter() - start, runs, summed, write
 
