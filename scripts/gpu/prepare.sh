@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare, on a machine with the package registry, what the GPU machine needs and cannot
-# download (README, "GPU"): wheels for its Python 3.12 (cryptography and its cffi/pycparser)
+# download (docs/gpu.md): wheels for its Python 3.12 (cryptography and its cffi/pycparser)
 # and the datasets' IDX files, gzipped. Writes ./gpu_carry (ignored by git); carry it along.
 set -euo pipefail
 out=${1:-gpu_carry}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a GPU machine whose Python has torch, numpy, pandas, pyyaml and tqdm but not this
-# project's other packages, and no network (README, "GPU"): install the carried wheels into a
+# project's other packages, and no network (docs/gpu.md): install the carried wheels into a
 # folder, unpack and verify the carried data, then run the GPU benchmark and the whole paper
 # grid (20 seeds, both datasets) through the multi-run engine. Output goes to $OUT (default out/):
 # gpu.txt, bench.txt, and grid-tables.tar.gz (every finished run folder's rounds.csv, summary.json

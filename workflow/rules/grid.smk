@@ -61,7 +61,7 @@ if not GROUPED:
 else:
 
     # grouping: partition (the GPU profile): one job per dataset x N x block of seeds, all its
-    # cells, seeds and K stacked as one computation (see README, "GPU").
+    # cells, seeds and K stacked as one computation (see docs/gpu.md).
     rule group_plan:
         output:
             f"{RESULTS}/plans/{PROFILE}/{{group}}.json",
