@@ -14,6 +14,7 @@ from tests.test_engine import small_cfg, synthetic
 from bladefl.experiments.runner import CellJob, batches, finished, run_cells
 from bladefl.fl import mlp
 from bladefl.fl.engine import RunSpec, group_errors, run_group, run_k
+from bladefl.fl.execution import resolve
 
 MIXED = [  # K, seeds, eta, lazy (with and without the counterfactual), DP, detection with exclusion
     (small_cfg(), 3),
@@ -44,12 +45,12 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("iteration", ["epoch", "full_batch"])
-@pytest.mark.parametrize("block_rows", [None, 3])
+@pytest.mark.parametrize("block_rows", [0, 3])
 def test_a_mixed_group_equals_each_run_alone(iteration, block_rows):
     data = synthetic()
     specs = [RunSpec(small_cfg(**{**_over(cfg), "train": {**_over(cfg)["train"], "iteration": iteration}}), K)
              for cfg, K in MIXED]
-    group = run_group(specs, data, block_rows=block_rows, chain_threads=3)
+    group = run_group(specs, data, resolve("cpu", block_rows=block_rows, threads=3))
     alone = [run_k(s.cfg, data, s.K) for s in specs]
     assert [r.status for r in group.results][-1] == "infeasible"
     for a, b in zip(group.results, alone, strict=True):
@@ -103,8 +104,8 @@ def _jobs(tmp_path):
 
 def test_stacked_and_one_at_a_time_write_the_same_folders(tmp_path):
     data = synthetic()
-    run_cells(_jobs(tmp_path / "a"), data, progress=False, stack=True, max_rows=8)
-    run_cells(_jobs(tmp_path / "b"), data, progress=False, stack=False)
+    run_cells(_jobs(tmp_path / "a"), data, resolve("cpu", stack=True, max_rows=8), progress=False)
+    run_cells(_jobs(tmp_path / "b"), data, resolve("cpu", stack=False), progress=False)
     for i in range(3):
         a, b = (json.loads((tmp_path / s / f"job{i}" / "summary.json").read_text()) for s in "ab")
         assert a["config"] == b["config"]
@@ -128,10 +129,11 @@ def test_batches_keep_jobs_whole_and_respect_the_row_budget(tmp_path):
 def test_a_killed_group_resumes_without_redoing_finished_jobs(tmp_path):
     data = synthetic()
     jobs = _jobs(tmp_path)
-    run_cells(jobs[:2], data, progress=False, stack=True)  # the first two finished before a kill
+    stacked = resolve("cpu", stack=True, chain_processes=0)
+    run_cells(jobs[:2], data, stacked, progress=False)  # the first two finished before a kill
     (jobs[1].out / "rounds.csv").unlink()  # the kill struck while job 1 was being written
     before = os.stat(jobs[0].out / "summary.json").st_mtime_ns
-    out = run_cells(jobs, data, progress=False, stack=True, resume=True)
+    out = run_cells(jobs, data, resolve("cpu", stack=True, chain_processes=0), progress=False, resume=True)
     assert out[0] is None and out[1] is not None and out[2] is not None  # job 0 skipped, 1 and 2 run
     assert os.stat(jobs[0].out / "summary.json").st_mtime_ns == before
     assert all(finished(j) for j in jobs)
@@ -180,11 +182,11 @@ def test_chain_in_worker_processes_and_orders_drawn_beside_give_the_same_runs(tm
     specs = [RunSpec(cfg, K, tmp_path / f"store{i}") for i, (cfg, K) in enumerate(MIXED)]
     for spec in specs:
         spec.store.mkdir()
-    inline = run_group(specs, data, chain_threads=2).results
+    inline = run_group(specs, data, resolve("cpu", threads=2)).results
     stored = {p.name: p.read_bytes() for p in tmp_path.rglob("*.bin")}
     for p in tmp_path.rglob("*.bin"):
         p.unlink()
-    workers = run_group(specs, data, chain_threads=2, chain_processes=2, order_threads=2).results
+    workers = run_group(specs, data, resolve("cpu", threads=2, chain_processes=2, draw_threads=2)).results
     for a, b in zip(inline, workers, strict=True):
         _same(a, b)
         if a.status == "ok":
@@ -223,7 +225,7 @@ def test_runs_ending_rounds_together_equal_each_run_alone():
     each run equals the run alone within 1e-5 on every weight, with the same blocks' members."""
     data = synthetic()
     specs = [RunSpec(cfg, K) for cfg, K in TOGETHER]
-    group = run_group(specs, data, chain_threads=2)
+    group = run_group(specs, data, resolve("cpu", threads=2))
     assert group.times.round_ends == 3 and group.times.run_rounds == 3 * len(specs)  # all together
     for spec, a in zip(specs, group.results, strict=True):
         b = run_k(spec.cfg, data, spec.K)
@@ -257,7 +259,8 @@ def test_blocks_are_collected_when_done_in_round_order():
     data = synthetic()
     seen = []
     specs = [RunSpec(small_cfg(seed=s), K) for s, K in ((0, 3), (1, 2), (2, 4))]
-    results = run_group(specs, data, chain_threads=3, on_round=lambda r: seen.append((r.K, r.round))).results
+    results = run_group(specs, data, resolve("cpu", threads=3),
+                        on_round=lambda r: seen.append((r.K, r.round))).results
     for K in (2, 3, 4):
         assert [k for KK, k in seen if KK == K] == list(range(1, K + 1))
     for r in results:
@@ -300,13 +303,13 @@ def test_detectors_on_many_runs_equal_each_run_alone():
 def test_summaries_record_where_the_wall_went(tmp_path):
     data = synthetic()
     jobs = _jobs(tmp_path)
-    stacked = run_cells(jobs, data, progress=False, stack=True, max_rows=8)
+    stacked = run_cells(jobs, data, resolve("cpu", stack=True, max_rows=8, chain_processes=0), progress=False)
     for summary in stacked:
         parts = summary["group"]["breakdown"]
         assert parts["model_steps"] > 0 and parts["run_rounds"] >= 1 and parts["wall"] > 0
         assert {"train", "uploads", "detection", "aggregate", "evaluation", "chain_wait", "other"} <= set(parts)
         assert summary["seconds"]["write"] >= 0
-    single = run_cells(_jobs(tmp_path / "single"), data, progress=False, stack=False)
+    single = run_cells(_jobs(tmp_path / "single"), data, resolve("cpu"), progress=False)
     assert single[0]["seconds"]["engine"]["run_rounds"] == 1 + 2 + 3  # its K = 1, 2, 3, summed
 
 
@@ -317,3 +320,15 @@ def test_the_round_end_proxy_times_real_shared_round_ends():
 
     times = round_end_seconds(4, rounds=3, repeat=1)
     assert times.round_ends == 3 and times.run_rounds == 12 and times.rounds > 0
+
+
+def test_execution_is_resolved_once_from_the_device_and_the_options():
+    cpu, gpu = resolve("cpu"), resolve("cuda") if torch.cuda.is_available() else None
+    assert not cpu.stack and cpu.block_rows == 16 and cpu.chain_processes == 0 and cpu.draw_threads == 0
+    assert cpu.chain_threads == 2 and cpu.torch_threads is None
+    stacked = resolve("cpu", stack=True, threads=3)
+    assert stacked.stack and stacked.chain_processes >= 1 and stacked.chain_threads == 3
+    assert resolve("cpu", stack=True, chain_processes=0).chain_processes == 0
+    assert resolve("cpu", block_rows=0).rows_per_step(40) == 40 and cpu.rows_per_step(40) == 16
+    if gpu is not None:
+        assert gpu.stack and gpu.block_rows == 0 and gpu.draw_threads > 0

@@ -41,8 +41,9 @@ import torch
 
 from bladefl.chain.round import Flagging
 from bladefl.fl import mlp
-from bladefl.fl.chain_executor import chain_job, default_chain_processes, new_chain_state, worker_pool
+from bladefl.fl.chain_executor import chain_job, new_chain_state, worker_pool
 from bladefl.fl.engine import ClientData, GroupTimes, RunSpec, load_client_data, run_group, run_k
+from bladefl.fl.execution import default_chain_processes, resolve
 from bladefl.fl.records import ROUND_END_PARTS
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
 
@@ -235,7 +236,7 @@ def raw_step_rate(rows: int, batch: int, shape: mlp.Shape, device: torch.device,
 def stacked_engine(cfg: RunConfig, data: ClientData, seeds: int) -> GroupTimes:
     """One group: every K of ``cfg``'s cell for ``seeds`` seeds, stacked."""
     specs = [RunSpec(from_dict({**cfg.to_dict(), "seed": s}), K) for s in range(seeds) for K in cfg.time.K]
-    return run_group(specs, data, chain_threads=8, chain_processes=default_chain_processes(True)).times
+    return run_group(specs, data, resolve(data.x.device, stack=True, threads=8)).times
 
 
 def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: int | None
@@ -268,7 +269,8 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
                     for item in plan]
             data = client_data(train, test, make_partition(train.y, jobs[0].cfg.partition), resolve_device(device))
             t = time.perf_counter()
-            summaries = [s for s in run_cells(jobs, data, progress=False, chain_threads=8) if s is not None]
+            execution = resolve(device).with_(chain_threads=8)
+            summaries = [s for s in run_cells(jobs, data, execution, progress=False) if s is not None]
             runs += sum(len(j.cfg.time.K) for j in jobs)
             write += sum(s["seconds"]["write"] for s in summaries)
             batches = {s["group"]["batch"]: s["group"]["breakdown"] for s in summaries if "group" in s}
@@ -382,7 +384,7 @@ def round_end_seconds(R: int, rounds: int = 10, repeat: int = 3, N: int = 20) ->
     best = None
     with worker_pool(1) as workers:
         for _ in range(repeat + 1):  # the first is a warm-up (and starts the worker)
-            times = run_group(specs, data, workers=workers).times
+            times = run_group(specs, data, resolve("cpu", stack=True, block_rows=0), workers=workers).times
             best = times if best is None or times.rounds < best.rounds else best
     return best
 

@@ -47,13 +47,12 @@ def _partition_indices(path: str, spec):  # noqa: ANN001, ANN202 - PartitionSpec
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from bladefl.experiments.runner import run_cell
+    from bladefl.fl.execution import resolve
     from bladefl.fl.run_config import load_config
 
     cfg = load_config(args.config, args.set)  # every field validated before any work starts
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    execution = resolve(cfg.device, threads=args.threads)
+    execution.apply()
     data = None
     if args.partition:
         from bladefl.fl.engine import load_client_data
@@ -64,7 +63,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from bladefl.theory.reference import load
 
         reference = load(args.reference).w_star
-    summary = run_cell(cfg, args.out, data=data, progress=not args.quiet, reference=reference)
+    summary = run_cell(cfg, args.out, data=data, progress=not args.quiet, reference=reference, execution=execution)
     for row in summary["per_K"]:
         if row["status"] == "ok":
             print(f"K={row['K']:>2} tau={row['tau']:>3} train_loss={row['train_loss']:.4f} "
@@ -86,11 +85,12 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     cfgs = [load_config(args.config, [*args.set, *item["set"]]) for item in plan]  # all validated first
     if not cfgs:
         raise ValueError("--plan lists no runs")
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     from bladefl.fl.engine import load_client_data
+    from bladefl.fl.execution import resolve
+
+    execution = resolve(cfgs[0].device, threads=args.threads, max_rows=args.max_rows,
+                        chain_processes=None if args.chain_processes < 0 else args.chain_processes)
+    execution.apply()
 
     shared = cfgs[0].partition
     if any(c.partition != shared or c.dataset != cfgs[0].dataset for c in cfgs):
@@ -104,9 +104,7 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     jobs = [CellJob(cfg, Path(item["out"]), reference if item.get("reference") else None)
             for cfg, item in zip(cfgs, plan, strict=True)]
     data = load_client_data(cfgs[0], indices)
-    summaries = run_cells(jobs, data, progress=not args.quiet, resume=True, max_rows=args.max_rows,
-                          chain_threads=max(1, args.threads or 2),
-                          chain_processes=None if args.chain_processes < 0 else args.chain_processes)
+    summaries = run_cells(jobs, data, execution, progress=not args.quiet, resume=True)
     done = sum(s is not None for s in summaries)
     print(f"{done} run folders written, {len(jobs) - done} already finished (of {len(jobs)})")
     return 0

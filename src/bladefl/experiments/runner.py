@@ -27,11 +27,11 @@ from bladefl.fl.engine import (
     KResult,
     RoundRecord,
     RunSpec,
-    default_chain_processes,
     load_client_data,
     run_group,
     worker_pool,
 )
+from bladefl.fl.execution import Execution, resolve
 from bladefl.fl.run_config import RunConfig
 
 ROUND_COLUMNS = [f.name for f in dataclasses.fields(RoundRecord)]
@@ -130,25 +130,24 @@ def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict |
     return summary
 
 
-def run_cells(jobs: list[CellJob], data: ClientData, *, progress: bool = True, stack: bool | None = None,
-              max_rows: int = 4096, chain_threads: int = 2, chain_processes: int | None = None,
+def run_cells(jobs: list[CellJob], data: ClientData, execution: Execution | None = None, *, progress: bool = True,
               resume: bool = False, load_seconds: float | None = None) -> list[dict | None]:
     """Run every K of every job on shared data (one dataset and partition) and write one folder per
     job; returns the summaries (None for a job skipped by ``resume`` because it is finished).
     ``load_seconds``: the time it took to load the data, recorded in each summary and its total.
 
-    ``stack`` (default: on a GPU) computes whole jobs' runs as one stacked group (see
-    :func:`bladefl.fl.engine.run_group`); ``chain_processes`` (default: half the cores when
-    stacking, else none) runs the chain's GIL-bound work in worker processes. Results depend on
-    neither."""
+    ``execution`` (default: :func:`bladefl.fl.execution.resolve` for the data's device): with
+    ``stack`` whole jobs' runs are computed as one stacked group of at most ``max_rows`` rows (see
+    :func:`bladefl.fl.engine.run_group`), else one run at a time; the chain's worker processes are
+    started once for every group. Results depend on none of it."""
     from tqdm.auto import tqdm
 
     from bladefl.fl.timemodel import allocate
 
-    stack = data.x.device.type == "cuda" if stack is None else stack
-    processes = default_chain_processes(stack) if chain_processes is None else chain_processes
+    execution = execution or resolve(data.x.device)
+    stack = execution.stack
     todo = [j for j, job in enumerate(jobs) if not (resume and finished(job))]
-    plan = batches([jobs[j] for j in todo], stack, max_rows)
+    plan = batches([jobs[j] for j in todo], stack, execution.max_rows)
     total = sum(allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum).iterations
                 for batch in plan for _, spec in batch)
     summaries: list[dict | None] = [None] * len(jobs)
@@ -158,10 +157,10 @@ def run_cells(jobs: list[CellJob], data: ClientData, *, progress: bool = True, s
     load = {} if load_seconds is None else {"load": round(load_seconds, 3)}
     desc = f"{jobs[0].cfg.dataset} N={jobs[0].cfg.partition.N}: {len(todo)} cells" if jobs else ""
     with (tqdm(total=total, unit="iter", desc=desc, disable=not progress, mininterval=2.0) as bar,
-          worker_pool(processes if plan else 0) as workers):  # started once for every batch
+          worker_pool(execution.chain_processes if plan else 0) as workers):  # started once for every batch
         for number, batch in enumerate(plan):
-            group = run_group([spec for _, spec in batch], data, on_round=lambda r: bar.update(r.tau),
-                              chain_threads=chain_threads, workers=workers)
+            group = run_group([spec for _, spec in batch], data, execution, on_round=lambda r: bar.update(r.tau),
+                              workers=workers)
             info = {"batch": number, "runs": len(batch), "wall": round(group.times.wall, 3),
                     "chain_share": round(group.times.chain_share, 4), "stacked": stack,
                     "breakdown": group.times.breakdown()}
@@ -187,10 +186,10 @@ def add_times(a: GroupTimes, b: GroupTimes) -> GroupTimes:
 
 
 def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None, progress: bool = True,
-             reference=None, stack: bool | None = None) -> dict:  # noqa: ANN001 - torch.Tensor | None
+             reference=None, execution: Execution | None = None) -> dict:  # noqa: ANN001 - torch.Tensor | None
     """Run every K of ``cfg`` and write the run folder; returns the summary dict."""
     start = time.perf_counter()
     data = data if data is not None else load_client_data(cfg)
     load_seconds = time.perf_counter() - start
-    return run_cells([CellJob(cfg, Path(out_dir), reference)], data, progress=progress, stack=stack,
-                      load_seconds=load_seconds)[0]
+    return run_cells([CellJob(cfg, Path(out_dir), reference)], data, execution, progress=progress,
+                     load_seconds=load_seconds)[0]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import math
 import multiprocessing
-import os
 import time
 import warnings
 from collections import deque
@@ -54,12 +53,6 @@ def new_chain_state(cfg: RunConfig, K: int, N: int, n: int, tau: int) -> ChainSt
                       beta=cfg.time.beta, work_time=tau * cfg.time.alpha,
                       fixed_block_time=cfg.chain.block_time == "fixed", difficulty_bits=cfg.chain.difficulty_bits,
                       exclude=cfg.lazy.exclude)
-
-
-def default_chain_processes(stacked: bool) -> int:
-    """Worker processes for the chain: half the cores when many runs are stacked (a GPU, where the
-    thread driving the training must not wait for the GIL), none for one run at a time."""
-    return max(1, (os.cpu_count() or 2) // 2) if stacked else 0
 
 
 @contextlib.contextmanager

@@ -30,16 +30,10 @@ from pathlib import Path
 import torch
 
 from bladefl.fl import mlp, trainer
-from bladefl.fl.chain_executor import (
-    ChainExecutor,
-    Tamper,
-    chain_job,
-    default_chain_processes,
-    new_chain_state,
-    worker_pool,
-)
+from bladefl.fl.chain_executor import ChainExecutor, Tamper, chain_job, new_chain_state, worker_pool
 from bladefl.fl.client_data import ClientData, client_data, load_client_data, resolve_device
 from bladefl.fl.evaluation import eval_set, evaluate
+from bladefl.fl.execution import Execution, default_chain_processes, resolve
 from bladefl.fl.prefetch import NoiseDraws, OrderJob, draw_orders
 from bladefl.fl.records import GroupResult, GroupTimes, KResult, RoundRecord, RunSpec
 from bladefl.fl.round_end import Clock, EndPlan, RoundEnds, end_round, noise_job, plan
@@ -47,23 +41,13 @@ from bladefl.fl.run_config import RunConfig
 from bladefl.fl.stacked import RunState, initial_model, lay_out, model_shape
 from bladefl.fl.timemodel import allocate
 
-__all__ = ["ClientData", "GroupResult", "GroupTimes", "KResult", "RoundRecord", "RunSpec", "Tamper", "chain_job",
-           "client_data", "default_chain_processes", "eval_set", "evaluate", "group_errors",
-           "initial_model", "load_client_data", "model_shape", "new_chain_state", "resolve_device", "run_group",
-           "run_k", "worker_pool"]
+__all__ = ["ClientData", "Execution", "GroupResult", "GroupTimes", "KResult", "RoundRecord", "RunSpec", "Tamper",
+           "chain_job", "client_data", "default_chain_processes", "eval_set", "evaluate", "group_errors",
+           "initial_model", "load_client_data", "model_shape", "new_chain_state", "resolve", "resolve_device",
+           "run_group", "run_k", "worker_pool"]
 
 # Settings every run of a group shares: they fix the data and the shapes of the stacked step.
 SHARED = ("dataset", "data_dir", "normalize", "partition", "model", "train.iteration", "train.batch_size", "device")
-
-# On the CPU, rows step in blocks of this many: measured on the 2-core machine (paper model,
-# epoch at batch 64, one thread), ms per row-iteration at 144 stacked rows: blocks of 8: 3.9,
-# 16: 4.0, 32: 4.6, 144 (all): 5.2; 16 rows of one run alone: 4.2.
-CPU_BLOCK_ROWS = 16
-
-# Threads drawing epoch orders and round-end noise beside a GPU's training (on the CPU the
-# training uses the cores).
-ORDER_THREADS = 4
-
 
 def _setting(cfg: RunConfig, dotted: str) -> object:
     node: object = cfg
@@ -108,10 +92,9 @@ def _round_ends(runs: list[RunState], device: torch.device) -> list[tuple[int, E
     return out
 
 
-def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None = None,
-              on_round: Callable[[RoundRecord], None] | None = None, chain_threads: int = 2,
-              chain_processes: int = 0, workers: ProcessPoolExecutor | None = None,
-              order_threads: int | None = None, block_rows: int | None = None) -> GroupResult:
+def run_group(specs: list[RunSpec], data: ClientData, execution: Execution | None = None, *,
+              tamper: Tamper | None = None, on_round: Callable[[RoundRecord], None] | None = None,
+              workers: ProcessPoolExecutor | None = None) -> GroupResult:
     """Run many BLADE-FL runs that share data (dataset, partition, model shape, iteration kind) as
     one computation: the training rows of every run stacked in one set of tensors [rows, ...],
     each run with its own K, tau schedule, seed, eta, lazy set, noise and DP.
@@ -119,14 +102,14 @@ def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None =
     Only the prefix of rows still training steps (runs are sorted longest first); a run's round
     ends after each tau of its own iterations, and all runs ending a round at the same iteration
     end it together (:func:`bladefl.fl.round_end.end_round`). Every random stream is keyed by the
-    run (seed, K, round, client), so a run in a group gives the result it gives alone. The chain
-    work runs in ``chain_threads`` threads beside the training, its GIL-bound part in
+    run (seed, K, round, client), so a run in a group gives the result it gives alone.
+
+    ``execution`` (default: :func:`bladefl.fl.execution.resolve` for the data's device) says how:
+    the chain work runs in its ``chain_threads`` threads beside the training, its GIL-bound part in
     ``chain_processes`` worker processes when > 0 (or in ``workers``, a pool the caller keeps
-    across groups: starting worker processes takes seconds). ``order_threads`` (default:
-    :data:`ORDER_THREADS` on a GPU, none on the CPU) draw the epoch orders and the round ends'
-    noise ahead. ``block_rows``: how many rows step together (default: all on a GPU;
-    :data:`CPU_BLOCK_ROWS` on the CPU, where a block's weights must stay in cache across an
-    epoch's minibatches)."""
+    across groups: starting worker processes takes seconds); ``draw_threads`` draw the epoch
+    orders and the round ends' noise ahead; ``block_rows`` rows step together (0: all; on the CPU
+    a block's weights must stay in cache across an epoch's minibatches)."""
     errors = group_errors(specs)
     if errors:
         raise ValueError("these runs cannot train as one group: " + "; ".join(errors))
@@ -136,21 +119,21 @@ def run_group(specs: list[RunSpec], data: ClientData, *, tamper: Tamper | None =
         alloc = allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum)
         results.append(KResult(K=spec.K, allocation=alloc, status="ok" if alloc.feasible else "infeasible"))
     times = GroupTimes()
+    execution = execution or resolve(data.x.device)
     feasible = [(s, r) for s, r in zip(specs, results, strict=True) if r.status == "ok"]
     if feasible:
         with contextlib.ExitStack() as stack:
             if workers is None and tamper is None:
-                workers = stack.enter_context(worker_pool(chain_processes))
-            _train(feasible, data, times, tamper=tamper, on_round=on_round, chain_threads=chain_threads,
-                   workers=None if tamper is not None else workers, order_threads=order_threads,
-                   block_rows=block_rows)
+                workers = stack.enter_context(worker_pool(execution.chain_processes))
+            _train(feasible, data, times, execution, tamper=tamper, on_round=on_round,
+                   workers=None if tamper is not None else workers)
     times.wall = time.perf_counter() - start
     return GroupResult(results, times)
 
 
-def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: GroupTimes, *,
-           tamper: Tamper | None, on_round: Callable[[RoundRecord], None] | None, chain_threads: int,
-           workers: ProcessPoolExecutor | None, order_threads: int | None, block_rows: int | None) -> None:
+def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: GroupTimes, execution: Execution, *,
+           tamper: Tamper | None, on_round: Callable[[RoundRecord], None] | None,
+           workers: ProcessPoolExecutor | None) -> None:
     cfg0, dev = feasible[0][0].cfg, data.x.device
     shape = model_shape(cfg0, data.x.shape[2])
     runs, layout = lay_out(feasible, data.N, data.n, shape, dev)
@@ -161,13 +144,11 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
     y_full = None if epoch else data.y.index_select(0, layout.clients)
     ends = _round_ends(runs, dev)
     steps_per_iteration = math.ceil(n / batch) if epoch else 1
-    block = block_rows or (layout.rows if dev.type == "cuda" else CPU_BLOCK_ROWS)
-    if order_threads is None:
-        order_threads = ORDER_THREADS if dev.type == "cuda" else 0
+    block = execution.rows_per_step(layout.rows)
     iterations = max(r.iterations for r in runs)
     v = layout.views
-    with (ThreadPoolExecutor(max_workers=max(1, chain_threads), thread_name_prefix="chain") as pool,
-          _threads(order_threads, "draws") as draws_pool):
+    with (ThreadPoolExecutor(max_workers=max(1, execution.chain_threads), thread_name_prefix="chain") as pool,
+          _threads(execution.draw_threads, "draws") as draws_pool):
         executor = ChainExecutor(pool, workers, times, on_round)
         ctx = RoundEnds(layout, data, shape, executor, times, eval_set(data), tamper,
                         torch.cuda.Stream(device=dev) if dev.type == "cuda" else None)
