@@ -28,9 +28,9 @@ def test_overrides():
     "data, message",
     [
         ({"dataset": "svhn"}, "dataset must be one of"),
-        ({"train": {"eta": -1}}, "train.eta must be a number > 0"),
+        ({"train": {"eta": -1}}, "train.eta must be a finite number > 0"),
         ({"train": {"iteration": "sgd"}}, "train.iteration must be one of ['full_batch', 'epoch']"),
-        ({"time": {"K": [0, 1]}}, "time.K must be a non-empty list of integers >= 1"),
+        ({"time": {"K": [0, 1]}}, "time.K must be a non-empty list of distinct integers >= 1"),
         ({"lazy": {"ratio": 1.0}}, "lazy.ratio must be a number in [0, 1)"),
         ({"chain": {"block_time": "poisson"}}, "chain.block_time must be one of"),
         ({"chain": {"difficulty_bits": 64}}, "chain.difficulty_bits must be an integer in 0..32"),
@@ -44,3 +44,20 @@ def test_bad_fields_are_named(data, message):
     with pytest.raises(ConfigError) as info:
         from_dict(data)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("override, field", [
+    ("train.eta=inf", "train.eta"), ("privacy.clip=inf", "privacy.clip"), ("time.t_sum=inf", "time.t_sum"),
+    ("time.alpha=.inf", "time.alpha"), ("time.beta=.nan", "time.beta"), ("lazy.sigma2=.nan", "lazy.sigma2"),
+    ("time.K=[2,2]", "time.K"), ("privacy.epsilon=.nan", "privacy.epsilon"),
+])
+def test_values_the_paper_needs_finite_or_distinct_are_refused_with_the_field_named(override, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        load_config(None, [override])
+
+
+def test_numbers_in_scientific_notation_are_numbers_where_the_field_is_a_number():
+    cfg = load_config(None, ["train.eta=1e-2", "time.t_sum=1E2", "lazy.sigma2=5e-3", "privacy.epsilon=inf"])
+    assert cfg.train.eta == 0.01 and cfg.time.t_sum == 100.0 and cfg.lazy.sigma2 == 0.005
+    assert cfg.privacy.epsilon == float("inf")
+    assert load_config(None, ["data_dir=1e-2"]).data_dir == "1e-2"  # a string field stays a string

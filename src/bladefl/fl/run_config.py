@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,6 +124,11 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _is_finite(v: Any) -> bool:
+    """A number that is neither infinite nor nan (the paper's quantities that have no limit form)."""
+    return _is_num(v) and math.isfinite(v)
+
+
 def _errors(raw: dict[str, Any]) -> list[str]:
     e: list[str] = []
 
@@ -137,27 +143,27 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     m, t, tm = raw["model"], raw["train"], raw["time"]
     need(_is_int(m["hidden"]) and m["hidden"] >= 1, "model.hidden", "an integer >= 1", m["hidden"])
     need(m["activation"] in ("relu", "none"), "model.activation", "one of ['relu', 'none']", m["activation"])
-    need(_is_num(t["eta"]) and t["eta"] > 0, "train.eta", "a number > 0", t["eta"])
+    need(_is_finite(t["eta"]) and t["eta"] > 0, "train.eta", "a finite number > 0", t["eta"])
     need(t["iteration"] in ("full_batch", "epoch"), "train.iteration", "one of ['full_batch', 'epoch']",
          t["iteration"])
     need(_is_int(t["batch_size"]) and t["batch_size"] >= 1, "train.batch_size", "an integer >= 1", t["batch_size"])
     for name in ("alpha", "beta", "t_sum"):
-        need(_is_num(tm[name]) and tm[name] > 0, f"time.{name}", "a number > 0", tm[name])
+        need(_is_finite(tm[name]) and tm[name] > 0, f"time.{name}", "a finite number > 0", tm[name])
     ks = tm["K"]
-    need(isinstance(ks, (list, tuple)) and len(ks) > 0 and all(_is_int(k) and k >= 1 for k in ks),
-         "time.K", "a non-empty list of integers >= 1", ks)
+    need(isinstance(ks, (list, tuple)) and len(ks) > 0 and all(_is_int(k) and k >= 1 for k in ks)
+         and len(set(ks)) == len(ks), "time.K", "a non-empty list of distinct integers >= 1", ks)
     lz, pv, ch = raw["lazy"], raw["privacy"], raw["chain"]
     need(_is_num(lz["ratio"]) and 0 <= lz["ratio"] < 1, "lazy.ratio", "a number in [0, 1)", lz["ratio"])
-    need(_is_num(lz["sigma2"]) and lz["sigma2"] >= 0, "lazy.sigma2", "a number >= 0", lz["sigma2"])
+    need(_is_finite(lz["sigma2"]) and lz["sigma2"] >= 0, "lazy.sigma2", "a finite number >= 0", lz["sigma2"])
     need(isinstance(lz["counterfactual"], bool), "lazy.counterfactual", "true or false", lz["counterfactual"])
     need(isinstance(lz["detectors"], (list, tuple)) and set(lz["detectors"]) <= set(DETECTORS), "lazy.detectors",
          f"a list of {list(DETECTORS)}", lz["detectors"])
     need(isinstance(lz["exclude"], bool) and (not lz["exclude"] or bool(lz["detectors"])), "lazy.exclude",
          "true or false (true needs lazy.detectors)", lz["exclude"])
-    need(_is_num(pv["epsilon"]) and pv["epsilon"] > 0, "privacy.epsilon", "a number > 0 (inf disables DP)",
-         pv["epsilon"])
+    need(_is_num(pv["epsilon"]) and pv["epsilon"] > 0 and not math.isnan(pv["epsilon"]), "privacy.epsilon",
+         "a number > 0 (inf disables DP)", pv["epsilon"])
     need(_is_num(pv["delta"]) and 0 < pv["delta"] < 1, "privacy.delta", "a number in (0, 1)", pv["delta"])
-    need(_is_num(pv["clip"]) and pv["clip"] > 0, "privacy.clip", "a number > 0", pv["clip"])
+    need(_is_finite(pv["clip"]) and pv["clip"] > 0, "privacy.clip", "a finite number > 0", pv["clip"])
     need(_is_int(ch["difficulty_bits"]) and 0 <= ch["difficulty_bits"] <= 32, "chain.difficulty_bits",
          "an integer in 0..32", ch["difficulty_bits"])
     need(ch["block_time"] in ("fixed", "exponential"), "chain.block_time", "one of ['fixed', 'exponential']",
@@ -175,9 +181,20 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     return e
 
 
-def _coerce(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", ".inf", "infinity"):
+NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _coerce(value: Any, default: Any) -> Any:
+    """Strings that are numbers where the field is a number: "inf", and scientific notation that
+    YAML 1.1 reads as a string ("1e-2"; PyYAML wants "1.0e-2")."""
+    if not isinstance(value, str) or isinstance(default, bool) or not _is_num(default):
+        return value
+    text = value.strip()
+    if text.lower() in ("inf", "+inf", ".inf", "infinity"):
         return math.inf
+    if NUMBER.fullmatch(text):
+        number = float(text)
+        return int(number) if isinstance(default, int) and number.is_integer() and "." not in text else number
     return value
 
 
@@ -192,7 +209,7 @@ def _merge(defaults: dict[str, Any], given: Mapping[str, Any], where: str) -> di
                 raise ConfigError(f"{where}{key} must be a mapping (got {value!r})")
             out[key] = _merge(defaults[key], value, f"{where}{key}.")
         else:
-            out[key] = _coerce(value)
+            out[key] = _coerce(value, defaults[key])
     return out
 
 
