@@ -101,3 +101,34 @@ def test_a_key_with_a_dot_names_its_files_in_full(tmp_path):
     paths = PartitionPaths.under(tmp_path, "mnist", spec)
     assert [p.name for p in (paths.indices, paths.manifest, paths.figure)] == [
         "dirichlet0.5_N4_n16_seed0.npy", "dirichlet0.5_N4_n16_seed0.json", "dirichlet0.5_N4_n16_seed0.png"]
+
+
+def test_a_partition_file_is_checked_before_any_work(tmp_path, capsys):
+    """Out-of-range, negative, repeated and shared indices, a text file and a float array are
+    each refused with one line naming the file, and nothing is written."""
+    from bladefl.cli import main
+
+    good = np.arange(4 * 8).reshape(4, 8)
+    cases = {
+        "range": (np.where(good == 3, 60_000, good), "must lie in 0..59999"),
+        "negative": (np.where(good == 3, -1, good), "must lie in 0..59999"),
+        "repeated": (np.where(good == 1, 0, good), "hold a sample more than once"),
+        "shared": (np.stack([good[0]] * 4), "more than one client"),
+        "floats": (good.astype(float), "must be integers"),
+        "shape": (good.reshape(8, 4), "partition.N=4 x partition.n=8"),
+    }
+    for name, (indices, message) in cases.items():
+        path = tmp_path / f"{name}.npy"
+        np.save(path, indices)
+        out = tmp_path / f"out_{name}"
+        code = main(["run", "--partition", str(path), "--out", str(out), "--set", "partition.N=4",
+                     "--set", "partition.n=8", "--set", "device=cpu", "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and str(path) in err, (name, err)
+        assert "Traceback" not in err and not out.exists()
+    text = tmp_path / "text.npy"
+    text.write_text("0 1 2 3\n")
+    code = main(["run", "--partition", str(text), "--out", str(tmp_path / "o"), "--set", "partition.N=4",
+                 "--set", "partition.n=8", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "not a partition index file" in err and "pickled" not in err

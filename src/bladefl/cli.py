@@ -31,17 +31,22 @@ def _cmd_partition(args: argparse.Namespace) -> int:
 
 
 def _partition_indices(path: str, spec):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
-    """The client index file at ``path``, checked to exist and to match ``spec``'s N x n."""
+    """The client index file at ``path``, checked before any work: it exists, holds integers, and
+    is a partition of the training set with ``spec``'s N x n disjoint clients."""
     from pathlib import Path
 
-    from bladefl.data.partition_store import read_partition
+    from bladefl.data.datasets import TRAIN_SIZE
+    from bladefl.data.partition_store import index_problems, read_partition
 
     if not Path(path).is_file():
         raise ValueError(f"--partition {path}: no such file (write it with `bladefl partition`)")
-    indices = read_partition(path)
-    if indices.shape != (spec.N, spec.n):
-        raise ValueError(f"--partition {path} has shape {indices.shape}, the config needs "
-                         f"partition.N={spec.N} x partition.n={spec.n}")
+    try:
+        indices = read_partition(path)
+    except ValueError as exc:
+        raise ValueError(f"--partition {exc}") from None
+    problems = index_problems(indices, spec, TRAIN_SIZE)  # both datasets: 60,000 training samples
+    if problems:
+        raise ValueError(f"--partition {path}: " + "; ".join(problems))
     return indices
 
 

@@ -57,7 +57,40 @@ def write_partition(dataset: str, spec: PartitionSpec, data_root: str | Path, pa
 
 
 def read_partition(path: str | Path, expected_sha256: str | None = None) -> np.ndarray:
-    indices = np.load(path)
+    """The client index file at ``path`` (a NumPy .npy file of integers; never pickles)."""
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic != b"\x93NUMPY":
+        raise ValueError(f"{path}: not a partition index file (a NumPy .npy array of sample indices, as "
+                         f"`bladefl partition` writes)")
+    try:
+        indices = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"{path}: not a readable partition index file ({type(exc).__name__}: an object "
+                         f"array or a truncated file)") from None
+    if not isinstance(indices, np.ndarray) or not np.issubdtype(indices.dtype, np.integer):
+        kind = getattr(indices, "dtype", type(indices).__name__)
+        raise ValueError(f"{path}: the partition's indices must be integers (got {kind})")
     if expected_sha256 is not None and indices_digest(indices) != expected_sha256:
         raise ValueError(f"{path}: index digest does not match its manifest")
     return indices
+
+
+def index_problems(indices: np.ndarray, spec: PartitionSpec, train_size: int) -> list[str]:
+    """Why ``indices`` cannot be ``spec``'s partition of a training set of ``train_size``
+    samples: its shape N x n, every index in 0..train_size-1, no sample twice within a client,
+    and no sample shared by two clients (every scheme gives disjoint clients). Empty when fine."""
+    problems = []
+    if indices.ndim != 2 or indices.shape != (spec.N, spec.n):
+        return [f"shape {indices.shape}, the config needs partition.N={spec.N} x partition.n={spec.n}"]
+    if indices.size and (indices.min() < 0 or indices.max() >= train_size):
+        problems.append(f"indices must lie in 0..{train_size - 1} (found {int(indices.min())}..{int(indices.max())})")
+        return problems
+    repeated = [i for i, row in enumerate(indices) if len(np.unique(row)) != len(row)]
+    if repeated:
+        problems.append(f"clients {repeated[:5]} hold a sample more than once")
+    values, counts = np.unique(indices, return_counts=True)
+    if not repeated and (counts > 1).any():
+        problems.append(f"{int((counts > 1).sum())} samples are held by more than one client (e.g. index "
+                        f"{int(values[counts > 1][0])}); the clients must be disjoint")
+    return problems
