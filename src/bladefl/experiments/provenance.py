@@ -44,7 +44,17 @@ def code_version() -> str:
     return __version__
 
 
-def record(dataset: str) -> dict:
+def _read(dataset: str, data_dir: str) -> dict[str, str] | None:
+    try:
+        return datasets.read_checksums(dataset, data_dir)
+    except FileNotFoundError:
+        return None
+
+
+def record(dataset: str, data_dir: str | None = None) -> dict:
+    """What produced a run: code and library versions, host, SLURM job, and the SHA-256 of the
+    data files actually read under ``data_dir`` (the pinned values when no folder is given; None
+    where there are no files: data made in memory, as the tests do)."""
     import torch
 
     return {
@@ -53,5 +63,5 @@ def record(dataset: str) -> dict:
         "torch": torch.__version__,
         "host": platform.node(),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
-        "data_sha256": datasets.checksums(dataset),
+        "data_sha256": datasets.checksums(dataset) if data_dir is None else _read(dataset, data_dir),
     }
