@@ -176,3 +176,26 @@ def test_a_changed_data_file_is_refused_unless_allowed_and_the_files_read_are_re
     assert recorded["t10k-images-idx3-ubyte"] == datasets.sha256_file(target) != datasets.MNIST.sha256[
         "t10k-images-idx3-ubyte"]
     assert provenance.record("mnist", str(tmp_path / "nowhere"))["data_sha256"] is None
+
+
+def test_corrupt_idx_files_are_named_in_one_line(tmp_path, monkeypatch):
+    """A 3-byte file, a truncated header, a label out of range: each a ValueError naming the file
+    (the checksum check is waived explicitly so the decoder itself is reached)."""
+    from bladefl.data import datasets
+
+    monkeypatch.setenv(datasets.ALLOW_UNPINNED, "1")
+    raw = datasets.MNIST.raw_dir(tmp_path)
+    raw.mkdir(parents=True)
+    images = np.zeros((5, 28, 28), dtype=np.uint8)
+    labels = np.array([0, 1, 2, 3, 200], dtype=np.uint8)
+    for prefix in ("train", "t10k"):
+        (raw / f"{prefix}-images-idx3-ubyte").write_bytes(idx.encode(images))
+        (raw / f"{prefix}-labels-idx1-ubyte").write_bytes(idx.encode(labels))
+    with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte: label 200 is outside 0\.\.9"):
+        datasets.load("mnist", tmp_path, train=False)
+    (raw / "t10k-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08")
+    with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte: too short for an IDX header"):
+        datasets.load("mnist", tmp_path, train=False)
+    (raw / "t10k-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x03\x00")
+    with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte: the header announces 3 dimensions"):
+        datasets.load("mnist", tmp_path, train=False)

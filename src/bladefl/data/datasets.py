@@ -135,12 +135,29 @@ def load(name: str, root: str | Path, train: bool, normalize: bool = False) -> A
         )
     read_checksums(name, root)  # the files read are the pinned ones (or explicitly allowed)
     prefix = "train" if train else "t10k"
-    images = idx.decode((spec.raw_dir(root) / f"{prefix}-images-idx3-ubyte").read_bytes())
-    labels = idx.decode((spec.raw_dir(root) / f"{prefix}-labels-idx1-ubyte").read_bytes())
+    images = _decode(spec.raw_dir(root) / f"{prefix}-images-idx3-ubyte", ndim=3)
+    labels = _decode(spec.raw_dir(root) / f"{prefix}-labels-idx1-ubyte", ndim=1)
+    if len(images) != len(labels) or images.shape[1:] != (28, 28):
+        raise ValueError(f"{spec.raw_dir(root)}: {prefix} images {images.shape} and labels {labels.shape} do not "
+                         f"match (28 x 28 images, one label each)")
+    if labels.size and labels.max() >= spec.num_classes:
+        raise ValueError(f"{spec.raw_dir(root) / f'{prefix}-labels-idx1-ubyte'}: label {int(labels.max())} is "
+                         f"outside 0..{spec.num_classes - 1}")
     x = images.reshape(len(images), -1).astype(np.float32) / np.float32(255.0)
     if normalize:
         x = (x - np.float32(spec.mean)) / np.float32(spec.std)
     return ArrayDataset(x=x, y=labels.astype(np.int64))
+
+
+def _decode(path: Path, ndim: int) -> np.ndarray:
+    """One IDX file, its problems reported with its name."""
+    try:
+        array = idx.decode(path.read_bytes())
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    if array.ndim != ndim:
+        raise ValueError(f"{path}: {array.ndim} dimensions, expected {ndim}")
+    return array
 
 
 def checksums(name: str) -> dict[str, str]:

@@ -19,10 +19,15 @@ def encode(array: np.ndarray) -> bytes:
 
 
 def decode(data: bytes) -> np.ndarray:
-    """Decode IDX bytes (unsigned byte payload) into a numpy array."""
+    """Decode IDX bytes (unsigned byte payload) into a numpy array; a malformed file is a
+    ValueError saying what is wrong (never a struct error)."""
+    if len(data) < 4:
+        raise ValueError(f"too short for an IDX header ({len(data)} bytes)")
     zero, dtype, ndim = struct.unpack(">HBB", data[:4])
     if zero != 0 or dtype != _UBYTE:
         raise ValueError("not an unsigned-byte IDX file")
+    if len(data) < 4 + 4 * ndim:
+        raise ValueError(f"the header announces {ndim} dimensions but the file ends after {len(data)} bytes")
     shape = struct.unpack(f">{ndim}I", data[4 : 4 + 4 * ndim])
     payload = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
     if payload.size != int(np.prod(shape)):
