@@ -48,19 +48,24 @@ def design(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: float, xi:
     return K * tau * eta, A
 
 
+def _feasible(K: ArrayLike, gap: ArrayLike, theta: ArrayLike, *, alpha: float, beta: float, t_sum: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The feasible K (tau >= 1), their gaps and thetas, and which K have a positive gap."""
+    K = np.asarray(K, dtype=float)
+    gap = np.asarray(gap, dtype=float)
+    keep = tau_of(K, alpha=alpha, beta=beta, t_sum=t_sum) >= 1
+    theta = np.broadcast_to(np.asarray(theta, dtype=float), keep.shape)[keep]
+    gap = gap[keep]
+    return K[keep], gap, theta, np.isfinite(gap) & (gap > 0)
+
+
 def fit_bound(K: ArrayLike, gap: ArrayLike, *, alpha: float, beta: float, eta: float, L: float, xi: float, delta:
               float, t_sum: float, phi: float | None = None, M: float = 0, N: float = 1, theta: ArrayLike = 0.0,
               sigma2: float = 0.0, free: tuple[str, ...] = ("phi", "eps2")) -> Fit:
     """The tightest upper bound of the given form over the gaps (module docstring). ``K`` are the
     feasible K of the cell; a gap that is not finite or not positive constrains nothing but its K
     must still have a defined bound. Raises ValueError when no such bound exists."""
-    K = np.asarray(K, dtype=float)
-    gap = np.asarray(gap, dtype=float)
-    tau = tau_of(K, alpha=alpha, beta=beta, t_sum=t_sum)
-    keep = tau >= 1
-    K, gap = K[keep], gap[keep]
-    theta = np.broadcast_to(np.asarray(theta, dtype=float), keep.shape)[keep]
-    has_gap = np.isfinite(gap) & (gap > 0)
+    K, gap, theta, has_gap = _feasible(K, gap, theta, alpha=alpha, beta=beta, t_sum=t_sum)
     if has_gap.sum() < len(free):
         raise ValueError(f"need at least {len(free)} K values with a positive gap to fit {free}")
     a, A = design(K, alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta, t_sum=t_sum, M=M, N=N, theta=theta,
@@ -132,13 +137,7 @@ def fit_minimax(K: ArrayLike, gap: ArrayLike, *, alpha: float, beta: float, eta:
         maximise s  subject to  s <= gap_K / G(K) <= 1 at every K with a gap,  1/G(K) > 0 at every K.
 
     ``residual`` is the largest relative excess. Raises ValueError when no upper bound fits."""
-    K = np.asarray(K, dtype=float)
-    gap = np.asarray(gap, dtype=float)
-    tau = tau_of(K, alpha=alpha, beta=beta, t_sum=t_sum)
-    keep = tau >= 1
-    K, gap = K[keep], gap[keep]
-    theta = np.broadcast_to(np.asarray(theta, dtype=float), keep.shape)[keep]
-    has_gap = np.isfinite(gap) & (gap > 0)
+    K, gap, theta, has_gap = _feasible(K, gap, theta, alpha=alpha, beta=beta, t_sum=t_sum)
     if has_gap.sum() < 2:
         raise ValueError("need at least 2 K values with a positive gap to fit (phi, eps2)")
     a, A = design(K, alpha=alpha, beta=beta, eta=eta, L=L, xi=xi, delta=delta, t_sum=t_sum, M=M, N=N, theta=theta,
