@@ -88,3 +88,27 @@ def test_default_and_paper_grids_run_each_sweep_at_the_papers_settings():
         for sweep in config["sweeps"]:
             assert sweep.get("source"), (name, sweep["name"])  # stated (where) or inferred (from what)
     assert len(yaml.safe_load((REPO / "config/paper.yaml").read_text())["seeds"]) == 20
+
+
+def test_every_value_a_job_will_receive_is_checked_when_the_workflow_is_parsed():
+    """A reading's run-config value out of range, an unknown key, and a nan in a sweep: refused
+    at parse time with the reading or cell named, as the job itself would refuse them."""
+    from bladefl.experiments import workflow_config as wc
+
+    sens = yaml.safe_load((REPO / "config/sensitivity_smoke.yaml").read_text())
+    wc.check(sens)
+    name = next(iter(sens["readings"]))
+    bad = copy.deepcopy(sens)
+    bad["readings"][name].setdefault("set", {})["chain.difficulty_bits"] = 64
+    with pytest.raises(wc.ConfigError, match=rf"readings\.{name}: chain\.difficulty_bits must be an integer in 0"):
+        wc.check(bad)
+    bad = copy.deepcopy(sens)
+    bad["readings"][name].setdefault("set", {})["train.momentum"] = 0.9
+    with pytest.raises(wc.ConfigError, match=rf"readings\.{name}: .*unknown field"):
+        wc.check(bad)
+    grid = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    grid = copy.deepcopy(grid)
+    grid["base"]["sigma2"] = float("nan")
+    grid["base"]["lazy_ratio"] = 0.25
+    with pytest.raises(wc.ConfigError, match=r"sigma2"):
+        wc.check(grid)

@@ -183,6 +183,48 @@ def members_json(config: Mapping[str, Any]) -> str:
     return members_to_json(members(config))
 
 
+def job_config_errors(config: Mapping[str, Any]) -> list[str]:
+    """Every run config a job of this workflow will receive, built now with the job's own
+    overrides and checked by the run config's own rules (:func:`bladefl.fl.run_config.from_dict`),
+    so a value a job would refuse stops the workflow before any job: each grid and detection cell
+    (with the first dataset and seed; each seed once), and each reading's cells."""
+    errors: list[str] = []
+    datasets = [d for d in config.get("datasets", []) if d in SPECS]
+    if not datasets:
+        return errors
+    seeds = list(config.get("seeds", [0])) or [0]
+
+    def build(where: str, path: Path, sets: list[str]) -> None:
+        try:
+            load_config(path, sets)
+        except RunConfigError as exc:
+            errors.append(f"{where}: {str(exc).removeprefix('invalid run config: ')}")
+
+    grid = all_cells(config)
+    for cell in grid:
+        build(f"cell {cell.key}", profile_path(config), run_sets(config, cell, datasets[0], seeds[0]))
+    for seed in seeds[1:]:
+        if grid:
+            build(f"seed {seed!r}", profile_path(config), run_sets(config, grid[0], datasets[0], seed))
+    for reading in readings(config):
+        seen = reading_config(config, reading)
+        if not profile_path(seen).is_file():
+            continue  # named by reading_errors
+        found: dict[str, list[str]] = {}  # the reading's problems, and the cells they arise in
+        for cell in cells(config):
+            sets = [*run_sets({**seen, "measure_constants": False}, cell, datasets[0], seeds[0]),
+                    *reading.run_sets(), *reading.cell_sets(cell)]
+            try:
+                load_config(profile_path(seen), sets)
+            except RunConfigError as exc:
+                for problem in str(exc).removeprefix("invalid run config: ").split("; "):
+                    found.setdefault(problem, []).append(cell.key)
+        total = len(cells(config))
+        errors += [f"readings.{reading.name}: {problem}" + ("" if len(where) == total else f" (cells {where})")
+                   for problem, where in found.items()]
+    return errors
+
+
 def check(config: Mapping[str, Any]) -> None:
     """Raise :class:`ConfigError` naming the field and the allowed values, or return None."""
     errors = []
@@ -232,5 +274,7 @@ def check(config: Mapping[str, Any]) -> None:
     n = int(config.get("partition", {}).get("n", 512))
     for cell in grid_cells:
         errors.extend(cell_errors(cell, n, t_sum))
+    if not errors:  # every job's own config, once the grid itself is sound
+        errors.extend(job_config_errors(config))
     if errors:
         raise ConfigError("invalid config: " + "; ".join(dict.fromkeys(errors)))
