@@ -310,4 +310,4 @@ def certificate_row(cell: str, alpha: float, beta: float, t_sum: float, lazy: bo
             "defined_from_for_K_experiment": ", ".join(f"{k}: {'never' if v is None else v}" for k, v in needs.items()),
             "closed_form_eta_L_for_K_experiment": ", ".join(
                 f"{k}: {closed_form_eta_L(k, alpha=alpha, beta=beta, t_sum=t_sum):.3g}" for k in ks),
-            "statement": "; ".join(cert.summary(k) for k in ks) or cert.summary()}
+            "statement": cert.summary(ks)}

@@ -72,12 +72,13 @@ class Certificate:
         """K* = K forces the bound to be undefined at every K' below this (None: K is unachievable)."""
         return self.defined_from.get(K)
 
-    def summary(self, k_experiment: float | None = None) -> str:
-        """One sentence a reader can check against the bound page."""
+    def summary(self, k_experiments: float | list[float] | None = None) -> str:
+        """One sentence a reader can check against the bound page: the headline, then what each of
+        the experiment's K* (one or several, e.g. per seed) needs."""
         text = (f"with the bound defined at K = 1, no choice of constants puts its minimiser above "
                 f"K = {self.largest_if_defined_at_1}")
-        if k_experiment is not None and math.isfinite(k_experiment):
-            k = int(k_experiment)
+        ks = [] if k_experiments is None else [k_experiments] if np.ndim(k_experiments) == 0 else k_experiments
+        for k in sorted({int(k) for k in ks if math.isfinite(k)}):
             start = self.defined_from.get(k)
             if start is None:
                 text += f"; no choice of constants gives the experiment's K* = {k}"
