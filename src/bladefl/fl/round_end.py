@@ -62,12 +62,15 @@ class EndPlan:
     own: torch.Tensor | None  # trained positions of the counterfactual runs' lazy clients
     own_rows: torch.Tensor | None  # and their positions among the lazy rows
     dp: tuple[int, ...]  # runs with local DP
+    dp_index: torch.Tensor | None  # the same, as an index tensor
     dp_std: torch.Tensor | None  # [DP runs, 1, 1]
     dp_clip: torch.Tensor | None  # [DP runs, 1, 1]
-    detecting: dict[tuple[str, ...], tuple[int, ...]]  # detectors -> runs that run them
+    detecting: dict[tuple[str, ...], tuple[tuple[int, ...], torch.Tensor]]  # detectors -> runs (and index)
     measuring: tuple[int, ...]  # runs that measure the bound's constants
     honest_rows: tuple[torch.Tensor, ...]  # per measuring run, its honest clients' trained positions
+    honest_clients: tuple[torch.Tensor, ...]  # per measuring run, its honest clients
     referenced: tuple[int, ...]  # runs with a reference optimum
+    referenced_index: torch.Tensor | None  # the same, as an index tensor
     references: torch.Tensor | None  # [those runs, P]
     weights: np.ndarray = field(repr=False)  # [R, N] every client's sample count (FedAvg, nothing excluded)
 
@@ -103,10 +106,11 @@ def plan(runs: list[RunState], device: torch.device) -> EndPlan:
             own_rows += range(offset, offset + M)
         offset += M
     dp = tuple(i for i, r in enumerate(runs) if r.sigma_dp > 0)
-    detecting: dict[tuple[str, ...], tuple[int, ...]] = {}
+    by_detectors: dict[tuple[str, ...], tuple[int, ...]] = {}
     for i, r in enumerate(runs):
         if r.cfg.lazy.detectors:
-            detecting[r.cfg.lazy.detectors] = (*detecting.get(r.cfg.lazy.detectors, ()), i)
+            by_detectors[r.cfg.lazy.detectors] = (*by_detectors.get(r.cfg.lazy.detectors, ()), i)
+    detecting = {names: (which, _index(list(which), device)) for names, which in by_detectors.items()}
     referenced = tuple(i for i, r in enumerate(runs) if r.spec.reference is not None)
     measuring = tuple(i for i, r in enumerate(runs) if r.cfg.measure.constants)
 
@@ -121,9 +125,11 @@ def plan(runs: list[RunState], device: torch.device) -> EndPlan:
         noise_rows=_index(noise_rows, device) if noise_rows else None,
         noise_scale=torch.tensor(scale, dtype=torch.float32, device=device).view(-1, 1) if scale else None,
         own=_index(own, device) if own else None, own_rows=_index(own_rows, device) if own_rows else None,
-        dp=dp, dp_std=per_run([runs[i].sigma_dp for i in dp]), dp_clip=per_run([runs[i].cfg.privacy.clip for i in dp]),
+        dp=dp, dp_index=_index(list(dp), device) if dp else None,
+        dp_std=per_run([runs[i].sigma_dp for i in dp]), dp_clip=per_run([runs[i].cfg.privacy.clip for i in dp]),
         detecting=detecting, measuring=measuring, honest_rows=tuple(_index(taken[i], device) for i in measuring),
-        referenced=referenced,
+        honest_clients=tuple(_index(runs[i].roles.honest, device) for i in measuring), referenced=referenced,
+        referenced_index=_index(list(referenced), device) if referenced else None,
         references=torch.stack([runs[i].spec.reference for i in referenced]).to(device) if referenced else None,
         weights=np.full((len(runs), N), float(runs[0].n)))
 
@@ -220,8 +226,8 @@ def _uploads(end: EndPlan, trained: torch.Tensor, ks: list[int], noise: Noise
         noise_norms = (copied - copies).norm(dim=1)
         distances = None if own is None else (own - copies.index_select(0, end.own_rows)).norm(dim=1)
     uploads = uploads.view(R, N, P)
-    if end.dp:
-        dp = _index(list(end.dp), trained.device)
+    if end.dp_index is not None:
+        dp = end.dp_index
         uploads.index_copy_(0, dp, privacy.add_noise(uploads.index_select(0, dp), noise.dp, end.dp_std, end.dp_clip))
     return uploads, noise_norms, distances
 
@@ -233,8 +239,7 @@ def _detect(ctx: RoundEnds, end: EndPlan, ks: list[int], uploads: torch.Tensor, 
     detecting runs together; flagged uploads get weight 0 where the run excludes them."""
     out: list[tuple[list[dict], Flagging]] = [([], Flagging())] * len(end.runs)
     N = end.N
-    for detectors, which in end.detecting.items():
-        idx = _index(list(which), uploads.device)
+    for detectors, (which, idx) in end.detecting.items():
         found = detection.detect_many(uploads.index_select(0, idx), previous.index_select(0, idx), detectors)
         for i, runs_found in zip(which, found, strict=True):
             run = end.runs[i]
@@ -286,14 +291,13 @@ def end_round(ctx: RoundEnds, end: EndPlan, ks: list[int], noise: Noise, clock: 
     mlp.scatter(layout.views, end.trained_rows, new, end.row_run, shape)
     clock.mark("aggregate")
     measured = {}
-    for i, rows in zip(end.measuring, end.honest_rows, strict=True):
-        sel = _index(end.runs[i].roles.honest, data.x.device)
+    for i, rows, sel in zip(end.measuring, end.honest_rows, end.honest_clients, strict=True):
         measured[i] = dataclasses.asdict(measured_constants.measure(
             new[i], trained.index_select(0, rows), data.x[sel], data.y[sel], data.x, data.y, shape))
     clock.mark("constants")
     parts = list(evaluate(new, ctx.samples, shape))
     optional = [noise_norms, distances,
-                None if end.references is None else (new.index_select(0, _index(list(end.referenced), new.device))
+                None if end.references is None else (new.index_select(0, end.referenced_index)
                                                      - end.references).norm(dim=1)]
     values = torch.cat([t.float() for t in parts + [t for t in optional if t is not None]]).tolist()
     clock.mark("evaluation")
