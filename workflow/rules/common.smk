@@ -20,11 +20,17 @@ PROFILE = config["profile"]
 TV_NAMES = {name: get_spec(name).torchvision_name for name in DATASETS}
 DATASET_OF_TV = {tv: name for name, tv in TV_NAMES.items()}
 CELLS = {cell.key: cell for cell in wc_cfg.all_cells(config)}
-PARTITION_KEYS = {
-    N: wc_cfg.partition_spec(config, N).key
-    for N in sorted({c.N for c in CELLS.values()})
-}
 SEEDS = config["seeds"]
+
+
+def partition_key(N, seed):
+    """The partition file of run seed ``seed`` in a cell with N clients (its draw)."""
+    return wc_cfg.partition_spec(config, N, int(seed)).key
+
+
+PARTITION_KEYS = sorted(
+    {partition_key(N, s) for N in {c.N for c in CELLS.values()} for s in SEEDS}
+)
 GROUPED = config.get("grouping", "cell") == "partition"
 GROUPS = wc_cfg.run_groups(config) if GROUPED else []
 GROUPS_BY_NAME = {g.name: g for g in GROUPS}
@@ -113,20 +119,22 @@ def bound_run_summaries(wildcards):
 
 
 def dataset_references(wildcards):
-    """Reference optima (F*, w*) of the bound cells' partitions."""
-    keys = sorted({PARTITION_KEYS[cell.N] for cell in BOUND_CELLS.values()})
+    """Reference optima (F*, w*) of the bound cells' partitions (each draw's)."""
+    keys = sorted({partition_key(c.N, s) for c in BOUND_CELLS.values() for s in SEEDS})
     return expand(f"{REFERENCES}/{wildcards.dataset}/{{key}}.npz", key=keys)
 
 
 def cell_partition(wildcards):
-    return f"{PARTITIONS}/{wildcards.dataset}/{PARTITION_KEYS[CELLS[wildcards.cell].N]}.npy"
+    key = partition_key(CELLS[wildcards.cell].N, wildcards.seed)
+    return f"{PARTITIONS}/{wildcards.dataset}/{key}.npy"
 
 
 def cell_reference(wildcards):
     """A bound cell's reference optimum (its runs record ||w^k - w*||); none for the others."""
     if wildcards.cell not in BOUND_CELLS:
         return []
-    return f"{REFERENCES}/{wildcards.dataset}/{PARTITION_KEYS[CELLS[wildcards.cell].N]}.npz"
+    key = partition_key(CELLS[wildcards.cell].N, wildcards.seed)
+    return f"{REFERENCES}/{wildcards.dataset}/{key}.npz"
 
 
 # --- parameter functions (wildcards, input, output -> values) ----------------------------------
@@ -168,7 +176,7 @@ def group_reference(group):
     """The reference optimum of a group's partition when one of its cells is a bound cell."""
     if not any(c in BOUND_CELLS for c in group.cells):
         return []
-    return f"{REFERENCES}/{group.dataset}/{PARTITION_KEYS[group.N]}.npz"
+    return f"{REFERENCES}/{group.dataset}/{partition_key(group.N, group.seeds[0])}.npz"
 
 
 def group_plan_json(wildcards):
@@ -212,10 +220,11 @@ def reading_profile(wildcards):
 
 
 def reading_partition(wildcards):
-    """The partition of a reading (its scheme); the study's cells share one N."""
+    """The partition of a reading (its scheme, the seed's draw); the study's cells share one N."""
     (N,) = {c.N for c in wc_cfg.cells(config)}
     seen = rd.reading_config(config, READINGS[wildcards.reading])
-    return f"{PARTITIONS}/{wildcards.dataset}/{wc_cfg.partition_spec(seen, N).key}.npy"
+    key = wc_cfg.partition_spec(seen, N, int(wildcards.seed)).key
+    return f"{PARTITIONS}/{wildcards.dataset}/{key}.npy"
 
 
 def reading_plan_json(wildcards):
@@ -309,9 +318,7 @@ def notebook_parameters(wildcards):
             "config_file": f"{REPORT}/config.yaml",
         },
         "01_data": {
-            "partitions": [
-                f"{PARTITIONS}/{d}/{key}.json" for key in PARTITION_KEYS.values()
-            ]
+            "partitions": [f"{PARTITIONS}/{d}/{key}.json" for key in PARTITION_KEYS]
         },
         "02_sweeps": {
             "summary": f"{RESULTS}/summary/{d}.csv",
@@ -374,7 +381,7 @@ def all_targets():
         *[
             p
             for d in DATASETS
-            for key in PARTITION_KEYS.values()
+            for key in PARTITION_KEYS
             for p in partition_files(d, key)
         ],
         *expand(f"{RESULTS}/summary/{{dataset}}.csv", dataset=DATASETS),

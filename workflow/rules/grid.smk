@@ -60,7 +60,7 @@ if not GROUPED:
 
 else:
 
-    # grouping: partition (the GPU profile): one job per dataset x N x block of seeds, all its
+    # grouping: partition (the GPU profile): one job per dataset x N x draw x block of seeds, all its
     # cells, seeds and K stacked as one computation (see docs/gpu.md).
     rule group_plan:
         output:
@@ -79,7 +79,7 @@ else:
                 f"run_group_{group.name}"
             input:
                 raw=raw_files(group.dataset),
-                partition=f"{PARTITIONS}/{group.dataset}/{PARTITION_KEYS[group.N]}.npy",
+                partition=f"{PARTITIONS}/{group.dataset}/{partition_key(group.N, group.seeds[0])}.npy",
                 reference=group_reference(group),
                 profile=f"config/profiles/{PROFILE}.yaml",
                 plan=f"{RESULTS}/plans/{PROFILE}/{group.name}.json",

@@ -78,6 +78,9 @@ def reading_errors(config: Mapping[str, Any], profiles: list[str]) -> list[str]:
 
 
 def reading_config(config: Mapping[str, Any], reading: Reading) -> dict[str, Any]:
-    """The workflow config as one reading sees it: its profile, its partition."""
-    return {**config, "profile": reading.profile,
-            "partition": {**config.get("partition", {}), **reading.partition_overrides()}}
+    """The workflow config as one reading sees it: its profile, its partition (a reading that sets
+    the partition's seed replaces the config's replicate draws with that one draw)."""
+    part = {**config.get("partition", {}), **reading.partition_overrides()}
+    if "seed" in reading.partition_overrides():
+        part.pop("seeds", None)
+    return {**config, "profile": reading.profile, "partition": part}

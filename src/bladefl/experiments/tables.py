@@ -14,16 +14,18 @@ import pandas as pd
 from bladefl.experiments.grid import Member
 
 COLUMNS = ["sweep", "feeds", "vary", "value", "cell", "alpha", "beta", "N", "eta", "lazy_ratio", "sigma2",
-           "epsilon", "K", "tau", "seed", "train_loss", "test_loss", "test_accuracy", "training_time",
+           "epsilon", "K", "tau", "seed", "partition", "train_loss", "test_loss", "test_accuracy", "training_time",
            "mining_time", "status"]
 
 
 def read_run(summary_path: str | Path) -> pd.DataFrame:
-    """Per-K final values of one run (cell key = the run folder's parent's name)."""
+    """Per-K final values of one run (cell key = the run folder's parent's name; partition = the
+    seed of the partition draw it trained on)."""
     path = Path(summary_path)
     data = json.loads(path.read_text())
     frame = pd.DataFrame(data["per_K"])
     frame["seed"] = data["config"]["seed"]
+    frame["partition"] = data["config"].get("partition", {}).get("seed", 0)
     frame["cell"] = path.parent.parent.name
     for col in ("train_loss", "test_loss", "test_accuracy"):
         if col not in frame:
@@ -52,10 +54,32 @@ def _argbest(group: pd.DataFrame, column: str, maximize: bool) -> pd.Series:
     return row
 
 
+def _seed_mean_k_star(ok: pd.DataFrame) -> float:
+    """K* (by loss) of the seed-mean curve of some runs of one cell."""
+    curve = ok.groupby("K").train_loss.mean()
+    return float(curve.idxmin())
+
+
+def k_star_spread(ok: pd.DataFrame) -> dict[str, float]:
+    """Where K*'s spread comes from, for the runs of one cell (status ok): over run seeds on the same
+    partition draw (the within-draw standard deviation of the per-seed K*, pooled over draws; nan
+    when no draw has two seeds) and over partition draws (the standard deviation of each draw's
+    seed-mean K*; nan with one draw)."""
+    parts = ok["partition"] if "partition" in ok else pd.Series(0, index=ok.index)
+    per_draw = {d: g for d, g in ok.groupby(parts)}
+    within = [np.var([_seed_mean_k_star(r) for _, r in g.groupby("seed")], ddof=1)
+              for g in per_draw.values() if g.seed.nunique() > 1]
+    draws = [_seed_mean_k_star(g) for g in per_draw.values()]
+    return {"partitions": len(per_draw),
+            "K_star_loss_std_seeds": float(np.sqrt(np.mean(within))) if within else float("nan"),
+            "K_star_loss_std_partitions": float(np.std(draws, ddof=1)) if len(draws) > 1 else float("nan")}
+
+
 def optimum(table: pd.DataFrame) -> pd.DataFrame:
     """Per (sweep, cell): K* by loss and by accuracy on the seed-mean curves, the optimal
     training time tau*alpha*K* and mining time beta*K* (at K* by loss), the maximal accuracy,
-    and the standard deviation over seeds of each (per-seed optima)."""
+    and the standard deviation over seeds of each (per-seed optima); K*'s spread over run seeds on
+    one partition draw and over partition draws (:func:`k_star_spread`)."""
     out = []
     for (sweep, cell), group in table.groupby(["sweep", "cell"], sort=False):
         ok = group[group.status == "ok"]
@@ -78,5 +102,6 @@ def optimum(table: pd.DataFrame) -> pd.DataFrame:
             "training_time_std": float(np.std([a.training_time for a, _ in per_seed])),
             "mining_time_std": float(np.std([a.mining_time for a, _ in per_seed])),
             "max_accuracy_std": float(np.std([b.test_accuracy for _, b in per_seed])),
+            **k_star_spread(ok),
         })
     return pd.DataFrame(out)

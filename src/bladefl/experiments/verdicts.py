@@ -9,6 +9,11 @@ in which it holds is its support. ``reproduced`` at support >= 0.9, ``refuted`` 
 bound is undefined at some K: its bracket is not positive there, so it bounds nothing), which
 is not a refutation; the evidence names where.
 
+With partition replicates (run seeds paired with draws of the same non-IID scheme), each claim is
+judged again on each draw's runs alone (full sample, no resampling): ``draws_holding`` says on how
+many draws it holds and ``across_partitions`` whether it holds on every draw, fails on every draw
+or flips with the draw.
+
 Sweeps are found by the parameter they vary; the bound's cells (Fig. 3) are the config's
 ``bound_sweep``. The bound claims fit the bound to the seed-mean gap F(w^K) - F* of each
 resample as an upper bound (``theory.fit``), with the median of the resampled seeds' measured
@@ -32,7 +37,9 @@ from bladefl.theory.claims import COROLLARIES, monotone, on_bound, sweep_point
 from bladefl.theory.fit import Fit
 
 VERDICTS = ("reproduced", "refuted", "inconclusive", "single seed", "not applicable")
-COLUMNS = ["claim", "source", "basis", "verdict", "support", "seeds", "evidence"]
+COLUMNS = ["claim", "source", "basis", "verdict", "support", "seeds", "draws_holding", "across_partitions",
+           "page", "evidence"]
+POOLED = [c for c in COLUMNS if c not in ("draws_holding", "across_partitions")]
 
 
 def verdict_of(support: float, seeds: int, reproduced: float = 0.9, refuted: float = 0.1) -> str:
@@ -117,6 +124,12 @@ class Claim:
     source: str
     basis: str  # experiment | bound
     check: Callable[[Means], tuple[bool, str]]
+    page: str = "02_sweeps"  # the report page (notebook) whose figures it rests on
+
+
+def page_of(param: str) -> str:
+    """The report page showing a sweep of ``param``: privacy for epsilon, the sweeps page else."""
+    return "04_privacy" if param == "epsilon" else "02_sweeps"
 
 
 def _direction(param: str, quantity: str, direction: str, sweep: Sweep, t_sum: float,
@@ -186,7 +199,7 @@ def experiment_claims(members: Sequence[Member], t_sum: float, curves: Curves | 
         if sweep is not None and len(sweep.values) >= 2:
             noise = step_noise(curves) if curves is not None else None
             check = _direction(param, quantity, direction, sweep, t_sum, noise)
-            claims.append(Claim(name, source, "experiment", check))
+            claims.append(Claim(name, source, "experiment", check, page_of(param)))
     n_sweep = sweep_varying(members, "N")
     if n_sweep is not None and sum(v >= 20 for v in n_sweep.values) >= 2:
         def settles(m: Means, s: Sweep = n_sweep) -> tuple[bool, str]:
@@ -208,7 +221,7 @@ def experiment_claims(members: Sequence[Member], t_sum: float, curves: Curves | 
         def eps_k(m: Means, s: Sweep = eps) -> tuple[bool, str]:
             ks = [m.k_star(c) for c in s.cells]
             return max(ks) - min(ks) <= 1, f"epsilon = {[_g(v) for v in s.values]} -> K* = {ks} (holds if spread <= 1)"
-        claims.append(Claim("K* does not depend on epsilon", "Section VII, Fig. 10", "experiment", eps_k))
+        claims.append(Claim("K* does not depend on epsilon", "Section VII, Fig. 10", "experiment", eps_k, "04_privacy"))
     return claims
 
 
@@ -239,16 +252,16 @@ def seed_draws(S: int, resamples: int, seed: int = 0) -> list[np.ndarray]:
 
 
 def _row(name: str, source: str, basis: str, holds: Sequence[bool], seeds: int, evidence: str,
-         not_applicable: str = "") -> dict:
+         not_applicable: str = "", page: str = "03_bound") -> dict:
     """A verdict row: ``holds`` on the full sample, then on each resample; support is the share of
     resamples in which the claim holds (the full sample's answer with one seed). With
     ``not_applicable`` (why: which precondition fails, where) the verdict is ``not applicable``."""
     if not_applicable:
         return {"claim": name, "source": source, "basis": basis, "verdict": "not applicable", "support": math.nan,
-                "seeds": seeds, "evidence": f"{not_applicable}; {evidence}"}
+                "seeds": seeds, "page": page, "evidence": f"{not_applicable}; {evidence}"}
     support = float(np.mean(holds[1:] if len(holds) > 1 else holds[:1]))
     return {"claim": name, "source": source, "basis": basis, "verdict": verdict_of(support, seeds),
-            "support": support, "seeds": seeds, "evidence": evidence}
+            "support": support, "seeds": seeds, "page": page, "evidence": evidence}
 
 
 def bootstrap(curves: Curves, claims: Sequence[Claim], resamples: int, seed: int = 0) -> pd.DataFrame:
@@ -258,8 +271,8 @@ def bootstrap(curves: Curves, claims: Sequence[Claim], resamples: int, seed: int
     for claim in claims:
         checks = [claim.check(m) for m in means]
         rows.append(_row(claim.name, claim.source, claim.basis, [ok for ok, _ in checks], len(curves.seeds),
-                         checks[0][1]))
-    return pd.DataFrame(rows, columns=COLUMNS)
+                         checks[0][1], page=claim.page))
+    return pd.DataFrame(rows, columns=POOLED)
 
 
 # --- the bound (Fig. 3) ------------------------------------------------------------------------
@@ -349,7 +362,7 @@ def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[flo
     ]
     rows = [_row(name, source, "bound", [holds(r) for r in results], seeds, f"{evidence} (cells: {names})", why)
             for name, source, holds, evidence, why in specs]
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=POOLED)
 
 
 def _corollaries_on(f: CellFit, members: Sequence[Member]) -> dict[str, tuple[bool, list[float], list[float], str]]:
@@ -391,15 +404,54 @@ def bound_corollaries(base_fits: Sequence[CellFit], members: Sequence[Member], s
                          [d.get(claim.name, (False,))[0] for d in per_draw], seeds,
                          f"{claim.param} = {[_g(x) for x in values]} -> K* of the fitted bound = {ks} ({detail}); "
                          f"base cell {base_fits[0].cell.cell}"))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=POOLED)
 
 
 def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, bound_cells: Sequence[BoundCell],
                  gaps: pd.DataFrame | None, constants: pd.DataFrame | None, resamples: int = 1000,
                  bound_resamples: int = 100) -> pd.DataFrame:
-    """The verdict table of one dataset: experiment claims, convexity, and (when the bound's
-    constants were measured) the Fig. 3 claims and the corollaries on the bound. The bound is fitted
-    once per bound cell and draw, for both."""
+    """The verdict table of one dataset (:func:`pooled_verdicts` over every run) with, per claim,
+    whether it holds on each partition draw (:func:`across_partitions`)."""
+    pooled = pooled_verdicts(table, members, t_sum, bound_cells, gaps, constants, resamples, bound_resamples)
+    draws = sorted(table.partition.unique()) if "partition" in table else [0]
+    per_draw = {} if len(draws) < 2 else {
+        int(d): pooled_verdicts(table[table.partition == d], members, t_sum, bound_cells, gaps, constants, 0, 0)
+        for d in draws}
+    return across_partitions(pooled, per_draw)
+
+
+def across_partitions(pooled: pd.DataFrame, per_draw: dict[int, pd.DataFrame]) -> pd.DataFrame:
+    """``pooled`` with two columns: ``draws_holding`` (on how many partition draws the claim holds,
+    each judged on its own runs' seed-mean curves, e.g. "3/5") and ``across_partitions``: "one draw"
+    (nothing to compare), "not applicable", "holds on every draw", "fails on every draw" or "flips"
+    (a verdict another draw of the same scheme would change)."""
+    out = pooled.copy()
+    if not per_draw:
+        out["draws_holding"], out["across_partitions"] = "", "one draw"
+        return out[COLUMNS]
+    holding, label = [], []
+    for _, row in pooled.iterrows():
+        found = [frame.loc[frame.claim == row.claim] for frame in per_draw.values()]
+        applicable = [f.iloc[0] for f in found if len(f) and f.iloc[0].verdict != "not applicable"]
+        holds = sum(bool(r.support >= 0.5) for r in applicable)
+        holding.append(f"{holds}/{len(applicable)}" if applicable else "")
+        if row.verdict == "not applicable" or not applicable:
+            label.append("not applicable")
+        elif holds == len(applicable):
+            label.append("holds on every draw")
+        else:
+            label.append("fails on every draw" if holds == 0 else "flips")
+    out["draws_holding"], out["across_partitions"] = holding, label
+    return out[COLUMNS]
+
+
+def pooled_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, bound_cells: Sequence[BoundCell],
+                    gaps: pd.DataFrame | None, constants: pd.DataFrame | None, resamples: int = 1000,
+                    bound_resamples: int = 100) -> pd.DataFrame:
+    """The verdict table of the runs in ``table``: experiment claims, convexity, and (when the
+    bound's constants were measured) the Fig. 3 claims and the corollaries on the bound. The bound
+    is fitted once per bound cell and draw, for both. With no resamples, each claim's support is
+    its answer on the full sample (1 or 0)."""
     curves = Curves.from_table(table)
     claims = experiment_claims(members, t_sum, curves)
     claims.append(convexity_claim(curves, sorted({m.cell.key for m in members})))
@@ -419,7 +471,6 @@ def bound_cells_of(members: Sequence[Member], sweep: str, t_sum: float) -> list[
     return [BoundCell(c.key, c.alpha, c.beta, c.eta, t_sum, round(c.lazy_ratio * c.N), c.N, c.sigma2) for c in cells]
 
 
-__all__ = ["VERDICTS", "COLUMNS", "verdict_of", "Curves", "Means", "Sweep", "sweep_varying", "Claim",
-           "experiment_claims", "convexity_claim", "seed_draws", "bootstrap", "BoundCell", "CellFit", "cell_fit",
-           "bound_claims", "bound_corollaries", "all_verdicts", "bound_cells_of"]
-
+__all__ = ["VERDICTS", "COLUMNS", "across_partitions", "pooled_verdicts", "verdict_of", "Curves", "Means", "Sweep",
+           "sweep_varying", "Claim", "experiment_claims", "convexity_claim", "seed_draws", "bootstrap", "BoundCell",
+           "CellFit", "cell_fit", "bound_claims", "bound_corollaries", "all_verdicts", "bound_cells_of"]

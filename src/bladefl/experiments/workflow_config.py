@@ -47,9 +47,36 @@ def profile(config: Mapping[str, Any]) -> RunConfig:
     return load_config(path)
 
 
-def partition_spec(config: Mapping[str, Any], N: int) -> PartitionSpec:
-    """The profile's partition with the config's overrides and the cell's N."""
-    values = {**dataclasses.asdict(profile(config).partition), **config.get("partition", {}), "N": N}
+def partition_draws(config: Mapping[str, Any]) -> list[int]:
+    """The partition draws of the grid: ``partition.seeds`` (replicates of the same scheme), else the
+    one ``partition.seed``, else the profile's."""
+    part = config.get("partition", {})
+    if "seeds" in part:
+        return [int(s) for s in part["seeds"]]
+    return [int(part["seed"]) if "seed" in part else profile(config).partition.seed]
+
+
+def partition_draw(config: Mapping[str, Any], seed: int) -> int:
+    """The partition draw run seed ``seed`` trains on: run seeds are paired with draws in turn (the
+    i-th seed of ``seeds`` with draw i mod P), so P draws share the seeds and cost no extra run."""
+    draws, seeds = partition_draws(config), [int(s) for s in config.get("seeds", [0])]
+    if seed not in seeds:
+        raise ConfigError(f"seed {seed} is not one of the config's seeds {seeds}")
+    return draws[seeds.index(seed) % len(draws)]
+
+
+def partition_overrides(config: Mapping[str, Any], seed: int | None = None) -> dict[str, Any]:
+    """The config's partition overrides for run seed ``seed`` (its draw; the first without one)."""
+    part = {k: v for k, v in config.get("partition", {}).items() if k != "seeds"}
+    if "seeds" in config.get("partition", {}):
+        part["seed"] = partition_draw(config, seed) if seed is not None else partition_draws(config)[0]
+    return part
+
+
+def partition_spec(config: Mapping[str, Any], N: int, seed: int | None = None) -> PartitionSpec:
+    """The profile's partition with the config's overrides and the cell's N: run seed ``seed``'s draw
+    (the first draw without a seed)."""
+    values = {**dataclasses.asdict(profile(config).partition), **partition_overrides(config, seed), "N": N}
     errors = partition_errors(SimpleNamespace(**values), train_size=TRAIN_SIZE)
     if errors:
         raise ConfigError("; ".join(errors))
@@ -122,39 +149,43 @@ def run_sets(config: Mapping[str, Any], cell: Cell, dataset: str, seed: int) -> 
         sets.append(f"lazy.detectors=[{','.join(detectors(config))}]")
     if cell.key in {c.key for c in bound_cells(config)}:
         sets += ["measure.constants=true", f"lazy.counterfactual={'true' if cell.lazy_ratio > 0 else 'false'}"]
-    return sets + [f"partition.{k}={v}" for k, v in config.get("partition", {}).items()]
+    return sets + [f"partition.{k}={v}" for k, v in partition_overrides(config, seed).items()]
 
 
 @dataclass(frozen=True)
 class RunGroup:
-    """One grid job under ``grouping: partition``: every cell with this N, for a block of seeds,
-    computed as one stacked group (they share the data: dataset and partition)."""
+    """One grid job under ``grouping: partition``: every cell with this N, for a block of seeds
+    that train on the same partition draw, computed as one stacked group (they share the data:
+    dataset and partition)."""
 
     dataset: str
     N: int
     block: int
     seeds: tuple[int, ...]
     cells: tuple[str, ...]  # cell keys
+    draw: int = 0  # the partition draw (its seed)
 
     @property
     def name(self) -> str:
-        return f"{self.dataset}_N{self.N}_block{self.block}"
+        return f"{self.dataset}_N{self.N}_draw{self.draw}_block{self.block}"
 
     def run_dirs(self, runs_root: str) -> list[str]:
         return [f"{runs_root}/{self.dataset}/{c}/seed~{s}" for c in self.cells for s in self.seeds]
 
 
 def run_groups(config: Mapping[str, Any]) -> list[RunGroup]:
-    """The grid's jobs under ``grouping: partition``: per dataset and N, blocks of
-    ``seeds_per_job`` seeds."""
-    seeds = list(config.get("seeds", [0]))
+    """The grid's jobs under ``grouping: partition``: per dataset, N and partition draw, blocks of
+    ``seeds_per_job`` of the seeds on that draw."""
+    seeds = [int(s) for s in config.get("seeds", [0])]
     per = int(config.get("seeds_per_job", len(seeds)))
     by_n: dict[int, list[str]] = {}
     for cell in all_cells(config):
         by_n.setdefault(cell.N, []).append(cell.key)
-    return [RunGroup(d, N, b, tuple(seeds[i : i + per]), tuple(keys))
+    on_draw = {d: [s for s in seeds if partition_draw(config, s) == d] for d in dict.fromkeys(partition_draws(config))}
+    return [RunGroup(d, N, b, tuple(ss[i : i + per]), tuple(keys), draw)
             for d in config.get("datasets", []) for N, keys in sorted(by_n.items())
-            for b, i in enumerate(range(0, len(seeds), per))]
+            for draw, ss in on_draw.items() if ss
+            for b, i in enumerate(range(0, len(ss), per))]
 
 
 def group_plan(config: Mapping[str, Any], group: RunGroup, runs_root: str) -> str:
@@ -241,11 +272,19 @@ def check(config: Mapping[str, Any]) -> None:
         errors.append(str(exc))
         grid_cells = []
     t_sum = float(config.get("t_sum", 100))
+    part = config.get("partition", {})
+    if "seed" in part and "seeds" in part:
+        errors.append("partition: give `seed` (one draw) or `seeds` (replicate draws, paired with the run seeds), "
+                      f"not both (got seed={part['seed']!r}, seeds={part['seeds']!r})")
+    elif "seeds" in part and len(part["seeds"]) > len(config.get("seeds", [0])):
+        errors.append(f"partition.seeds: at most one draw per run seed ({len(config.get('seeds', [0]))} seeds; "
+                      f"got {len(part['seeds'])} draws): a draw without a run seed would run nothing")
     for N in sorted({c.N for c in grid_cells} or {20}):
-        try:
-            partition_spec(config, N)
-        except ConfigError as exc:
-            errors.append(f"{exc} (for a cell with N={N})")
+        for seed in config.get("seeds", [0])[: len(partition_draws(config))]:
+            try:
+                partition_spec(config, N, seed)
+            except ConfigError as exc:
+                errors.append(f"{exc} (for a cell with N={N})")
     if config.get("measure_constants", True):
         names = [s.get("name") for s in config.get("sweeps", [])]
         bound = config.get("bound_sweep", "fig3")

@@ -106,15 +106,37 @@ VERDICT_COLOURS = {"reproduced": "#dfd", "refuted": "#fdd", "inconclusive": "#ff
                    "not applicable": "#dde8f5"}
 
 
-def _verdict_rows(table: pd.DataFrame) -> str:
+def _text(value: object) -> str:
+    """A cell's text: empty for a missing value (nan)."""
+    return "" if value is None or value != value else str(value)
+
+
+def _draws_cell(r: object) -> str:
+    """Whether the claim holds on each partition draw (verdict tables written before replicates
+    have no such column: empty)."""
+    label, holding = _text(getattr(r, "across_partitions", "")), _text(getattr(r, "draws_holding", ""))
+    return html.escape(label + (f" ({holding})" if holding else ""))
+
+
+def _claim_cell(r: object, page_dir: str) -> str:
+    """The claim, linked to the report page whose figures it rests on (when the table names one)."""
+    page = _text(getattr(r, "page", ""))
+    name = html.escape(str(r.claim))
+    if not page:
+        return name
+    href = html.escape(f"{page_dir}{r.dataset}/{page}.html")
+    return f"<a href='{href}' title='{html.escape(NOTEBOOK_TITLES.get(page, page))}'>{name}</a>"
+
+
+def _verdict_rows(table: pd.DataFrame, page_dir: str = "") -> str:
     rows = []
     for r in table.itertuples():
         colour = VERDICT_COLOURS.get(r.verdict, "#fff")
-        rows.append(f"<tr><td>{html.escape(dataset_title(r.dataset))}</td><td>{html.escape(r.claim)}</td>"
+        rows.append(f"<tr><td>{html.escape(dataset_title(r.dataset))}</td><td>{_claim_cell(r, page_dir)}</td>"
                     f"<td>{html.escape(str(r.source))} ({html.escape(str(r.basis))})</td>"
                     f"<td style='background:{colour}'>{html.escape(r.verdict)}</td>"
                     f"<td>{'n/a' if r.support != r.support else f'{float(r.support):.2f}'}</td><td>{int(r.seeds)}</td>"
-                    f"<td>{html.escape(str(r.evidence))}</td></tr>")
+                    f"<td>{_draws_cell(r)}</td><td>{html.escape(str(r.evidence))}</td></tr>")
     return "\n".join(rows)
 
 
@@ -172,9 +194,12 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 <p>{html.escape(per_dataset)}. Support is the share of bootstrap resamples of the seeds in which
 the claim holds: reproduced at &ge; 0.9, refuted at &le; 0.1, inconclusive between; with one seed a
 claim is not tested (single seed). <em>Not applicable</em>: the claim's preconditions fail (the measured
-bound is undefined at some K: it bounds nothing there), which is not a refutation; the evidence says where.</p>
+bound is undefined at some K: it bounds nothing there), which is not a refutation; the evidence says where.
+<em>Partition draws</em>: the claim judged again on each draw of the non-IID split alone (its own run
+seeds' mean curves): on how many it holds, and whether another draw of the same scheme would flip it.
+Each claim links to the page whose figures it rests on.</p>
 <table><tr><th>dataset</th><th>claim</th><th>source (basis)</th><th>verdict</th><th>support</th><th>seeds</th>
-<th>evidence</th></tr>
+<th>partition draws</th><th>evidence</th></tr>
 {_verdict_rows(table)}
 </table>
 {figure}"""

@@ -25,7 +25,8 @@ def show(fig: Figure, name: str, folder: str | Path) -> list[Path]:
 
 
 def sweep_figure(curves, vary: str, title: str) -> Figure:  # noqa: ANN001 - DataFrame from report.sweep_curves
-    """Loss and accuracy versus K, one curve per swept value (mean over seeds, band = +-1 std)."""
+    """Loss and accuracy versus K, one curve per swept value (mean over runs, band = +-1 std over runs:
+    run seeds and, with replicates, partition draws)."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for value, part in curves.groupby("value"):
         part = part.sort_values("K")
@@ -41,6 +42,33 @@ def sweep_figure(curves, vary: str, title: str) -> Figure:  # noqa: ANN001 - Dat
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def k_star_spread_figure(spread, title: str) -> Figure:  # noqa: ANN001 - DataFrame from views.k_star_spread
+    """K* per swept value, one panel per sweep, with two intervals side by side: +-1 std over run seeds
+    on one partition draw (left) and +-1 std over partition draws (right); a missing interval is one
+    that cannot be measured (one seed per draw, or one draw)."""
+    sweeps = list(dict.fromkeys(spread.sweep))
+    fig, axes = plt.subplots(1, len(sweeps), figsize=(3.2 * len(sweeps), 3.2), squeeze=False)
+    for ax, sweep in zip(axes[0], sweeps, strict=True):
+        part = spread[spread.sweep == sweep].sort_values("value")
+        x = np.arange(len(part))
+        ax.plot(x, part.K_star, "ko", ms=4, label="K* (all runs)")
+        for offset, col, color, label in ((-0.12, "K_star_loss_std_seeds", "tab:blue", "run seeds"),
+                                          (0.12, "K_star_loss_std_partitions", "tab:orange", "partition draws")):
+            err = part[col].to_numpy(dtype=float)
+            shown = np.isfinite(err)
+            ax.errorbar(x[shown] + offset, part.K_star.to_numpy()[shown], yerr=err[shown], fmt="none",
+                        ecolor=color, capsize=3, lw=1.5, label=f"+-1 std over {label}")
+        ax.set_xticks(x, [f"{v:g}" for v in part.value])
+        ax.set_xlabel(str(part.vary.iloc[0]))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("K* (by training loss)")
+    axes[0][-1].legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
     return fig

@@ -23,6 +23,21 @@ def sweep_curves(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
             .fillna({"loss_std": 0.0, "accuracy_std": 0.0}))
 
 
+def k_star_spread(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per (sweep, value): K* (by loss, seed-mean curve of every run), its spread over run seeds on
+    one partition draw and over partition draws (:func:`bladefl.experiments.tables.k_star_spread`),
+    for the sweeps that vary a parameter."""
+    from bladefl.experiments.tables import k_star_spread as spread
+
+    ok = summary[(summary.status == "ok") & summary.vary.notna() & (summary.vary.astype(str) != "")]
+    rows = []
+    for (sweep, value, cell), part in ok.groupby(["sweep", "value", "cell"], sort=False):
+        curve = part.groupby("K").train_loss.mean()
+        rows.append({"sweep": sweep, "vary": part.vary.iloc[0], "value": value, "cell": cell,
+                     "seeds": part.seed.nunique(), "K_star": int(curve.idxmin()), **spread(part)})
+    return pd.DataFrame(rows)
+
+
 def privacy_table(optimum: pd.DataFrame) -> pd.DataFrame:
     part = optimum[optimum.sweep == "epsilon"].sort_values("value")
     if part.empty:
@@ -37,13 +52,14 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
         s = read_json(p)
         prov = s.get("provenance", {})
         rows.append({"run": f"{Path(p).parent.parent.name}/{Path(p).parent.name}", "seed": s["config"]["seed"],
+                     "partition": s["config"].get("partition", {}).get("seed"),
                      "code_version": prov.get("code_version"),
                      "torch": prov.get("torch"), "host": prov.get("host"), "seconds": s.get("seconds", {}).get("total"),
                      "train_images_sha256": prov.get("data_sha256", {}).get("train-images-idx3-ubyte")})
     return pd.DataFrame(rows)
 
 
-__all__ = ["sweep_curves", "privacy_table", "provenance", "detection_quality_table", "exclusion_table",
+__all__ = ["sweep_curves", "k_star_spread", "privacy_table", "provenance", "detection_quality_table", "exclusion_table",
            "detection_worst_rounds"]
 
 

@@ -1,0 +1,132 @@
+"""Partition replicates: run seeds paired with draws of the same non-IID scheme, every draw's
+partition file and reference, groups that share one draw, K*'s spread split into run seeds and
+draws, and verdicts that say whether they hold on each draw alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from tests.test_verdicts import GRID, bowl, table_from
+
+from bladefl.experiments import readings as rd
+from bladefl.experiments import workflow_config as wc
+from bladefl.experiments.grid import expand
+from bladefl.experiments.tables import k_star_spread
+from bladefl.experiments.verdicts import all_verdicts
+from bladefl.report.pages import write_index
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def config(**changes) -> dict:
+    base = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    return {**base, **changes}
+
+
+def test_run_seeds_are_paired_with_draws_in_turn():
+    cfg = config(seeds=[0, 1, 2, 3, 4, 5], partition={"n": 512, "seeds": [7, 8, 9]})
+    assert [wc.partition_draw(cfg, s) for s in cfg["seeds"]] == [7, 8, 9, 7, 8, 9]
+    cell = wc.cells(cfg)[0]
+    assert "partition.seed=8" in wc.run_sets(cfg, cell, "mnist", 4)
+    assert not any(s.startswith("partition.seeds") for s in wc.run_sets(cfg, cell, "mnist", 4))
+    keys = {wc.partition_spec(cfg, 20, s).key for s in cfg["seeds"]}
+    assert keys == {f"shards2_N20_n512_seed{d}" for d in (7, 8, 9)}
+    one = config(partition={"n": 512, "seed": 3})  # the single-draw form
+    assert wc.partition_draws(one) == [3] and wc.partition_spec(one, 20, 1).seed == 3
+    with pytest.raises(wc.ConfigError, match="not one of the config's seeds"):
+        wc.partition_draw(cfg, 99)
+
+
+def test_a_group_holds_only_runs_of_one_draw_and_every_run_once():
+    cfg = config(seeds=[0, 1, 2, 3, 4], seeds_per_job=2, partition={"n": 512, "seeds": [0, 1]})
+    groups = wc.run_groups(cfg)
+    for g in groups:
+        assert {wc.partition_draw(cfg, s) for s in g.seeds} == {g.draw}
+        assert f"draw{g.draw}" in g.name
+    runs = [(g.dataset, c, s) for g in groups for c in g.cells for s in g.seeds]
+    assert len(runs) == len(set(runs)) == len(cfg["datasets"]) * len(wc.all_cells(cfg)) * 5
+    assert sorted({len(g.seeds) for g in groups if g.draw == 0}) == [1, 2]  # seeds 0, 2 | 4
+
+
+def test_the_config_check_names_both_forms_and_draws_without_runs():
+    with pytest.raises(wc.ConfigError, match="give `seed`"):
+        wc.check(config(partition={"n": 512, "seed": 0, "seeds": [0, 1]}))
+    with pytest.raises(wc.ConfigError, match="at most one draw per run seed"):
+        wc.check(config(seeds=[0], partition={"n": 512, "seeds": [0, 1]}))
+    wc.check(config())  # the default: two seeds on two draws
+
+
+def test_a_reading_that_sets_the_partition_seed_replaces_the_draws():
+    reading = rd.Reading("fixed", "baseline", "paper", {"partition.seed": 5})
+    seen = rd.reading_config(config(), reading)
+    assert seen["partition"] == {"n": 512, "seed": 5}
+
+
+def spread_table(per_draw_k: dict[int, list[int]]) -> pd.DataFrame:
+    """Runs of one cell: draw d's seeds have their loss minimum at the listed K."""
+    rows, seed = [], 0
+    for draw, ks in per_draw_k.items():
+        for k_star in ks:
+            for k, loss in enumerate(bowl(k_star, 12), start=1):
+                rows.append({"K": k, "seed": seed, "partition": draw, "train_loss": loss})
+            seed += 1
+    return pd.DataFrame(rows)
+
+
+def test_k_star_spread_separates_run_seeds_from_draws():
+    same_draws = k_star_spread(spread_table({0: [4, 6], 1: [4, 6]}))  # seeds differ, draws agree
+    assert same_draws["partitions"] == 2
+    assert same_draws["K_star_loss_std_seeds"] == pytest.approx(np.sqrt(2))
+    assert same_draws["K_star_loss_std_partitions"] == pytest.approx(0.0)
+    apart = k_star_spread(spread_table({0: [3, 3], 1: [9, 9]}))  # seeds agree, draws differ
+    assert apart["K_star_loss_std_seeds"] == pytest.approx(0.0)
+    assert apart["K_star_loss_std_partitions"] == pytest.approx(np.std([3, 9], ddof=1))
+    single = k_star_spread(spread_table({0: [5], 1: [7]}))  # one seed per draw: no within-draw spread
+    assert np.isnan(single["K_star_loss_std_seeds"]) and single["K_star_loss_std_partitions"] > 0
+
+
+def beta_table(falls_on: dict[int, bool], seeds_per_draw: int = 3) -> pd.DataFrame:
+    """The beta sweep's runs, draw by draw: on a draw where ``falls_on`` is true K* falls with beta
+    (the claim holds), else it rises."""
+    members = [m for m in expand(GRID) if m.sweep == "beta"]
+    frames = []
+    for i, (draw, falls) in enumerate(falls_on.items()):
+        curves = {m.cell.key: [bowl(12 - m.value / 2 if falls else 2 + m.value / 3)] * seeds_per_draw
+                  for m in members}
+        part = table_from(curves, members)
+        frames.append(part.assign(seed=part.seed + i * seeds_per_draw, partition=draw))
+    return pd.concat(frames, ignore_index=True), members
+
+
+def verdict_row(table: pd.DataFrame, members, claim: str = "K* falls as beta grows") -> pd.Series:
+    out = all_verdicts(table, members, 100.0, [], None, None, resamples=100)
+    return out.set_index("claim").loc[claim]
+
+
+def test_a_verdict_says_whether_it_holds_on_every_partition_draw():
+    table, members = beta_table({0: True, 1: True})
+    row = verdict_row(table, members)
+    assert row.across_partitions == "holds on every draw" and row.draws_holding == "2/2"
+    table, members = beta_table({0: True, 1: False, 2: True})
+    row = verdict_row(table, members)
+    assert row.across_partitions == "flips" and row.draws_holding == "2/3"
+    table, members = beta_table({0: False, 1: False})
+    row = verdict_row(table, members)
+    assert row.verdict == "refuted" and row.across_partitions == "fails on every draw"
+    table, members = beta_table({0: True})
+    assert verdict_row(table, members).across_partitions == "one draw"
+
+
+def test_the_front_page_shows_the_draws_and_links_each_claim_to_its_page(tmp_path):
+    table, members = beta_table({0: True, 1: False})
+    out = all_verdicts(table, members, 100.0, [], None, None, resamples=20)
+    out.insert(0, "dataset", "mnist")
+    out.to_csv(tmp_path / "mnist.csv", index=False)
+    page = write_index(tmp_path / "index.html", [tmp_path / "mnist.csv"], [])
+    text = page.read_text()
+    assert "<th>partition draws</th>" in text and "flips (1/2)" in text
+    assert "href='mnist/02_sweeps.html'" in text
