@@ -5,6 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+MEMBERS_HELP = "the grid's sweep members: a JSON list of {sweep, feeds, vary, value, cell}, or @file holding it"
+
+
+def _json_text(arg: str) -> str:
+    """A JSON argument given inline, or as ``@path`` to a file holding it (what the workflow passes)."""
+    return Path(arg[1:]).read_text() if arg.startswith("@") else arg
 
 
 def _cmd_fetch(args: argparse.Namespace) -> int:
@@ -33,7 +41,6 @@ def _cmd_partition(args: argparse.Namespace) -> int:
 def _partition_indices(path: str, spec):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
     """The client index file at ``path``, checked before any work: it exists, holds integers, and
     is a partition of the training set with ``spec``'s N x n disjoint clients."""
-    from pathlib import Path
 
     from bladefl.data.datasets import TRAIN_SIZE
     from bladefl.data.partition_store import index_problems, read_partition
@@ -81,12 +88,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_run_group(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     from bladefl.experiments.runner import CellJob, run_cells
     from bladefl.fl.run_config import load_config
 
-    plan = json.loads(Path(args.plan[1:]).read_text() if args.plan.startswith("@") else args.plan)
+    plan = json.loads(_json_text(args.plan))
     cfgs = [load_config(args.config, [*args.set, *item["set"]]) for item in plan]  # all validated first
     if not cfgs:
         raise ValueError("--plan lists no runs")
@@ -116,13 +122,12 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
 
 
 def _cmd_detection(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from bladefl.core import atomic
     from bladefl.experiments import detection_analysis as da
     from bladefl.experiments.grid import members_from_json
 
-    members = members_from_json(args.members)
+    members = members_from_json(_json_text(args.members))
     detections = da.read_detections(args.runs)
     out = Path(args.out_dir)
     tables = {
@@ -140,7 +145,6 @@ def _cmd_detection(args: argparse.Namespace) -> int:
 
 
 def _cmd_sensitivity(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from bladefl.core import atomic
     from bladefl.report import sensitivity as sens
@@ -183,7 +187,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     from bladefl.experiments.grid import members_from_json
     from bladefl.experiments.tables import collect, optimum
 
-    table = collect(args.runs, members_from_json(args.members))
+    table = collect(args.runs, members_from_json(_json_text(args.members)))
     atomic.write_csv(args.table, table)
     atomic.write_csv(args.optimum, optimum(table))
     print(f"wrote {args.table} ({len(table)} rows) and {args.optimum}")
@@ -214,13 +218,12 @@ def _cmd_bound(args: argparse.Namespace) -> int:
     from bladefl.experiments.bound_analysis import write_report
     from bladefl.experiments.grid import members_from_json
 
-    written = write_report(args.runs, members_from_json(args.members), args.references, args.out_dir)
+    written = write_report(args.runs, members_from_json(_json_text(args.members)), args.references, args.out_dir)
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
 
 def _cmd_report_index(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from bladefl.report import pages, plots
     from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
@@ -233,7 +236,7 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
     headline = None
     if panels:
         headline = plots.save_png_svg(plots.headline_figure(panels), "headline", args.figures)[0]
-    provenance = {Path(p).parent.parent.name: read_csv(p) for p in args.provenance}
+    provenance = {Path(p).parents[1].name: read_csv(p) for p in args.provenance}  # tables/<dataset>/<page>/
     line = pages.provenance_line(provenance, args.configfiles, args.seeds)
     out = pages.write_index(args.out, args.verdicts, args.pages, headline, line)
     print(f"wrote {out}")
@@ -246,7 +249,7 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     from bladefl.experiments.verdicts import all_verdicts, bound_cells_of
     from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
 
-    members = members_from_json(args.members)
+    members = members_from_json(_json_text(args.members))
     table = read_csv(args.summary, SUMMARY_COLUMNS)
     gaps = read_csv(args.gaps) if args.gaps else None
     constants = read_csv(args.constants) if args.constants else None
@@ -353,14 +356,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bound", help="measured and fitted bound against the experiments, per cell")
     p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
-    p.add_argument("--members", required=True, help="JSON list of {sweep, feeds, vary, value, cell}")
+    p.add_argument("--members", required=True, help=MEMBERS_HELP)
     p.add_argument("--references", nargs="+", required=True, help="reference .npz files, one per partition")
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=_cmd_bound)
 
     p = sub.add_parser("detection", help="lazy-client detection quality and what exclusion recovers")
     p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files (detections.csv beside)")
-    p.add_argument("--members", required=True, help="JSON list of {sweep, feeds, vary, value, cell}")
+    p.add_argument("--members", required=True, help=MEMBERS_HELP)
     p.add_argument("--exclude-sweeps", nargs="*", default=[], help="sweeps whose lazy cells also ran with exclusion")
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=_cmd_detection)
@@ -386,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("summarize", help="tidy summary and optimum tables over the grid's runs")
     p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
-    p.add_argument("--members", required=True, help="JSON list of {sweep, feeds, vary, value, cell}")
+    p.add_argument("--members", required=True, help=MEMBERS_HELP)
     p.add_argument("--table", required=True, help="output CSV, one row per sweep, cell, K and seed")
     p.add_argument("--optimum", required=True, help="output CSV, one row per sweep and cell")
     p.set_defaults(func=_cmd_summarize)
@@ -406,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verdicts", help="every claim's verdict on one dataset (bootstrap over seeds)")
     p.add_argument("--dataset", required=True)
     p.add_argument("--summary", required=True, help="results/summary/<dataset>.csv")
-    p.add_argument("--members", required=True, help="the grid's sweep members (JSON)")
+    p.add_argument("--members", required=True, help="the grid's sweep members (JSON, or @file holding it)")
     p.add_argument("--t-sum", type=float, required=True)
     p.add_argument("--bound-sweep", default="fig3", help="the sweep whose cells the bound is drawn for")
     p.add_argument("--gaps", help="results/bound/<dataset>/gaps.csv (omit when constants are not measured)")

@@ -5,6 +5,7 @@ rule bound:
     input:
         runs=bound_run_summaries,
         references=dataset_references,
+        members=MEMBERS,
     output:
         [f"{BOUND}/{{dataset}}/{f}" for f in BOUND_FILES],
     log:
@@ -18,10 +19,9 @@ rule bound:
         mem_mb=2000,
         runtime=20,
     params:
-        members=wc_cfg.members_json(config),
         out_dir=folder_of_output,
     shell:
-        "bladefl bound --runs {input.runs} --members {params.members:q} "
+        "bladefl bound --runs {input.runs} --members @{input.members} "
         "--references {input.references} --out-dir {params.out_dir} > {log} 2>&1"
 
 
@@ -29,6 +29,7 @@ rule verdicts:
     input:
         unpack(verdict_bound_inputs),
         summary=f"{RESULTS}/summary/{{dataset}}.csv",
+        members=MEMBERS,
     output:
         f"{RESULTS}/verdicts/{{dataset}}.csv",
     log:
@@ -42,9 +43,8 @@ rule verdicts:
         mem_mb=2000,
         runtime=20,
     params:
-        members=wc_cfg.members_json(config),
         t_sum=config["t_sum"],
         bound=verdict_bound_options,
     shell:
         "bladefl verdicts --dataset {wildcards.dataset} --summary {input.summary} "
-        "--members {params.members:q} --t-sum {params.t_sum} {params.bound} --out {output} > {log} 2>&1"
+        "--members @{input.members} --t-sum {params.t_sum} {params.bound} --out {output} > {log} 2>&1"

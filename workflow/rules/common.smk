@@ -5,6 +5,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from bladefl.experiments import readings as rd
+from bladefl.experiments import run_id
 from bladefl.experiments import workflow_config as wc_cfg
 from bladefl.data.datasets import FILES, get_spec
 
@@ -42,6 +43,7 @@ RUNS = f"{RESULTS}/runs/{PROFILE}"
 REFERENCES = f"{RESULTS}/reference/{PROFILE}"
 BOUND = f"{RESULTS}/bound"
 REPORT = f"{RESULTS}/report"
+MEMBERS = f"{RESULTS}/members.json"  # the grid's sweep members (rule members), read by the analyses
 BOUND_FILES = [
     "constants.csv",
     "fit.csv",
@@ -90,12 +92,13 @@ def partition_files(dataset, key):
     return multiext(f"{PARTITIONS}/{dataset}/{key}", ".npy", ".json", ".png")
 
 
+def summaries(root, dataset, cells):
+    """The summary.json of every seed's run of ``cells`` under ``root`` (cell by cell)."""
+    return [run_id.file(root, dataset, c, s, "summary.json") for c in cells for s in SEEDS]
+
+
 def run_summaries(dataset):
-    return expand(
-        f"{RUNS}/{dataset}/{{cell}}/seed~{{seed}}/summary.json",
-        cell=list(CELLS),
-        seed=SEEDS,
-    )
+    return summaries(RUNS, dataset, CELLS)
 
 
 # --- input functions (wildcards -> files) ---------------------------------------------------
@@ -111,11 +114,7 @@ def dataset_run_summaries(wildcards):
 
 def bound_run_summaries(wildcards):
     """The runs the bound is fitted to: the bound sweep's cells (they measure the constants)."""
-    return expand(
-        f"{RUNS}/{wildcards.dataset}/{{cell}}/seed~{{seed}}/summary.json",
-        cell=list(BOUND_CELLS),
-        seed=SEEDS,
-    )
+    return summaries(RUNS, wildcards.dataset, BOUND_CELLS)
 
 
 def dataset_references(wildcards):
@@ -205,11 +204,7 @@ def detection_run_summaries(wildcards):
     cells = {m.cell.key for m in wc_cfg.lazy_members(config)}
     cells |= {m.cell.key for m in wc_cfg.members(config) if m.sweep in sweeps}
     cells |= {c.key for c in wc_cfg.detection_cells(config)}
-    return expand(
-        f"{RUNS}/{wildcards.dataset}/{{cell}}/seed~{{seed}}/summary.json",
-        cell=sorted(cells),
-        seed=SEEDS,
-    )
+    return summaries(RUNS, wildcards.dataset, sorted(cells))
 
 
 # --- the sensitivity study ----------------------------------------------------------------------
@@ -238,18 +233,16 @@ def reading_plan_json(wildcards):
 
 
 def reading_run_outputs():
+    root = f"{SENS}/runs/{{reading}}"
     return [
-        f"{SENS}/runs/{{reading}}/{{dataset}}/{c.key}/seed~{{seed}}/summary.json"
+        run_id.file(root, "{dataset}", c.key, "{seed}", "summary.json")
         for c in wc_cfg.cells(config)
     ]
 
 
 def reading_summaries(wildcards):
-    return expand(
-        f"{SENS}/runs/{wildcards.reading}/{wildcards.dataset}/{{cell}}/seed~{{seed}}/summary.json",
-        cell=[c.key for c in wc_cfg.cells(config)],
-        seed=SEEDS,
-    )
+    root = f"{SENS}/runs/{wildcards.reading}"
+    return summaries(root, wildcards.dataset, [c.key for c in wc_cfg.cells(config)])
 
 
 def sensitivity_inputs(wildcards):
@@ -361,12 +354,10 @@ def report_pages(wildcards=None):
     return expand(f"{REPORT}/{{dataset}}/{{nb}}.html", dataset=DATASETS, nb=notebooks())
 
 
-def write_yaml(values, path):
+def write_yaml(values, path, log):
     import yaml
 
-    from bladefl.core import atomic
-
-    atomic.write_text(path, yaml.safe_dump(values, sort_keys=False))
+    write_text(yaml.safe_dump(values, sort_keys=False), path, log)
 
 
 def all_targets():
@@ -401,7 +392,9 @@ def all_targets():
     ]
 
 
-def write_text(text, path):
+def write_text(text, path, log):
+    """Write ``path`` (atomically) and say so in the rule's ``log``."""
     from bladefl.core import atomic
 
     atomic.write_text(path, text)
+    atomic.write_text(log, f"wrote {path} ({len(text.encode())} bytes)\n")

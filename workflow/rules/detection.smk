@@ -4,7 +4,8 @@
 
 rule detection:
     input:
-        detection_run_summaries,
+        runs=detection_run_summaries,
+        members=MEMBERS,
     output:
         **detection_files("{dataset}"),
     log:
@@ -18,9 +19,8 @@ rule detection:
         mem_mb=2000,
         runtime=10,
     params:
-        members=wc_cfg.members_json(config),
         out_dir=folder_of_output,
         sweeps=config.get("detection", {}).get("exclude_sweeps", []),
     shell:
-        "bladefl detection --runs {input} --members {params.members:q} "
+        "bladefl detection --runs {input.runs} --members @{input.members} "
         "--exclude-sweeps {params.sweeps} --out-dir {params.out_dir} > {log} 2>&1"

@@ -36,12 +36,12 @@ if not GROUPED:
             reference=cell_reference,
             profile=f"config/profiles/{PROFILE}.yaml",
         output:
-            rounds=f"{RUNS}/{{dataset}}/{{cell}}/seed~{{seed}}/rounds.csv",
-            summary=f"{RUNS}/{{dataset}}/{{cell}}/seed~{{seed}}/summary.json",
+            rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),
+            summary=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "summary.json"),
         log:
-            f"logs/run/{PROFILE}/{{dataset}}/{{cell}}/seed~{{seed}}.log",
+            run_id.folder(f"logs/run/{PROFILE}", "{dataset}", "{cell}", "{seed}") + ".log",
         benchmark:
-            f"benchmarks/run/{PROFILE}/{{dataset}}/{{cell}}/seed~{{seed}}.tsv"
+            run_id.folder(f"benchmarks/run/{PROFILE}", "{dataset}", "{cell}", "{seed}") + ".tsv"
         conda:
             JOB_ENV
         threads: config["threads_per_run"]
@@ -67,10 +67,12 @@ else:
             f"{RESULTS}/plans/{PROFILE}/{{group}}.json",
         log:
             f"logs/group_plan/{PROFILE}/{{group}}.log",
+        benchmark:
+            f"benchmarks/group_plan/{PROFILE}/{{group}}.tsv"
         params:
             plan=group_plan_json,
         run:
-            write_text(params.plan, output[0])
+            write_text(params.plan, output[0], log[0])
 
     for group in GROUPS:
 
@@ -105,9 +107,27 @@ else:
                 "--threads {threads} --quiet > {log} 2>&1"
 
 
+localrules:
+    members,
+
+
+rule members:
+    output:
+        MEMBERS,
+    log:
+        "logs/members.log",
+    benchmark:
+        "benchmarks/members.tsv"
+    params:
+        members=wc_cfg.members_json(config),
+    run:
+        write_text(params.members, output[0], log[0])
+
+
 rule summarize:
     input:
-        dataset_run_summaries,
+        runs=dataset_run_summaries,
+        members=MEMBERS,
     output:
         table=f"{RESULTS}/summary/{{dataset}}.csv",
         optimum=f"{RESULTS}/summary/{{dataset}}_optimum.csv",
@@ -122,9 +142,8 @@ rule summarize:
         mem_mb=1000,
         runtime=10,
     params:
-        members=wc_cfg.members_json(config),
     shell:
-        "bladefl summarize --runs {input} --members {params.members:q} "
+        "bladefl summarize --runs {input.runs} --members @{input.members} "
         "--table {output.table} --optimum {output.optimum} > {log} 2>&1"
 
 

@@ -15,8 +15,10 @@ rule dump_config:
         f"{REPORT}/config.yaml",
     log:
         "logs/report/config.log",
+    benchmark:
+        "benchmarks/report/config.tsv"
     run:
-        write_yaml(dict(config), output[0])
+        write_yaml(dict(config), output[0], log[0])
 
 
 rule notebook_parameters:
@@ -24,10 +26,12 @@ rule notebook_parameters:
         f"{REPORT}/parameters/{{dataset}}/{{nb}}.yaml",
     log:
         "logs/report/{dataset}/{nb}.parameters.log",
+    benchmark:
+        "benchmarks/report/{dataset}/{nb}.parameters.tsv"
     params:
         values=notebook_parameters,
     run:
-        write_yaml(params.values, output[0])
+        write_yaml(params.values, output[0], log[0])
 
 
 rule notebook:

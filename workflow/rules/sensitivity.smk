@@ -4,13 +4,15 @@
 
 rule reading_plan:
     output:
-        f"{SENS}/plans/{{reading}}/{{dataset}}/seed~{{seed}}.json",
+        f"{SENS}/plans/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.json",
     log:
-        f"logs/sensitivity/plan/{{reading}}/{{dataset}}/seed~{{seed}}.log",
+        f"logs/sensitivity/plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.log",
+    benchmark:
+        f"benchmarks/sensitivity/plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
     params:
         plan=reading_plan_json,
     run:
-        write_text(params.plan, output[0])
+        write_text(params.plan, output[0], log[0])
 
 
 rule reading_runs:
@@ -18,13 +20,13 @@ rule reading_runs:
         raw=dataset_raw_files,
         partition=reading_partition,
         profile=reading_profile,
-        plan=f"{SENS}/plans/{{reading}}/{{dataset}}/seed~{{seed}}.json",
+        plan=f"{SENS}/plans/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.json",
     output:
         reading_run_outputs(),
     log:
-        f"logs/sensitivity/run/{{reading}}/{{dataset}}/seed~{{seed}}.log",
+        f"logs/sensitivity/run/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.log",
     benchmark:
-        f"benchmarks/sensitivity/run/{{reading}}/{{dataset}}/seed~{{seed}}.tsv"
+        f"benchmarks/sensitivity/run/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
     conda:
         JOB_ENV
     threads: config["threads_per_run"]
@@ -40,12 +42,15 @@ rule reading_runs:
 
 rule reading_summarize:
     input:
-        reading_summaries,
+        runs=reading_summaries,
+        members=MEMBERS,
     output:
         table=f"{SENS}/{{reading}}/summary/{{dataset}}.csv",
         optimum=f"{SENS}/{{reading}}/summary/{{dataset}}_optimum.csv",
     log:
         f"logs/sensitivity/summarize/{{reading}}/{{dataset}}.log",
+    benchmark:
+        f"benchmarks/sensitivity/summarize/{{reading}}/{{dataset}}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -53,19 +58,21 @@ rule reading_summarize:
         mem_mb=1000,
         runtime=10,
     params:
-        members=wc_cfg.members_json(config),
     shell:
-        "bladefl summarize --runs {input} --members {params.members:q} "
+        "bladefl summarize --runs {input.runs} --members @{input.members} "
         "--table {output.table} --optimum {output.optimum} > {log} 2>&1"
 
 
 rule reading_verdicts:
     input:
         summary=f"{SENS}/{{reading}}/summary/{{dataset}}.csv",
+        members=MEMBERS,
     output:
         f"{SENS}/{{reading}}/verdicts/{{dataset}}.csv",
     log:
         f"logs/sensitivity/verdicts/{{reading}}/{{dataset}}.log",
+    benchmark:
+        f"benchmarks/sensitivity/verdicts/{{reading}}/{{dataset}}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -73,11 +80,10 @@ rule reading_verdicts:
         mem_mb=1000,
         runtime=10,
     params:
-        members=wc_cfg.members_json(config),
         t_sum=config["t_sum"],
     shell:
         "bladefl verdicts --dataset {wildcards.dataset} --summary {input.summary} "
-        "--members {params.members:q} --t-sum {params.t_sum} --out {output} > {log} 2>&1"
+        "--members @{input.members} --t-sum {params.t_sum} --out {output} > {log} 2>&1"
 
 
 rule sensitivity:
@@ -87,6 +93,8 @@ rule sensitivity:
         **sensitivity_files("{dataset}"),
     log:
         "logs/sensitivity/{dataset}.log",
+    benchmark:
+        "benchmarks/sensitivity/{dataset}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -113,6 +121,8 @@ rule sensitivity_index:
         f"{REPORT}/sensitivity.html",
     log:
         "logs/sensitivity/index.log",
+    benchmark:
+        "benchmarks/sensitivity/index.tsv"
     conda:
         JOB_ENV
     threads: 1

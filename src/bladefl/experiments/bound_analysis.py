@@ -38,6 +38,7 @@ import pandas as pd
 
 from bladefl.core import atomic
 from bladefl.data.partition import PartitionSpec
+from bladefl.experiments import run_id
 from bladefl.experiments.grid import Member
 from bladefl.fl import engine
 from bladefl.fl.measured_constants import phi as phi_of
@@ -265,7 +266,7 @@ def write_report(runs: Sequence[str | Path], members: Sequence[Member], referenc
         if key not in refs:
             raise ValueError(f"{path}: no reference for partition {key} among {sorted(refs)}")
         res = analyse_run(path, summary, refs[key])
-        ident = {"cell": path.parent.parent.name, "seed": res["seed"]}
+        ident = {"cell": run_id.from_path(path).cell, "seed": res["seed"]}
         constants.append({**ident, **res["constants"]})
         fits.append({**ident, **res["fit"]})
         kstars.append({**ident, **res["kstar"]})

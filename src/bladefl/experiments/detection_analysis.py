@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bladefl.experiments import run_id
 from bladefl.experiments.grid import Member
 from bladefl.experiments.tables import collect, optimum
 from bladefl.fl.detection import precision_recall, roc_auc
@@ -40,7 +41,8 @@ def read_detections(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
             missing = sorted(set(DETECTION_COLUMNS) - set(frame.columns))
             if missing:
                 raise ValueError(f"{file}: missing columns {missing}")
-            frames.append(frame.assign(cell=path.parent.parent.name, seed=int(path.parent.name.split("~")[1])))
+            run = run_id.from_path(path)
+            frames.append(frame.assign(cell=run.cell, seed=run.seed))
     if not frames:
         return pd.DataFrame(columns=[*DETECTION_COLUMNS, "cell", "seed"])
     return pd.concat(frames, ignore_index=True)

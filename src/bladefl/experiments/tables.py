@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bladefl.experiments import run_id
 from bladefl.experiments.grid import Member
 
 COLUMNS = ["sweep", "feeds", "vary", "value", "cell", "alpha", "beta", "N", "eta", "lazy_ratio", "sigma2",
@@ -19,14 +20,14 @@ COLUMNS = ["sweep", "feeds", "vary", "value", "cell", "alpha", "beta", "N", "eta
 
 
 def read_run(summary_path: str | Path) -> pd.DataFrame:
-    """Per-K final values of one run (cell key = the run folder's parent's name; partition = the
+    """Per-K final values of one run (cell key from its folder, :mod:`run_id`; partition = the
     seed of the partition draw it trained on)."""
     path = Path(summary_path)
     data = json.loads(path.read_text())
     frame = pd.DataFrame(data["per_K"])
     frame["seed"] = data["config"]["seed"]
     frame["partition"] = data["config"].get("partition", {}).get("seed", 0)
-    frame["cell"] = path.parent.parent.name
+    frame["cell"] = run_id.from_path(path).cell
     for col in ("train_loss", "test_loss", "test_accuracy"):
         if col not in frame:
             frame[col] = np.nan

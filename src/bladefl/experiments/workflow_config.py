@@ -18,6 +18,7 @@ from typing import Any
 
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
+from bladefl.experiments import run_id
 from bladefl.experiments.grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
 from bladefl.experiments.readings import Reading, reading_config, reading_errors, readings
 from bladefl.fl.detection import DETECTORS
@@ -170,7 +171,7 @@ class RunGroup:
         return f"{self.dataset}_N{self.N}_draw{self.draw}_block{self.block}"
 
     def run_dirs(self, runs_root: str) -> list[str]:
-        return [f"{runs_root}/{self.dataset}/{c}/seed~{s}" for c in self.cells for s in self.seeds]
+        return [run_id.folder(runs_root, self.dataset, c, s) for c in self.cells for s in self.seeds]
 
 
 def run_groups(config: Mapping[str, Any]) -> list[RunGroup]:
@@ -192,7 +193,7 @@ def group_plan(config: Mapping[str, Any], group: RunGroup, runs_root: str) -> st
     """The plan of a group job (JSON for ``bladefl run-group --plan``): per run folder, its
     overrides and whether it records the distance to the reference optimum (the bound's cells)."""
     bound = {c.key for c in bound_cells(config)}
-    plan = [{"out": f"{runs_root}/{group.dataset}/{c}/seed~{s}",
+    plan = [{"out": run_id.folder(runs_root, group.dataset, c, s),
              "set": run_sets(config, Cell.from_key(c), group.dataset, s), "reference": c in bound}
             for c in group.cells for s in group.seeds]
     return json.dumps(plan, separators=(",", ":"))
@@ -202,7 +203,7 @@ def reading_plan(config: Mapping[str, Any], reading: Reading, dataset: str, seed
     """The plan of one sensitivity job (``bladefl run-group --plan``): every cell of the grid under
     one reading, for one dataset and seed; no measurement, no reference."""
     seen = reading_config(config, reading)
-    plan = [{"out": f"{runs_root}/{reading.name}/{dataset}/{c.key}/seed~{seed}",
+    plan = [{"out": run_id.folder(f"{runs_root}/{reading.name}", dataset, c.key, seed),
              "set": [*run_sets({**seen, "measure_constants": False}, c, dataset, seed), *reading.run_sets(),
                      *reading.cell_sets(c)],
              "reference": False}

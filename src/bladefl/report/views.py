@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bladefl.experiments import run_id
 from bladefl.report.inputs import ReportInputError, read_json
 from bladefl.report.tables import plus_minus
 
@@ -51,7 +52,7 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     for p in summary_paths:
         s = read_json(p)
         prov = s.get("provenance", {})
-        rows.append({"run": f"{Path(p).parent.parent.name}/{Path(p).parent.name}", "seed": s["config"]["seed"],
+        rows.append({"run": run_id.from_path(p).name, "seed": s["config"]["seed"],
                      "partition": s["config"].get("partition", {}).get("seed"),
                      "code_version": prov.get("code_version"),
                      "torch": prov.get("torch"), "host": prov.get("host"), "seconds": s.get("seconds", {}).get("total"),

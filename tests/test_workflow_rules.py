@@ -1,0 +1,41 @@
+"""Every rule of the workflow declares a log and a benchmark, and a rule that runs Python (``run:``)
+writes the log it declares; the analyses read the sweep members from a file, not the shell line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+RULES = Path(__file__).resolve().parents[1] / "workflow" / "rules"
+
+
+def rule_blocks() -> dict[str, str]:
+    """Each rule's text, by name (``rule:`` with a ``name:`` directive is named by it)."""
+    blocks: dict[str, str] = {}
+    for path in sorted(RULES.glob("*.smk")):
+        text = path.read_text()
+        starts = [m for m in re.finditer(r"^(\s*)rule(?: (\w+))?:\s*$", text, re.M)]
+        for m, nxt in zip(starts, [*starts[1:], None][: len(starts)], strict=True):
+            body = text[m.end(): nxt.start() if nxt else len(text)]
+            name = m.group(2) or re.search(r"name:\s*\n\s*(.+)", body).group(1).strip()
+            blocks[f"{path.name}:{name}"] = body
+    return blocks
+
+
+def test_every_rule_declares_a_log_and_a_benchmark():
+    blocks = rule_blocks()
+    assert len(blocks) >= 20
+    missing = [name for name, body in blocks.items() if not ("log:" in body and "benchmark:" in body)]
+    assert missing == []
+
+
+def test_a_rule_running_python_writes_its_log():
+    for name, body in rule_blocks().items():
+        if re.search(r"^\s*run:", body, re.M):
+            call = body.split("run:", 1)[1]
+            assert "log[0]" in call, f"{name} declares a log its run: block never writes"
+
+
+def test_members_reach_the_analyses_as_a_file():
+    text = "".join(p.read_text() for p in RULES.glob("*.smk"))
+    assert "--members {params.members" not in text and text.count("--members @{input.members}") == 6
