@@ -1,0 +1,160 @@
+"""Fig. 3's claims and Corollaries 1-5 on the bound: the bound fitted to each (re)sample of seeds
+per bound cell, judged by the same rows as the experiment's claims (:mod:`verdict_rows`).
+
+The bound claims fit the bound to the seed-mean gap F(w^K) - F* of each resample as an upper
+bound (``theory.fit``), with the median of the resampled seeds' measured constants; where the
+measured bound is undefined (its bracket not positive) a claim about it is ``not applicable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from bladefl.experiments.bound_analysis import BoundOn, bound_on
+from bladefl.experiments.grid import Member
+from bladefl.experiments.verdict_rows import POOLED, claim_row, fmt, sweep_varying
+from bladefl.theory.certificate import certificate
+from bladefl.theory.claims import COROLLARIES, on_bound, sweep_point
+from bladefl.theory.fit import Fit
+
+
+@dataclass(frozen=True)
+class BoundCell:
+    cell: str
+    alpha: float
+    beta: float
+    eta: float
+    t_sum: float
+    M: float
+    N: float
+    sigma2: float
+
+
+@dataclass(frozen=True)
+class CellFit:
+    """One bound cell on one (re)sample of seeds: the seed-mean gap per K, the median measured
+    constants, the bound's fixed arguments, and its upper fit (None where none exists)."""
+
+    cell: BoundCell
+    K: np.ndarray
+    gap: np.ndarray
+    constants: dict[str, float]
+    common: dict[str, float]
+    fit: Fit | None
+    bound: BoundOn | None = None  # the fit and the measured bound against the gaps (bound_analysis.bound_on)
+
+
+def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds: Sequence[int]) -> CellFit:
+    part = gaps[gaps.cell == cell.cell]
+    per_seed = {s: part[part.seed == s].set_index("K").gap for s in set(seeds)}
+    Ks = sorted(set().union(*(set(v.index) for v in per_seed.values())))
+    gap = np.array([np.nanmean([per_seed[s].get(k, np.nan) for s in seeds]) for k in Ks])
+    consts = constants[(constants.cell == cell.cell) & constants.seed.isin(seeds)]
+    c = {k: float(consts[k].median()) for k in ("L", "xi", "delta", "theta", "phi_measured", "eps2_measured")}
+    common = dict(alpha=cell.alpha, beta=cell.beta, eta=cell.eta, L=c["L"], xi=c["xi"], delta=c["delta"],
+                  t_sum=cell.t_sum, M=cell.M, N=cell.N, theta=c["theta"], sigma2=cell.sigma2)
+    K = np.asarray(Ks, dtype=float)
+    bound = bound_on(K, gap, common, c["phi_measured"], c["eps2_measured"])
+    return CellFit(cell, K, gap, c, common, bound.fit, bound)
+
+
+def _fig3_checks(f: CellFit, exp_k: float) -> dict:
+    """Fig. 3's checks of one cell on one resample: the upper fit's worst relative excess, whether
+    the measured bound is defined and above at every K, the fitted bound's K* and the experiment's."""
+    b = f.bound if f.bound is not None else bound_on(f.K, f.gap, f.common, f.constants["phi_measured"],
+                                                     f.constants["eps2_measured"])
+    finite_meas = bool(np.isfinite(b.G_measured[np.isfinite(f.gap)]).all())
+    return {"within": b.fitted.max_relative_gap, "above": b.measured.bound_above_everywhere and finite_meas,
+            "k_fit": b.k_star_fit, "k_exp": exp_k, "undefined": b.undefined_measured}
+
+
+def certificate_of(cell: BoundCell, k_experiment: float) -> str:
+    """What no choice of constants can do in ``cell`` (:mod:`bladefl.theory.certificate`)."""
+    cert = certificate(alpha=cell.alpha, beta=cell.beta, t_sum=cell.t_sum, lazy=cell.M > 0)
+    return f"{cell.cell}: {cert.summary(k_experiment)}"
+
+
+def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[float]], seeds: int,
+                 within: float = 0.05) -> pd.DataFrame:
+    """Fig. 3's three claims over the bound cells: the upper fit within ``within`` of the
+    experiment at every feasible K; the measured bound (every constant measured) above the
+    experiment at every K; the fitted bound's K* equal to the experiment's. ``fits[d][c]`` and
+    ``k_exp[d][c]``: draw d (the full sample first), bound cell c."""
+    results = [[_fig3_checks(f, k) for f, k in zip(row, ks, strict=True)] for row, ks in zip(fits, k_exp, strict=True)]
+    full = results[0]
+    names = ", ".join(f.cell.cell for f in fits[0])
+    empty = [f"{f.cell.cell} at K = {x['undefined']}" for f, x in zip(fits[0], full, strict=True) if x["undefined"]]
+    empty_reason = ("with every constant measured the bound's bracket eta phi - xi h(tau) / (tau eps2) is not "
+                    "positive, so the bound is undefined (bounds nothing), in " + "; ".join(empty)) if empty else ""
+    certified = [certificate_of(f.cell, x["k_exp"]) for f, x in zip(fits[0], full, strict=True)]
+    specs = [
+        (f"the bound is within {within:.0%} of the experiment", "Fig. 3",
+         lambda r: all(x["within"] <= within for x in r),
+         f"max relative excess of the upper fit per cell: {[round(x['within'], 3) for x in full]}", ""),
+        ("the bound is above the experiment at every K", "Fig. 3",
+         lambda r: all(x["above"] for x in r),
+         f"measured-constants bound above and defined at every K, per cell: {[x['above'] for x in full]}",
+         empty_reason),
+        ("the bound's K* is the experiment's K*", "Fig. 3, Theorem 3",
+         lambda r: all(x["k_fit"] == x["k_exp"] for x in r),
+         f"K* of the upper fit {[x['k_fit'] for x in full]} vs experiment {[x['k_exp'] for x in full]}; for any "
+         f"constants: {' / '.join(certified)}", ""),
+    ]
+    rows = [claim_row(name, source, "bound", [holds(r) for r in results], seeds, f"{evidence} (cells: {names})", why)
+            for name, source, holds, evidence, why in specs]
+    return pd.DataFrame(rows, columns=POOLED)
+
+
+def _corollaries_on(f: CellFit, members: Sequence[Member]) -> dict[str, tuple[bool, list[float], list[float], str]]:
+    """Each corollary (:data:`bladefl.theory.claims.COROLLARIES`) on one resample's fitted bound of
+    the base cell (:func:`bladefl.theory.claims.on_bound`, integer tau): K* over the swept
+    values (delta, which no sweep varies: half, once and twice the measured value)."""
+    if f.fit is None:
+        return {}
+    c = f.constants
+    base = {**{k: f.common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")},
+            "phi": f.fit.phi, "eps2": f.fit.eps2, "M": f.cell.M, "N": f.cell.N, "theta": c["theta"],
+            "sigma2": f.cell.sigma2}
+    results = {}
+    for claim in COROLLARIES:
+        sweep = sweep_varying(members, claim.param)
+        values = sweep.values if sweep else ([0.5 * c["delta"], c["delta"], 2 * c["delta"]]
+                                             if claim.param == "delta" else [])
+        if len(values) < 2:
+            continue
+        v = on_bound(claim, base, values)
+        results[claim.name] = (v.holds, values, v.y if claim.quantity == "K" else
+                               [y / sweep_point(base, claim.param, x)["beta"] for x, y in zip(v.x, v.y, strict=True)],
+                               v.detail)
+    return results
+
+
+def bound_corollaries(base_fits: Sequence[CellFit], members: Sequence[Member], seeds: int) -> pd.DataFrame:
+    """Corollaries 1-5 on the bound itself: K* (integer tau, the fitted phi and eps2 of the base
+    bound cell, median measured constants) over each swept parameter's values; ``base_fits``: the
+    base cell's fit per draw (the full sample first)."""
+    per_draw = [_corollaries_on(f, members) for f in base_fits]
+    full = per_draw[0]
+    rows = []
+    for claim in COROLLARIES:
+        if claim.name not in full:
+            continue
+        _, values, ks, detail = full[claim.name]
+        rows.append(claim_row(f"{claim.name} (on the bound)", claim.source, "bound",
+                         [d.get(claim.name, (False,))[0] for d in per_draw], seeds,
+                         f"{claim.param} = {[fmt(x) for x in values]} -> K* of the fitted bound = {ks} ({detail}); "
+                         f"base cell {base_fits[0].cell.cell}"))
+    return pd.DataFrame(rows, columns=POOLED)
+
+
+def bound_cells_of(members: Sequence[Member], sweep: str, t_sum: float) -> list[BoundCell]:
+    cells = [m.cell for m in members if m.sweep == sweep]
+    return [BoundCell(c.key, c.alpha, c.beta, c.eta, t_sum, round(c.lazy_ratio * c.N), c.N, c.sigma2) for c in cells]
+
+
+__all__ = ["BoundCell", "CellFit", "cell_fit", "certificate_of", "bound_claims", "bound_corollaries",
+           "bound_cells_of"]
