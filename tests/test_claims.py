@@ -43,8 +43,8 @@ def test_the_reports_corollaries_on_the_bound_are_on_bound_with_integer_tau():
     numbers, so the tests above test the code the report runs."""
     import numpy as np
 
-    from bladefl.experiments.grid import expand
     from bladefl.experiments.bound_verdicts import BoundCell, CellFit, _corollaries_on
+    from bladefl.experiments.grid import expand
     from bladefl.theory.fit import Fit
 
     grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},

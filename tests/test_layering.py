@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import REPO
 
 WINGS = ("core", "data", "chain", "fl", "theory", "experiments", "report")
-ENTRY_POINTS = ("cli", "bench", "__main__")
+ENTRY_POINTS = ("cli", "cli_args", "bench", "__main__")
 
 
 def rank(module: str) -> int | None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-MEMBERS_HELP = "the grid's sweep members: a JSON list of {sweep, feeds, vary, value, cell}, or @file holding it"
+from bladefl import cli_args
 
 
 def _json_text(arg: str) -> str:
@@ -301,162 +301,41 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
+def _commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[..., int]]]:
+    """(command, help, its arguments, its handler) of every command."""
+    return [
+        ("fetch", "fetch and verify a dataset's raw IDX files", cli_args.add_fetch, _cmd_fetch),
+        ("partition", "write a non-IID partition (indices, manifest, heatmap)", cli_args.add_partition, _cmd_partition),
+        ("run", "run one cell over its K values (per-round CSV, summary JSON)", cli_args.add_run, _cmd_run),
+        ("run-group", "run many cells and seeds sharing one partition as one computation",
+         cli_args.add_run_group, _cmd_run_group),
+        ("reference", "train the reference optimum w* on the union of the clients' data",
+         cli_args.add_reference, _cmd_reference),
+        ("bound", "measured and fitted bound against the experiments, per cell", cli_args.add_bound, _cmd_bound),
+        ("detection", "lazy-client detection quality and what exclusion recovers", cli_args.add_detection, _cmd_detection),
+        ("sensitivity", "rank readings of the unstated settings by distance to the paper",
+         cli_args.add_sensitivity, _cmd_sensitivity),
+        ("sensitivity-index", "the sensitivity study's front page", cli_args.add_sensitivity_index, _cmd_sensitivity_index),
+        ("summarize", "tidy summary and optimum tables over the grid's runs", cli_args.add_summarize, _cmd_summarize),
+        ("report-index", "the report's front page: verdicts, headline figure, pages by dataset",
+         cli_args.add_report_index, _cmd_report_index),
+        ("verdicts", "every claim's verdict on one dataset (bootstrap over seeds)", cli_args.add_verdicts, _cmd_verdicts),
+        ("paper-comparison", "the paper's Tables II-VII beside ours, one row per table row",
+         cli_args.add_paper_comparison, _cmd_paper_comparison),
+        ("render-page", "an executed report notebook as a stand-alone HTML page",
+         cli_args.add_render_page, _cmd_render_page),
+        ("chain", "ledger tools", cli_args.add_chain, _cmd_chain_verify),
+        ("bench", "engine vs GEMM peak vs a per-client loop; chain share; memory", cli_args.add_bench, _cmd_bench),
+    ]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bladefl", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("fetch", help="fetch and verify a dataset's raw IDX files")
-    p.add_argument("--dataset", required=True, choices=["mnist", "fashion_mnist"])
-    p.add_argument("--root", default="data/raw", help="torchvision root (default: data/raw)")
-    p.add_argument("--sources", nargs="+", default=["existing", "torchvision", "registry"],
-                   help="sources in the order to try them")
-    p.set_defaults(func=_cmd_fetch)
-
-    p = sub.add_parser("partition", help="write a non-IID partition (indices, manifest, heatmap)")
-    p.add_argument("--dataset", required=True, choices=["mnist", "fashion_mnist"])
-    p.add_argument("--key", required=True, help="partition key, e.g. shards2_N20_n512_seed0")
-    p.add_argument("--root", default="data/raw")
-    p.add_argument("--out", default="data/partitions")
-    p.set_defaults(func=_cmd_partition)
-
-    p = sub.add_parser("run", help="run one cell over its K values (per-round CSV, summary JSON)")
-    p.add_argument("--config", help="run config YAML, e.g. config/profiles/paper.yaml")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a field, e.g. --set time.beta=6 --set dataset=fashion_mnist")
-    p.add_argument("--out", default="results/run", help="output folder (default: results/run)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--partition", help="client index file [N, n] written by `bladefl partition`")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
-    p.add_argument("--reference", help="reference optimum (.npz from `bladefl reference`): record ||w - w*||")
-    p.set_defaults(func=_cmd_run)
-
-    p = sub.add_parser("run-group", help="run many cells and seeds sharing one partition as one computation")
-    p.add_argument("--config", help="run config YAML, e.g. config/profiles/paper.yaml")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
-    p.add_argument("--plan", required=True,
-                   help='JSON list (or @file) of {"out": folder, "set": [KEY=VALUE, ...], "reference": bool}')
-    p.add_argument("--partition", required=True, help="client index file [N, n] shared by every run")
-    p.add_argument("--reference", help="reference optimum .npz for the runs whose plan entry asks for it")
-    p.add_argument("--threads", type=int, default=0, help="torch threads and chain threads (default: torch's)")
-    p.add_argument("--chain-processes", type=int, default=-1,
-                   help="worker processes for the chain's proof of work and signatures (default: half the "
-                        "cores on a GPU, none on the CPU)")
-    p.add_argument("--max-rows", type=int, default=4096, help="training rows stacked per computation on a GPU")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=_cmd_run_group)
-
-    p = sub.add_parser("reference", help="train the reference optimum w* on the union of the clients' data")
-    p.add_argument("--config", help="run config YAML (model, dataset, seed)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--partition", required=True, help="client index file [N, n]")
-    p.add_argument("--out", required=True, help="output .npz (a .json with F* is written beside it)")
-    p.add_argument("--eta", type=float, default=0.05)
-    p.add_argument("--max-epochs", type=int, default=300)
-    p.set_defaults(func=_cmd_reference)
-
-    p = sub.add_parser("bound", help="measured and fitted bound against the experiments, per cell")
-    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
-    p.add_argument("--members", required=True, help=MEMBERS_HELP)
-    p.add_argument("--references", nargs="+", required=True, help="reference .npz files, one per partition")
-    p.add_argument("--out-dir", required=True)
-    p.set_defaults(func=_cmd_bound)
-
-    p = sub.add_parser("detection", help="lazy-client detection quality and what exclusion recovers")
-    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files (detections.csv beside)")
-    p.add_argument("--members", required=True, help=MEMBERS_HELP)
-    p.add_argument("--exclude-sweeps", nargs="*", default=[], help="sweeps whose lazy cells also ran with exclusion")
-    p.add_argument("--out-dir", required=True)
-    p.set_defaults(func=_cmd_detection)
-
-    p = sub.add_parser("sensitivity", help="rank readings of the unstated settings by distance to the paper")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--readings", nargs="+", required=True)
-    p.add_argument("--axes", nargs="+", required=True, help="each reading's axis (partition, iteration, ...)")
-    p.add_argument("--summaries", nargs="+", required=True, help="each reading's tidy run table")
-    p.add_argument("--optima", nargs="+", required=True, help="each reading's optimum table")
-    p.add_argument("--verdicts", nargs="+", required=True, help="each reading's verdicts")
-    p.add_argument("--paper-values", required=True, help="config/paper_values.yaml")
-    p.add_argument("--t-sum", type=float, required=True)
-    p.add_argument("--sweeps", nargs="+", default=["alpha", "beta"], help="sweeps whose curves the page draws")
-    p.add_argument("--out-dir", required=True)
-    p.set_defaults(func=_cmd_sensitivity)
-
-    p = sub.add_parser("sensitivity-index", help="the sensitivity study's front page")
-    p.add_argument("--rankings", nargs="+", required=True, help="results/sensitivity/<dataset>/ranking.csv")
-    p.add_argument("--pages", nargs="+", required=True, help="rendered sensitivity pages (HTML)")
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=_cmd_sensitivity_index)
-
-    p = sub.add_parser("summarize", help="tidy summary and optimum tables over the grid's runs")
-    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
-    p.add_argument("--members", required=True, help=MEMBERS_HELP)
-    p.add_argument("--table", required=True, help="output CSV, one row per sweep, cell, K and seed")
-    p.add_argument("--optimum", required=True, help="output CSV, one row per sweep and cell")
-    p.set_defaults(func=_cmd_summarize)
-
-    p = sub.add_parser("report-index", help="the report's front page: verdicts, headline figure, pages by dataset")
-    p.add_argument("--verdicts", nargs="+", required=True, help="results/verdicts/<dataset>.csv")
-    p.add_argument("--provenance", nargs="+", required=True, help="the runs' provenance tables, one per dataset")
-    p.add_argument("--pages", nargs="+", required=True, help="rendered notebooks (HTML)")
-    p.add_argument("--summaries", nargs="+", required=True, help="tidy run tables results/summary/<dataset>.csv")
-    p.add_argument("--comparisons", nargs="+", required=True, help="results/tables/<dataset>_paper_comparison.csv")
-    p.add_argument("--configfiles", nargs="*", default=[], help="the workflow's config file(s), for provenance")
-    p.add_argument("--seeds", nargs="+", type=int, required=True, help="the grid's seeds, for provenance")
-    p.add_argument("--figures", required=True, help="folder for the headline figure (PNG and SVG)")
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=_cmd_report_index)
-
-    p = sub.add_parser("verdicts", help="every claim's verdict on one dataset (bootstrap over seeds)")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--summary", required=True, help="results/summary/<dataset>.csv")
-    p.add_argument("--members", required=True, help="the grid's sweep members (JSON, or @file holding it)")
-    p.add_argument("--t-sum", type=float, required=True)
-    p.add_argument("--bound-sweep", default="fig3", help="the sweep whose cells the bound is drawn for")
-    p.add_argument("--gaps", help="results/bound/<dataset>/gaps.csv (omit when constants are not measured)")
-    p.add_argument("--constants", help="results/bound/<dataset>/constants.csv")
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the experiment claims")
-    p.add_argument("--bound-resamples", type=int, default=100, help="bootstrap resamples of the bound claims")
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=_cmd_verdicts)
-
-    p = sub.add_parser("paper-comparison", help="the paper's Tables II-VII beside ours, one row per table row")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--summary", required=True)
-    p.add_argument("--optimum", required=True)
-    p.add_argument("--paper-values", required=True)
-    p.add_argument("--t-sum", type=float, required=True)
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=_cmd_paper_comparison)
-
-    p = sub.add_parser("render-page", help="an executed report notebook as a stand-alone HTML page")
-    p.add_argument("notebook", help="the executed notebook (.ipynb)")
-    p.add_argument("--out", required=True, help="the HTML page")
-    p.add_argument("--index", required=True, help="the report's front page (linked from the page)")
-    p.set_defaults(func=_cmd_render_page)
-
-    p = sub.add_parser("chain", help="ledger tools")
-    chain_sub = p.add_subparsers(dest="chain_command", required=True)
-    v = chain_sub.add_parser("verify", help="re-check a saved chain from scratch")
-    v.add_argument("path", help="a saved chain, e.g. results/run/chains/K5.json")
-    v.add_argument("--store", help="content-addressed model store to re-hash (e.g. results/run/models)")
-    v.add_argument("--summary", help="the run's summary.json: the ledger must end at the tip the run recorded")
-    v.set_defaults(func=_cmd_chain_verify)
-
-    p = sub.add_parser("bench", help="engine vs GEMM peak vs a per-client loop; chain share; memory")
-    p.add_argument("--config", help="run config YAML (default: the paper profile defaults)")
-    p.add_argument("--data-dir", default="data/raw")
-    p.add_argument("--quick", action="store_true", help="fewer repetitions")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
-                   help="cuda (or --seeds/--grid on the CPU): the multi-run engine's rates and chain share")
-    p.add_argument("--seeds", type=int, nargs="*", default=[],
-                   help="stacked groups to time: one cell's K values for this many seeds each (cuda: 1 6 23)")
-    p.add_argument("--grid", help="also run every grid run of this workflow config, e.g. config/paper.yaml")
-    p.add_argument("--grid-seeds", type=int, help="only the grid's first seeds (a partial grid)")
-    p.add_argument("--out", default="results/bench-grid", help="where --grid writes its run folders")
-    p.add_argument("--chain-drag", action="store_true",
-                   help="only measure how much the chain slows the thread driving the training, with the chain's "
-                        "GIL-bound part in threads vs in worker processes (also part of --device cuda)")
-    p.set_defaults(func=_cmd_bench)
+    for name, help_, add_arguments, handler in _commands():
+        p = sub.add_parser(name, help=help_)
+        add_arguments(p)
+        p.set_defaults(func=handler)
     return parser
 
 
