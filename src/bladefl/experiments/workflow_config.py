@@ -257,6 +257,41 @@ def job_config_errors(config: Mapping[str, Any]) -> list[str]:
     return errors
 
 
+def _partition_errors(config: Mapping[str, Any], grid_cells: list[Cell]) -> list[str]:
+    """The partition's problems: both forms of the draws, more draws than run seeds, and every draw's
+    partition for every N of the grid."""
+    errors, part = [], config.get("partition", {})
+    if "seed" in part and "seeds" in part:
+        errors.append("partition: give `seed` (one draw) or `seeds` (replicate draws, paired with the run seeds), "
+                      f"not both (got seed={part['seed']!r}, seeds={part['seeds']!r})")
+    elif "seeds" in part and len(part["seeds"]) > len(config.get("seeds", [0])):
+        errors.append(f"partition.seeds: at most one draw per run seed ({len(config.get('seeds', [0]))} seeds; "
+                      f"got {len(part['seeds'])} draws): a draw without a run seed would run nothing")
+        return errors
+    for N in sorted({c.N for c in grid_cells} or {20}):
+        for seed in config.get("seeds", [0])[: len(partition_draws(config))]:
+            try:
+                partition_spec(config, N, seed)
+            except ConfigError as exc:
+                errors.append(f"{exc} (for a cell with N={N})")
+    return errors
+
+
+def _detection_errors(config: Mapping[str, Any]) -> list[str]:
+    """The detection settings' problems: unknown detectors, exclusion sweeps the grid lacks."""
+    errors, detection = [], config.get("detection", {})
+    names = [s.get("name") for s in config.get("sweeps", [])]
+    unknown = sorted(set(detection.get("detectors", [])) - set(DETECTORS))
+    if unknown:
+        errors.append(f"detection.detectors: each must be one of {list(DETECTORS)} (got {unknown})")
+    for sweep in detection.get("exclude_sweeps", []):
+        if sweep not in names:
+            errors.append(f"detection.exclude_sweeps: each must name one of the sweeps {names} (got {sweep!r})")
+    if detection.get("exclude_sweeps") and not detection.get("detectors"):
+        errors.append("detection.exclude_sweeps needs detection.detectors (the first one decides exclusion)")
+    return errors
+
+
 def check(config: Mapping[str, Any]) -> None:
     """Raise :class:`ConfigError` naming the field and the allowed values, or return None."""
     errors = []
@@ -273,35 +308,14 @@ def check(config: Mapping[str, Any]) -> None:
         errors.append(str(exc))
         grid_cells = []
     t_sum = float(config.get("t_sum", 100))
-    part = config.get("partition", {})
-    if "seed" in part and "seeds" in part:
-        errors.append("partition: give `seed` (one draw) or `seeds` (replicate draws, paired with the run seeds), "
-                      f"not both (got seed={part['seed']!r}, seeds={part['seeds']!r})")
-    elif "seeds" in part and len(part["seeds"]) > len(config.get("seeds", [0])):
-        errors.append(f"partition.seeds: at most one draw per run seed ({len(config.get('seeds', [0]))} seeds; "
-                      f"got {len(part['seeds'])} draws): a draw without a run seed would run nothing")
-    for N in sorted({c.N for c in grid_cells} or {20}):
-        for seed in config.get("seeds", [0])[: len(partition_draws(config))]:
-            try:
-                partition_spec(config, N, seed)
-            except ConfigError as exc:
-                errors.append(f"{exc} (for a cell with N={N})")
+    errors.extend(_partition_errors(config, grid_cells))
     if config.get("measure_constants", True):
         names = [s.get("name") for s in config.get("sweeps", [])]
         bound = config.get("bound_sweep", "fig3")
         if bound not in names:
             errors.append(f"bound_sweep: must name one of the sweeps {names} when measure_constants is true "
                           f"(got {bound!r})")
-    detection = config.get("detection", {})
-    names = [s.get("name") for s in config.get("sweeps", [])]
-    unknown = sorted(set(detection.get("detectors", [])) - set(DETECTORS))
-    if unknown:
-        errors.append(f"detection.detectors: each must be one of {list(DETECTORS)} (got {unknown})")
-    for sweep in detection.get("exclude_sweeps", []):
-        if sweep not in names:
-            errors.append(f"detection.exclude_sweeps: each must name one of the sweeps {names} (got {sweep!r})")
-    if detection.get("exclude_sweeps") and not detection.get("detectors"):
-        errors.append("detection.exclude_sweeps needs detection.detectors (the first one decides exclusion)")
+    errors.extend(_detection_errors(config))
     profiles = available_profiles()
     errors.extend(reading_errors(config, profiles))
     for reading in readings(config):
