@@ -198,7 +198,7 @@ def test_chain_in_worker_processes_and_orders_drawn_beside_give_the_same_runs(tm
 def test_chain_drag_measures_a_loop_beside_real_chain_rounds():
     """The benchmark's drag measurement runs real chain rounds (inline and in a worker process)
     beside a Python loop and returns the loop's relative speed and the chain's wall time."""
-    from bladefl.bench import chain_drag
+    from bladefl.experiments.timing import chain_drag
 
     for processes in (0, 1):
         speed, wall = chain_drag(N=4, P=1000, runs=2, rounds=2, processes=processes, threads=2)
@@ -316,7 +316,7 @@ def test_summaries_record_where_the_wall_went(tmp_path):
 def test_the_round_end_proxy_times_real_shared_round_ends():
     """The bench's CPU proxy: R runs end each round together; it times real round ends (a smoke
     test of the measurement: its ratio is the bench's to print, not a test's to assert)."""
-    from bladefl.bench import round_end_seconds
+    from bladefl.experiments.timing import round_end_seconds
 
     times = round_end_seconds(4, rounds=3, repeat=1)
     assert times.round_ends == 3 and times.run_rounds == 12 and times.rounds > 0
