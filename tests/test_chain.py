@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from bladefl.chain import transactions as txm
-from bladefl.chain.ledger import Block, Ledger, block_problem, majority_accepts, verify_chain
+from bladefl.chain.ledger import Block, Ledger, block_problem, majority_accepts
 from bladefl.chain.pow import BlockHeader, meets_target, merkle_root, mine, race
+from bladefl.chain.verify import verify_chain
 from bladefl.cli import main
 
 
@@ -206,7 +207,7 @@ def test_engine_chains_of_different_K_and_seeds_have_distinct_ids():
 def test_a_ledger_cut_after_a_block_is_caught_with_the_runs_summary(tmp_path, capsys):
     from bladefl.chain.ledger import chain_id
 
-    config = {"seed": 7}
+    config = {"seed": 7, "partition": {"N": 4, "n": 512}, "chain": {"difficulty_bits": 8}}  # make_chain's
     cid = chain_id(config, 3)
     path, models = make_chain(tmp_path, rounds=3, chain=cid)
     data = json.loads(path.read_text())
@@ -224,9 +225,10 @@ def test_a_ledger_cut_after_a_block_is_caught_with_the_runs_summary(tmp_path, ca
 
 @pytest.mark.parametrize("content, where", [
     ('{"genesis": {"public_keys": [], "difficulty_bits": 8}, "blocks": [{"hash": "x"', "not valid JSON"),
-    ('{"genesis": {"public_keys": []}, "blocks": []}', "genesis field 'difficulty_bits' is missing"),
-    ('{"genesis": {"public_keys": [], "difficulty_bits": 8}, "blocks": [{"hash": "x", "transactions": []}]}',
-     "block 1: field 'header' is missing"),
+    ('{"genesis": {"public_keys": ["%s"], "n_samples": [512]}, "blocks": []}' % ("ab" * 32),
+     "field 'genesis.difficulty_bits' is missing"),
+    ('{"genesis": {"public_keys": ["%s"], "n_samples": [512], "difficulty_bits": 8}, '
+     '"blocks": [{"hash": "x", "transactions": []}]}' % ("ab" * 32), "block 1: field 'header' is missing"),
 ])
 def test_a_truncated_or_malformed_ledger_gets_one_line_and_exit_1(tmp_path, capsys, content, where):
     path = tmp_path / "K3.json"

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from bladefl.chain.ledger import verify_chain
 from bladefl.chain.pow import meets_target
 from bladefl.chain.transactions import derive_key
+from bladefl.chain.verify import verify_chain
 from bladefl.experiments.runner import run_cell
 from bladefl.fl import lazy, mlp, privacy, trainer
 from bladefl.fl.engine import ClientData, run_k

@@ -284,7 +284,7 @@ def _cmd_render_page(args: argparse.Namespace) -> int:
 
 
 def _cmd_chain_verify(args: argparse.Namespace) -> int:
-    from bladefl.chain.ledger import verify_chain
+    from bladefl.chain.verify import verify_chain
 
     problem = verify_chain(args.path, store=args.store, summary=args.summary)
     if problem is None:

@@ -3,9 +3,7 @@ acceptance, saving a chain and verifying a saved chain from scratch.
 
 A saved chain is a JSON file: a genesis record (the chain id, the clients' public keys and
 registered sample counts, the difficulty) and the blocks, each with its header, its hash and its
-transactions. With a model store (a folder of ``<sha256>.bin`` files, content-addressed) the
-verifier also re-hashes every uploaded model; with the run's ``summary.json`` it also checks that
-the ledger ends where the run recorded its tip (a ledger cut after any block is caught).
+transactions; :mod:`bladefl.chain.verify` re-checks one from scratch.
 
 What validation guarantees: every transaction in a block is signed by a registered client for
 this chain and this round, at most one per client, with the sample count the client registered
@@ -187,102 +185,3 @@ def majority_accepts(block: Block, ledger: Ledger, validators: int, verified: fr
 def block_from_dict(d: dict) -> Block:
     return Block(BlockHeader(**d["header"]), tuple(Transaction(**t) for t in d["transactions"]),
                  tuple(Exclusion(**e) for e in d.get("excluded", [])))
-
-
-@dataclass(frozen=True)
-class Problem:
-    height: int  # the block at fault (0: the file or its genesis)
-    reason: str
-
-    @property
-    def last_good_height(self) -> int:
-        return max(self.height - 1, 0)
-
-
-def _parse_block(raw: object, height: int) -> Block | Problem:
-    if not isinstance(raw, dict):
-        return Problem(height, "block is not a JSON object")
-    for name in ("hash", "header", "transactions"):
-        if name not in raw:
-            return Problem(height, f"field '{name}' is missing")
-    try:
-        header = BlockHeader(**raw["header"])
-    except TypeError as exc:
-        return Problem(height, f"field 'header' is malformed ({exc})")
-    txs = []
-    for j, t in enumerate(raw["transactions"] if isinstance(raw["transactions"], list) else [None]):
-        try:
-            txs.append(Transaction(**t))
-        except TypeError as exc:
-            return Problem(height, f"field 'transactions[{j}]' is malformed ({exc})")
-    try:
-        excluded = tuple(Exclusion(**e) for e in raw.get("excluded", []))
-    except TypeError as exc:
-        return Problem(height, f"field 'excluded' is malformed ({exc})")
-    return Block(header, tuple(txs), excluded)
-
-
-def verify_chain(path: str | Path, store: str | Path | None = None,
-                 summary: str | Path | None = None) -> Problem | None:
-    """Re-check a saved chain from scratch; return the first problem (height and reason). With the
-    run's ``summary``, also check that the ledger's height and tip are the ones the run recorded."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
-        return Problem(0, f"not valid JSON (line {exc.lineno}, column {exc.colno}): truncated or edited")
-    except OSError as exc:
-        return Problem(0, f"unreadable ({exc.strerror})")
-    genesis = data.get("genesis") if isinstance(data, dict) else None
-    if not isinstance(genesis, dict) or not isinstance(data.get("blocks"), list):
-        return Problem(0, "field 'genesis' or 'blocks' is missing")
-    for name in ("public_keys", "difficulty_bits"):
-        if name not in genesis:
-            return Problem(0, f"genesis field '{name}' is missing")
-    keys, difficulty = genesis["public_keys"], genesis["difficulty_bits"]
-    chain, n_samples = genesis.get("chain_id", ""), genesis.get("n_samples")
-    prev = ZERO_HASH
-    for i, raw in enumerate(data["blocks"], start=1):
-        block = _parse_block(raw, i)
-        if isinstance(block, Problem):
-            return block
-        if block.hash != raw.get("hash"):
-            return Problem(i, "field 'hash' does not match the header")
-        if block.header.difficulty_bits != difficulty:
-            return Problem(i, f"field 'header.difficulty_bits' is {block.header.difficulty_bits}, genesis says "
-                              f"{difficulty}")
-        payloads = None
-        if store is not None:
-            payloads = {}
-            for tx in block.transactions:
-                f = Path(store) / f"{tx.model_sha256}.bin"
-                if f.is_file():
-                    payloads[tx.model_sha256] = f.read_bytes()
-        problem = block_problem(block, prev, i, keys, payloads, chain=chain, n_samples=n_samples)
-        if problem:
-            return Problem(i, problem)
-        prev = block.hash
-    if summary is not None:
-        return _tip_problem(data, summary, path)
-    return None
-
-
-def _tip_problem(data: dict, summary: str | Path, path: str | Path) -> Problem | None:
-    """The ledger against the run's record: same K's block count and tip."""
-    try:
-        record = json.loads(Path(summary).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        return Problem(0, f"summary {summary} unreadable ({exc})")
-    height = len(data["blocks"])
-    tip = data["blocks"][-1]["hash"] if height else ZERO_HASH
-    chain = data["genesis"].get("chain_id", "")
-    if not chain:
-        return Problem(0, "the ledger has no chain id (written before chain ids), so it cannot be matched to the run")
-    matches = [k for k in record.get("per_K", []) if chain_id(record["config"], k["K"]) == chain]
-    if not matches:
-        return Problem(0, f"field 'genesis.chain_id' names no K of the run in {summary}")
-    expected = matches[0]
-    if height != expected.get("blocks") or tip != expected.get("tip"):
-        return Problem(height + 1, f"ledger ends at height {height} (tip {tip[:12]}), the run recorded "
-                                   f"{expected.get('blocks')} blocks (tip {str(expected.get('tip'))[:12]}): "
-                                   "the ledger was cut or replaced")
-    return None

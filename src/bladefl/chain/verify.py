@@ -1,0 +1,323 @@
+"""``bladefl chain verify``: a saved ledger re-checked from scratch, whole.
+
+Every field of the file is type- and range-checked before it is used (a malformed file ends in
+one problem naming the block and the field, never an exception), then every block is validated
+as an honest client would (:func:`bladefl.chain.ledger.block_problem`). With a model store the
+uploaded models are re-hashed. With the run's ``summary.json`` the ledger is also held against
+the run that wrote it:
+
+- the genesis is derived again from the run's config (the clients' keys from its seed, their
+  sample counts, the difficulty, the chain id of the file's K) and must match field by field, so
+  an added client, an inflated sample count or an easier difficulty is caught;
+- the file's K (``K<k>.json``) must be the K the chain id names, so another K's ledger copied in
+  its place is caught;
+- every block's hash must be the one the run recorded in ``rounds.csv`` beside the summary (the
+  first forged block is named, even when the forger re-mined every block after it), and the
+  ledger must end at the tip and height recorded in the summary.
+
+What this cannot catch (the threat model, docs/engine.md): the keys derive from the run's seed so
+that runs are reproducible; whoever knows the seed can sign, re-mine and rewrite the summary and
+``rounds.csv`` together. The summary is the anchor.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bladefl.chain import transactions
+from bladefl.chain.ledger import Block, Exclusion, block_problem, chain_id
+from bladefl.chain.pow import ZERO_HASH, BlockHeader
+from bladefl.chain.transactions import Transaction
+
+MAX_INT = 2**63 - 1  # every integer field (a 5000-digit number is a malformed field, not a number)
+MAX_TEXT = 256
+
+
+@dataclass(frozen=True)
+class Problem:
+    height: int  # the block at fault (0: the file or its genesis)
+    reason: str
+
+    @property
+    def last_good_height(self) -> int:
+        return max(self.height - 1, 0)
+
+
+# --- field checks: each returns what is wrong with a value (None when it is fine) -----------------
+
+
+def _integer(lo: int, hi: int = MAX_INT) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        if type(v) is not int:
+            return f"must be an integer (got {_shown(v)})"
+        return None if lo <= v <= hi else f"must be in [{lo}, {hi}] (got {_shown(v)})"
+    return check
+
+
+def _hex(chars: int) -> Callable[[Any], str | None]:
+    pattern = re.compile(f"[0-9a-f]{{{chars}}}")
+
+    def check(v: Any) -> str | None:
+        ok = isinstance(v, str) and pattern.fullmatch(v)
+        return None if ok else f"must be {chars} lowercase hex digits (got {_shown(v)})"
+    return check
+
+
+def _text(v: Any) -> str | None:
+    return None if isinstance(v, str) and len(v) <= MAX_TEXT else f"must be a text of at most {MAX_TEXT} characters"
+
+
+def _number(v: Any) -> str | None:
+    ok = type(v) in (int, float) and math.isfinite(v) and abs(v) <= MAX_INT
+    return None if ok else f"must be a finite number (got {_shown(v)})"
+
+
+def _shown(v: Any) -> str:
+    text = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else str(v)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+HASH = _hex(64)
+DIFFICULTY = _integer(1, 255)
+HEADER = {"height": _integer(1), "prev_hash": HASH, "merkle_root": HASH, "miner": _integer(0),
+          "timestamp": _number, "difficulty_bits": DIFFICULTY, "nonce": _integer(0)}
+TRANSACTION = {"round": _integer(1), "client": _integer(0), "n_samples": _integer(1), "model_sha256": HASH,
+               "chain_id": _text, "signature": _hex(128)}
+EXCLUSION = {"client": _integer(0), "tx_hash": HASH, "reason": _text}
+
+
+def _record(raw: Any, spec: Mapping[str, Callable[[Any], str | None]], where: str,
+            optional: frozenset[str] = frozenset()) -> str | None:
+    """What is wrong with a JSON object against ``spec`` (every field, exactly those)."""
+    if not isinstance(raw, dict):
+        return f"field '{where}' must be an object (got {_shown(raw)})"
+    for name, check in spec.items():
+        if name not in raw:
+            if name in optional:
+                continue
+            return f"field '{where}.{name}' is missing"
+        wrong = check(raw[name])
+        if wrong:
+            return f"field '{where}.{name}' {wrong}"
+    extra = sorted(set(raw) - set(spec))
+    return f"field '{where}.{extra[0]}' is not a field of {where.split('[')[0].split('.')[-1]}" if extra else None
+
+
+def _is_list(raw: Any) -> str | None:
+    return None if isinstance(raw, list) else f"must be a list (got {_shown(raw)})"
+
+
+def _list(raw: Any, where: str) -> str | None:
+    wrong = _is_list(raw)
+    return f"field '{where}' {wrong}" if wrong else None
+
+
+@dataclass(frozen=True)
+class Genesis:
+    chain_id: str
+    public_keys: list[str]
+    n_samples: list[int]
+    difficulty_bits: int
+
+
+def parse_genesis(raw: Any) -> Genesis | Problem:
+    if not isinstance(raw, dict):
+        return Problem(0, "field 'genesis' must be an object")
+    spec = {"chain_id": _text, "public_keys": _is_list, "n_samples": _is_list, "difficulty_bits": DIFFICULTY}
+    wrong = _record(raw, spec, "genesis", optional=frozenset({"chain_id"}))
+    if wrong:
+        return Problem(0, wrong)
+    keys, counts = raw["public_keys"], raw["n_samples"]
+    if not keys:
+        return Problem(0, "field 'genesis.public_keys' lists no client")
+    for i, key in enumerate(keys):
+        wrong = _hex(64)(key)
+        if wrong:
+            return Problem(0, f"field 'genesis.public_keys[{i}]' {wrong}")
+    if len(counts) != len(keys):
+        return Problem(0, f"field 'genesis.n_samples' has {len(counts)} entries for {len(keys)} public keys")
+    for i, n in enumerate(counts):
+        wrong = _integer(1)(n)
+        if wrong:
+            return Problem(0, f"field 'genesis.n_samples[{i}]' {wrong}")
+    return Genesis(raw.get("chain_id", ""), list(keys), list(counts), raw["difficulty_bits"])
+
+
+def parse_block(raw: Any, height: int, clients: int) -> Block | Problem:
+    """A block from its JSON, every field checked first; ``clients``: how many the genesis registers."""
+    if not isinstance(raw, dict):
+        return Problem(height, "block is not a JSON object")
+    for name in ("hash", "header", "transactions"):
+        if name not in raw:
+            return Problem(height, f"field '{name}' is missing")
+    extra = sorted(set(raw) - {"hash", "header", "transactions", "excluded"})
+    if extra:
+        return Problem(height, f"field '{extra[0]}' is not a field of a block")
+    wrong = HASH(raw["hash"]) and f"field 'hash' {HASH(raw['hash'])}"
+    wrong = wrong or _record(raw["header"], HEADER, "header")
+    if not wrong and raw["header"]["miner"] >= clients:
+        wrong = f"field 'header.miner' is {raw['header']['miner']}, not a registered client (0..{clients - 1})"
+    if not wrong:
+        wrong = _list(raw["transactions"], "transactions") or _list(raw.get("excluded", []), "excluded")
+    for j, t in enumerate(raw["transactions"] if not wrong else []):
+        wrong = _record(t, TRANSACTION, f"transactions[{j}]")
+        if wrong:
+            break
+    for j, e in enumerate(raw.get("excluded", []) if not wrong else []):
+        wrong = _record(e, EXCLUSION, f"excluded[{j}]")
+        if wrong:
+            break
+    if wrong:
+        return Problem(height, wrong)
+    return Block(BlockHeader(**raw["header"]), tuple(Transaction(**t) for t in raw["transactions"]),
+                 tuple(Exclusion(**e) for e in raw.get("excluded", [])))
+
+
+def _read_json(path: str | Path, what: str) -> Any | Problem:
+    try:
+        return json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        return Problem(0, f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}): truncated or edited")
+    except (OSError, UnicodeDecodeError) as exc:
+        return Problem(0, f"{what} unreadable ({getattr(exc, 'strerror', None) or exc})")
+    except RecursionError:
+        return Problem(0, f"{what} is nested too deeply to be a ledger")
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        return Problem(0, f"{what} holds a value no ledger field can hold ({str(exc).split(';')[0]})")
+
+
+def _payloads(block: Block, store: str | Path) -> dict[str, bytes]:
+    found = {}
+    for tx in block.transactions:
+        f = Path(store) / f"{tx.model_sha256}.bin"
+        if f.is_file():
+            found[tx.model_sha256] = f.read_bytes()
+    return found
+
+
+def verify_chain(path: str | Path, store: str | Path | None = None,
+                 summary: str | Path | None = None) -> Problem | None:
+    """Re-check a saved chain from scratch; return the first problem (height and reason). With the
+    run's ``summary``, also hold the genesis, the file's K, every block hash and the tip against
+    the run (see the module's docstring)."""
+    data = _read_json(path, "the file")
+    if isinstance(data, Problem):
+        return data
+    if not isinstance(data, dict) or "genesis" not in data or "blocks" not in data:
+        return Problem(0, "field 'genesis' or 'blocks' is missing")
+    genesis = parse_genesis(data["genesis"])
+    if isinstance(genesis, Problem):
+        return genesis
+    if not isinstance(data["blocks"], list):
+        return Problem(0, "field 'blocks' must be a list")
+    run = None
+    if summary is not None:
+        run = _run_record(summary, path, genesis)
+        if isinstance(run, Problem):
+            return run
+    prev = ZERO_HASH
+    for i, raw in enumerate(data["blocks"], start=1):
+        block = parse_block(raw, i, len(genesis.public_keys))
+        if isinstance(block, Problem):
+            return block
+        if block.hash != raw["hash"]:
+            return Problem(i, "field 'hash' does not match the header")
+        if block.header.difficulty_bits != genesis.difficulty_bits:
+            return Problem(i, f"field 'header.difficulty_bits' is {block.header.difficulty_bits}, genesis says "
+                              f"{genesis.difficulty_bits}")
+        problem = block_problem(block, prev, i, genesis.public_keys, None if store is None else _payloads(block, store),
+                                chain=genesis.chain_id, n_samples=genesis.n_samples)
+        if problem:
+            return Problem(i, problem)
+        if run is not None and i in run.hashes and run.hashes[i] != block.hash:
+            return Problem(i, f"block hash {block.hash[:12]} is not the one the run recorded in rounds.csv "
+                              f"({run.hashes[i][:12]}): the block was replaced")
+        prev = block.hash
+    if run is not None:
+        height = len(data["blocks"])
+        if height != run.blocks or prev != run.tip:
+            return Problem(height + 1, f"ledger ends at height {height} (tip {prev[:12]}), the run recorded "
+                                       f"{run.blocks} blocks (tip {run.tip[:12]}): the ledger was cut or replaced")
+    return None
+
+
+# --- the ledger against the run that wrote it ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What the run recorded about one K's ledger: its block count, tip and per-round block hashes."""
+
+    K: int
+    blocks: int
+    tip: str
+    hashes: dict[int, str]
+
+
+def expected_genesis(config: Mapping[str, Any], K: int) -> Genesis:
+    """The genesis a run with ``config`` writes for its K (as :func:`bladefl.fl.chain_executor.new_chain_state`)."""
+    N, n = int(config["partition"]["N"]), int(config["partition"]["n"])
+    keys = [transactions.public_hex(transactions.derive_key(int(config["seed"]), i)) for i in range(N)]
+    return Genesis(chain_id(dict(config), K), keys, [n] * N, int(config["chain"]["difficulty_bits"]))
+
+
+def _file_k(path: str | Path) -> int | None:
+    m = re.fullmatch(r"K(\d+)\.json", Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunRecord | Problem:
+    record = _read_json(summary, f"summary {summary}")
+    if isinstance(record, Problem):
+        return record
+    if not isinstance(record, dict) or not isinstance(record.get("config"), dict) or not isinstance(
+            record.get("per_K"), list) or not all(isinstance(k, dict) for k in record["per_K"]):
+        return Problem(0, f"summary {summary}: fields 'config' (an object) and 'per_K' (a list of objects) are "
+                          "required")
+    config = record["config"]
+    if not genesis.chain_id:
+        return Problem(0, "the ledger has no chain id (written before chain ids), so it cannot be matched to the run")
+    ks = [k.get("K") for k in record["per_K"] if type(k.get("K")) is int]
+    named = [k for k in ks if chain_id(config, k) == genesis.chain_id]
+    file_k = _file_k(path)
+    if not named:
+        return Problem(0, f"field 'genesis.chain_id' names no K of the run in {summary}")
+    if file_k is not None and named[0] != file_k:
+        return Problem(0, f"field 'genesis.chain_id' is the chain of K={named[0]} of this run, but the file is "
+                          f"K{file_k}.json: another K's ledger in its place")
+    K = named[0]
+    try:
+        expected = expected_genesis(config, K)
+    except (KeyError, TypeError, ValueError) as exc:
+        return Problem(0, f"summary {summary}: field 'config' lacks what the genesis derives from ({exc})")
+    for name in ("public_keys", "n_samples", "difficulty_bits"):
+        if getattr(genesis, name) != getattr(expected, name):
+            shown = _shown(getattr(expected, name))
+            return Problem(0, f"field 'genesis.{name}' is not what the run's config gives ({shown})")
+    entry = next(k for k in record["per_K"] if k.get("K") == K)
+    blocks, tip = entry.get("blocks"), entry.get("tip")
+    if type(blocks) is not int or not isinstance(tip, str):
+        return Problem(0, f"summary {summary}: per_K entry of K={K} lacks 'blocks' and 'tip'")
+    return RunRecord(K, blocks, tip, _recorded_hashes(Path(summary).parent / "rounds.csv", K))
+
+
+def _recorded_hashes(rounds: Path, K: int) -> dict[int, str]:
+    """Round -> block hash of one K, from the run's ``rounds.csv`` (none when it is absent)."""
+    if not rounds.is_file():
+        return {}
+    hashes = {}
+    with rounds.open(newline="") as f:
+        for row in csv.DictReader(f):
+            if row.get("K") == str(K) and row.get("round", "").isdigit() and row.get("block_hash"):
+                hashes[int(row["round"])] = row["block_hash"]
+    return hashes
+
+
+__all__ = ["Problem", "Genesis", "RunRecord", "parse_genesis", "parse_block", "verify_chain", "expected_genesis"]

@@ -1,0 +1,312 @@
+"""The ledger against an adversary: attacks on a real run's ledger (forged with the project's own
+functions: re-signed with the seed-derived keys, re-mined), malformed ledgers and summaries, and a
+seeded mutation loop. Every attack is caught with the run's summary except the one the threat
+model names (forging with the seed's keys plus a rewritten summary and rounds.csv); every
+malformed file ends in one line and exit 1, never a traceback."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import shutil
+
+import numpy as np
+import pytest
+from tests.test_engine import small_cfg, synthetic
+
+from bladefl.chain import transactions as txm
+from bladefl.chain.ledger import block_from_dict, chain_id
+from bladefl.chain.pow import BlockHeader, merkle_root, mine
+from bladefl.chain.verify import verify_chain
+from bladefl.cli import main
+from bladefl.experiments.runner import run_cell
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A real run (4 clients, K = 2 and 3) with its ledgers, models, summary and rounds.csv."""
+    out = tmp_path_factory.mktemp("run")
+    cfg = small_cfg(time={"K": [2, 3]}, chain={"save_models": True}, seed=3)
+    run_cell(cfg, out, data=synthetic(), progress=False)
+    return out
+
+
+@pytest.fixture
+def copy_of(run, tmp_path):
+    target = tmp_path / "run"
+    shutil.copytree(run, target)
+    return target
+
+
+def load(path):
+    return json.loads(path.read_text())
+
+
+def save(path, data):
+    path.write_text(json.dumps(data))
+
+
+def check(folder, K=3, summary=True, store=True):
+    return verify_chain(folder / "chains" / f"K{K}.json", store=folder / "models" if store else None,
+                        summary=folder / "summary.json" if summary else None)
+
+
+def remine(data, start):
+    """Re-mine every block from ``start`` (0-based) on, re-linking each to the previous: what an
+    attacker who changed block ``start`` does so that the chain verifies on its own."""
+    prev = data["blocks"][start - 1]["hash"] if start else "0" * 64
+    for raw in data["blocks"][start:]:
+        block = block_from_dict(raw)
+        header = BlockHeader(**{**raw["header"], "prev_hash": prev, "merkle_root": merkle_root(block.leaves()),
+                                "nonce": 0})
+        raw["header"] = mine(header).__dict__
+        raw["hash"] = prev = BlockHeader(**raw["header"]).hash()
+
+
+def resign(raw_tx, seed=3, **changes):
+    """A transaction re-signed by its client's seed-derived key after ``changes``."""
+    tx = {**raw_tx, **changes}
+    signed = txm.sign_digest(txm.derive_key(seed, tx["client"]), tx["round"], tx["client"], tx["n_samples"],
+                             tx["model_sha256"], tx["chain_id"])
+    return signed.to_dict()
+
+
+def test_the_real_run_verifies_whole(run):
+    assert check(run) is None and check(run, K=2) is None
+
+
+def test_another_ks_ledger_in_its_place_is_caught(copy_of):
+    shutil.copy(copy_of / "chains/K2.json", copy_of / "chains/K3.json")
+    problem = check(copy_of)
+    assert problem.height == 0 and "K=2" in problem.reason and "K3.json" in problem.reason
+
+
+def genesis_attack(change):
+    def attack(folder):
+        path = folder / "chains/K3.json"
+        data = load(path)
+        change(data["genesis"])
+        save(path, data)
+    return attack
+
+
+ATTACKS = {
+    "an added client with a huge sample count": (genesis_attack(
+        lambda g: (g["public_keys"].append(txm.public_hex(txm.derive_key(99, 0))), g["n_samples"].append(10**9))),
+        0, "genesis.public_keys"),
+    "an inflated registered sample count": (genesis_attack(lambda g: g["n_samples"].__setitem__(0, 10**9)), 0,
+                                            "genesis.n_samples"),
+    "difficulty 0": (genesis_attack(lambda g: g.update(difficulty_bits=0)), 0, "genesis.difficulty_bits"),
+    "negative difficulty": (genesis_attack(lambda g: g.update(difficulty_bits=-4)), 0, "genesis.difficulty_bits"),
+    "null sample counts": (genesis_attack(lambda g: g.update(n_samples=None)), 0, "genesis.n_samples"),
+    "a client's key replaced": (genesis_attack(
+        lambda g: g["public_keys"].__setitem__(1, txm.public_hex(txm.derive_key(99, 1)))), 0, "genesis.public_keys"),
+}
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_a_forged_genesis_is_caught_against_the_runs_config(copy_of, name):
+    attack, height, field = ATTACKS[name]
+    attack(copy_of)
+    problem = check(copy_of)
+    assert problem is not None and problem.height == height and field in problem.reason
+
+
+def test_an_easier_difficulty_with_every_block_remined_is_caught(copy_of):
+    path = copy_of / "chains/K3.json"
+    data = load(path)
+    data["genesis"]["difficulty_bits"] = 2
+    for raw in data["blocks"]:
+        raw["header"]["difficulty_bits"] = 2
+    remine(data, 0)
+    save(path, data)
+    assert check(copy_of, summary=False) is None  # valid on its own
+    assert "genesis.difficulty_bits" in check(copy_of).reason
+
+
+def test_a_forged_first_block_remined_after_is_named_by_its_height(copy_of):
+    """The adversary with the seed: a new model for client 0 in round 1 (stored, re-signed), every
+    block re-mined. On its own the chain verifies (the threat model); against the run's rounds.csv
+    block 1 is named."""
+    path = copy_of / "chains/K3.json"
+    data = load(path)
+    payload = np.full(10, 7.0, dtype="<f4").tobytes()
+    (copy_of / "models" / f"{txm.digest(payload)}.bin").write_bytes(payload)
+    tx = data["blocks"][0]["transactions"][0]
+    data["blocks"][0]["transactions"][0] = resign(tx, model_sha256=txm.digest(payload))
+    remine(data, 0)
+    save(path, data)
+    assert check(copy_of, summary=False) is None
+    problem = check(copy_of)
+    assert problem.height == 1 and "rounds.csv" in problem.reason
+
+
+def test_a_cut_ledger_is_caught_at_the_missing_block(copy_of):
+    path = copy_of / "chains/K3.json"
+    data = load(path)
+    data["blocks"].pop()
+    save(path, data)
+    problem = check(copy_of)
+    assert problem.height == 3 and "cut or replaced" in problem.reason
+
+
+def test_without_the_seed_a_resigned_upload_fails_its_signature(copy_of):
+    path = copy_of / "chains/K3.json"
+    data = load(path)
+    data["blocks"][1]["transactions"][2] = resign(data["blocks"][1]["transactions"][2], seed=4)  # another key
+    remine(data, 1)
+    save(path, data)
+    problem = check(copy_of, summary=False)
+    assert problem.height == 2 and "invalid signature" in problem.reason
+
+
+def test_a_miner_that_is_no_client_is_named(copy_of):
+    path = copy_of / "chains/K3.json"
+    data = load(path)
+    data["blocks"][0]["header"]["miner"] = 9
+    remine(data, 0)
+    save(path, data)
+    problem = check(copy_of, summary=False)
+    assert problem.height == 1 and "header.miner" in problem.reason
+
+
+KEY = "ab" * 32
+
+
+def edit(path_fn):
+    def apply(data):
+        path_fn(data)
+        return data
+    return apply
+
+
+MALFORMED = {
+    "sample counts shorter than the keys": (edit(lambda d: d["genesis"]["n_samples"].pop()), "genesis.n_samples"),
+    "a signature that is a number": (edit(lambda d: d["blocks"][0]["transactions"][0].update(signature=1)),
+                                     "transactions[0].signature"),
+    "a float client id": (edit(lambda d: d["blocks"][0]["transactions"][1].update(client=1.0)),
+                          "transactions[1].client"),
+    "a difficulty as text": (edit(lambda d: d["genesis"].update(difficulty_bits="8")), "genesis.difficulty_bits"),
+    "a key that is not hex": (edit(lambda d: d["genesis"]["public_keys"].__setitem__(0, "zz" * 32)),
+                              "genesis.public_keys[0]"),
+    "difficulty 300": (edit(lambda d: d["genesis"].update(difficulty_bits=300)), "genesis.difficulty_bits"),
+    "a 5000-digit nonce": (lambda d: json.dumps(d).replace('"nonce": ', '"nonce": ' + "9" * 5000, 1), "digits"),
+    "a 100-digit nonce": (edit(lambda d: d["blocks"][1]["header"].update(nonce=10**100)), "header.nonce"),
+    "a height as text": (edit(lambda d: d["blocks"][0]["header"].update(height="1")), "header.height"),
+    "blocks that are no list": (edit(lambda d: d.update(blocks={})), "blocks"),
+    "a null header": (edit(lambda d: d["blocks"][0].update(header=None)), "header"),
+    "transactions as an object": (edit(lambda d: d["blocks"][0].update(transactions={})), "transactions"),
+    "an extra transaction field": (edit(lambda d: d["blocks"][0]["transactions"][0].update(bonus=1)), "bonus"),
+    "an exclusion without a reason": (edit(lambda d: d["blocks"][0].update(excluded=[{"client": 0, "tx_hash": KEY}])),
+                                      "excluded[0].reason"),
+    "a timestamp that is NaN": (edit(lambda d: d["blocks"][0]["header"].update(timestamp=float("nan"))),
+                                "header.timestamp"),
+    "a genesis that is a list": (edit(lambda d: d.update(genesis=[])), "genesis"),
+    "no public keys": (edit(lambda d: d["genesis"].update(public_keys=[])), "genesis.public_keys"),
+    "a hash that is a number": (edit(lambda d: d["blocks"][2].update(hash=5)), "hash"),
+    "a block that is text": (edit(lambda d: d["blocks"].__setitem__(1, "block")), "JSON object"),
+    "a chain id that is a list": (edit(lambda d: d["genesis"].update(chain_id=[1])), "genesis.chain_id"),
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_a_malformed_ledger_is_one_line_naming_the_field(copy_of, capsys, name):
+    mutate, field = MALFORMED[name]
+    path = copy_of / "chains/K3.json"
+    mutated = mutate(load(path))
+    path.write_text(mutated) if isinstance(mutated, str) else save(path, mutated)
+    before = sorted(p.name for p in copy_of.rglob("*"))
+    assert main(["chain", "verify", str(path), "--store", str(copy_of / "models")]) == 1
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1 and field in out and not err
+    assert sorted(p.name for p in copy_of.rglob("*")) == before  # nothing written
+
+
+@pytest.mark.parametrize("content, field", [
+    ("[]", "'config'"), ('{"per_K": []}', "'config'"), ('{"config": {}, "per_K": {}}', "'per_K'"),
+    ('{"config": {"seed": 3}, "per_K": [{"K": 3}]}', "names no K"), ("{", "not valid JSON"), ("", "not valid JSON"),
+])
+def test_a_malformed_summary_is_one_line(copy_of, capsys, content, field):
+    (copy_of / "summary.json").write_text(content)
+    code = main(["chain", "verify", str(copy_of / "chains/K3.json"), "--summary", str(copy_of / "summary.json")])
+    out, err = capsys.readouterr()
+    assert code == 1 and len(out.splitlines()) == 1 and field in out and not err
+
+
+@pytest.mark.parametrize("content", ["", "null", "3", '"text"', "[" * 100_000, "\x00\xff"])
+def test_a_ledger_that_is_no_ledger_is_one_line(tmp_path, capsys, content):
+    path = tmp_path / "K3.json"
+    path.write_bytes(content.encode("latin-1"))
+    assert main(["chain", "verify", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1 and not err
+
+
+# --- a seeded mutation loop ---------------------------------------------------------------------
+
+VALUES = [None, True, 0, -1, 1, 2**70, 1.5, float("inf"), "", "x", "0" * 64, [], {}, [1], {"a": 1}]
+
+
+def paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from paths(v, (*prefix, i))
+
+
+def mutate(data, rng):
+    """One random mutation of a ledger: a field's value, type or presence, a list's length or order."""
+    data = copy.deepcopy(data)
+    target = rng.choice(list(paths(data))[1:])
+    parent = data
+    for step in target[:-1]:
+        parent = parent[step]
+    key, kind = target[-1], rng.randrange(5)
+    if kind == 0:
+        parent[key] = rng.choice(VALUES)
+    elif kind == 1:
+        del parent[key]
+    elif kind == 2 and isinstance(parent[key], list) and parent[key]:
+        parent[key].append(copy.deepcopy(parent[key][0]))
+    elif kind == 3 and isinstance(parent[key], list) and len(parent[key]) > 1:
+        parent[key].reverse()
+    elif isinstance(parent[key], (int, float)) and not isinstance(parent[key], bool):
+        parent[key] = parent[key] + rng.choice([-1, 1, 0.5])
+    elif isinstance(parent[key], str):
+        parent[key] = parent[key][:-1] + rng.choice("0fz")
+    else:
+        parent[key] = rng.choice(VALUES)
+    return data
+
+
+def test_random_mutations_always_end_in_one_line(copy_of, capsys):
+    """Thousands of seeded mutations (values, types, presence, lengths, orders, truncations): the
+    verifier ends every one in exit 0 or 1 and one line, and exit 0 only when the ledger is the
+    original or an equivalent (a no-op mutation)."""
+    rng = random.Random(0)
+    path = copy_of / "chains/K3.json"
+    original = load(path)
+    text = json.dumps(original)
+    args = ["chain", "verify", str(path), "--store", str(copy_of / "models"), "--summary",
+            str(copy_of / "summary.json")]
+    for i in range(1500):
+        if i % 10 == 9:
+            path.write_text(text[: rng.randrange(len(text))])  # truncated
+            changed = True
+        else:
+            mutated = mutate(original, rng)
+            save(path, mutated)
+            changed = mutated != original
+        code = main(args)
+        out, err = capsys.readouterr()
+        assert code in (0, 1) and len(out.splitlines()) == 1 and not err, (i, out, err)
+        assert code == 1 or not changed, (i, out)
+
+
+def test_the_chain_id_of_a_real_run_is_its_configs(run):
+    summary = load(run / "summary.json")
+    assert load(run / "chains/K3.json")["genesis"]["chain_id"] == chain_id(summary["config"], 3)
