@@ -125,16 +125,27 @@ def test_an_easier_difficulty_with_every_block_remined_is_caught(copy_of):
     assert "genesis.difficulty_bits" in check(copy_of).reason
 
 
+def store(folder, array):
+    payload = array.astype("<f4").tobytes()
+    (folder / "models" / f"{txm.digest(payload)}.bin").write_bytes(payload)
+    return txm.digest(payload)
+
+
+def stored(folder, digest):
+    return np.frombuffer((folder / "models" / f"{digest}.bin").read_bytes(), dtype="<f4")
+
+
 def test_a_forged_first_block_remined_after_is_named_by_its_height(copy_of):
-    """The adversary with the seed: a new model for client 0 in round 1 (stored, re-signed), every
-    block re-mined. On its own the chain verifies (the threat model); against the run's rounds.csv
-    block 1 is named."""
+    """The adversary with the seed: a new model for client 0 in round 1 (stored, re-signed), the
+    global model recomputed and committed, every block re-mined. On its own the chain verifies
+    (the threat model); against the run's rounds.csv block 1 is named."""
     path = copy_of / "chains/K3.json"
     data = load(path)
-    payload = np.full(10, 7.0, dtype="<f4").tobytes()
-    (copy_of / "models" / f"{txm.digest(payload)}.bin").write_bytes(payload)
-    tx = data["blocks"][0]["transactions"][0]
-    data["blocks"][0]["transactions"][0] = resign(tx, model_sha256=txm.digest(payload))
+    block = data["blocks"][0]
+    tx = block["transactions"][0]
+    block["transactions"][0] = resign(tx, model_sha256=store(copy_of, stored(copy_of, tx["model_sha256"]) + 1))
+    models = [stored(copy_of, t["model_sha256"]).astype(np.float64) for t in block["transactions"]]
+    block["header"]["model_sha256"] = store(copy_of, np.mean(models, axis=0))
     remine(data, 0)
     save(path, data)
     assert check(copy_of, summary=False) is None
@@ -310,3 +321,56 @@ def test_random_mutations_always_end_in_one_line(copy_of, capsys):
 def test_the_chain_id_of_a_real_run_is_its_configs(run):
     summary = load(run / "summary.json")
     assert load(run / "chains/K3.json")["genesis"]["chain_id"] == chain_id(summary["config"], 3)
+
+
+# --- what the results rest on, on the chain ---------------------------------------------------------
+
+
+def test_every_block_commits_the_global_model_fedavg_gives_and_its_metrics(run):
+    """verify --store re-derives every round's global model from the stored uploads; the last
+    block's commitment is the run's final model and the summary's final metrics."""
+    from bladefl.chain.verify import global_model_problem
+    from bladefl.fl.engine import run_k
+
+    data = load(run / "chains/K3.json")
+    assert all(b["header"]["model_sha256"] for b in data["blocks"])
+    for raw in data["blocks"]:
+        assert global_model_problem(block_from_dict(raw), run / "models") is None
+    final = next(k for k in load(run / "summary.json")["per_K"] if k["K"] == 3)
+    last = data["blocks"][-1]["header"]
+    assert (last["train_loss"], last["test_loss"], last["test_accuracy"]) == (
+        final["train_loss"], final["test_loss"], final["test_accuracy"])
+    again = run_k(small_cfg(time={"K": [2, 3]}, seed=3), synthetic(), 3)
+    assert txm.digest(again.model.numpy().astype("<f4").tobytes()) == last["model_sha256"]
+
+
+@pytest.mark.parametrize("column", ["test_accuracy", "train_loss", "test_loss", "miner", "n_in_block"])
+def test_a_one_number_edit_of_rounds_csv_is_caught(copy_of, column):
+    import pandas as pd
+
+    rounds = pd.read_csv(copy_of / "rounds.csv")
+    row = rounds.index[(rounds.K == 3) & (rounds["round"] == 2)][0]
+    rounds.loc[row, column] = rounds.loc[row, column] + 1
+    rounds.to_csv(copy_of / "rounds.csv", index=False)
+    problem = check(copy_of)
+    assert problem.height == 2 and column in problem.reason and "rounds.csv" in problem.reason
+
+
+@pytest.mark.parametrize("field", ["test_accuracy", "train_loss", "test_loss"])
+def test_a_one_number_edit_of_the_summary_is_caught(copy_of, field):
+    summary = load(copy_of / "summary.json")
+    entry = next(k for k in summary["per_K"] if k["K"] == 3)
+    entry[field] += 0.001
+    save(copy_of / "summary.json", summary)
+    problem = check(copy_of)
+    assert problem.height == 3 and field in problem.reason and "summary.json" in problem.reason
+
+
+def test_an_edited_global_model_in_the_store_is_caught(copy_of):
+    header = load(copy_of / "chains/K3.json")["blocks"][1]["header"]
+    target = copy_of / "models" / f"{header['model_sha256']}.bin"
+    blob = bytearray(target.read_bytes())
+    blob[0] ^= 1
+    target.write_bytes(bytes(blob))
+    problem = check(copy_of, summary=False)
+    assert problem.height == 2 and "global model does not match" in problem.reason

@@ -66,7 +66,7 @@ class Block:
     def to_dict(self) -> dict:
         out = {
             "hash": self.hash,
-            "header": self.header.__dict__,
+            "header": self.header.fields(),
             "transactions": [tx.to_dict() for tx in self.transactions],
         }
         if self.excluded:

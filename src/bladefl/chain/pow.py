@@ -1,10 +1,12 @@
 """Step 3 of a round: proof-of-work mining.
 
 A block header (height, previous hash, Merkle root of the transactions, miner id, virtual
-timestamp, difficulty, nonce) is valid when SHA-256 of its canonical bytes, read as a 256-bit
-integer, is below 2**(256 - difficulty_bits). The race between miners is simulated with equal
-hash power per client (an exponential race drawn from the seeded generator); the winner then
-really searches for a nonce.
+timestamp, difficulty, nonce, and the round's outcome: the digest of the global model FedAvg
+gives from the block's uploads, with its training loss, test loss and test accuracy) is valid
+when SHA-256 of its canonical bytes, read as a 256-bit integer, is below
+2**(256 - difficulty_bits). The race between miners is simulated with equal hash power per
+client (an exponential race drawn from the seeded generator); the winner then really searches
+for a nonce.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import numpy as np
 ZERO_HASH = "0" * 64
 
 
+OUTCOME = ("model_sha256", "train_loss", "test_loss", "test_accuracy")  # the round's outcome in a header
+
+
 @dataclass(frozen=True)
 class BlockHeader:
     height: int
@@ -27,9 +32,18 @@ class BlockHeader:
     timestamp: float
     difficulty_bits: int
     nonce: int = 0
+    model_sha256: str = ""  # the global model after the round (canonical bytes' SHA-256)
+    train_loss: float | None = None  # F(w) of that model on the clients' data
+    test_loss: float | None = None
+    test_accuracy: float | None = None
+
+    def fields(self) -> dict:
+        """The header's fields as saved: the round's outcome only where it is committed (a header
+        without one, as written before outcomes were committed, hashes as it did then)."""
+        return {k: v for k, v in asdict(self).items() if k not in OUTCOME or v not in ("", None)}
 
     def header_bytes(self) -> bytes:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":")).encode()
+        return json.dumps(self.fields(), sort_keys=True, separators=(",", ":")).encode()
 
     def hash(self) -> str:
         return hashlib.sha256(self.header_bytes()).hexdigest()

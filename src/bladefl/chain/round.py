@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -87,23 +88,25 @@ def sign_and_receive(state: ChainState, k: int, digests: list[str]) -> list[tran
 
 
 def _mine(ledger: Ledger, accepted: list[transactions.Transaction], miner: int, clock: float,
-          difficulty_bits: int, excluded: tuple[Exclusion, ...]) -> Block:
+          difficulty_bits: int, excluded: tuple[Exclusion, ...], outcome: Mapping[str, object] | None = None) -> Block:
     """Step 3: the race's winner searches a nonce for the block of the accepted transactions
-    (less the excluded ones, which the block records with their reason)."""
+    (less the excluded ones, which the block records with their reason) and the round's
+    ``outcome`` (:data:`bladefl.chain.pow.OUTCOME`: the global model's digest and metrics)."""
     left_out = {e.client for e in excluded}
     kept = tuple(tx for tx in accepted if tx.client not in left_out)
     draft = Block(BlockHeader(0, "", "", 0, 0.0, 0), kept, excluded)
     header = mine(BlockHeader(height=ledger.height, prev_hash=ledger.tip, merkle_root=merkle_root(draft.leaves()),
-                              miner=miner, timestamp=round(clock, 9), difficulty_bits=difficulty_bits))
+                              miner=miner, timestamp=round(clock, 9), difficulty_bits=difficulty_bits,
+                              **(outcome or {})))
     return Block(header, kept, excluded)
 
 
 def append_block(state: ChainState, accepted: list[transactions.Transaction], flagged: tuple[int, ...],
-                 detector: str) -> ChainOutcome:
+                 detector: str, outcome: Mapping[str, object] | None = None) -> ChainOutcome:
     """Steps 3-4 for the accepted transactions: the mining race, the proof of work, every client
     validates (the faulty ones as their fault says), and the block is appended to ``state``'s
     ledger if a strict majority accepts; ``flagged`` uploads are excluded, with ``detector`` as
-    the reason."""
+    the reason; ``outcome``: the round's global model digest and metrics, committed in the header."""
     start = time.perf_counter()
     won = race(state.race_rng, state.N, state.beta)
     block_time = state.beta if state.fixed_block_time else won.elapsed
@@ -111,7 +114,7 @@ def append_block(state: ChainState, accepted: list[transactions.Transaction], fl
     left_out = set(flagged)
     excluded = tuple(Exclusion(tx.client, tx.tx_hash(), f"flagged by {detector}") for tx in accepted
                      if tx.client in left_out)
-    block = _mine(state.ledger, accepted, won.winner, state.clock, state.difficulty_bits, excluded)
+    block = _mine(state.ledger, accepted, won.winner, state.clock, state.difficulty_bits, excluded, outcome)
     ok, votes, reason = majority_accepts(block, state.ledger, validators=state.N,
                                          verified=frozenset(tx.tx_hash() for tx in accepted), faults=state.faults,
                                          rng=state.vote_rng, excluded=frozenset(left_out) if state.exclude else None)
@@ -122,7 +125,8 @@ def append_block(state: ChainState, accepted: list[transactions.Transaction], fl
                         time.perf_counter() - start)
 
 
-def chain_round(state: ChainState, k: int, digests: list[str], flagging: Flagging) -> tuple[ChainOutcome, ChainState]:
+def chain_round(state: ChainState, k: int, digests: list[str], flagging: Flagging,
+                outcome: Mapping[str, object] | None = None) -> tuple[ChainOutcome, ChainState]:
     """Steps 2-4 of round k without an attacker, on the digests of the N uploads and the detectors'
     verdict on all of them (computed before, which holds only if every transaction is received:
     checked). Returns the outcome and the state it advanced (in a worker process, a copy: the
@@ -132,5 +136,5 @@ def chain_round(state: ChainState, k: int, digests: list[str], flagging: Flaggin
     received = [tx.client for tx in accepted]
     if received != list(range(state.N)):
         raise RuntimeError(f"transactions of clients {sorted(set(range(state.N)) - set(received))} were not received")
-    outcome = append_block(state, accepted, flagging.flagged, flagging.detector)
-    return replace(outcome, seconds=time.perf_counter() - start), state
+    done = append_block(state, accepted, flagging.flagged, flagging.detector, outcome)
+    return replace(done, seconds=time.perf_counter() - start), state

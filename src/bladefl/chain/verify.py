@@ -31,9 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bladefl.chain import transactions
 from bladefl.chain.ledger import Block, Exclusion, block_problem, chain_id
-from bladefl.chain.pow import ZERO_HASH, BlockHeader
+from bladefl.chain.pow import OUTCOME, ZERO_HASH, BlockHeader
 from bladefl.chain.transactions import Transaction
 
 MAX_INT = 2**63 - 1  # every integer field (a 5000-digit number is a malformed field, not a number)
@@ -84,10 +86,16 @@ def _shown(v: Any) -> str:
     return text if len(text) <= 40 else f"{text[:37]}..."
 
 
+def _metric(v: Any) -> str | None:
+    """A metric the run recorded: any float (a diverged run records nan)."""
+    return None if type(v) in (int, float) else f"must be a number (got {_shown(v)})"
+
+
 HASH = _hex(64)
 DIFFICULTY = _integer(1, 255)
 HEADER = {"height": _integer(1), "prev_hash": HASH, "merkle_root": HASH, "miner": _integer(0),
-          "timestamp": _number, "difficulty_bits": DIFFICULTY, "nonce": _integer(0)}
+          "timestamp": _number, "difficulty_bits": DIFFICULTY, "nonce": _integer(0), "model_sha256": HASH,
+          "train_loss": _metric, "test_loss": _metric, "test_accuracy": _metric}
 TRANSACTION = {"round": _integer(1), "client": _integer(0), "n_samples": _integer(1), "model_sha256": HASH,
                "chain_id": _text, "signature": _hex(128)}
 EXCLUSION = {"client": _integer(0), "tx_hash": HASH, "reason": _text}
@@ -161,7 +169,7 @@ def parse_block(raw: Any, height: int, clients: int) -> Block | Problem:
     if extra:
         return Problem(height, f"field '{extra[0]}' is not a field of a block")
     wrong = HASH(raw["hash"]) and f"field 'hash' {HASH(raw['hash'])}"
-    wrong = wrong or _record(raw["header"], HEADER, "header")
+    wrong = wrong or _record(raw["header"], HEADER, "header", optional=frozenset(OUTCOME))
     if not wrong and raw["header"]["miner"] >= clients:
         wrong = f"field 'header.miner' is {raw['header']['miner']}, not a registered client (0..{clients - 1})"
     if not wrong:
@@ -236,29 +244,113 @@ def verify_chain(path: str | Path, store: str | Path | None = None,
                                 chain=genesis.chain_id, n_samples=genesis.n_samples)
         if problem:
             return Problem(i, problem)
-        if run is not None and i in run.hashes and run.hashes[i] != block.hash:
-            return Problem(i, f"block hash {block.hash[:12]} is not the one the run recorded in rounds.csv "
-                              f"({run.hashes[i][:12]}): the block was replaced")
+        if store is not None and block.header.model_sha256:
+            problem = global_model_problem(block, store)
+            if problem:
+                return Problem(i, problem)
+        if run is not None:
+            problem = run.round_problem(i, block)
+            if problem:
+                return Problem(i, problem)
         prev = block.hash
     if run is not None:
         height = len(data["blocks"])
         if height != run.blocks or prev != run.tip:
             return Problem(height + 1, f"ledger ends at height {height} (tip {prev[:12]}), the run recorded "
                                        f"{run.blocks} blocks (tip {run.tip[:12]}): the ledger was cut or replaced")
+        last = block_from_raw(data["blocks"][-1]) if height else None
+        wrong = run.final_problem(last)
+        if wrong:
+            return Problem(height, wrong)
+    return None
+
+
+def block_from_raw(raw: dict) -> Block:
+    return Block(BlockHeader(**raw["header"]), tuple(Transaction(**t) for t in raw["transactions"]),
+                 tuple(Exclusion(**e) for e in raw.get("excluded", [])))
+
+
+def global_model_problem(block: Block, store: str | Path, rtol: float = 1e-5, atol: float = 1e-6) -> str | None:
+    """The block's committed global model against its uploads: the stored model must hash to the
+    header's digest and equal FedAvg of the block's stored uploads (weights: their sample counts;
+    recomputed in float64, so equal up to the engine's float32 rounding)."""
+    target = Path(store) / f"{block.header.model_sha256}.bin"
+    if not target.is_file():
+        return f"global model {block.header.model_sha256[:12]} is missing from the store"
+    payload = target.read_bytes()
+    if transactions.digest(payload) != block.header.model_sha256:
+        return "the stored global model does not match the header's digest"
+    if not block.transactions:
+        return "the block commits a global model but holds no upload"
+    committed = np.frombuffer(payload[: len(payload) // 4 * 4], dtype="<f4").astype(np.float64)
+    total, weight = np.zeros_like(committed), 0
+    for tx in block.transactions:
+        raw = (Path(store) / f"{tx.model_sha256}.bin").read_bytes()
+        if len(raw) != len(payload):
+            return f"the upload of client {tx.client} has {len(raw)} bytes, the global model {len(payload)}"
+        total += np.frombuffer(raw, dtype="<f4").astype(np.float64) * tx.n_samples
+        weight += tx.n_samples
+    fedavg = total / weight
+    if not np.allclose(committed, fedavg, rtol=rtol, atol=atol, equal_nan=True):
+        worst = float(np.nanmax(np.abs(committed - fedavg)))
+        return f"the committed global model is not FedAvg of the block's uploads (largest difference {worst:.3g})"
     return None
 
 
 # --- the ledger against the run that wrote it ----------------------------------------------------------
 
 
+METRICS = ("train_loss", "test_loss", "test_accuracy")
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
 @dataclass(frozen=True)
 class RunRecord:
-    """What the run recorded about one K's ledger: its block count, tip and per-round block hashes."""
+    """What the run recorded about one K's ledger: its block count and tip, per round the block
+    hash and metrics of rounds.csv, and the K's final metrics in the summary."""
 
     K: int
     blocks: int
     tip: str
-    hashes: dict[int, str]
+    rounds: dict[int, dict[str, str]]  # round -> its rounds.csv row
+    final: dict[str, Any]  # the summary's per_K entry
+
+    def round_problem(self, height: int, block: Block) -> str | None:
+        """Block ``height`` against round ``height``'s row of rounds.csv: its hash, and the metrics
+        the block commits."""
+        row = self.rounds.get(height)
+        if row is None:
+            return None
+        if row.get("block_hash") != block.hash:
+            return (f"block hash {block.hash[:12]} is not the one the run recorded in rounds.csv "
+                    f"({str(row.get('block_hash'))[:12]}): the block was replaced")
+        shown = {"miner": block.header.miner, "n_in_block": len(block.transactions), "n_excluded": len(block.excluded)}
+        for name, value in shown.items():
+            if name in row and row[name] != str(value):
+                return f"rounds.csv records {name} = {row[name]!r} in round {height}, the block holds {value}"
+        for name in METRICS if block.header.model_sha256 else ():
+            try:
+                recorded = float(row.get(name) or "nan")
+            except ValueError:
+                return f"rounds.csv holds {name} = {row.get(name)!r} in round {height}, not a number"
+            if not _same(recorded, float(getattr(block.header, name))):
+                return (f"rounds.csv records {name} = {recorded!r} in round {height}, the block commits "
+                        f"{getattr(block.header, name)!r}")
+        return None
+
+    def final_problem(self, last: Block | None) -> str | None:
+        """The summary's final metrics of this K against the last block's commitment."""
+        if last is None or not last.header.model_sha256:
+            return None
+        for name in METRICS:
+            value = self.final.get(name)
+            if type(value) not in (int, float) or not _same(float(value), float(getattr(last.header, name))):
+                return (f"summary.json records {name} = {value!r} for K={self.K}, the last block commits "
+                        f"{getattr(last.header, name)!r}")
+        return None
 
 
 def expected_genesis(config: Mapping[str, Any], K: int) -> Genesis:
@@ -305,19 +397,19 @@ def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunR
     blocks, tip = entry.get("blocks"), entry.get("tip")
     if type(blocks) is not int or not isinstance(tip, str):
         return Problem(0, f"summary {summary}: per_K entry of K={K} lacks 'blocks' and 'tip'")
-    return RunRecord(K, blocks, tip, _recorded_hashes(Path(summary).parent / "rounds.csv", K))
+    return RunRecord(K, blocks, tip, _recorded_rounds(Path(summary).parent / "rounds.csv", K), entry)
 
 
-def _recorded_hashes(rounds: Path, K: int) -> dict[int, str]:
-    """Round -> block hash of one K, from the run's ``rounds.csv`` (none when it is absent)."""
+def _recorded_rounds(rounds: Path, K: int) -> dict[int, dict[str, str]]:
+    """Round -> its row of one K in the run's ``rounds.csv`` (none when it is absent)."""
     if not rounds.is_file():
         return {}
-    hashes = {}
+    found = {}
     with rounds.open(newline="") as f:
         for row in csv.DictReader(f):
-            if row.get("K") == str(K) and row.get("round", "").isdigit() and row.get("block_hash"):
-                hashes[int(row["round"])] = row["block_hash"]
-    return hashes
+            if row.get("K") == str(K) and (row.get("round") or "").isdigit():
+                found[int(row["round"])] = row
+    return found
 
 
 __all__ = ["Problem", "Genesis", "RunRecord", "parse_genesis", "parse_block", "verify_chain", "expected_genesis"]

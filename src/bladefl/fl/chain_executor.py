@@ -80,22 +80,39 @@ def store_models(store: Path, digests: dict[int, str], payloads: dict[int, bytes
             atomic.write_bytes(target, payloads[client])
 
 
+def round_outcome(global_model: torch.Tensor, metrics: RoundMetrics) -> tuple[dict, memoryview]:
+    """What a block commits of its round (:data:`bladefl.chain.pow.OUTCOME`): the digest of the
+    global model FedAvg gave from the block's uploads, and that model's metrics; and the model's
+    canonical bytes (for the store)."""
+    buffer = mlp.model_buffer(global_model)
+    return {"model_sha256": transactions.digest(buffer), "train_loss": metrics.train_loss,
+            "test_loss": metrics.test_loss, "test_accuracy": metrics.test_accuracy}, buffer
+
+
 def chain_job(state: ChainState, k: int, models: torch.Tensor, flagging: Flagging,
-              workers: ProcessPoolExecutor | None = None, store: Path | None = None
+              workers: ProcessPoolExecutor | None = None, store: Path | None = None,
+              global_model: torch.Tensor | None = None, metrics: RoundMetrics | None = None
               ) -> tuple[ChainOutcome, ChainState]:
     """Steps 2-4 of round k without an attacker, as a chain thread runs them: the N uploads
     ``models`` [N, P] (on the CPU) are hashed here, where they lie (hashlib releases the GIL), and
     the rest (signatures, race, proof of work, validation: work that holds the GIL) runs on the
     digests, in a worker process when ``workers`` is given, else in this thread. Returns the
-    outcome and the advanced state; with ``store``, each upload is written there by its digest."""
+    outcome and the advanced state; with ``store``, each upload is written there by its digest.
+    With ``global_model`` and ``metrics`` the block commits the round's outcome (:func:`round_outcome`;
+    the global model is stored too)."""
     buffers = {i: mlp.model_buffer(models[i]) for i in range(models.shape[0])}
     digests = [transactions.digest(buffers[i]) for i in range(models.shape[0])]
+    committed = None
+    if global_model is not None and metrics is not None:
+        committed, buffers[-1] = round_outcome(global_model, metrics)
     if workers is None:
-        outcome, state = chain_round(state, k, digests, flagging)
+        outcome, state = chain_round(state, k, digests, flagging, committed)
     else:
-        outcome, state = workers.submit(chain_round, state, k, digests, flagging).result()
+        outcome, state = workers.submit(chain_round, state, k, digests, flagging, committed).result()
     if store is not None:
         store_models(store, dict(enumerate(digests)), buffers)
+        if committed is not None:
+            store_models(store, {-1: str(committed["model_sha256"])}, buffers)
     return outcome, state
 
 
@@ -136,11 +153,11 @@ class ChainLine:
 
 def _job(previous: Future | None, initial: ChainState, k: int, models: torch.Tensor, ready: Callable[[], None],
          flagging: Flagging, rows: list[dict], K: int, workers: ProcessPoolExecutor | None,
-         store: Path | None) -> ChainDone:
+         store: Path | None, global_model: torch.Tensor | None, metrics: RoundMetrics) -> ChainDone:
     state = initial if previous is None else previous.result().state
     start = time.perf_counter()
-    ready()  # the uploads' host copy has landed
-    outcome, state = chain_job(state, k, models, flagging, workers, store)
+    ready()  # the host copies of the uploads and the global model have landed
+    outcome, state = chain_job(state, k, models, flagging, workers, store, global_model, metrics)
     return ChainDone(outcome, state, detection_rows(K, rows, outcome.excluded), time.perf_counter() - start)
 
 
@@ -154,11 +171,13 @@ class ChainExecutor:
         self.pending: deque[tuple[ChainLine, Future, RoundMetrics]] = deque()
 
     def submit(self, line: ChainLine, k: int, models: torch.Tensor, ready: Callable[[], None],
-               flagging: Flagging, rows: list[dict], metrics: RoundMetrics) -> None:
-        """Round k of ``line`` without an attacker: the uploads ``models`` [N, P] on the host (once
-        ``ready`` returns), the detectors' verdict, the round end's measurements."""
+               flagging: Flagging, rows: list[dict], metrics: RoundMetrics,
+               global_model: torch.Tensor | None = None) -> None:
+        """Round k of ``line`` without an attacker: the uploads ``models`` [N, P] and the global
+        model [P] on the host (once ``ready`` returns), the detectors' verdict, the round end's
+        measurements (the block commits the global model's digest and metrics)."""
         line.tail = self.pool.submit(_job, line.tail, line.initial, k, models, ready, flagging, rows, line.K,
-                                     self.workers, line.store)
+                                     self.workers, line.store, global_model, metrics)
         self.pending.append((line, line.tail, metrics))
 
     def attacked(self, line: ChainLine, k: int, models: torch.Tensor, tamper: Tamper,

@@ -287,6 +287,7 @@ def end_round(ctx: RoundEnds, end: EndPlan, ks: list[int], noise: Noise, clock: 
         flags, members = [], _attacked(ctx, end, ks, uploads, host, previous, weights)
     clock.mark("detection")
     new = aggregation.fedavg_many(uploads, torch.from_numpy(weights))
+    host_new, new_ready = host_copy(new, ctx.stream)  # for the block's commitment of the round
     layout.models.index_copy_(0, end.index, new)
     mlp.scatter(layout.views, end.trained_rows, new, end.row_run, shape)
     clock.mark("aggregate")
@@ -301,7 +302,8 @@ def end_round(ctx: RoundEnds, end: EndPlan, ks: list[int], noise: Noise, clock: 
                                                      - end.references).norm(dim=1)]
     values = torch.cat([t.float() for t in parts + [t for t in optional if t is not None]]).tolist()
     clock.mark("evaluation")
-    _hand_over(ctx, end, ks, values, optional, measured, members, host, ready, flags)
+    _hand_over(ctx, end, ks, values, optional, measured, members, host, lambda: (ready(), new_ready()), flags,
+               host_new)
 
 
 def _per_run(values: list[float], runs: tuple[int, ...], end: EndPlan, only: Callable[[int], bool]
@@ -319,7 +321,7 @@ def _per_run(values: list[float], runs: tuple[int, ...], end: EndPlan, only: Cal
 def _hand_over(ctx: RoundEnds, end: EndPlan, ks: list[int], values: list[float], optional: list,
                measured: dict[int, dict], members: list[tuple[int, ...]], host: torch.Tensor,
                ready: Callable[[], None],
-               flags: list[tuple[list[dict], Flagging]]) -> None:
+               flags: list[tuple[list[dict], Flagging]], global_models: torch.Tensor) -> None:
     """Each run's round measurements, and its block to the chain executor."""
     R = len(end.runs)
     train_loss, test_loss, test_accuracy = values[:R], values[R : 2 * R], values[2 * R : 3 * R]
@@ -343,7 +345,7 @@ def _hand_over(ctx: RoundEnds, end: EndPlan, ks: list[int], values: list[float],
         run.k = ks[i]
         if ctx.tamper is None:
             rows, flag = flags[i]
-            ctx.executor.submit(run.line, ks[i], host[i], ready, flag, rows, metrics)
+            ctx.executor.submit(run.line, ks[i], host[i], ready, flag, rows, metrics, global_models[i])
         else:
             ctx.executor.record(run.line, run.line.tail, metrics)
     ctx.times.round_ends += 1
