@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 ZERO_HASH = "0" * 64
+DIFFICULTY_BITS = (0, 32)  # the difficulties a run may use (its config and a ledger's genesis)
 
 
 OUTCOME = ("model_sha256", "train_loss", "test_loss", "test_accuracy")  # the round's outcome in a header

@@ -52,6 +52,7 @@ class ChainState:
     difficulty_bits: int
     exclude: bool  # the validators expect the flagged uploads left out of the block
     clock: float = 0.0
+    secret: bytes = b""  # the key secret (chain.key_secret_file), when the keys derive from one
 
     @property
     def N(self) -> int:
@@ -71,10 +72,11 @@ class ChainOutcome:
 
 
 @functools.lru_cache(maxsize=64)
-def keyring(seed: int, N: int) -> tuple[tuple[Ed25519PrivateKey, ...], tuple[Ed25519PublicKey, ...]]:
+def keyring(seed: int, N: int, secret: bytes = b"") -> tuple[tuple[Ed25519PrivateKey, ...],
+                                                             tuple[Ed25519PublicKey, ...]]:
     """The N clients' key pairs of a run (derived from its seed; cached: deriving costs a scalar
     multiplication per client, and a worker process serves many rounds of the same runs)."""
-    keys = tuple(transactions.derive_key(seed, i) for i in range(N))
+    keys = tuple(transactions.derive_key(seed, i, secret) for i in range(N))
     return keys, tuple(k.public_key() for k in keys)
 
 
@@ -82,7 +84,7 @@ def sign_and_receive(state: ChainState, k: int, digests: list[str]) -> list[tran
     """Step 2 without an attacker: every client signs the digest of its upload for this chain and
     receivers keep the transactions whose signature verifies (the payloads they hold are the very
     bytes the sender hashed, so the digest check is the sender's)."""
-    keys, publics = keyring(state.seed, state.N)
+    keys, publics = keyring(state.seed, state.N, state.secret)
     txs = [transactions.sign_digest(keys[i], k, i, state.n, d, state.chain) for i, d in enumerate(digests)]
     return [tx for tx in txs if transactions.signature_ok(tx, publics[tx.client])]
 

@@ -8,13 +8,15 @@ payload it received hashes to the digest.
 
 Keys are derived from the run seed: fine for a simulation (every run is reproducible, and
 each client signs only its own uploads), not for a deployment, where a client's key is its
-secret.
+secret. With ``chain.key_secret_file`` they derive from the seed and a secret kept outside the
+results (whoever holds the secret can re-verify; whoever knows only the seed cannot sign).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
 from dataclasses import asdict, dataclass
 
@@ -23,9 +25,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 
-def derive_key(seed: int, client: int) -> Ed25519PrivateKey:
-    """A client's key pair, derived deterministically from the run seed."""
-    material = hashlib.sha256(f"bladefl-ed25519/{seed}/{client}".encode()).digest()
+def derive_key(seed: int, client: int, secret: bytes = b"") -> Ed25519PrivateKey:
+    """A client's key pair, derived deterministically from the run seed, or from the seed and a
+    ``secret`` (HMAC-SHA256) that is kept outside the results: then knowing the seed is not enough
+    to sign."""
+    label = f"bladefl-ed25519/{seed}/{client}".encode()
+    material = hmac.new(secret, label, hashlib.sha256).digest() if secret else hashlib.sha256(label).digest()
     return Ed25519PrivateKey.from_private_bytes(material)
 
 

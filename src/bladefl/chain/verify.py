@@ -35,7 +35,7 @@ import numpy as np
 
 from bladefl.chain import transactions
 from bladefl.chain.ledger import Block, Exclusion, block_problem, chain_id
-from bladefl.chain.pow import OUTCOME, ZERO_HASH, BlockHeader
+from bladefl.chain.pow import DIFFICULTY_BITS, OUTCOME, ZERO_HASH, BlockHeader
 from bladefl.chain.transactions import Transaction
 
 MAX_INT = 2**63 - 1  # every integer field (a 5000-digit number is a malformed field, not a number)
@@ -92,7 +92,7 @@ def _metric(v: Any) -> str | None:
 
 
 HASH = _hex(64)
-DIFFICULTY = _integer(1, 255)
+DIFFICULTY = _integer(*DIFFICULTY_BITS)
 HEADER = {"height": _integer(1), "prev_hash": HASH, "merkle_root": HASH, "miner": _integer(0),
           "timestamp": _number, "difficulty_bits": DIFFICULTY, "nonce": _integer(0), "model_sha256": HASH,
           "train_loss": _metric, "test_loss": _metric, "test_accuracy": _metric}
@@ -303,6 +303,14 @@ def global_model_problem(block: Block, store: str | Path, rtol: float = 1e-5, at
 METRICS = ("train_loss", "test_loss", "test_accuracy")
 
 
+def _number_of(text: str | None) -> float:
+    """A rounds.csv cell as a number (pandas writes an integer column with a gap as floats: 1.0)."""
+    try:
+        return float(text or "nan")
+    except ValueError:
+        return math.nan
+
+
 def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
@@ -329,7 +337,7 @@ class RunRecord:
                     f"({str(row.get('block_hash'))[:12]}): the block was replaced")
         shown = {"miner": block.header.miner, "n_in_block": len(block.transactions), "n_excluded": len(block.excluded)}
         for name, value in shown.items():
-            if name in row and row[name] != str(value):
+            if name in row and _number_of(row[name]) != value:
                 return f"rounds.csv records {name} = {row[name]!r} in round {height}, the block holds {value}"
         for name in METRICS if block.header.model_sha256 else ():
             try:
@@ -356,7 +364,9 @@ class RunRecord:
 def expected_genesis(config: Mapping[str, Any], K: int) -> Genesis:
     """The genesis a run with ``config`` writes for its K (as :func:`bladefl.fl.chain_executor.new_chain_state`)."""
     N, n = int(config["partition"]["N"]), int(config["partition"]["n"])
-    keys = [transactions.public_hex(transactions.derive_key(int(config["seed"]), i)) for i in range(N)]
+    secret_file = config["chain"].get("key_secret_file", "")
+    secret = Path(secret_file).read_bytes() if secret_file else b""  # OSError: the verifier lacks the secret
+    keys = [transactions.public_hex(transactions.derive_key(int(config["seed"]), i, secret)) for i in range(N)]
     return Genesis(chain_id(dict(config), K), keys, [n] * N, int(config["chain"]["difficulty_bits"]))
 
 
@@ -387,7 +397,10 @@ def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunR
     K = named[0]
     try:
         expected = expected_genesis(config, K)
-    except (KeyError, TypeError, ValueError) as exc:
+    except OSError as exc:
+        return Problem(0, f"the run's keys derive from a secret (chain.key_secret_file) this verifier cannot read "
+                          f"({exc.strerror}): only its holder can check the genesis")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return Problem(0, f"summary {summary}: field 'config' lacks what the genesis derives from ({exc})")
     for name in ("public_keys", "n_samples", "difficulty_bits"):
         if getattr(genesis, name) != getattr(expected, name):

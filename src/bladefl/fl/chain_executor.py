@@ -41,7 +41,8 @@ Tamper = Callable[[int, list[transactions.Transaction], dict[int, bytes]],
 def new_chain_state(cfg: RunConfig, K: int, N: int, n: int, tau: int) -> ChainState:
     """A run's chain before its first round: the clients' keys and the genesis (chain id, sample
     counts, difficulty), its faulty validators, and the generators of its race and votes."""
-    keys, _ = keyring(cfg.seed, N)
+    secret = Path(cfg.chain.key_secret_file).read_bytes() if cfg.chain.key_secret_file else b""
+    keys, _ = keyring(cfg.seed, N, secret)
     chain = chain_id(cfg.to_dict(), K)
     ledger = Ledger([transactions.public_hex(k) for k in keys], cfg.chain.difficulty_bits, chain_id=chain,
                     n_samples=[n] * N)
@@ -52,7 +53,7 @@ def new_chain_state(cfg: RunConfig, K: int, N: int, n: int, tau: int) -> ChainSt
                       vote_rng=numpy_rng(cfg.seed, "votes", K), race_rng=numpy_rng(cfg.seed, "race", K),
                       beta=cfg.time.beta, work_time=tau * cfg.time.alpha,
                       fixed_block_time=cfg.chain.block_time == "fixed", difficulty_bits=cfg.chain.difficulty_bits,
-                      exclude=cfg.lazy.exclude)
+                      exclude=cfg.lazy.exclude, secret=secret)
 
 
 @contextlib.contextmanager
@@ -187,7 +188,7 @@ class ChainExecutor:
         append. Returns the clients whose models the block holds (the ones to aggregate)."""
         state = line.state()
         start = time.perf_counter()
-        keys, publics = keyring(state.seed, state.N)
+        keys, publics = keyring(state.seed, state.N, state.secret)
         payloads = {i: mlp.model_bytes(models[i]) for i in range(models.shape[0])}
         txs = [transactions.sign(keys[i], k, i, state.n, payloads[i], state.chain) for i in range(models.shape[0])]
         txs, payloads = tamper(k, txs, payloads)

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from bladefl.chain.pow import DIFFICULTY_BITS
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.fl.detection import DETECTORS
@@ -69,6 +70,7 @@ class ChainConfig:
     difficulty_bits: int = 12
     block_time: str = "fixed"  # fixed | exponential
     save_models: bool = False  # content-addressed store of uploaded models
+    key_secret_file: str = ""  # keys from this file's secret and the seed (else from the seed alone)
     faulty_fraction: float = 0.0  # share of validators that misbehave (the majority rule under faults)
     fault: str = "random"  # random: vote yes or no at random; reject: always vote no
 
@@ -164,8 +166,12 @@ def _errors(raw: dict[str, Any]) -> list[str]:
          "a number > 0 (inf disables DP)", pv["epsilon"])
     need(_is_num(pv["delta"]) and 0 < pv["delta"] < 1, "privacy.delta", "a number in (0, 1)", pv["delta"])
     need(_is_finite(pv["clip"]) and pv["clip"] > 0, "privacy.clip", "a finite number > 0", pv["clip"])
-    need(_is_int(ch["difficulty_bits"]) and 0 <= ch["difficulty_bits"] <= 32, "chain.difficulty_bits",
-         "an integer in 0..32", ch["difficulty_bits"])
+    lo, hi = DIFFICULTY_BITS
+    need(_is_int(ch["difficulty_bits"]) and lo <= ch["difficulty_bits"] <= hi, "chain.difficulty_bits",
+         f"an integer in {lo}..{hi}", ch["difficulty_bits"])
+    secret = ch["key_secret_file"]
+    need(isinstance(secret, str) and (not secret or Path(secret).is_file()), "chain.key_secret_file",
+         "a readable file holding the key secret, or '' (keys from the seed)", secret)
     need(ch["block_time"] in ("fixed", "exponential"), "chain.block_time", "one of ['fixed', 'exponential']",
          ch["block_time"])
     need(isinstance(ch["save_models"], bool), "chain.save_models", "true or false", ch["save_models"])
