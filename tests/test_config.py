@@ -31,7 +31,7 @@ def test_overrides():
         ({"train": {"eta": -1}}, "train.eta must be a finite number > 0"),
         ({"train": {"iteration": "sgd"}}, "train.iteration must be one of ['full_batch', 'epoch']"),
         ({"time": {"K": [0, 1]}}, "time.K must be a non-empty list of distinct integers >= 1"),
-        ({"lazy": {"ratio": 1.0}}, "lazy.ratio must be a number in [0, 1)"),
+        ({"lazy": {"ratio": 1.0}}, "lazy.ratio must be a finite number in [0, 1)"),
         ({"chain": {"block_time": "poisson"}}, "chain.block_time must be one of"),
         ({"chain": {"difficulty_bits": 64}}, "chain.difficulty_bits must be an integer in 0..32"),
         ({"privacy": {"delta": 2}}, "privacy.delta must be a number in (0, 1)"),

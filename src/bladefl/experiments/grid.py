@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from bladefl.fl.ranges import RANGES, range_error
 from bladefl.fl.timemodel import max_feasible_K
 
 PARAMS = ("alpha", "beta", "N", "eta", "lazy_ratio", "sigma2", "epsilon")
@@ -128,20 +129,18 @@ def unique_cells(members: Sequence[Member]) -> list[Cell]:
 
 
 def cell_errors(cell: Cell, n: int, t_sum: float, train_size: int = 60_000) -> list[str]:
-    e = []
-    if not cell.alpha > 0 or not cell.beta > 0:
-        e.append(f"cell {cell.key}: alpha and beta must be > 0")
-    elif max_feasible_K(cell.alpha, cell.beta, t_sum) < 1:
+    """Each parameter against its range (:data:`bladefl.fl.ranges.RANGES`, the run config's), then
+    what depends on several: a feasible K, N clients of n samples in the training set, an honest
+    client left beside the lazy ones."""
+    e = [wrong for r in RANGES if (wrong := range_error(r, getattr(cell, r.cell), f"cell {cell.key}: {r.cell}"))]
+    if e:
+        return e
+    if max_feasible_K(cell.alpha, cell.beta, t_sum) < 1:
         e.append(f"cell {cell.key}: alpha + beta must be at most t_sum={t_sum} (no feasible K)")
-    if cell.N < 1 or cell.N * n > train_size:
+    if cell.N * n > train_size:
         e.append(f"cell {cell.key}: N must be in 1..{train_size // n} for n={n} (got {cell.N})")
-    if not cell.eta > 0:
-        e.append(f"cell {cell.key}: eta must be > 0")
-    if not 0 <= cell.lazy_ratio < 1 or round(cell.lazy_ratio * cell.N) >= cell.N:
-        e.append(f"cell {cell.key}: lazy_ratio must be in [0, 1) and leave an honest client")
-    if cell.sigma2 < 0:
-        e.append(f"cell {cell.key}: sigma2 must be >= 0")
-    if not cell.epsilon > 0:
-        e.append(f"cell {cell.key}: epsilon must be > 0 (inf disables DP)")
+    if round(cell.lazy_ratio * cell.N) >= cell.N:
+        e.append(f"cell {cell.key}: lazy_ratio must leave an honest client (M = {round(cell.lazy_ratio * cell.N)} "
+                 f"of N = {cell.N})")
     return e
 

@@ -22,6 +22,7 @@ from bladefl.chain.pow import DIFFICULTY_BITS
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.fl.detection import DETECTORS
+from bladefl.fl.ranges import RANGES, range_error
 
 
 class ConfigError(ValueError):
@@ -145,25 +146,25 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     m, t, tm = raw["model"], raw["train"], raw["time"]
     need(_is_int(m["hidden"]) and m["hidden"] >= 1, "model.hidden", "an integer >= 1", m["hidden"])
     need(m["activation"] in ("relu", "none"), "model.activation", "one of ['relu', 'none']", m["activation"])
-    need(_is_finite(t["eta"]) and t["eta"] > 0, "train.eta", "a finite number > 0", t["eta"])
     need(t["iteration"] in ("full_batch", "epoch"), "train.iteration", "one of ['full_batch', 'epoch']",
          t["iteration"])
     need(_is_int(t["batch_size"]) and t["batch_size"] >= 1, "train.batch_size", "an integer >= 1", t["batch_size"])
-    for name in ("alpha", "beta", "t_sum"):
-        need(_is_finite(tm[name]) and tm[name] > 0, f"time.{name}", "a finite number > 0", tm[name])
+    need(_is_finite(tm["t_sum"]) and tm["t_sum"] > 0, "time.t_sum", "a finite number > 0", tm["t_sum"])
+    for r in RANGES:  # the cell's parameters, as the grid checks them (fl.ranges)
+        if r.run != "partition.N":  # (checked with the partition)
+            section, name = r.run.split(".")
+            wrong = range_error(r, raw[section][name], r.run)
+            if wrong:
+                e.append(wrong)
     ks = tm["K"]
     need(isinstance(ks, (list, tuple)) and len(ks) > 0 and all(_is_int(k) and k >= 1 for k in ks)
          and len(set(ks)) == len(ks), "time.K", "a non-empty list of distinct integers >= 1", ks)
     lz, pv, ch = raw["lazy"], raw["privacy"], raw["chain"]
-    need(_is_num(lz["ratio"]) and 0 <= lz["ratio"] < 1, "lazy.ratio", "a number in [0, 1)", lz["ratio"])
-    need(_is_finite(lz["sigma2"]) and lz["sigma2"] >= 0, "lazy.sigma2", "a finite number >= 0", lz["sigma2"])
     need(isinstance(lz["counterfactual"], bool), "lazy.counterfactual", "true or false", lz["counterfactual"])
     need(isinstance(lz["detectors"], (list, tuple)) and set(lz["detectors"]) <= set(DETECTORS), "lazy.detectors",
          f"a list of {list(DETECTORS)}", lz["detectors"])
     need(isinstance(lz["exclude"], bool) and (not lz["exclude"] or bool(lz["detectors"])), "lazy.exclude",
          "true or false (true needs lazy.detectors)", lz["exclude"])
-    need(_is_num(pv["epsilon"]) and pv["epsilon"] > 0 and not math.isnan(pv["epsilon"]), "privacy.epsilon",
-         "a number > 0 (inf disables DP)", pv["epsilon"])
     need(_is_num(pv["delta"]) and 0 < pv["delta"] < 1, "privacy.delta", "a number in (0, 1)", pv["delta"])
     need(_is_finite(pv["clip"]) and pv["clip"] > 0, "privacy.clip", "a finite number > 0", pv["clip"])
     lo, hi = DIFFICULTY_BITS
