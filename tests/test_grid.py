@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from bladefl.experiments.grid import Cell, expand, unique_cells
-from bladefl.experiments.tables import collect, optimum
+from bladefl.experiments.tidy import collect, optimum
 
 REPO = Path(__file__).resolve().parents[1]
 

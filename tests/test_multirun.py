@@ -148,7 +148,7 @@ def test_grid_groups_cover_every_run_once_and_the_bound_cells_measure():
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
     config = {**config, "seeds": [0, 1, 2], "seeds_per_job": 2}
-    groups = wc.run_groups(config)
+    groups = wc.partition_jobs(config)
     cells = wc.all_cells(config)  # the sweeps' cells and the detection (exclusion) cells
     runs = [(g.dataset, c, s) for g in groups for c in g.cells for s in g.seeds]
     assert len(runs) == len(set(runs)) == len(config["datasets"]) * len(cells) * 3

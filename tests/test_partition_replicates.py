@@ -15,7 +15,7 @@ from tests.test_verdicts import GRID, bowl, table_from
 from bladefl.experiments import readings as rd
 from bladefl.experiments import workflow_config as wc
 from bladefl.experiments.grid import expand
-from bladefl.experiments.tables import k_star_spread
+from bladefl.experiments.tidy import k_star_spread
 from bladefl.experiments.verdicts import all_verdicts
 from bladefl.report.pages import write_index
 
@@ -43,7 +43,7 @@ def test_run_seeds_are_paired_with_draws_in_turn():
 
 def test_a_group_holds_only_runs_of_one_draw_and_every_run_once():
     cfg = config(seeds=[0, 1, 2, 3, 4], seeds_per_job=2, partition={"n": 512, "seeds": [0, 1]})
-    groups = wc.run_groups(cfg)
+    groups = wc.partition_jobs(cfg)
     for g in groups:
         assert {wc.partition_draw(cfg, s) for s in g.seeds} == {g.draw}
         assert f"draw{g.draw}" in g.name

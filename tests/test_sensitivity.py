@@ -67,7 +67,7 @@ def _summary(k_star: dict[float, int], accuracy: float, seeds=(0, 1)) -> pd.Data
 
 
 def _optimum(summary: pd.DataFrame) -> pd.DataFrame:
-    from bladefl.experiments.tables import optimum
+    from bladefl.experiments.tidy import optimum
 
     return optimum(summary)
 

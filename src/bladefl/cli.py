@@ -185,7 +185,7 @@ def _cmd_sensitivity_index(args: argparse.Namespace) -> int:
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
     from bladefl.experiments.grid import members_from_json
-    from bladefl.experiments.tables import collect, optimum
+    from bladefl.experiments.tidy import collect, optimum
 
     table = collect(args.runs, members_from_json(_json_text(args.members)))
     atomic.write_csv(args.table, table)

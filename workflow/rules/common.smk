@@ -33,7 +33,7 @@ PARTITION_KEYS = sorted(
     {partition_key(N, s) for N in {c.N for c in CELLS.values()} for s in SEEDS}
 )
 GROUPED = config.get("grouping", "cell") == "partition"
-GROUPS = wc_cfg.run_groups(config) if GROUPED else []
+GROUPS = wc_cfg.partition_jobs(config) if GROUPED else []
 GROUPS_BY_NAME = {g.name: g for g in GROUPS}
 # The sensitivity study (config `readings`, e.g. config/sensitivity.yaml): the grid once per reading.
 READINGS = {r.name: r for r in rd.readings(config)}

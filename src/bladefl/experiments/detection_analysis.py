@@ -24,7 +24,7 @@ import pandas as pd
 
 from bladefl.experiments import run_id
 from bladefl.experiments.grid import Member
-from bladefl.experiments.tables import collect, optimum
+from bladefl.experiments.tidy import collect, optimum
 from bladefl.fl.detection import precision_recall, roc_auc
 
 DETECTION_COLUMNS = ["K", "round", "client", "lazy", "detector", "score", "flag", "excluded"]

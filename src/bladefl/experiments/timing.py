@@ -211,7 +211,7 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     start, runs, summed, write = time.perf_counter(), 0, GroupTimes(), 0.0
     for dataset in config["datasets"]:
         train, test = (datasets.load(dataset, data_dir, split, True) for split in (True, False))
-        for group in wc.run_groups({**config, "seeds_per_job": len(config["seeds"])}):
+        for group in wc.partition_jobs({**config, "seeds_per_job": len(config["seeds"])}):
             if group.dataset != dataset:
                 continue
             plan = json.loads(wc.group_plan(config, group, out))  # what a grouping: partition job runs

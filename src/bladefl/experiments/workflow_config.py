@@ -154,7 +154,7 @@ def run_sets(config: Mapping[str, Any], cell: Cell, dataset: str, seed: int) -> 
 
 
 @dataclass(frozen=True)
-class RunGroup:
+class PartitionJob:
     """One grid job under ``grouping: partition``: every cell with this N, for a block of seeds
     that train on the same partition draw, computed as one stacked group (they share the data:
     dataset and partition)."""
@@ -174,7 +174,7 @@ class RunGroup:
         return [run_id.folder(runs_root, self.dataset, c, s) for c in self.cells for s in self.seeds]
 
 
-def run_groups(config: Mapping[str, Any]) -> list[RunGroup]:
+def partition_jobs(config: Mapping[str, Any]) -> list[PartitionJob]:
     """The grid's jobs under ``grouping: partition``: per dataset, N and partition draw, blocks of
     ``seeds_per_job`` of the seeds on that draw."""
     seeds = [int(s) for s in config.get("seeds", [0])]
@@ -183,13 +183,13 @@ def run_groups(config: Mapping[str, Any]) -> list[RunGroup]:
     for cell in all_cells(config):
         by_n.setdefault(cell.N, []).append(cell.key)
     on_draw = {d: [s for s in seeds if partition_draw(config, s) == d] for d in dict.fromkeys(partition_draws(config))}
-    return [RunGroup(d, N, b, tuple(ss[i : i + per]), tuple(keys), draw)
+    return [PartitionJob(d, N, b, tuple(ss[i : i + per]), tuple(keys), draw)
             for d in config.get("datasets", []) for N, keys in sorted(by_n.items())
             for draw, ss in on_draw.items() if ss
             for b, i in enumerate(range(0, len(ss), per))]
 
 
-def group_plan(config: Mapping[str, Any], group: RunGroup, runs_root: str) -> str:
+def group_plan(config: Mapping[str, Any], group: PartitionJob, runs_root: str) -> str:
     """The plan of a group job (JSON for ``bladefl run-group --plan``): per run folder, its
     overrides and whether it records the distance to the reference optimum (the bound's cells)."""
     bound = {c.key for c in bound_cells(config)}

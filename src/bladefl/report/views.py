@@ -26,9 +26,9 @@ def sweep_curves(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
 
 def k_star_spread(summary: pd.DataFrame) -> pd.DataFrame:
     """Per (sweep, value): K* (by loss, seed-mean curve of every run), its spread over run seeds on
-    one partition draw and over partition draws (:func:`bladefl.experiments.tables.k_star_spread`),
+    one partition draw and over partition draws (:func:`bladefl.experiments.tidy.k_star_spread`),
     for the sweeps that vary a parameter."""
-    from bladefl.experiments.tables import k_star_spread as spread
+    from bladefl.experiments.tidy import k_star_spread as spread
 
     ok = summary[(summary.status == "ok") & summary.vary.notna() & (summary.vary.astype(str) != "")]
     rows = []
