@@ -130,3 +130,16 @@ def test_the_front_page_shows_the_draws_and_links_each_claim_to_its_page(tmp_pat
     text = page.read_text()
     assert "<th>partition draws</th>" in text and "flips (1/2)" in text
     assert "href='mnist/02_sweeps.html'" in text
+
+
+def test_a_draw_is_judged_by_the_pooled_rule_for_noise():
+    """One seed per draw has no spread of its own: a small rise of the loss with beta on each draw,
+    far inside the spread between draws, is a tie on each draw as in the pooled verdict, not a
+    rise (else each draw would 'hold' what the pooled table calls flat)."""
+    members = [m for m in expand(GRID) if m.sweep == "beta"]
+    frames = []
+    for draw, level in ((0, 0.0), (1, 5.0)):
+        curves = {m.cell.key: [bowl(5) + level + 0.001 * m.value] for m in members}
+        frames.append(table_from(curves, members).assign(seed=draw, partition=draw))
+    row = verdict_row(pd.concat(frames, ignore_index=True), members, "the loss grows with beta")
+    assert row.verdict == "refuted" and row.across_partitions == "fails on every draw"

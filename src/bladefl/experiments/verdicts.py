@@ -197,7 +197,8 @@ def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, b
     pooled = pooled_verdicts(table, members, t_sum, bound_cells, gaps, constants, resamples, bound_resamples)
     draws = sorted(table.partition.unique()) if "partition" in table else [0]
     per_draw = {} if len(draws) < 2 else {
-        int(d): pooled_verdicts(table[table.partition == d], members, t_sum, bound_cells, gaps, constants, 0, 0)
+        int(d): pooled_verdicts(table[table.partition == d], members, t_sum, bound_cells, gaps, constants, 0, 0,
+                                noise=Curves.from_table(table))
         for d in draws}
     return across_partitions(pooled, per_draw)
 
@@ -229,14 +230,18 @@ def across_partitions(pooled: pd.DataFrame, per_draw: dict[int, pd.DataFrame]) -
 
 def pooled_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, bound_cells: Sequence[BoundCell],
                     gaps: pd.DataFrame | None, constants: pd.DataFrame | None, resamples: int = 1000,
-                    bound_resamples: int = 100) -> pd.DataFrame:
+                    bound_resamples: int = 100, noise: Curves | None = None) -> pd.DataFrame:
     """The verdict table of the runs in ``table``: experiment claims, convexity, and (when the
     bound's constants were measured) the Fig. 3 claims and the corollaries on the bound. The bound
     is fitted once per bound cell and draw, for both. With no resamples, each claim's support is
-    its answer on the full sample (1 or 0)."""
+    its answer on the full sample (1 or 0). ``noise``: the curves whose seed-to-seed spread sets the
+    tolerance of the noisy claims (a step within it is a tie); by default ``table``'s own; a
+    partition draw's verdict uses every run's, so that it is judged by the pooled verdict's rule
+    (one seed on a draw has no spread of its own)."""
     curves = Curves.from_table(table)
-    claims = experiment_claims(members, t_sum, curves)
-    claims.append(convexity_claim(curves, sorted({m.cell.key for m in members})))
+    reference = noise if noise is not None else curves
+    claims = experiment_claims(members, t_sum, reference)
+    claims.append(convexity_claim(reference, sorted({m.cell.key for m in members})))
     frames = [bootstrap(curves, claims, resamples)]
     if gaps is not None and constants is not None and bound_cells:
         S = len(curves.seeds)
