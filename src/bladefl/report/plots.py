@@ -52,8 +52,13 @@ def k_star_spread_figure(spread, title: str) -> Figure:  # noqa: ANN001 - DataFr
     on one partition draw (left) and +-1 std over partition draws (right); a missing interval is one
     that cannot be measured (one seed per draw, or one draw)."""
     sweeps = list(dict.fromkeys(spread.sweep))
-    fig, axes = plt.subplots(1, len(sweeps), figsize=(3.2 * len(sweeps), 3.2), squeeze=False)
-    for ax, sweep in zip(axes[0], sweeps, strict=True):
+    cols = min(4, len(sweeps))
+    rows = -(-len(sweeps) // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows), squeeze=False)
+    axes = grid.ravel()
+    for ax in axes[len(sweeps):]:
+        ax.set_visible(False)
+    for ax, sweep in zip(axes, sweeps, strict=False):
         part = spread[spread.sweep == sweep].sort_values("value")
         x = np.arange(len(part))
         ax.plot(x, part.K_star, "ko", ms=4, label="K* (all runs)")
@@ -67,8 +72,9 @@ def k_star_spread_figure(spread, title: str) -> Figure:  # noqa: ANN001 - DataFr
         ax.set_xlabel(str(part.vary.iloc[0]))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("K* (by training loss)")
-    axes[0][-1].legend(fontsize=7)
+    for row in grid:
+        row[0].set_ylabel("K* (by training loss)")
+    axes[0].legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
