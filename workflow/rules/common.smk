@@ -94,7 +94,9 @@ def partition_files(dataset, key):
 
 def summaries(root, dataset, cells):
     """The summary.json of every seed's run of ``cells`` under ``root`` (cell by cell)."""
-    return [run_id.file(root, dataset, c, s, "summary.json") for c in cells for s in SEEDS]
+    return [
+        run_id.file(root, dataset, c, s, "summary.json") for c in cells for s in SEEDS
+    ]
 
 
 def run_summaries(dataset):

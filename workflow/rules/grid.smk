@@ -39,9 +39,11 @@ if not GROUPED:
             rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),
             summary=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "summary.json"),
         log:
-            run_id.folder(f"logs/run/{PROFILE}", "{dataset}", "{cell}", "{seed}") + ".log",
+            run_id.folder(f"logs/run/{PROFILE}", "{dataset}", "{cell}", "{seed}")
+            + ".log",
         benchmark:
-            run_id.folder(f"benchmarks/run/{PROFILE}", "{dataset}", "{cell}", "{seed}") + ".tsv"
+            run_id.folder(f"benchmarks/run/{PROFILE}", "{dataset}", "{cell}", "{seed}")
+            + ".tsv"
         conda:
             JOB_ENV
         threads: config["threads_per_run"]
@@ -141,7 +143,6 @@ rule summarize:
     resources:
         mem_mb=1000,
         runtime=10,
-    params:
     shell:
         "bladefl summarize --runs {input.runs} --members @{input.members} "
         "--table {output.table} --optimum {output.optimum} > {log} 2>&1"

@@ -57,7 +57,6 @@ rule reading_summarize:
     resources:
         mem_mb=1000,
         runtime=10,
-    params:
     shell:
         "bladefl summarize --runs {input.runs} --members @{input.members} "
         "--table {output.table} --optimum {output.optimum} > {log} 2>&1"
