@@ -23,10 +23,9 @@ that runs are reproducible; whoever knows the seed can sign, re-mine and rewrite
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,170 +34,9 @@ import numpy as np
 
 from bladefl.chain import transactions
 from bladefl.chain.ledger import Block, Exclusion, block_problem, chain_id
-from bladefl.chain.pow import DIFFICULTY_BITS, OUTCOME, ZERO_HASH, BlockHeader
+from bladefl.chain.ledger_file import Genesis, Problem, parse_block, parse_genesis, read_json, shown
+from bladefl.chain.pow import ZERO_HASH, BlockHeader
 from bladefl.chain.transactions import Transaction
-
-MAX_INT = 2**63 - 1  # every integer field (a 5000-digit number is a malformed field, not a number)
-MAX_TEXT = 256
-
-
-@dataclass(frozen=True)
-class Problem:
-    height: int  # the block at fault (0: the file or its genesis)
-    reason: str
-
-    @property
-    def last_good_height(self) -> int:
-        return max(self.height - 1, 0)
-
-
-# --- field checks: each returns what is wrong with a value (None when it is fine) -----------------
-
-
-def _integer(lo: int, hi: int = MAX_INT) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        if type(v) is not int:
-            return f"must be an integer (got {_shown(v)})"
-        return None if lo <= v <= hi else f"must be in [{lo}, {hi}] (got {_shown(v)})"
-    return check
-
-
-def _hex(chars: int) -> Callable[[Any], str | None]:
-    pattern = re.compile(f"[0-9a-f]{{{chars}}}")
-
-    def check(v: Any) -> str | None:
-        ok = isinstance(v, str) and pattern.fullmatch(v)
-        return None if ok else f"must be {chars} lowercase hex digits (got {_shown(v)})"
-    return check
-
-
-def _text(v: Any) -> str | None:
-    return None if isinstance(v, str) and len(v) <= MAX_TEXT else f"must be a text of at most {MAX_TEXT} characters"
-
-
-def _number(v: Any) -> str | None:
-    ok = type(v) in (int, float) and math.isfinite(v) and abs(v) <= MAX_INT
-    return None if ok else f"must be a finite number (got {_shown(v)})"
-
-
-def _shown(v: Any) -> str:
-    text = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else str(v)
-    return text if len(text) <= 40 else f"{text[:37]}..."
-
-
-def _metric(v: Any) -> str | None:
-    """A metric the run recorded: any float (a diverged run records nan)."""
-    return None if type(v) in (int, float) else f"must be a number (got {_shown(v)})"
-
-
-HASH = _hex(64)
-DIFFICULTY = _integer(*DIFFICULTY_BITS)
-HEADER = {"height": _integer(1), "prev_hash": HASH, "merkle_root": HASH, "miner": _integer(0),
-          "timestamp": _number, "difficulty_bits": DIFFICULTY, "nonce": _integer(0), "model_sha256": HASH,
-          "train_loss": _metric, "test_loss": _metric, "test_accuracy": _metric}
-TRANSACTION = {"round": _integer(1), "client": _integer(0), "n_samples": _integer(1), "model_sha256": HASH,
-               "chain_id": _text, "signature": _hex(128)}
-EXCLUSION = {"client": _integer(0), "tx_hash": HASH, "reason": _text}
-
-
-def _record(raw: Any, spec: Mapping[str, Callable[[Any], str | None]], where: str,
-            optional: frozenset[str] = frozenset()) -> str | None:
-    """What is wrong with a JSON object against ``spec`` (every field, exactly those)."""
-    if not isinstance(raw, dict):
-        return f"field '{where}' must be an object (got {_shown(raw)})"
-    for name, check in spec.items():
-        if name not in raw:
-            if name in optional:
-                continue
-            return f"field '{where}.{name}' is missing"
-        wrong = check(raw[name])
-        if wrong:
-            return f"field '{where}.{name}' {wrong}"
-    extra = sorted(set(raw) - set(spec))
-    return f"field '{where}.{extra[0]}' is not a field of {where.split('[')[0].split('.')[-1]}" if extra else None
-
-
-def _is_list(raw: Any) -> str | None:
-    return None if isinstance(raw, list) else f"must be a list (got {_shown(raw)})"
-
-
-def _list(raw: Any, where: str) -> str | None:
-    wrong = _is_list(raw)
-    return f"field '{where}' {wrong}" if wrong else None
-
-
-@dataclass(frozen=True)
-class Genesis:
-    chain_id: str
-    public_keys: list[str]
-    n_samples: list[int]
-    difficulty_bits: int
-
-
-def parse_genesis(raw: Any) -> Genesis | Problem:
-    if not isinstance(raw, dict):
-        return Problem(0, "field 'genesis' must be an object")
-    spec = {"chain_id": _text, "public_keys": _is_list, "n_samples": _is_list, "difficulty_bits": DIFFICULTY}
-    wrong = _record(raw, spec, "genesis", optional=frozenset({"chain_id"}))
-    if wrong:
-        return Problem(0, wrong)
-    keys, counts = raw["public_keys"], raw["n_samples"]
-    if not keys:
-        return Problem(0, "field 'genesis.public_keys' lists no client")
-    for i, key in enumerate(keys):
-        wrong = _hex(64)(key)
-        if wrong:
-            return Problem(0, f"field 'genesis.public_keys[{i}]' {wrong}")
-    if len(counts) != len(keys):
-        return Problem(0, f"field 'genesis.n_samples' has {len(counts)} entries for {len(keys)} public keys")
-    for i, n in enumerate(counts):
-        wrong = _integer(1)(n)
-        if wrong:
-            return Problem(0, f"field 'genesis.n_samples[{i}]' {wrong}")
-    return Genesis(raw.get("chain_id", ""), list(keys), list(counts), raw["difficulty_bits"])
-
-
-def parse_block(raw: Any, height: int, clients: int) -> Block | Problem:
-    """A block from its JSON, every field checked first; ``clients``: how many the genesis registers."""
-    if not isinstance(raw, dict):
-        return Problem(height, "block is not a JSON object")
-    for name in ("hash", "header", "transactions"):
-        if name not in raw:
-            return Problem(height, f"field '{name}' is missing")
-    extra = sorted(set(raw) - {"hash", "header", "transactions", "excluded"})
-    if extra:
-        return Problem(height, f"field '{extra[0]}' is not a field of a block")
-    wrong = HASH(raw["hash"]) and f"field 'hash' {HASH(raw['hash'])}"
-    wrong = wrong or _record(raw["header"], HEADER, "header", optional=frozenset(OUTCOME))
-    if not wrong and raw["header"]["miner"] >= clients:
-        wrong = f"field 'header.miner' is {raw['header']['miner']}, not a registered client (0..{clients - 1})"
-    if not wrong:
-        wrong = _list(raw["transactions"], "transactions") or _list(raw.get("excluded", []), "excluded")
-    for j, t in enumerate(raw["transactions"] if not wrong else []):
-        wrong = _record(t, TRANSACTION, f"transactions[{j}]")
-        if wrong:
-            break
-    for j, e in enumerate(raw.get("excluded", []) if not wrong else []):
-        wrong = _record(e, EXCLUSION, f"excluded[{j}]")
-        if wrong:
-            break
-    if wrong:
-        return Problem(height, wrong)
-    return Block(BlockHeader(**raw["header"]), tuple(Transaction(**t) for t in raw["transactions"]),
-                 tuple(Exclusion(**e) for e in raw.get("excluded", [])))
-
-
-def _read_json(path: str | Path, what: str) -> Any | Problem:
-    try:
-        return json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
-        return Problem(0, f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}): truncated or edited")
-    except (OSError, UnicodeDecodeError) as exc:
-        return Problem(0, f"{what} unreadable ({getattr(exc, 'strerror', None) or exc})")
-    except RecursionError:
-        return Problem(0, f"{what} is nested too deeply to be a ledger")
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        return Problem(0, f"{what} holds a value no ledger field can hold ({str(exc).split(';')[0]})")
 
 
 def _payloads(block: Block, store: str | Path) -> dict[str, bytes]:
@@ -215,7 +53,7 @@ def verify_chain(path: str | Path, store: str | Path | None = None,
     """Re-check a saved chain from scratch; return the first problem (height and reason). With the
     run's ``summary``, also hold the genesis, the file's K, every block hash and the tip against
     the run (see the module's docstring)."""
-    data = _read_json(path, "the file")
+    data = read_json(path, "the file")
     if isinstance(data, Problem):
         return data
     if not isinstance(data, dict) or "genesis" not in data or "blocks" not in data:
@@ -376,7 +214,7 @@ def _file_k(path: str | Path) -> int | None:
 
 
 def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunRecord | Problem:
-    record = _read_json(summary, f"summary {summary}")
+    record = read_json(summary, f"summary {summary}")
     if isinstance(record, Problem):
         return record
     if not isinstance(record, dict) or not isinstance(record.get("config"), dict) or not isinstance(
@@ -404,8 +242,8 @@ def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunR
         return Problem(0, f"summary {summary}: field 'config' lacks what the genesis derives from ({exc})")
     for name in ("public_keys", "n_samples", "difficulty_bits"):
         if getattr(genesis, name) != getattr(expected, name):
-            shown = _shown(getattr(expected, name))
-            return Problem(0, f"field 'genesis.{name}' is not what the run's config gives ({shown})")
+            wanted = shown(getattr(expected, name))
+            return Problem(0, f"field 'genesis.{name}' is not what the run's config gives ({wanted})")
     entry = next(k for k in record["per_K"] if k.get("K") == K)
     blocks, tip = entry.get("blocks"), entry.get("tip")
     if type(blocks) is not int or not isinstance(tip, str):
