@@ -143,3 +143,14 @@ def test_a_draw_is_judged_by_the_pooled_rule_for_noise():
         frames.append(table_from(curves, members).assign(seed=draw, partition=draw))
     row = verdict_row(pd.concat(frames, ignore_index=True), members, "the loss grows with beta")
     assert row.verdict == "refuted" and row.across_partitions == "fails on every draw"
+
+
+def test_a_partial_grid_keeps_each_seeds_draw():
+    """The bench's partial grid (its first seeds) keeps every seed on the draw it has in the whole
+    grid and passes the config's checks (no draw without a run seed)."""
+    from bladefl.experiments.timing import first_seeds
+
+    paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    cut = first_seeds(paper, 2)
+    wc.check(cut)
+    assert [wc.partition_draw(cut, s) for s in cut["seeds"]] == [wc.partition_draw(paper, s) for s in cut["seeds"]]

@@ -189,6 +189,15 @@ def stacked_engine(cfg: RunConfig, data: ClientData, seeds: int) -> GroupTimes:
     return run_group(specs, data, resolve(data.x.device, stack=True, threads=8)).times
 
 
+def first_seeds(config: dict, seeds: int) -> dict:
+    """A workflow config cut to its first ``seeds`` run seeds, each on the partition draw it has in
+    the whole config (the draws without a run seed left out)."""
+    cut = {**config, "seeds": list(config["seeds"])[:seeds]}
+    if "seeds" in config.get("partition", {}):
+        cut["partition"] = {**config["partition"], "seeds": list(config["partition"]["seeds"])[:seeds]}
+    return cut
+
+
 def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: int | None
                  ) -> tuple[float, int, GroupTimes, float]:
     """Every grid run of a workflow config (its datasets, cells and seeds; no reference optima),
@@ -206,7 +215,7 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
 
     config = yaml.safe_load(Path(config_path).read_text())
     if seeds:
-        config["seeds"] = list(config["seeds"])[:seeds]
+        config = first_seeds(config, seeds)
     wc.check(config)
     start, runs, summed, write = time.perf_counter(), 0, GroupTimes(), 0.0
     for dataset in config["datasets"]:
