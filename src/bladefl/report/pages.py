@@ -118,21 +118,21 @@ def _draws_cell(r: object) -> str:
     return html.escape(label + (f" ({holding})" if holding else ""))
 
 
-def _claim_cell(r: object, page_dir: str) -> str:
+def _claim_cell(r: object) -> str:
     """The claim, linked to the report page whose figures it rests on (when the table names one)."""
     page = _text(getattr(r, "page", ""))
     name = html.escape(str(r.claim))
     if not page:
         return name
-    href = html.escape(f"{page_dir}{r.dataset}/{page}.html")
+    href = html.escape(f"{r.dataset}/{page}.html")  # beside the front page
     return f"<a href='{href}' title='{html.escape(NOTEBOOK_TITLES.get(page, page))}'>{name}</a>"
 
 
-def _verdict_rows(table: pd.DataFrame, page_dir: str = "") -> str:
+def _verdict_rows(table: pd.DataFrame) -> str:
     rows = []
     for r in table.itertuples():
         colour = VERDICT_COLOURS.get(r.verdict, "#fff")
-        rows.append(f"<tr><td>{html.escape(dataset_title(r.dataset))}</td><td>{_claim_cell(r, page_dir)}</td>"
+        rows.append(f"<tr><td>{html.escape(dataset_title(r.dataset))}</td><td>{_claim_cell(r)}</td>"
                     f"<td>{html.escape(str(r.source))} ({html.escape(str(r.basis))})</td>"
                     f"<td style='background:{colour}'>{html.escape(r.verdict)}</td>"
                     f"<td>{'n/a' if r.support != r.support else f'{float(r.support):.2f}'}</td><td>{int(r.seeds)}</td>"
