@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bladefl.chain.ledger import Block, Exclusion
-from bladefl.chain.pow import DIFFICULTY_BITS, OUTCOME, BlockHeader
-from bladefl.chain.transactions import Transaction
+from bladefl.chain.ledger import Block, block_from_dict
+from bladefl.chain.pow import DIFFICULTY_BITS, OUTCOME
 
 MAX_INT = 2**63 - 1  # every integer field (a 5000-digit number is a malformed field, not a number)
 MAX_TEXT = 256
@@ -70,6 +69,7 @@ def _metric(v: Any) -> str | None:
 
 
 HASH = _hex(64)
+COUNT = _integer(1)
 DIFFICULTY = _integer(*DIFFICULTY_BITS)
 HEADER = {"height": _integer(1), "prev_hash": HASH, "merkle_root": HASH, "miner": _integer(0),
           "timestamp": _number, "difficulty_bits": DIFFICULTY, "nonce": _integer(0), "model_sha256": HASH,
@@ -124,13 +124,13 @@ def parse_genesis(raw: Any) -> Genesis | Problem:
     if not keys:
         return Problem(0, "field 'genesis.public_keys' lists no client")
     for i, key in enumerate(keys):
-        wrong = _hex(64)(key)
+        wrong = HASH(key)
         if wrong:
             return Problem(0, f"field 'genesis.public_keys[{i}]' {wrong}")
     if len(counts) != len(keys):
         return Problem(0, f"field 'genesis.n_samples' has {len(counts)} entries for {len(keys)} public keys")
     for i, n in enumerate(counts):
-        wrong = _integer(1)(n)
+        wrong = COUNT(n)
         if wrong:
             return Problem(0, f"field 'genesis.n_samples[{i}]' {wrong}")
     return Genesis(raw.get("chain_id", ""), list(keys), list(counts), raw["difficulty_bits"])
@@ -146,8 +146,8 @@ def parse_block(raw: Any, height: int, clients: int) -> Block | Problem:
     extra = sorted(set(raw) - {"hash", "header", "transactions", "excluded"})
     if extra:
         return Problem(height, f"field '{extra[0]}' is not a field of a block")
-    wrong = HASH(raw["hash"]) and f"field 'hash' {HASH(raw['hash'])}"
-    wrong = wrong or _record(raw["header"], HEADER, "header", optional=frozenset(OUTCOME))
+    wrong = HASH(raw["hash"])
+    wrong = f"field 'hash' {wrong}" if wrong else _record(raw["header"], HEADER, "header", optional=frozenset(OUTCOME))
     if not wrong and raw["header"]["miner"] >= clients:
         wrong = f"field 'header.miner' is {raw['header']['miner']}, not a registered client (0..{clients - 1})"
     if not wrong:
@@ -162,8 +162,7 @@ def parse_block(raw: Any, height: int, clients: int) -> Block | Problem:
             break
     if wrong:
         return Problem(height, wrong)
-    return Block(BlockHeader(**raw["header"]), tuple(Transaction(**t) for t in raw["transactions"]),
-                 tuple(Exclusion(**e) for e in raw.get("excluded", [])))
+    return block_from_dict(raw)
 
 
 def read_json(path: str | Path, what: str) -> Any | Problem:

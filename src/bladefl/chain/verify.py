@@ -33,10 +33,9 @@ from typing import Any
 import numpy as np
 
 from bladefl.chain import transactions
-from bladefl.chain.ledger import Block, Exclusion, block_problem, chain_id
+from bladefl.chain.ledger import Block, block_problem, chain_id
 from bladefl.chain.ledger_file import Genesis, Problem, parse_block, parse_genesis, read_json, shown
-from bladefl.chain.pow import ZERO_HASH, BlockHeader
-from bladefl.chain.transactions import Transaction
+from bladefl.chain.pow import ZERO_HASH
 
 
 def _payloads(block: Block, store: str | Path) -> dict[str, bytes]:
@@ -68,7 +67,7 @@ def verify_chain(path: str | Path, store: str | Path | None = None,
         run = _run_record(summary, path, genesis)
         if isinstance(run, Problem):
             return run
-    prev = ZERO_HASH
+    prev, last = ZERO_HASH, None
     for i, raw in enumerate(data["blocks"], start=1):
         block = parse_block(raw, i, len(genesis.public_keys))
         if isinstance(block, Problem):
@@ -78,40 +77,38 @@ def verify_chain(path: str | Path, store: str | Path | None = None,
         if block.header.difficulty_bits != genesis.difficulty_bits:
             return Problem(i, f"field 'header.difficulty_bits' is {block.header.difficulty_bits}, genesis says "
                               f"{genesis.difficulty_bits}")
-        problem = block_problem(block, prev, i, genesis.public_keys, None if store is None else _payloads(block, store),
-                                chain=genesis.chain_id, n_samples=genesis.n_samples)
+        uploads = None if store is None else _payloads(block, store)
+        problem = block_problem(block, prev, i, genesis.public_keys, uploads, chain=genesis.chain_id,
+                                n_samples=genesis.n_samples)
         if problem:
             return Problem(i, problem)
         if store is not None and block.header.model_sha256:
-            problem = global_model_problem(block, store)
+            problem = global_model_problem(block, store, uploads)
             if problem:
                 return Problem(i, problem)
         if run is not None:
             problem = run.round_problem(i, block)
             if problem:
                 return Problem(i, problem)
-        prev = block.hash
+        prev, last = block.hash, block
     if run is not None:
         height = len(data["blocks"])
         if height != run.blocks or prev != run.tip:
             return Problem(height + 1, f"ledger ends at height {height} (tip {prev[:12]}), the run recorded "
                                        f"{run.blocks} blocks (tip {run.tip[:12]}): the ledger was cut or replaced")
-        last = block_from_raw(data["blocks"][-1]) if height else None
         wrong = run.final_problem(last)
         if wrong:
             return Problem(height, wrong)
     return None
 
 
-def block_from_raw(raw: dict) -> Block:
-    return Block(BlockHeader(**raw["header"]), tuple(Transaction(**t) for t in raw["transactions"]),
-                 tuple(Exclusion(**e) for e in raw.get("excluded", [])))
-
-
-def global_model_problem(block: Block, store: str | Path, rtol: float = 1e-5, atol: float = 1e-6) -> str | None:
+def global_model_problem(block: Block, store: str | Path, uploads: Mapping[str, bytes] | None = None,
+                         rtol: float = 1e-5, atol: float = 1e-6) -> str | None:
     """The block's committed global model against its uploads: the stored model must hash to the
     header's digest and equal FedAvg of the block's stored uploads (weights: their sample counts;
-    recomputed in float64, so equal up to the engine's float32 rounding)."""
+    recomputed in float64, so equal up to the engine's float32 rounding). ``uploads``: the uploads'
+    payloads by digest when the caller has read them already (else read from ``store``)."""
+    uploads = _payloads(block, store) if uploads is None else uploads
     target = Path(store) / f"{block.header.model_sha256}.bin"
     if not target.is_file():
         return f"global model {block.header.model_sha256[:12]} is missing from the store"
@@ -123,7 +120,9 @@ def global_model_problem(block: Block, store: str | Path, rtol: float = 1e-5, at
     committed = np.frombuffer(payload[: len(payload) // 4 * 4], dtype="<f4").astype(np.float64)
     total, weight = np.zeros_like(committed), 0
     for tx in block.transactions:
-        raw = (Path(store) / f"{tx.model_sha256}.bin").read_bytes()
+        raw = uploads.get(tx.model_sha256)
+        if raw is None:
+            return f"model {tx.model_sha256[:12]} of client {tx.client} is missing from the store"
         if len(raw) != len(payload):
             return f"the upload of client {tx.client} has {len(raw)} bytes, the global model {len(payload)}"
         total += np.frombuffer(raw, dtype="<f4").astype(np.float64) * tx.n_samples
@@ -173,8 +172,8 @@ class RunRecord:
         if row.get("block_hash") != block.hash:
             return (f"block hash {block.hash[:12]} is not the one the run recorded in rounds.csv "
                     f"({str(row.get('block_hash'))[:12]}): the block was replaced")
-        shown = {"miner": block.header.miner, "n_in_block": len(block.transactions), "n_excluded": len(block.excluded)}
-        for name, value in shown.items():
+        held = {"miner": block.header.miner, "n_in_block": len(block.transactions), "n_excluded": len(block.excluded)}
+        for name, value in held.items():
             if name in row and _number_of(row[name]) != value:
                 return f"rounds.csv records {name} = {row[name]!r} in round {height}, the block holds {value}"
         for name in METRICS if block.header.model_sha256 else ():
