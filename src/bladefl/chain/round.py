@@ -15,6 +15,7 @@ import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -78,6 +79,19 @@ def keyring(seed: int, N: int, secret: bytes = b"") -> tuple[tuple[Ed25519Privat
     multiplication per client, and a worker process serves many rounds of the same runs)."""
     keys = tuple(transactions.derive_key(seed, i, secret) for i in range(N))
     return keys, tuple(k.public_key() for k in keys)
+
+
+def read_secret(path: str) -> bytes:
+    """The key secret of ``chain.key_secret_file`` (none for ''); OSError when it cannot be read."""
+    return Path(path).read_bytes() if path else b""
+
+
+def genesis_ledger(seed: int, N: int, n: int, difficulty_bits: int, chain: str, secret: bytes = b"") -> Ledger:
+    """A run's ledger before its first block: the N clients' public keys (from the seed and the key
+    secret), their registered sample counts, the difficulty and the chain id. The engine starts
+    from it and the verifier derives it again from a run's config."""
+    keys, _ = keyring(seed, N, secret)
+    return Ledger([transactions.public_hex(k) for k in keys], difficulty_bits, chain_id=chain, n_samples=[n] * N)
 
 
 def sign_and_receive(state: ChainState, k: int, digests: list[str]) -> list[transactions.Transaction]:

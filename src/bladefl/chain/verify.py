@@ -36,6 +36,7 @@ from bladefl.chain import transactions
 from bladefl.chain.ledger import Block, block_problem, chain_id
 from bladefl.chain.ledger_file import Genesis, Problem, parse_block, parse_genesis, read_json, shown
 from bladefl.chain.pow import ZERO_HASH
+from bladefl.chain.round import genesis_ledger, read_secret
 
 
 def _payloads(block: Block, store: str | Path) -> dict[str, bytes]:
@@ -200,11 +201,10 @@ class RunRecord:
 
 def expected_genesis(config: Mapping[str, Any], K: int) -> Genesis:
     """The genesis a run with ``config`` writes for its K (as :func:`bladefl.fl.chain_executor.new_chain_state`)."""
-    N, n = int(config["partition"]["N"]), int(config["partition"]["n"])
-    secret_file = config["chain"].get("key_secret_file", "")
-    secret = Path(secret_file).read_bytes() if secret_file else b""  # OSError: the verifier lacks the secret
-    keys = [transactions.public_hex(transactions.derive_key(int(config["seed"]), i, secret)) for i in range(N)]
-    return Genesis(chain_id(dict(config), K), keys, [n] * N, int(config["chain"]["difficulty_bits"]))
+    secret = read_secret(config["chain"].get("key_secret_file", ""))  # OSError: the verifier lacks the secret
+    ledger = genesis_ledger(int(config["seed"]), int(config["partition"]["N"]), int(config["partition"]["n"]),
+                            int(config["chain"]["difficulty_bits"]), chain_id(dict(config), K), secret)
+    return Genesis(ledger.chain_id, ledger.public_keys, list(ledger.n_samples or []), ledger.difficulty_bits)
 
 
 def _file_k(path: str | Path) -> int | None:

@@ -24,8 +24,17 @@ from pathlib import Path
 import torch
 
 from bladefl.chain import transactions
-from bladefl.chain.ledger import Exclusion, Ledger, chain_id
-from bladefl.chain.round import ChainOutcome, ChainState, Flagging, append_block, chain_round, keyring
+from bladefl.chain.ledger import Exclusion, chain_id
+from bladefl.chain.round import (
+    ChainOutcome,
+    ChainState,
+    Flagging,
+    append_block,
+    chain_round,
+    genesis_ledger,
+    keyring,
+    read_secret,
+)
 from bladefl.core import atomic
 from bladefl.core.rng import numpy_rng
 from bladefl.fl import mlp
@@ -41,11 +50,9 @@ Tamper = Callable[[int, list[transactions.Transaction], dict[int, bytes]],
 def new_chain_state(cfg: RunConfig, K: int, N: int, n: int, tau: int) -> ChainState:
     """A run's chain before its first round: the clients' keys and the genesis (chain id, sample
     counts, difficulty), its faulty validators, and the generators of its race and votes."""
-    secret = Path(cfg.chain.key_secret_file).read_bytes() if cfg.chain.key_secret_file else b""
-    keys, _ = keyring(cfg.seed, N, secret)
+    secret = read_secret(cfg.chain.key_secret_file)
     chain = chain_id(cfg.to_dict(), K)
-    ledger = Ledger([transactions.public_hex(k) for k in keys], cfg.chain.difficulty_bits, chain_id=chain,
-                    n_samples=[n] * N)
+    ledger = genesis_ledger(cfg.seed, N, n, cfg.chain.difficulty_bits, chain, secret)
     faulty = set(numpy_rng(cfg.seed, "faulty", K).choice(N, size=math.floor(cfg.chain.faulty_fraction * N),
                                                           replace=False).tolist())
     return ChainState(seed=cfg.seed, n=n, chain=chain, ledger=ledger,
