@@ -24,14 +24,20 @@ CELLS = {cell.key: cell for cell in wc_cfg.all_cells(config)}
 SEEDS = config["seeds"]
 
 
+# The partition file of each (N, run seed): the seed's draw; computed once, when the workflow is parsed.
+PARTITION_OF = {
+    (N, s): wc_cfg.partition_spec(config, N, s).key
+    for N in {c.N for c in CELLS.values()}
+    for s in SEEDS
+}
+PARTITION_KEYS = sorted(set(PARTITION_OF.values()))
+
+
 def partition_key(N, seed):
     """The partition file of run seed ``seed`` in a cell with N clients (its draw)."""
-    return wc_cfg.partition_spec(config, N, int(seed)).key
+    return PARTITION_OF[(N, int(seed))]
 
 
-PARTITION_KEYS = sorted(
-    {partition_key(N, s) for N in {c.N for c in CELLS.values()} for s in SEEDS}
-)
 GROUPED = config.get("grouping", "cell") == "partition"
 GROUPS = wc_cfg.partition_jobs(config) if GROUPED else []
 GROUPS_BY_NAME = {g.name: g for g in GROUPS}
