@@ -196,9 +196,10 @@ def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, b
     whether it holds on each partition draw (:func:`across_partitions`)."""
     pooled = pooled_verdicts(table, members, t_sum, bound_cells, gaps, constants, resamples, bound_resamples)
     draws = sorted(table.partition.unique()) if "partition" in table else [0]
-    per_draw = {} if len(draws) < 2 else {
+    every = Curves.from_table(table) if len(draws) > 1 else None  # the noise every draw is judged with
+    per_draw = {} if every is None else {
         int(d): pooled_verdicts(table[table.partition == d], members, t_sum, bound_cells, gaps, constants, 0, 0,
-                                noise=Curves.from_table(table))
+                                noise=every)
         for d in draws}
     return across_partitions(pooled, per_draw)
 
