@@ -323,6 +323,7 @@ def notebook_parameters(wildcards):
         },
         "02_sweeps": {
             "summary": f"{RESULTS}/summary/{d}.csv",
+            "optimum": optimum,
             "comparison": f"{RESULTS}/tables/{d}_paper_comparison.csv",
             "config_file": f"{REPORT}/config.yaml",
         },

@@ -24,19 +24,14 @@ def sweep_curves(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
             .fillna({"loss_std": 0.0, "accuracy_std": 0.0}))
 
 
-def k_star_spread(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per (sweep, value): K* (by loss, seed-mean curve of every run), its spread over run seeds on
-    one partition draw and over partition draws (:func:`bladefl.experiments.tidy.k_star_spread`),
-    for the sweeps that vary a parameter."""
-    from bladefl.experiments.tidy import k_star_spread as spread
-
-    ok = summary[(summary.status == "ok") & summary.vary.notna() & (summary.vary.astype(str) != "")]
-    rows = []
-    for (sweep, value, cell), part in ok.groupby(["sweep", "value", "cell"], sort=False):
-        curve = part.groupby("K").train_loss.mean()
-        rows.append({"sweep": sweep, "vary": part.vary.iloc[0], "value": value, "cell": cell,
-                     "seeds": part.seed.nunique(), "K_star": int(curve.idxmin()), **spread(part)})
-    return pd.DataFrame(rows)
+def k_star_spread(optimum: pd.DataFrame) -> pd.DataFrame:
+    """Per (sweep, value) of the sweeps that vary a parameter: K* (by loss, seed-mean curve of every
+    run), its spread over run seeds on one partition draw and over partition draws, as the optimum
+    table holds them (:func:`bladefl.experiments.tidy.optimum`)."""
+    varying = optimum[optimum.vary.notna() & (optimum.vary.astype(str) != "")]
+    return varying.rename(columns={"K_star_loss": "K_star"})[
+        ["sweep", "vary", "value", "cell", "seeds", "K_star", "partitions", "K_star_loss_std_seeds",
+         "K_star_loss_std_partitions"]].reset_index(drop=True)
 
 
 def privacy_table(optimum: pd.DataFrame) -> pd.DataFrame:
