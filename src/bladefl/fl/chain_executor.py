@@ -110,17 +110,16 @@ def chain_job(state: ChainState, k: int, models: torch.Tensor, flagging: Flaggin
     the global model is stored too)."""
     buffers = {i: mlp.model_buffer(models[i]) for i in range(models.shape[0])}
     digests = [transactions.digest(buffers[i]) for i in range(models.shape[0])]
-    committed = None
+    committed, stored = None, dict(enumerate(digests))
     if global_model is not None and metrics is not None:
         committed, buffers[-1] = round_outcome(global_model, metrics)
+        stored[-1] = str(committed["model_sha256"])  # the global model, stored beside the uploads
     if workers is None:
         outcome, state = chain_round(state, k, digests, flagging, committed)
     else:
         outcome, state = workers.submit(chain_round, state, k, digests, flagging, committed).result()
     if store is not None:
-        store_models(store, dict(enumerate(digests)), buffers)
-        if committed is not None:
-            store_models(store, {-1: str(committed["model_sha256"])}, buffers)
+        store_models(store, stored, buffers)
     return outcome, state
 
 
