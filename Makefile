@@ -8,7 +8,7 @@ SNAKEMAKE_ARGS ?=
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
-.PHONY: install run test lint bench clean-results
+.PHONY: install run test lint bench clean-results import-runs keep reference-report
 
 $(STAMP): pyproject.toml envs/requirements.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -34,3 +34,29 @@ bench: install
 
 clean-results:
 	rm -rf results/* logs benchmarks .snakemake
+
+# Runs computed elsewhere (scripts/gpu/run.sh's grid-tables.tar.gz; docs/gpu.md), analysed here without
+# running them: partitions and references first, so that the imported runs are newer than their inputs,
+# then `make run SNAKEMAKE_ARGS="--configfile $(CONFIG) --config results_dir=$(RESULTS)"`.
+CONFIG ?= config/paper.yaml
+RESULTS ?= results
+import-runs: install
+	@test -n "$(ARCHIVE)" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.gz [CONFIG=...] [RESULTS=...]"; exit 2; }
+	snakemake run_inputs --cores $(CORES) --configfile $(CONFIG) --config results_dir=$(RESULTS)
+	bladefl import-runs --archive $(ARCHIVE) --configfile config/config.yaml $(CONFIG) --results-dir $(RESULTS)
+
+# The report's inputs kept for good in reference/$(NAME)/ (tidy tables, provenance, manifest; no runs).
+keep: install
+	@test -n "$(NAME)" || { echo "usage: make keep NAME=paper-20seeds [CONFIG=...] [RESULTS=...]"; exit 2; }
+	snakemake reference/$(NAME)/MANIFEST.json --cores $(CORES) --configfile $(CONFIG) --config results_dir=$(RESULTS)
+
+# The report rendered from a kept bundle alone, nothing run: results/kept/<name>/report/index.html.
+REF ?= reference/paper-20seeds
+KEPT = results/kept/$(notdir $(REF))
+reference-report: install
+	rm -rf $(KEPT)
+	bladefl lay-out $(REF) --results-dir $(KEPT) --data-dir $(KEPT)/data
+	snakemake $(KEPT)/report/index.html --cores $(CORES) --configfile $(REF)/config.yaml \
+	  --config results_dir=$(KEPT) data_dir=$(KEPT)/data logs_dir=$(KEPT)/logs benchmarks_dir=$(KEPT)/benchmarks \
+	  --allowed-rules dump_config notebook_parameters notebook report_index
+	@echo "the report: $(KEPT)/report/index.html"

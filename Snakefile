@@ -24,3 +24,10 @@ rule all:
     default_target: True
     input:
         all_targets(),
+
+
+# What the grid's runs read (data, partitions, reference optima), and nothing else: made before run
+# folders computed elsewhere are imported (`make import-runs`, docs/gpu.md).
+rule run_inputs:
+    input:
+        run_inputs(),

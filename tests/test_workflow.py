@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -235,3 +236,58 @@ def test_grouped_jobs_write_the_same_runs_as_one_job_per_cell(smoke, tmp_path, d
         assert np.allclose(grouped[column], single[column], atol=1e-5, rtol=0), column
     plan = json.loads(next((work / "results/plans/authors-code").glob("*.json")).read_text())
     assert sum(item["reference"] for item in plan) == 2  # the two fig3 cells record ||w - w*||
+
+
+@pytest.mark.slow
+def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_the_report(smoke, tmp_path, data_root):
+    """The GPU script's archive of run tables, imported into a fresh copy, gives byte-identical
+    analyses without running any run; `keep` bundles the report's inputs; `make reference-report`
+    renders the report from the bundle alone, in a copy with no runs and no data, under a results
+    folder other than results/ (every page reads the paths it is given)."""
+    import sys
+    import tarfile
+
+    runs = smoke / "results/runs/authors-code"
+    archive = tmp_path / "grid-tables.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:  # as scripts/gpu/run.sh packs them
+        for f in sorted(runs.rglob("*")):
+            if f.name in ("rounds.csv", "summary.json", "detections.csv"):
+                tar.add(f, arcname="grid/" + f.relative_to(runs).as_posix())
+    (tmp_path / "work").mkdir()
+    work = smoke_dir(tmp_path / "work", data_root)
+    args = ("--cores", "2", "--configfile", "config/smoke.yaml")
+    assert snakemake(work, "run_inputs", *args).returncode == 0
+    proc = subprocess.run(["bladefl", "import-runs", "--archive", str(archive), "--configfile", "config/config.yaml",
+                           "config/smoke.yaml"], cwd=work, env=venv_env(), capture_output=True, text=True)
+    assert proc.returncode == 0 and "imported 6 run folders (mnist: 6)" in proc.stdout, proc.stderr
+    dry = snakemake(work, "-n", *args, "--quiet", "rules")
+    jobs = {line.split()[0] for line in dry.stdout.splitlines() if re.match(r"^\w+\s+\d+$", line)}
+    assert dry.returncode == 0 and "summarize" in jobs and "run_cell" not in jobs and "reference" not in jobs
+    assert snakemake(work, *args).returncode == 0
+    for table in ("summary/mnist.csv", "summary/mnist_optimum.csv", "verdicts/mnist.csv", "bound/mnist/fit.csv",
+                  "detection/mnist/quality.csv", "tables/mnist_paper_comparison.csv"):
+        assert (work / "results" / table).read_bytes() == (smoke / "results" / table).read_bytes(), table
+
+    proc = snakemake(work, "reference/smoke/MANIFEST.json", *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest = json.loads((work / "reference/smoke/MANIFEST.json").read_text())
+    assert manifest["about"]["imported"]["runs"] == {"mnist": 6} and manifest["about"]["runs"] == 6
+    assert "results/verdicts/mnist.csv" in manifest["files"] and not any("runs/" in f for f in manifest["files"])
+
+    (tmp_path / "other").mkdir()
+    other = copy_workflow(tmp_path / "other")
+    (other / "Makefile").write_bytes((REPO / "Makefile").read_bytes())
+    (other / "reference").mkdir()
+    (work / "reference/smoke").rename(other / "reference/smoke")
+    proc = subprocess.run(["make", "reference-report", "REF=reference/smoke", "CORES=2", f"VENV={sys.prefix}",
+                           "-o", f"{sys.prefix}/.installed-stamp"], cwd=other, env=venv_env(), capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    kept = other / "results/kept/smoke"
+    assert "mnist/00_verdicts.html" in (kept / "report/index.html").read_text()
+    assert not (other / "results/runs").exists() and not (kept / "runs").exists()  # nothing ran
+    assert not (other / "logs").exists() and (kept / "logs/report/index.log").is_file()
+    for page in ("00_verdicts", "02_sweeps", "03_bound", "05_lazy"):
+        ours = sorted((kept / "tables/mnist" / page).glob("*.csv"))
+        theirs = work / "results/tables/mnist" / page
+        assert ours and all(f.read_bytes() == (theirs / f.name).read_bytes() for f in ours)

@@ -276,6 +276,69 @@ def _cmd_paper_comparison(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_provenance(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.report.views import provenance
+
+    table = provenance(args.runs)
+    atomic.write_csv(args.out, table)
+    print(f"wrote {args.out} ({len(table)} runs)")
+    return 0
+
+
+def _cmd_keep(args: argparse.Namespace) -> int:
+    import json
+
+    from bladefl.experiments import kept_results
+
+    about = kept_results.about_runs(args.provenance)
+    if args.imported:
+        about["imported"] = json.loads(Path(args.imported).read_text())
+    manifest = kept_results.keep([*args.files, *args.provenance], args.results_dir, args.data_dir,
+                                 args.config_file, args.out, about)
+    size = sum(f["bytes"] for f in manifest["files"].values())
+    print(f"kept {len(manifest['files'])} files ({size / 1e6:.1f} MB) in {args.out}")
+    return 0
+
+
+def _cmd_import_runs(args: argparse.Namespace) -> int:
+    import yaml
+
+    from bladefl.core import atomic
+    from bladefl.experiments import run_import
+    from bladefl.experiments import workflow_config as wc
+
+    merged: dict = {}
+    for path in args.configfile:
+        merged = run_import.merged(merged, yaml.safe_load(Path(path).read_text()) or {})
+    config = run_import.with_seeds(merged, args.seeds)
+    wc.check(config)
+    results = Path(args.results_dir or config["results_dir"])
+    runs_root = results / "runs" / config["profile"]
+    try:
+        imported = run_import.import_runs(Path(args.archive), config, runs_root, replace=args.replace)
+    except run_import.ArchiveError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    record = run_import.record(Path(args.archive), " ".join(args.configfile), config, imported)
+    atomic.write_json(results / "imported.json", record)
+    print(f"imported {imported.total} run folders ({', '.join(f'{d}: {n}' for d, n in imported.runs.items())}) "
+          f"under {runs_root}; record in {results / 'imported.json'}")
+    return 0
+
+
+def _cmd_lay_out(args: argparse.Namespace) -> int:
+    from bladefl.experiments import kept_results
+
+    try:
+        count = kept_results.lay_out(args.bundle, args.results_dir, args.data_dir)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"laid out {count} files of {args.bundle} under {args.results_dir} and {args.data_dir}")
+    return 0
+
+
 def _cmd_render_page(args: argparse.Namespace) -> int:
     from bladefl.report.pages import render_html
 
@@ -325,6 +388,14 @@ def _commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None
          cli_args.add_verdicts, _cmd_verdicts),
         ("paper-comparison", "the paper's Tables II-VII beside ours, one row per table row",
          cli_args.add_paper_comparison, _cmd_paper_comparison),
+        ("provenance", "one row per run: code version, device, host, data checksum, run time",
+         cli_args.add_provenance, _cmd_provenance),
+        ("keep", "keep the report's inputs for good (reference/<name>/, with a manifest)", cli_args.add_keep,
+         _cmd_keep),
+        ("import-runs", "bring run folders computed elsewhere (grid-tables.tar.gz) into a results folder",
+         cli_args.add_import_runs, _cmd_import_runs),
+        ("lay-out", "a kept bundle's files laid out as a results folder (for the report)", cli_args.add_lay_out,
+         _cmd_lay_out),
         ("render-page", "an executed report notebook as a stand-alone HTML page",
          cli_args.add_render_page, _cmd_render_page),
         ("chain", "ledger tools", cli_args.add_chain, _cmd_chain_verify),

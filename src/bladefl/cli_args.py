@@ -131,6 +131,38 @@ def add_paper_comparison(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True)
 
 
+def add_provenance(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
+    p.add_argument("--out", required=True, help="output CSV, one row per run")
+
+
+def add_keep(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--files", nargs="+", required=True, help="the report's input files")
+    p.add_argument("--provenance", nargs="+", required=True, help="the runs' provenance tables (kept too)")
+    p.add_argument("--imported", help="results/imported.json when the runs were imported (bladefl import-runs)")
+    p.add_argument("--results-dir", required=True)
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--config-file", required=True, help="the workflow's config (results/report/config.yaml)")
+    p.add_argument("--out", required=True, help="the bundle folder, e.g. reference/paper-20seeds")
+
+
+def add_import_runs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--archive", required=True,
+                   help="run folders' tables, e.g. grid-tables.tar.gz from scripts/gpu/run.sh")
+    p.add_argument("--configfile", nargs="+", required=True,
+                   help="the workflow config the runs belong to, as Snakemake reads it: files merged in order, "
+                        "e.g. config/config.yaml config/paper.yaml")
+    p.add_argument("--seeds", type=int, nargs="+", help="only these run seeds of it (a partial grid: its first seeds)")
+    p.add_argument("--results-dir", help="the results folder (default: the config's results_dir)")
+    p.add_argument("--replace", action="store_true", help="overwrite run folders that exist")
+
+
+def add_lay_out(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundle", help="a kept bundle, e.g. reference/paper-20seeds")
+    p.add_argument("--results-dir", required=True, help="where its results/ files go")
+    p.add_argument("--data-dir", required=True, help="where its data/ files go")
+
+
 def add_render_page(p: argparse.ArgumentParser) -> None:
     p.add_argument("notebook", help="the executed notebook (.ipynb)")
     p.add_argument("--out", required=True, help="the HTML page")

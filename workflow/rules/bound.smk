@@ -9,9 +9,9 @@ rule bound:
     output:
         [f"{BOUND}/{{dataset}}/{f}" for f in BOUND_FILES],
     log:
-        "logs/bound/{dataset}.log",
+        f"{LOGS}/bound/{{dataset}}.log",
     benchmark:
-        "benchmarks/bound/{dataset}.tsv"
+        f"{BENCHMARKS}/bound/{{dataset}}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -33,9 +33,9 @@ rule verdicts:
     output:
         f"{RESULTS}/verdicts/{{dataset}}.csv",
     log:
-        "logs/verdicts/{dataset}.log",
+        f"{LOGS}/verdicts/{{dataset}}.log",
     benchmark:
-        "benchmarks/verdicts/{dataset}.tsv"
+        f"{BENCHMARKS}/verdicts/{{dataset}}.tsv"
     conda:
         JOB_ENV
     threads: 1

@@ -1,5 +1,6 @@
 # Config validation (schema, then the library's cross-field checks) and shared helpers.
 # Both run when the workflow is parsed, so a bad config stops everything before any job.
+from collections import namedtuple
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -16,6 +17,8 @@ DATA = config["data_dir"]
 RAW = f"{DATA}/raw"
 PARTITIONS = f"{DATA}/partitions"
 RESULTS = config["results_dir"]
+LOGS = config["logs_dir"]
+BENCHMARKS = config["benchmarks_dir"]
 DATASETS = config["datasets"]
 PROFILE = config["profile"]
 TV_NAMES = {name: get_spec(name).torchvision_name for name in DATASETS}
@@ -61,6 +64,8 @@ BOUND_FILES = [
     "bound.json",
 ]
 BOUND_CELLS = {cell.key: cell for cell in wc_cfg.bound_cells(config)}
+# The bound's files the bound page reads (all but bound.json).
+BOUND_PAGE_FILES = [f.split(".")[0] for f in BOUND_FILES if f.endswith(".csv")]
 
 
 wildcard_constraints:
@@ -279,6 +284,10 @@ def page_index(wildcards):
 # --- the report ------------------------------------------------------------------------------
 
 
+# A report page's wildcards, for calling the input functions outside a job.
+Page = namedtuple("Page", "dataset nb")
+
+
 def notebooks():
     names = ["00_verdicts", "01_data", "02_sweeps"]
     if BOUND_CELLS:
@@ -315,7 +324,7 @@ def notebook_parameters(wildcards):
     files = {
         "00_verdicts": {
             "verdicts": f"{RESULTS}/verdicts/{d}.csv",
-            "runs": run_summaries(d),
+            "provenance": f"{RESULTS}/provenance/{d}.csv",
             "config_file": f"{REPORT}/config.yaml",
         },
         "01_data": {
@@ -327,9 +336,7 @@ def notebook_parameters(wildcards):
             "comparison": f"{RESULTS}/tables/{d}_paper_comparison.csv",
             "config_file": f"{REPORT}/config.yaml",
         },
-        "03_bound": {
-            k: bound.get(k) for k in ("gaps", "constants", "fit", "kstar", "members")
-        },
+        "03_bound": {k: bound.get(k) for k in BOUND_PAGE_FILES},
         "04_privacy": {"optimum": optimum},
         "05_lazy": detection_files(d) if DETECTING else {},
         "06_sensitivity": sensitivity_files(d) if SENSITIVITY else {},
@@ -355,6 +362,40 @@ def verdict_bound_inputs(wildcards):
     return {"gaps": files["gaps"], "constants": files["constants"]}
 
 
+def kept_inputs(wildcards):
+    """What `keep` copies: every file the report's notebooks and front page read (the workflow's
+    config aside) and the runs' provenance tables."""
+    files = set()
+    for d in DATASETS:
+        for nb in notebooks():
+            for k, v in notebook_inputs(Page(d, nb)).items():
+                if k != "config_file":
+                    files.update([v] if isinstance(v, str) else v)
+        files.update(
+            [
+                f"{RESULTS}/summary/{d}.csv",
+                f"{RESULTS}/tables/{d}_paper_comparison.csv",
+                f"{RESULTS}/tables/{d}_paper_comparison.md",
+            ]
+        )
+    provenance = [f"{RESULTS}/provenance/{d}.csv" for d in DATASETS]
+    return {"files": sorted(files - set(provenance)), "provenance": provenance}
+
+
+def results_root(wildcards):
+    return RESULTS
+
+
+def data_root(wildcards):
+    return DATA
+
+
+def imported_option(wildcards):
+    """`--imported` with the record of an import (`bladefl import-runs`), when the runs came from one."""
+    path = Path(f"{RESULTS}/imported.json")
+    return f"--imported {path}" if path.is_file() else ""
+
+
 def provenance_tables(wildcards, input):
     return [f"{folder}/provenance.csv" for folder in input.tables]
 
@@ -367,6 +408,19 @@ def write_yaml(values, path, log):
     import yaml
 
     write_text(yaml.safe_dump(values, sort_keys=False), path, log)
+
+
+def run_inputs():
+    """Every partition file and reference optimum the grid's runs read."""
+    partitions = [
+        p for d in DATASETS for key in PARTITION_KEYS for p in partition_files(d, key)
+    ]
+    references = (
+        [f for d in DATASETS for f in dataset_references(Page(d, None))]
+        if BOUND_CELLS
+        else []
+    )
+    return partitions + references
 
 
 def all_targets():

@@ -9,9 +9,9 @@ rule fetch_data:
     output:
         [f"{RAW}/{{tv}}/raw/{f}" for f in FILES],
     log:
-        "logs/fetch/{tv}.log",
+        f"{LOGS}/fetch/{{tv}}.log",
     benchmark:
-        "benchmarks/fetch/{tv}.tsv"
+        f"{BENCHMARKS}/fetch/{{tv}}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -33,9 +33,9 @@ rule partition:
     output:
         multiext(f"{PARTITIONS}/{{dataset}}/{{key}}", ".npy", ".json", ".png"),
     log:
-        "logs/partition/{dataset}/{key}.log",
+        f"{LOGS}/partition/{{dataset}}/{{key}}.log",
     benchmark:
-        "benchmarks/partition/{dataset}/{key}.tsv"
+        f"{BENCHMARKS}/partition/{{dataset}}/{{key}}.tsv"
     conda:
         JOB_ENV
     threads: 1

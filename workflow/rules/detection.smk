@@ -9,9 +9,9 @@ rule detection:
     output:
         **detection_files("{dataset}"),
     log:
-        "logs/detection/{dataset}.log",
+        f"{LOGS}/detection/{{dataset}}.log",
     benchmark:
-        "benchmarks/detection/{dataset}.tsv"
+        f"{BENCHMARKS}/detection/{{dataset}}.tsv"
     conda:
         JOB_ENV
     threads: 1

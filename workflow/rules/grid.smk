@@ -10,9 +10,9 @@ rule reference:
         npz=f"{REFERENCES}/{{dataset}}/{{key}}.npz",
         info=f"{REFERENCES}/{{dataset}}/{{key}}.json",
     log:
-        f"logs/reference/{PROFILE}/{{dataset}}/{{key}}.log",
+        f"{LOGS}/reference/{PROFILE}/{{dataset}}/{{key}}.log",
     benchmark:
-        f"benchmarks/reference/{PROFILE}/{{dataset}}/{{key}}.tsv"
+        f"{BENCHMARKS}/reference/{PROFILE}/{{dataset}}/{{key}}.tsv"
     conda:
         JOB_ENV
     threads: config["threads_per_run"]
@@ -39,10 +39,12 @@ if not GROUPED:
             rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),
             summary=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "summary.json"),
         log:
-            run_id.folder(f"logs/run/{PROFILE}", "{dataset}", "{cell}", "{seed}")
+            run_id.folder(f"{LOGS}/run/{PROFILE}", "{dataset}", "{cell}", "{seed}")
             + ".log",
         benchmark:
-            run_id.folder(f"benchmarks/run/{PROFILE}", "{dataset}", "{cell}", "{seed}")
+            run_id.folder(
+                f"{BENCHMARKS}/run/{PROFILE}", "{dataset}", "{cell}", "{seed}"
+            )
             + ".tsv"
         conda:
             JOB_ENV
@@ -68,9 +70,9 @@ else:
         output:
             f"{RESULTS}/plans/{PROFILE}/{{group}}.json",
         log:
-            f"logs/group_plan/{PROFILE}/{{group}}.log",
+            f"{LOGS}/group_plan/{PROFILE}/{{group}}.log",
         benchmark:
-            f"benchmarks/group_plan/{PROFILE}/{{group}}.tsv"
+            f"{BENCHMARKS}/group_plan/{PROFILE}/{{group}}.tsv"
         params:
             plan=group_plan_json,
         run:
@@ -90,9 +92,9 @@ else:
             output:
                 group_outputs(group),
             log:
-                f"logs/run_group/{PROFILE}/{group.name}.log",
+                f"{LOGS}/run_group/{PROFILE}/{group.name}.log",
             benchmark:
-                f"benchmarks/run_group/{PROFILE}/{group.name}.tsv"
+                f"{BENCHMARKS}/run_group/{PROFILE}/{group.name}.tsv"
             conda:
                 JOB_ENV
             threads: workflow.cores
@@ -117,9 +119,9 @@ rule members:
     output:
         MEMBERS,
     log:
-        "logs/members.log",
+        f"{LOGS}/members.log",
     benchmark:
-        "benchmarks/members.tsv"
+        f"{BENCHMARKS}/members.tsv"
     params:
         members=wc_cfg.members_json(config),
     run:
@@ -134,9 +136,9 @@ rule summarize:
         table=f"{RESULTS}/summary/{{dataset}}.csv",
         optimum=f"{RESULTS}/summary/{{dataset}}_optimum.csv",
     log:
-        "logs/summarize/{dataset}.log",
+        f"{LOGS}/summarize/{{dataset}}.log",
     benchmark:
-        "benchmarks/summarize/{dataset}.tsv"
+        f"{BENCHMARKS}/summarize/{{dataset}}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -148,6 +150,25 @@ rule summarize:
         "--table {output.table} --optimum {output.optimum} > {log} 2>&1"
 
 
+rule provenance:
+    input:
+        runs=dataset_run_summaries,
+    output:
+        f"{RESULTS}/provenance/{{dataset}}.csv",
+    log:
+        f"{LOGS}/provenance/{{dataset}}.log",
+    benchmark:
+        f"{BENCHMARKS}/provenance/{{dataset}}.tsv"
+    conda:
+        JOB_ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "bladefl provenance --runs {input.runs} --out {output} > {log} 2>&1"
+
+
 rule paper_comparison:
     input:
         summary=f"{RESULTS}/summary/{{dataset}}.csv",
@@ -157,9 +178,9 @@ rule paper_comparison:
         csv=f"{RESULTS}/tables/{{dataset}}_paper_comparison.csv",
         md=f"{RESULTS}/tables/{{dataset}}_paper_comparison.md",
     log:
-        "logs/paper_comparison/{dataset}.log",
+        f"{LOGS}/paper_comparison/{{dataset}}.log",
     benchmark:
-        "benchmarks/paper_comparison/{dataset}.tsv"
+        f"{BENCHMARKS}/paper_comparison/{{dataset}}.tsv"
     conda:
         JOB_ENV
     threads: 1

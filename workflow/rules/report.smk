@@ -14,9 +14,9 @@ rule dump_config:
     output:
         f"{REPORT}/config.yaml",
     log:
-        "logs/report/config.log",
+        f"{LOGS}/report/config.log",
     benchmark:
-        "benchmarks/report/config.tsv"
+        f"{BENCHMARKS}/report/config.tsv"
     run:
         write_yaml(dict(config), output[0], log[0])
 
@@ -25,9 +25,9 @@ rule notebook_parameters:
     output:
         f"{REPORT}/parameters/{{dataset}}/{{nb}}.yaml",
     log:
-        "logs/report/{dataset}/{nb}.parameters.log",
+        f"{LOGS}/report/{{dataset}}/{{nb}}.parameters.log",
     benchmark:
-        "benchmarks/report/{dataset}/{nb}.parameters.tsv"
+        f"{BENCHMARKS}/report/{{dataset}}/{{nb}}.parameters.tsv"
     params:
         values=notebook_parameters,
     run:
@@ -55,9 +55,9 @@ rule notebook:
             subcategory="{dataset}",
         ),
     log:
-        "logs/report/{dataset}/{nb}.log",
+        f"{LOGS}/report/{{dataset}}/{{nb}}.log",
     benchmark:
-        "benchmarks/report/{dataset}/{nb}.tsv"
+        f"{BENCHMARKS}/report/{{dataset}}/{{nb}}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -87,9 +87,9 @@ rule report_index:
             f"{REPORT}/index.html", category="Report", caption="../report/index.rst"
         ),
     log:
-        "logs/report/index.log",
+        f"{LOGS}/report/index.log",
     benchmark:
-        "benchmarks/report/index.tsv"
+        f"{BENCHMARKS}/report/index.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -106,3 +106,31 @@ rule report_index:
         "--pages {input.pages} --summaries {input.summaries} --comparisons {input.comparisons} "
         "--configfiles {params.configfiles} --seeds {params.seeds} --figures {params.figures} "
         "--out {output.index} > {log} 2>&1"
+
+
+# The report's inputs kept for good (`make keep NAME=...`, docs/gpu.md): reference/<name>/ with a
+# manifest; `make reference-report` renders the report from such a folder without running anything.
+rule keep:
+    input:
+        unpack(kept_inputs),
+        config=f"{REPORT}/config.yaml",
+    output:
+        "reference/{name}/MANIFEST.json",
+    log:
+        f"{LOGS}/keep/{{name}}.log",
+    benchmark:
+        f"{BENCHMARKS}/keep/{{name}}.tsv"
+    conda:
+        JOB_ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        results=results_root,
+        data=data_root,
+        imported=imported_option,
+    shell:
+        "bladefl keep --files {input.files} --provenance {input.provenance} {params.imported} "
+        "--results-dir {params.results} --data-dir {params.data} --config-file {input.config} "
+        "--out reference/{wildcards.name} > {log} 2>&1"

@@ -6,9 +6,9 @@ rule reading_plan:
     output:
         f"{SENS}/plans/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.json",
     log:
-        f"logs/sensitivity/plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.log",
+        f"{LOGS}/sensitivity/plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.log",
     benchmark:
-        f"benchmarks/sensitivity/plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
+        f"{BENCHMARKS}/sensitivity/plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
     params:
         plan=reading_plan_json,
     run:
@@ -24,9 +24,9 @@ rule reading_runs:
     output:
         reading_run_outputs(),
     log:
-        f"logs/sensitivity/run/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.log",
+        f"{LOGS}/sensitivity/run/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.log",
     benchmark:
-        f"benchmarks/sensitivity/run/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
+        f"{BENCHMARKS}/sensitivity/run/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
     conda:
         JOB_ENV
     threads: config["threads_per_run"]
@@ -48,9 +48,9 @@ rule reading_summarize:
         table=f"{SENS}/{{reading}}/summary/{{dataset}}.csv",
         optimum=f"{SENS}/{{reading}}/summary/{{dataset}}_optimum.csv",
     log:
-        f"logs/sensitivity/summarize/{{reading}}/{{dataset}}.log",
+        f"{LOGS}/sensitivity/summarize/{{reading}}/{{dataset}}.log",
     benchmark:
-        f"benchmarks/sensitivity/summarize/{{reading}}/{{dataset}}.tsv"
+        f"{BENCHMARKS}/sensitivity/summarize/{{reading}}/{{dataset}}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -69,9 +69,9 @@ rule reading_verdicts:
     output:
         f"{SENS}/{{reading}}/verdicts/{{dataset}}.csv",
     log:
-        f"logs/sensitivity/verdicts/{{reading}}/{{dataset}}.log",
+        f"{LOGS}/sensitivity/verdicts/{{reading}}/{{dataset}}.log",
     benchmark:
-        f"benchmarks/sensitivity/verdicts/{{reading}}/{{dataset}}.tsv"
+        f"{BENCHMARKS}/sensitivity/verdicts/{{reading}}/{{dataset}}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -91,9 +91,9 @@ rule sensitivity:
     output:
         **sensitivity_files("{dataset}"),
     log:
-        "logs/sensitivity/{dataset}.log",
+        f"{LOGS}/sensitivity/{{dataset}}.log",
     benchmark:
-        "benchmarks/sensitivity/{dataset}.tsv"
+        f"{BENCHMARKS}/sensitivity/{{dataset}}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -119,9 +119,9 @@ rule sensitivity_index:
     output:
         f"{REPORT}/sensitivity.html",
     log:
-        "logs/sensitivity/index.log",
+        f"{LOGS}/sensitivity/index.log",
     benchmark:
-        "benchmarks/sensitivity/index.tsv"
+        f"{BENCHMARKS}/sensitivity/index.tsv"
     conda:
         JOB_ENV
     threads: 1

@@ -51,10 +51,21 @@ def _read(dataset: str, data_dir: str) -> dict[str, str] | None:
         return None
 
 
-def record(dataset: str, data_dir: str | None = None) -> dict:
-    """What produced a run: code and library versions, host, SLURM job, and the SHA-256 of the
-    data files actually read under ``data_dir`` (the pinned values when no folder is given; None
-    where there are no files: data made in memory, as the tests do)."""
+@functools.lru_cache(maxsize=4)
+def device_name(device: str = "auto") -> str:
+    """The accelerator a run config's ``device`` (auto | cpu | cuda) computes on, by name: the GPU's
+    name (``NVIDIA H100 80GB HBM3``), else ``cpu`` and the processor's architecture."""
+    import torch
+
+    if device != "cpu" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.cuda.current_device())
+    return f"cpu ({platform.machine()})"
+
+
+def record(dataset: str, data_dir: str | None = None, device: str = "auto") -> dict:
+    """What produced a run: code and library versions, host, the device (by name), SLURM job, and
+    the SHA-256 of the data files actually read under ``data_dir`` (the pinned values when no
+    folder is given; None where there are no files: data made in memory, as the tests do)."""
     import torch
 
     return {
@@ -62,6 +73,7 @@ def record(dataset: str, data_dir: str | None = None) -> dict:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "host": platform.node(),
+        "device": device_name(device),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "data_sha256": datasets.checksums(dataset) if data_dir is None else _read(dataset, data_dir),
     }

@@ -122,7 +122,7 @@ def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict |
     summary = {
         "config": job.cfg.to_dict(),
         "per_K": [k_summary(r) for r in results],
-        "provenance": provenance.record(job.cfg.dataset, job.cfg.data_dir),
+        "provenance": provenance.record(job.cfg.dataset, job.cfg.data_dir, job.cfg.device),
         "seconds": {**seconds, "write": round(time.perf_counter() - started, 4)},
         **({"group": group} if group else {}),
     }

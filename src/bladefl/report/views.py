@@ -50,7 +50,8 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
         rows.append({"run": run_id.from_path(p).name, "seed": s["config"]["seed"],
                      "partition": s["config"].get("partition", {}).get("seed"),
                      "code_version": prov.get("code_version"),
-                     "torch": prov.get("torch"), "host": prov.get("host"), "seconds": s.get("seconds", {}).get("total"),
+                     "torch": prov.get("torch"), "host": prov.get("host"), "device": prov.get("device"),
+                     "seconds": s.get("seconds", {}).get("total"),
                      "train_images_sha256": prov.get("data_sha256", {}).get("train-images-idx3-ubyte")})
     return pd.DataFrame(rows)
 

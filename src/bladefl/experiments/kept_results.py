@@ -1,0 +1,148 @@
+"""A workflow's results kept for good (``reference/<name>/``): the tidy tables its report is rendered
+from, no run folders and no ledgers, with a manifest that says where they came from and holds every
+file's SHA-256; and the same files laid out again as a results folder, to render the report from
+them without running anything (``make reference-report``).
+
+A bundle holds ``results/...`` (paths relative to the workflow's results folder), ``data/...``
+(relative to its data folder: the partition manifests), ``config.yaml`` (the workflow's config)
+and ``MANIFEST.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bladefl.core import atomic
+
+MANIFEST = "MANIFEST.json"
+CONFIG = "config.yaml"
+
+
+def bundle_path(path: str | Path, results_dir: str | Path, data_dir: str | Path) -> str:
+    """Where a workflow file lies in a bundle: ``results/<path in results_dir>`` or
+    ``data/<path in data_dir>``; ValueError naming it when it is in neither."""
+    absolute = Path(os.path.abspath(path))  # links not followed: a linked data folder is still the data folder
+    for root, prefix in ((results_dir, "results"), (data_dir, "data")):
+        try:
+            return f"{prefix}/{absolute.relative_to(os.path.abspath(root)).as_posix()}"
+        except ValueError:
+            continue
+    raise ValueError(f"{path}: neither in the results folder {results_dir} nor in the data folder {data_dir}")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def about_runs(provenance_tables: Sequence[str | Path]) -> dict[str, Any]:
+    """What the runs behind the tables were: how many, code versions, devices, hosts, and their run
+    time in all, from the report's provenance tables (``bladefl provenance``)."""
+    frame = pd.concat([pd.read_csv(p) for p in provenance_tables], ignore_index=True)
+
+    def values(column: str) -> list[str]:
+        return sorted(map(str, frame[column].dropna().unique())) if column in frame else []
+
+    return {"runs": len(frame), "code_versions": values("code_version"), "devices": values("device"),
+            "hosts": values("host"), "run_seconds": round(float(pd.to_numeric(frame.seconds).sum()), 1)}
+
+
+def keep(files: Sequence[str | Path], results_dir: str | Path, data_dir: str | Path, config_file: str | Path,
+         out: str | Path, about: Mapping[str, Any]) -> dict:
+    """Copy ``files`` (the report's inputs) and the workflow's config into a new bundle ``out`` with
+    its manifest (``about``: where the results come from; the date kept; every file's SHA-256 and
+    size). The bundle is assembled beside ``out`` and renamed into place: nothing half-written; an
+    older bundle at ``out`` is replaced, any other existing folder is refused."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not (out / MANIFEST).is_file():
+        raise ValueError(f"{out}: exists, is not empty and is not a kept bundle (no {MANIFEST}); not replaced")
+    entries = {bundle_path(f, results_dir, data_dir): Path(f) for f in files}
+    entries[CONFIG] = Path(config_file)
+    missing = [str(source) for source in entries.values() if not source.is_file()]
+    if missing:
+        raise ValueError(f"{missing[0]}: missing (run the workflow first)" + (
+            f", and {len(missing) - 1} more" if len(missing) > 1 else ""))
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        manifest = _assemble(entries, staging, about)
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return manifest
+
+
+def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, Any]) -> dict:
+    """The bundle's files and manifest written into ``staging``, readable by others whatever the umask."""
+    listed = {}
+    for rel, source in sorted(entries.items()):
+        target = staging / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        listed[rel] = {"sha256": _sha256(target), "bytes": target.stat().st_size}
+    manifest = {"kept": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "about": dict(about), "files": listed}
+    atomic.write_json(staging / MANIFEST, manifest)
+    for path in staging.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    staging.chmod(0o755)
+    return manifest
+
+
+def read_manifest(bundle: str | Path) -> dict:
+    path = Path(bundle) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable manifest ({exc})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        raise ValueError(f"{path}: no 'files' table")
+    return manifest
+
+
+def problems(bundle: str | Path) -> list[str]:
+    """Why a bundle is not what its manifest says (empty: it is): files missing, changed or not listed."""
+    bundle = Path(bundle)
+    try:
+        listed = read_manifest(bundle)["files"]
+    except ValueError as exc:
+        return [str(exc)]
+    found = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()} - {MANIFEST}
+    out = [f"{rel}: listed in the manifest, missing" for rel in sorted(set(listed) - found)]
+    out += [f"{rel}: not listed in the manifest" for rel in sorted(found - set(listed))]
+    out += [f"{rel}: changed since it was kept (SHA-256 differs)" for rel in sorted(found & set(listed))
+            if _sha256(bundle / rel) != listed[rel].get("sha256")]
+    return out
+
+
+def lay_out(bundle: str | Path, results_dir: str | Path, data_dir: str | Path) -> int:
+    """Copy a checked bundle's files to where the workflow reads them (``results/...`` under
+    ``results_dir``, ``data/...`` under ``data_dir``); returns how many. ValueError listing the
+    problems when the bundle does not match its manifest."""
+    bundle = Path(bundle)
+    found = problems(bundle)
+    if found:
+        more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
+        raise ValueError(f"{bundle}: " + "; ".join(found[:5]) + more)
+    roots = {"results": Path(results_dir), "data": Path(data_dir)}
+    count = 0
+    for rel in read_manifest(bundle)["files"]:
+        prefix, _, rest = rel.partition("/")
+        if prefix in roots and rest:
+            target = roots[prefix] / rest
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(bundle / rel, target)
+            count += 1
+    return count
+
+
+__all__ = ["MANIFEST", "CONFIG", "bundle_path", "about_runs", "keep", "read_manifest", "problems", "lay_out"]

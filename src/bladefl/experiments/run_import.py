@@ -1,0 +1,201 @@
+"""Run folders computed elsewhere (the GPU machine's ``grid-tables.tar.gz``) brought into a results
+folder, so that the workflow's analyses and report use them without running them again.
+
+An archive holds run folders ``<prefix>/<dataset>/<cell>/seed~<seed>/`` with their ``rounds.csv``,
+``summary.json`` and, where detectors ran, ``detections.csv`` (no ledgers), and optionally one
+``ABOUT.json`` (where and how it was computed: device, wall time, commit). Every member is checked
+before anything is written: a regular file with one of those names, in a run of the workflow
+config, whose summary holds exactly the config that run would be given here (apart from where it
+ran: ``device`` and ``data_dir``) and every K finished; and every run of the config is present.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from bladefl.core import atomic
+from bladefl.experiments import run_id
+from bladefl.experiments import workflow_config as wc
+
+RUN_FILES = ("rounds.csv", "summary.json", "detections.csv")
+ABOUT = "ABOUT.json"
+# Where a run computed, not what: may differ between the machine that ran it and this one.
+EXECUTION_FIELDS = ("device", "data_dir")
+
+
+class ArchiveError(ValueError):
+    """An archive that cannot be imported: the message names the member and the reason."""
+
+
+@dataclass
+class Imported:
+    """What an import wrote: run folders per dataset, the archive's ABOUT.json (or {})."""
+
+    runs: dict[str, int] = field(default_factory=dict)
+    about: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.runs.values())
+
+
+def merged(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict:
+    """``overlay`` merged into ``base`` key by key, mappings recursively: how Snakemake combines
+    the config files it is given."""
+    out = dict(base)
+    for key, value in overlay.items():
+        both = isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
+        out[key] = merged(out[key], value) if both else value
+    return out
+
+
+def with_seeds(config: Mapping[str, Any], seeds: Sequence[int] | None) -> dict:
+    """The workflow config with its run seeds replaced by ``seeds`` (None: unchanged); the partition
+    draws are kept, so run seed i still trains on draw i mod P."""
+    return dict(config) if seeds is None else {**config, "seeds": [int(s) for s in seeds]}
+
+
+def expected_configs(config: Mapping[str, Any], runs_root: str) -> dict[str, dict]:
+    """Every grid run of a workflow config (run folder under ``runs_root``) and the run config its
+    summary must hold, without the execution fields."""
+    from bladefl.fl.run_config import load_config
+
+    profile = wc.profile_path(config)
+    out = {}
+    for dataset in config["datasets"]:
+        for cell in wc.all_cells(config):
+            for seed in config["seeds"]:
+                cfg = load_config(profile, wc.run_sets(config, cell, dataset, seed)).to_dict()
+                out[run_id.folder(runs_root, dataset, cell.key, seed)] = _without_execution(cfg)
+    return out
+
+
+def _without_execution(cfg: Mapping[str, Any]) -> dict:
+    return {k: v for k, v in cfg.items() if k not in EXECUTION_FIELDS}
+
+
+def _member_run(name: str) -> tuple[run_id.RunId, str]:
+    """A member's run (identity, root '') and file name; ArchiveError when it is not a run file."""
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts:
+        raise ArchiveError(f"{name}: a path outside the archive's folder")
+    if path.name not in RUN_FILES:
+        raise ArchiveError(f"{name}: not a run file ({', '.join(RUN_FILES)}) nor {ABOUT}")
+    try:
+        run = run_id.from_path(path.parent)
+    except ValueError as exc:
+        raise ArchiveError(str(exc)) from None
+    return run, path.name
+
+
+def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, bytes]], dict]:
+    """The archive's run files by (dataset, cell, seed), and its ABOUT.json (or {})."""
+    runs: dict[tuple[str, str, int], dict[str, bytes]] = {}
+    about: dict = {}
+    try:
+        tar = tarfile.open(archive, "r:*")
+    except (OSError, tarfile.TarError) as exc:
+        raise ArchiveError(f"{archive}: not a readable tar archive ({exc})") from None
+    with tar:
+        for member in tar:
+            if member.isdir():
+                continue
+            if not member.isfile():
+                raise ArchiveError(f"{member.name}: not a regular file (links and devices are refused)")
+            data = tar.extractfile(member).read()  # type: ignore[union-attr]
+            if PurePosixPath(member.name).name == ABOUT and len(PurePosixPath(member.name).parts) <= 2:
+                about = _json(member.name, data)  # the archive's own, beside its dataset folders
+                continue
+            run, name = _member_run(member.name)
+            runs.setdefault((run.dataset, run.cell, run.seed), {})[name] = data
+    return runs, about
+
+
+def _json(name: str, data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise ArchiveError(f"{name}: not JSON ({exc})") from None
+
+
+def differences(got: Any, expected: Any, prefix: str = "") -> list[str]:
+    """The dotted fields (``train.eta``) in which two configs differ."""
+    if isinstance(got, dict) and isinstance(expected, dict):
+        return [d for k in sorted(set(got) | set(expected), key=str)
+                for d in differences(got.get(k), expected.get(k), f"{prefix}{k}.")]
+    return [] if got == expected else [prefix.rstrip(".") or "(the whole config)"]
+
+
+def run_problems(files: Mapping[str, bytes], expected: Mapping[str, Any]) -> list[str]:
+    """Why one run's files cannot stand for the run ``expected`` describes (empty: they can)."""
+    if "summary.json" not in files or "rounds.csv" not in files:
+        return ["rounds.csv or summary.json missing"]
+    summary = _json("summary.json", files["summary.json"])
+    if not isinstance(summary, dict) or not isinstance(summary.get("config"), dict):
+        return ["summary.json holds no run config"]
+    problems = []
+    differ = differences(_without_execution(summary["config"]), json.loads(json.dumps(expected)))
+    if differ:
+        problems.append(f"its config differs from this workflow's in {', '.join(differ[:5])}")
+    per_k = summary.get("per_K")
+    if not isinstance(per_k, list) or [r.get("K") for r in per_k] != list(expected["time"]["K"]):
+        problems.append("its summary does not hold every K of the cell")
+    elif any(r.get("status") not in ("ok", "infeasible") for r in per_k):
+        problems.append("a K did not finish")
+    return problems
+
+
+def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, replace: bool = False) -> Imported:
+    """Check every member of ``archive`` against the workflow ``config`` (see the module's text),
+    then write the run folders under ``runs_root`` (``results/runs/<profile>``). Nothing is written
+    when a check fails; an existing run folder is refused unless ``replace``."""
+    try:
+        runs, about = read_archive(archive)
+    except ArchiveError as exc:
+        raise ArchiveError(f"{archive}: nothing imported: {exc}") from None
+    expected = expected_configs(config, str(runs_root))
+    problems = []
+    found = set()
+    for (dataset, cell, seed), files in sorted(runs.items()):
+        folder = run_id.folder(runs_root, dataset, cell, seed)
+        if folder not in expected:
+            problems.append(f"{run_id.RunId(dataset, cell, seed).name} ({dataset}): not a run of this workflow config")
+            continue
+        found.add(folder)
+        problems += [f"{folder}: {p}" for p in run_problems(files, expected[folder])]
+        if not replace and Path(folder).exists():
+            problems.append(f"{folder}: exists already (pass replace to overwrite)")
+    missing = sorted(set(expected) - found)
+    if missing:
+        problems.append(f"{len(missing)} of the config's {len(expected)} runs are not in the archive, "
+                        f"e.g. {missing[0]} (import a config with fewer seeds)")
+    if problems:
+        shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
+        raise ArchiveError(f"{archive}: nothing imported:\n  " + "\n  ".join(shown))
+    result = Imported(about=about)
+    for (dataset, cell, seed), files in sorted(runs.items()):
+        folder = Path(run_id.folder(runs_root, dataset, cell, seed))
+        for name, data in files.items():
+            atomic.write_bytes(folder / name, data)
+        result.runs[dataset] = result.runs.get(dataset, 0) + 1
+    return result
+
+
+def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: Imported) -> dict:
+    """What ``results/imported.json`` says of an import: the archive and its SHA-256, when, the
+    config and seeds, the runs per dataset and the archive's ABOUT.json (device, wall time, commit)."""
+    import hashlib
+    from datetime import UTC, datetime
+
+    return {"archive": str(archive), "sha256": hashlib.sha256(archive.read_bytes()).hexdigest(),
+            "imported": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "config": str(configfile),
+            "seeds": list(config["seeds"]), "runs": imported.runs, "about": imported.about}
+
+
+__all__ = ["RUN_FILES", "ABOUT", "EXECUTION_FIELDS", "ArchiveError", "Imported", "merged", "with_seeds",
+           "expected_configs", "read_archive", "differences", "run_problems", "import_runs", "record"]

@@ -1,0 +1,107 @@
+"""Results kept for good (bladefl.experiments.kept_results): a bundle with a manifest, checked
+whole before it is laid out again for the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bladefl.experiments import kept_results as kr
+
+
+@pytest.fixture
+def workflow(tmp_path) -> dict[str, Path]:
+    """A results folder, a data folder and a config, as a finished workflow leaves them."""
+    results, data = tmp_path / "results", tmp_path / "data"
+    (results / "summary").mkdir(parents=True)
+    (results / "summary/mnist.csv").write_text("sweep,cell\nbeta,c1\n")
+    (results / "provenance").mkdir()
+    pd.DataFrame({"run": ["c1/seed~0", "c1/seed~1"], "code_version": ["0.1.0+abc", "0.1.0+abc"],
+                  "device": ["NVIDIA H100 80GB HBM3", None], "host": ["gpu1", "gpu1"],
+                  "seconds": [1.5, 2.0]}).to_csv(results / "provenance/mnist.csv", index=False)
+    (data / "partitions/mnist").mkdir(parents=True)
+    (data / "partitions/mnist/p.json").write_text('{"N": 4}')
+    config = results / "report/config.yaml"
+    config.parent.mkdir()
+    config.write_text("seeds: [0, 1]\n")
+    return {"results": results, "data": data, "config": config,
+            "files": [results / "summary/mnist.csv", data / "partitions/mnist/p.json",
+                      results / "provenance/mnist.csv"]}
+
+
+def keep(workflow: dict, out: Path) -> dict:
+    about = kr.about_runs([workflow["results"] / "provenance/mnist.csv"])
+    return kr.keep(workflow["files"], workflow["results"], workflow["data"], workflow["config"], out, about)
+
+
+def test_a_bundle_holds_the_files_the_config_and_a_manifest_that_matches(tmp_path, workflow):
+    out = tmp_path / "reference/x"
+    manifest = keep(workflow, out)
+    assert sorted(manifest["files"]) == ["config.yaml", "data/partitions/mnist/p.json",
+                                         "results/provenance/mnist.csv", "results/summary/mnist.csv"]
+    assert manifest["about"] == {"runs": 2, "code_versions": ["0.1.0+abc"], "devices": ["NVIDIA H100 80GB HBM3"],
+                                 "hosts": ["gpu1"], "run_seconds": 3.5}
+    assert json.loads((out / kr.MANIFEST).read_text()) == manifest
+    assert kr.problems(out) == []
+    assert not list(out.parent.glob(".*partial"))  # assembled beside it, renamed into place
+    modes = {stat.S_IMODE(p.stat().st_mode) for p in out.rglob("*") if p.is_file()}
+    assert modes == {0o644}
+
+
+def test_a_changed_missing_or_added_file_is_named(tmp_path, workflow):
+    out = tmp_path / "b"
+    keep(workflow, out)
+    (out / "results/summary/mnist.csv").write_text("sweep,cell\nbeta,c2\n")
+    (out / "data/partitions/mnist/p.json").unlink()
+    (out / "results/extra.csv").write_text("x\n")
+    assert kr.problems(out) == ["data/partitions/mnist/p.json: listed in the manifest, missing",
+                                "results/extra.csv: not listed in the manifest",
+                                "results/summary/mnist.csv: changed since it was kept (SHA-256 differs)"]
+    with pytest.raises(ValueError, match="changed since it was kept"):
+        kr.lay_out(out, tmp_path / "r", tmp_path / "d")
+    assert not (tmp_path / "r").exists()
+    (out / kr.MANIFEST).write_text("[1, 2")
+    assert kr.problems(out)[0].endswith("not a readable manifest (Expecting ',' delimiter: line 1 column 6 (char 5))")
+
+
+def test_laid_out_files_are_where_the_workflow_reads_them(tmp_path, workflow):
+    out = tmp_path / "b"
+    keep(workflow, out)
+    assert kr.lay_out(out, tmp_path / "r", tmp_path / "d") == 3
+    assert (tmp_path / "r/summary/mnist.csv").read_text() == "sweep,cell\nbeta,c1\n"
+    assert (tmp_path / "d/partitions/mnist/p.json").read_text() == '{"N": 4}'
+    assert not (tmp_path / "r/config.yaml").exists()  # the config is given to Snakemake, not laid out
+
+
+def test_an_existing_folder_that_is_no_bundle_is_not_replaced(tmp_path, workflow):
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="not a kept bundle"):
+        keep(workflow, out)
+    assert (out / "mine.txt").read_text() == "keep me"
+    keep(workflow, tmp_path / "again")
+    keep(workflow, tmp_path / "again")  # an older bundle is replaced
+    assert kr.problems(tmp_path / "again") == []
+
+
+def test_files_outside_both_folders_and_missing_files_are_refused(tmp_path, workflow):
+    with pytest.raises(ValueError, match="neither in the results folder"):
+        kr.bundle_path(tmp_path / "elsewhere.csv", workflow["results"], workflow["data"])
+    workflow["files"].append(workflow["results"] / "verdicts/mnist.csv")
+    with pytest.raises(ValueError, match="verdicts/mnist.csv: missing"):
+        keep(workflow, tmp_path / "c")
+    assert not (tmp_path / "c").exists() and not list(tmp_path.glob(".c*"))  # nothing half-written
+
+
+def test_a_linked_data_folder_is_still_the_data_folder(tmp_path, workflow):
+    os.symlink(workflow["data"] / "partitions", tmp_path / "linked")
+    data = tmp_path / "d2"
+    data.mkdir()
+    (data / "partitions").symlink_to(tmp_path / "linked")
+    assert kr.bundle_path(data / "partitions/mnist/p.json", workflow["results"], data) == "data/partitions/mnist/p.json"

@@ -1,0 +1,130 @@
+"""Run folders computed elsewhere brought into a results folder: every member checked before
+anything is written (bladefl.experiments.run_import)."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bladefl.experiments import run_id
+from bladefl.experiments import run_import as ri
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def config() -> dict:
+    base = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    return ri.merged(base, yaml.safe_load((REPO / "config/smoke.yaml").read_text()))
+
+
+def run_files(cfg: dict, device: str = "cuda") -> dict[str, bytes]:
+    """A finished run's files whose summary holds ``cfg`` (as computed on ``device``)."""
+    summary = {"config": {**cfg, "device": device, "data_dir": "elsewhere/raw"},
+               "per_K": [{"K": k, "status": "ok"} for k in cfg["time"]["K"]]}
+    return {"summary.json": json.dumps(summary).encode(), "rounds.csv": b"K,round\n1,1\n"}
+
+
+def edit_summary(data: bytes, field: tuple[str, str], value: object) -> bytes:
+    summary = json.loads(data)
+    summary["config"][field[0]][field[1]] = value
+    return json.dumps(summary).encode()
+
+
+def archive(path: Path, members: dict[str, bytes], about: dict | None = None) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in [*members.items(), *([("grid/ABOUT.json", json.dumps(about).encode())] if about else [])]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def complete(config: dict, root: str = "grid") -> dict[str, bytes]:
+    """Every run of the config, as the GPU script packs them (``grid/<dataset>/<cell>/seed~<s>/``)."""
+    members = {}
+    for folder, cfg in ri.expected_configs(config, root).items():
+        for name, data in run_files(cfg).items():
+            members[f"{folder}/{name}"] = data
+    return members
+
+
+def test_expected_runs_are_every_dataset_cell_and_seed(config):
+    expected = ri.expected_configs(config, "r")
+    assert len(expected) == 6  # smoke: 6 cells (one with exclusion), one seed, one dataset
+    ids = {run_id.from_path(f) for f in expected}
+    assert {i.seed for i in ids} == {0} and {i.dataset for i in ids} == {"mnist"}
+    assert all("device" not in c and "data_dir" not in c for c in expected.values())
+
+
+def test_a_complete_archive_is_imported_with_its_about(tmp_path, config):
+    path = archive(tmp_path / "a.tar.gz", complete(config), about={"device": "NVIDIA H100", "wall_s": 300})
+    imported = ri.import_runs(path, config, tmp_path / "runs")
+    assert imported.runs == {"mnist": 6} and imported.about["device"] == "NVIDIA H100"
+    written = sorted(p.relative_to(tmp_path / "runs").as_posix() for p in (tmp_path / "runs").rglob("*") if p.is_file())
+    assert len(written) == 12 and all(w.startswith("mnist/") for w in written)
+    record = ri.record(path, "config/smoke.yaml", config, imported)
+    assert record["runs"] == {"mnist": 6} and len(record["sha256"]) == 64 and record["seeds"] == [0]
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda m: {**m, "grid/../../etc/summary.json": b"{}"}, "outside the archive"),
+    (lambda m: {**m, "grid/mnist/notes.txt": b"x"}, "not a run file"),
+    (lambda m: {**m, "grid/mnist/alpha~9_beta~99_N~4_eta~0.5_lazy~0_sigma2~0_eps~inf/seed~0/rounds.csv": b"x"},
+     "not a run of this workflow config"),
+    (lambda m: {k: v for k, v in m.items() if "eps~1000" not in k}, "1 of the config's 6 runs are not in the archive"),
+    (lambda m: {k: (edit_summary(v, ("train", "eta"), 0.2) if k.endswith("summary.json") else v)
+                for k, v in m.items()}, "differs from this workflow's in train.eta"),
+    (lambda m: {k: (v.replace(b'"status": "ok"', b'"status": "running"', 1) if k.endswith("summary.json") else v)
+                for k, v in m.items()}, "a K did not finish"),
+    (lambda m: {k: v for k, v in m.items() if not (k.endswith("rounds.csv") and "eta~0.1" in k)},
+     "rounds.csv or summary.json missing"),
+])
+def test_a_bad_archive_is_refused_naming_why_and_nothing_is_written(tmp_path, config, change, reason):
+    path = archive(tmp_path / "a.tar.gz", change(complete(config)))
+    with pytest.raises(ri.ArchiveError, match="nothing imported") as err:
+        ri.import_runs(path, config, tmp_path / "runs")
+    assert reason in str(err.value)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_links_and_non_archives_are_refused(tmp_path, config):
+    path = tmp_path / "link.tar"
+    with tarfile.open(path, "w") as tar:
+        info = tarfile.TarInfo("grid/mnist/c/seed~0/summary.json")
+        info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(info)
+    with pytest.raises(ri.ArchiveError, match="not a regular file"):
+        ri.import_runs(path, config, tmp_path / "runs")
+    (tmp_path / "text.tar.gz").write_text("not an archive")
+    with pytest.raises(ri.ArchiveError, match="not a readable tar archive"):
+        ri.import_runs(tmp_path / "text.tar.gz", config, tmp_path / "runs")
+
+
+def test_existing_run_folders_are_kept_unless_replaced(tmp_path, config):
+    path = archive(tmp_path / "a.tar.gz", complete(config))
+    ri.import_runs(path, config, tmp_path / "runs")
+    with pytest.raises(ri.ArchiveError, match="exists already"):
+        ri.import_runs(path, config, tmp_path / "runs")
+    assert ri.import_runs(path, config, tmp_path / "runs", replace=True).total == 6
+
+
+def test_a_partial_grid_is_imported_as_a_config_with_its_first_seeds(tmp_path, config):
+    two = ri.with_seeds({**config, "partition": {**config["partition"], "seeds": [0, 1]}}, [0, 1])
+    members = complete(two)
+    one = ri.with_seeds(two, [0])
+    with pytest.raises(ri.ArchiveError, match="not a run of this workflow config"):
+        ri.import_runs(archive(tmp_path / "a.tar.gz", members), one, tmp_path / "runs")
+    seed0 = {k: v for k, v in members.items() if "/seed~0/" in k}
+    assert ri.import_runs(archive(tmp_path / "b.tar.gz", seed0), one, tmp_path / "runs").total == 6
+
+
+def test_config_files_merge_as_snakemake_merges_them():
+    base = {"a": 1, "partition": {"n": 512, "seeds": [0]}, "datasets": ["mnist", "fashion_mnist"]}
+    over = {"partition": {"seeds": [0, 1]}, "datasets": ["mnist"]}
+    assert ri.merged(base, over) == {"a": 1, "partition": {"n": 512, "seeds": [0, 1]}, "datasets": ["mnist"]}
