@@ -31,3 +31,10 @@ rule all:
 rule run_inputs:
     input:
         run_inputs(),
+
+
+# Every grid run's folder and nothing downstream: what the GPU machine computes (scripts/gpu/run.sh
+# MODE=snakemake); the analyses and the report are made where the run tables are imported.
+rule run_folders:
+    input:
+        [run_summaries(d) for d in DATASETS],

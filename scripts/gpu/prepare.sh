@@ -1,15 +1,37 @@
 #!/usr/bin/env bash
-# Prepare, on a machine with the package registry, what the GPU machine needs and cannot
-# download (docs/gpu.md): wheels for its Python 3.12 (cryptography and its cffi/pycparser)
-# and the datasets' IDX files, gzipped. Writes ./gpu_carry (ignored by git); carry it along.
+# Prepare, on a machine with the package registry and this project's environment (.venv), what the
+# GPU machine needs and cannot download (docs/gpu.md): wheels for its Python 3.12 of what it lacks
+# (cryptography and its cffi/pycparser; Snakemake and its dependencies, less PuLP, for MODE=snakemake;
+# SNAKEMAKE=0 leaves them out) and the datasets' IDX files, gzipped. Writes ./gpu_carry (ignored by
+# git); carry it along.
 set -euo pipefail
 out=${1:-gpu_carry}
 data=${DATA_DIR:-data/raw}
+python=${PYTHON:-.venv/bin/python}
 mkdir -p "$out/wheels"
 # PY_VERSION: the GPU machine's Python (3.12); another value prepares a dry run on this machine.
-pip download --no-deps --only-binary=:all: --python-version "${PY_VERSION:-3.12}" --implementation cp \
-  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-  -d "$out/wheels" cryptography==50.0.2 cffi==2.1.1 pycparser==3.12
+platforms=(--python-version "${PY_VERSION:-3.12}" --implementation cp --platform manylinux_2_28_x86_64
+  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
+"$python" -m pip download -q --no-deps --only-binary=:all: "${platforms[@]}" -d "$out/wheels" \
+  cryptography==50.0.2 cffi==2.1.1 pycparser==3.12
+if [ "${SNAKEMAKE:-1}" != 0 ]; then
+  # What Snakemake needs that the GPU machine's Python (torch, numpy, pandas, pyyaml, tqdm, matplotlib,
+  # scipy) lacks, at the versions installed here; PuLP (the ILP scheduler, 30 MB) is left out: the
+  # script schedules greedily. A package published only as source is built here (pure Python only).
+  "$python" scripts/gpu/closure.py snakemake --minus torch numpy pandas pyyaml tqdm matplotlib scipy pulp \
+    >"$out/snakemake-requirements.txt"
+  while read -r req; do
+    if ! "$python" -m pip download -q --no-deps --only-binary=:all: "${platforms[@]}" -d "$out/wheels" "$req" \
+      >/dev/null 2>&1; then
+      "$python" -m pip wheel -q --no-deps -w "$out/wheels" "$req" >/dev/null
+      name=$(echo "${req%%==*}" | tr - _)
+      if ! ls "$out/wheels" | grep -i "^${name}-.*-py3-none-any.whl$" >/dev/null; then
+        echo "error: $req has no wheel for Python ${PY_VERSION:-3.12} and is not pure Python" >&2
+        exit 1
+      fi
+    fi
+  done <"$out/snakemake-requirements.txt"
+fi
 for class in MNIST FashionMNIST; do
   mkdir -p "$out/data/$class/raw"
   for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do

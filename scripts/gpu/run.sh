@@ -1,29 +1,59 @@
 #!/usr/bin/env bash
 # On a GPU machine whose Python has torch, numpy, pandas, pyyaml and tqdm but not this
 # project's other packages, and no network (docs/gpu.md): install the carried wheels into a
-# folder, unpack and verify the carried data, then run the GPU benchmark and the whole paper
-# grid (20 seeds, both datasets) through the multi-run engine. Output goes to $OUT (default out/):
-# gpu.txt, bench.txt, and grid-tables.tar.gz (every finished run folder's rounds.csv, summary.json
-# and detections.csv, no ledgers; packed at the end, also when the run is cut short).
+# folder, unpack and verify the carried data, then run the paper grid (20 seeds, both datasets)
+# through the multi-run engine. Output goes to $OUT (default out/):
+#   gpu.txt              the GPU (nvidia-smi)
+#   bench.txt            what the run printed (the benchmark's rates and breakdown, the grid's wall time)
+#   grid-tables.tar.gz   every finished run folder's rounds.csv, summary.json and detections.csv (no
+#                        ledgers) and ABOUT.json (GPU, code version, dates, wall time, whether the grid
+#                        finished): what `make import-runs ARCHIVE=...` brings into a results folder
+# MODE=bench (default): `bladefl bench --device cuda` (unless BENCH=0), then every grid run through
+#   `bladefl bench --grid` (the engine without Snakemake).
+# MODE=snakemake: the documented command, `snakemake --profile profiles/gpu --configfile $GRID`, up
+#   to the runs (target run_folders; the analyses and the report are made where the tables are
+#   imported); needs Snakemake's wheels (prepare.sh carries them).
+# BUDGET_S (default 480): the grid is stopped after this many seconds, so that what finished is
+#   packed before the machine's own limit; GRID_SEEDS: only the grid's first seeds.
 # A dry run elsewhere: DEVICE=cpu GRID=config/smoke.yaml SEEDS=1 (wheels from PY_VERSION=3.11 prepare.sh).
 set -euo pipefail
 carry=${CARRY:-gpu_carry}
 out=${OUT:-out}
 grid=${GRID:-config/paper.yaml}
-mkdir -p "$out"
+mode=${MODE:-bench}
+budget=${BUDGET_S:-480}
+mkdir -p "$out/grid"
 # A wheel is a zip archive: unpacking it into a folder on PYTHONPATH installs it (no pip needed).
 python3 -c 'import glob, sys, zipfile
 for wheel in glob.glob(sys.argv[2] + "/*.whl"):
     zipfile.ZipFile(wheel).extractall(sys.argv[1])' "$carry/site" "$carry/wheels"
 export PYTHONPATH="$PWD/src:$PWD/$carry/site"
+# The `bladefl` command the workflow's rules call (no pip install here to write it).
+mkdir -p "$carry/bin"
+printf '#!/bin/sh\nexec python3 -m bladefl.cli "$@"\n' >"$carry/bin/bladefl"
+chmod +x "$carry/bin/bladefl"
+export PATH="$PWD/$carry/bin:$PATH"
 if [ -s "$carry/CODE_VERSION" ]; then
   export BLADEFL_CODE_VERSION="$(cat "$carry/CODE_VERSION")"
 fi
+started=$(date -u +%FT%TZ)
+grid_s=""
+finished=false
 pack() {
-  if [ -d "$out/grid" ]; then
-    (cd "$out" && find grid \( -name rounds.csv -o -name summary.json -o -name detections.csv \) -print0 |
-      tar czf grid-tables.tar.gz --null -T -) && rm -rf "$out/grid"
-  fi
+  python3 - "$out/grid/ABOUT.json" <<EOF
+import json, subprocess, sys
+try:
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                         text=True).stdout.strip() or None
+except OSError:
+    gpu = None
+about = {"gpu": gpu, "device": "${DEVICE:-cuda}", "code_version": "${BLADEFL_CODE_VERSION:-unknown}",
+         "mode": "$mode", "grid": "$grid", "grid_seeds": "${GRID_SEEDS:-all}", "started": "$started",
+         "grid_wall_s": float("${grid_s:-nan}"), "budget_s": $budget, "finished": "$finished" == "true"}
+json.dump(about, open(sys.argv[1], "w"), indent=1)
+EOF
+  (cd "$out" && find grid \( -name rounds.csv -o -name summary.json -o -name detections.csv -o -name ABOUT.json \) \
+    -print0 | tar czf grid-tables.tar.gz --null -T -) && rm -rf "$out/grid"
 }
 trap pack EXIT
 for class in MNIST FashionMNIST; do
@@ -37,5 +67,30 @@ python3 -m bladefl.cli fetch --dataset fashion_mnist --sources existing
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,memory.total --format=csv | tee "$out/gpu.txt"
 fi
-python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw ${SEEDS:+--seeds $SEEDS} \
-  --grid "$grid" ${GRID_SEEDS:+--grid-seeds $GRID_SEEDS} --out "$out/grid" 2>&1 | tee "$out/bench.txt"
+if [ "$mode" = bench ] && [ "${BENCH:-1}" != 0 ]; then
+  python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw ${SEEDS:+--seeds $SEEDS} 2>&1 |
+    tee "$out/bench.txt"
+fi
+t0=$(date +%s.%N)
+rc=0
+if [ "$mode" = snakemake ]; then
+  # Exactly the documented command (docs/gpu.md), the runs only; greedy scheduling (PuLP is not carried).
+  seeds=()
+  if [ -n "${GRID_SEEDS:-}" ]; then
+    seeds=(--config "seeds=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["seeds"][:int(sys.argv[2])])' "$grid" "$GRID_SEEDS")")
+  fi
+  timeout --signal=INT "$budget" python3 -m snakemake run_folders --profile profiles/gpu --configfile "$grid" \
+    --scheduler greedy "${seeds[@]}" 2>&1 | tee -a "$out/bench.txt" || rc=$?
+  # The finished run folders' tables, packed as the bench's are (the workflow writes results/runs/<profile>).
+  runs="results/runs/$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["profile"])' "$grid")"
+  if [ -d "$runs" ]; then
+    (cd "$runs" && find . \( -name rounds.csv -o -name summary.json -o -name detections.csv \) -print0 |
+      tar cf - --null -T -) | tar xf - -C "$out/grid"
+  fi
+else
+  timeout --signal=INT "$budget" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw \
+    --grid "$grid" --grid-only ${GRID_SEEDS:+--grid-seeds $GRID_SEEDS} --out "$out/grid" 2>&1 | tee -a "$out/bench.txt" || rc=$?
+fi
+grid_s=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$t0")
+if [ "$rc" = 0 ]; then finished=true; fi
+echo "grid: ${grid_s} s wall, finished: $finished (rc $rc, budget ${budget} s)" | tee -a "$out/bench.txt"

@@ -108,7 +108,7 @@ def cuda_main(args: argparse.Namespace) -> int:
     print("\nmodel-steps per second of wall time and of training time, against the raw stacked matmuls")
     print("seeds  runs  max rows  mean rows   wall steps/s  train steps/s   raw steps/s  wall/raw  train/raw  "
           "chain share  wall s")
-    for seeds in args.seeds or ([1, 6, 23] if device.type == "cuda" else [1]):
+    for seeds in [] if args.grid_only else args.seeds or ([1, 6, 23] if device.type == "cuda" else [1]):
         times = stacked_engine(cfg, data, seeds)
         max_rows = seeds * len(cfg.time.K) * data.N
         mean_rows = times.model_steps / (steps_per_iteration * _longest(cfg))  # rows stepping, on average
@@ -120,7 +120,7 @@ def cuda_main(args: argparse.Namespace) -> int:
         print(f"      wall: {breakdown_line(times)}")
         lines.append((f"engine wall/raw at {seeds} seeds ({max_rows} rows)", wall_rate / raw, ENGINE_WALL_OF_RAW))
         lines.append((f"chain share of wall at {seeds} seeds", times.chain_share, CHAIN_SHARE_STACKED))
-    lines += drag_lines()
+    lines += [] if args.grid_only else drag_lines()
     if args.grid:
         wall, runs, summed, write = grid_seconds(args.grid, args.device, args.data_dir, args.out, args.grid_seeds)
         print(f"\nwhole grid {args.grid} ({runs} runs, {summed.model_steps:,} model-steps): {wall:.1f} s, "

@@ -323,7 +323,8 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
     record = run_import.record(Path(args.archive), " ".join(args.configfile), config, imported)
     atomic.write_json(results / "imported.json", record)
     print(f"imported {imported.total} run folders ({', '.join(f'{d}: {n}' for d, n in imported.runs.items())}) "
-          f"under {runs_root}; record in {results / 'imported.json'}")
+          f"under {runs_root}" + (f", skipped {imported.skipped} runs of other seeds" if imported.skipped else "")
+          + f"; record in {results / 'imported.json'}")
     return 0
 
 

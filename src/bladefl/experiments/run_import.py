@@ -38,6 +38,7 @@ class Imported:
 
     runs: dict[str, int] = field(default_factory=dict)
     about: dict[str, Any] = field(default_factory=dict)
+    skipped: int = 0  # runs of seeds the config does not hold (a partial grid imported by its first seeds)
 
     @property
     def total(self) -> int:
@@ -152,8 +153,9 @@ def run_problems(files: Mapping[str, bytes], expected: Mapping[str, Any]) -> lis
 
 def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, replace: bool = False) -> Imported:
     """Check every member of ``archive`` against the workflow ``config`` (see the module's text),
-    then write the run folders under ``runs_root`` (``results/runs/<profile>``). Nothing is written
-    when a check fails; an existing run folder is refused unless ``replace``."""
+    then write the run folders under ``runs_root`` (``results/runs/<profile>``). Runs of seeds the
+    config does not hold are skipped (counted): a grid cut short is imported by its first seeds.
+    Nothing is written when a check fails; an existing run folder is refused unless ``replace``."""
     try:
         runs, about = read_archive(archive)
     except ArchiveError as exc:
@@ -161,8 +163,12 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
     expected = expected_configs(config, str(runs_root))
     problems = []
     found = set()
+    seeds = {int(s) for s in config["seeds"]}
+    skipped = {key for key in runs if key[2] not in seeds}
     for (dataset, cell, seed), files in sorted(runs.items()):
         folder = run_id.folder(runs_root, dataset, cell, seed)
+        if (dataset, cell, seed) in skipped:
+            continue
         if folder not in expected:
             problems.append(f"{run_id.RunId(dataset, cell, seed).name} ({dataset}): not a run of this workflow config")
             continue
@@ -177,8 +183,10 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
     if problems:
         shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
         raise ArchiveError(f"{archive}: nothing imported:\n  " + "\n  ".join(shown))
-    result = Imported(about=about)
+    result = Imported(about=about, skipped=len(skipped))
     for (dataset, cell, seed), files in sorted(runs.items()):
+        if (dataset, cell, seed) in skipped:
+            continue
         folder = Path(run_id.folder(runs_root, dataset, cell, seed))
         for name, data in files.items():
             atomic.write_bytes(folder / name, data)

@@ -1,0 +1,82 @@
+"""scripts/gpu/run.sh, as the GPU machine runs it, here on the CPU: the documented Snakemake command
+(MODE=snakemake) and the engine without Snakemake, each packing the finished run folders' tables
+and an ABOUT.json, also when the time budget stops the grid; what it packs imports."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bladefl.experiments import run_import
+from conftest import venv_env
+
+REPO = Path(__file__).resolve().parents[1]
+FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory, data_root) -> Path:
+    """A copy of the checkout with a carry folder holding the gzipped data (no wheels: this
+    environment has the packages) and a code version."""
+    work = tmp_path_factory.mktemp("gpu")
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for item in ("Snakefile", "workflow", "config", "envs", "notebooks", "profiles", "scripts", "src"):
+        if (REPO / item).is_dir():
+            shutil.copytree(REPO / item, work / item, ignore=ignore)
+        else:
+            shutil.copy(REPO / item, work / item)
+    for tv in ("MNIST", "FashionMNIST"):
+        (work / "gpu_carry/data" / tv / "raw").mkdir(parents=True)
+        for f in FILES:
+            data = (data_root / tv / "raw" / f).read_bytes()
+            (work / "gpu_carry/data" / tv / "raw" / f"{f}.gz").write_bytes(gzip.compress(data, compresslevel=1))
+    (work / "gpu_carry/wheels").mkdir()
+    (work / "gpu_carry/CODE_VERSION").write_text("abc1234\n")
+    return work
+
+
+def run_script(work: Path, out: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=600,
+                          env={**venv_env(), "OUT": str(out), "DEVICE": "cpu", "GRID": "config/smoke.yaml", **env})
+
+
+def packed(out: Path) -> tuple[dict, list[str]]:
+    with tarfile.open(out / "grid-tables.tar.gz") as tar:
+        names = tar.getnames()
+        about = json.loads(tar.extractfile("grid/ABOUT.json").read())
+    return about, names
+
+
+@pytest.mark.slow
+def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(machine, tmp_path):
+    proc = run_script(machine, tmp_path / "out", MODE="snakemake", BUDGET_S="500")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "run_group_mnist_N4_draw0_block0" in proc.stdout + proc.stderr  # profiles/gpu: grouped, stacked jobs
+    about, names = packed(tmp_path / "out")
+    assert about["finished"] and about["mode"] == "snakemake" and about["code_version"] == "abc1234"
+    assert about["grid_wall_s"] > 0
+    assert not any("chains" in n or n.endswith(".npz") for n in names)  # no ledgers, no models
+    assert sum(n.endswith("summary.json") for n in names) == 6
+    config = run_import.merged(yaml.safe_load((REPO / "config/config.yaml").read_text()),
+                               yaml.safe_load((REPO / "config/smoke.yaml").read_text()))
+    imported = run_import.import_runs(tmp_path / "out/grid-tables.tar.gz", config, tmp_path / "runs")
+    assert imported.runs == {"mnist": 6} and imported.about["mode"] == "snakemake"
+    summary = json.loads(next((tmp_path / "runs").rglob("summary.json")).read_text())
+    assert summary["provenance"]["code_version"].endswith("+abc1234") and summary["provenance"]["device"]
+
+
+@pytest.mark.slow
+def test_a_grid_stopped_by_its_budget_still_packs_what_finished(machine, tmp_path):
+    proc = run_script(machine, tmp_path / "out", BENCH="0", BUDGET_S="2")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "finished: false (rc 124" in proc.stdout
+    about, names = packed(tmp_path / "out")
+    assert about["finished"] is False and about["mode"] == "bench" and about["budget_s"] == 2
+    assert not (tmp_path / "out/grid").exists()  # packed, then removed
