@@ -47,3 +47,25 @@ def test_the_version_is_taken_once_per_process(monkeypatch):
     first = [provenance.code_version() for _ in range(5)]
     assert len(set(first)) == 1 and len(calls) <= 1
     provenance.code_version.cache_clear()
+
+
+def test_each_run_records_its_device_and_the_front_page_names_hosts_and_devices(tmp_path):
+    import json
+
+    from bladefl.report import pages, views
+
+    assert provenance.device_name("cpu").startswith("cpu (")
+    assert provenance.record("mnist", None, "cpu")["device"] == provenance.device_name("cpu")
+    paths = []
+    for seed, device in ((0, "NVIDIA H100 80GB HBM3"), (1, None)):
+        run = tmp_path / f"runs/mnist/cell/seed~{seed}"
+        run.mkdir(parents=True)
+        prov = {"code_version": "0.1.0+abc", "host": "gpu1", **({"device": device} if device else {})}
+        (run / "summary.json").write_text(json.dumps({"config": {"seed": seed}, "provenance": prov,
+                                                      "seconds": {"total": 2.0}}))
+        paths.append(run / "summary.json")
+    table = views.provenance(paths)
+    assert list(table.device.fillna("-")) == ["NVIDIA H100 80GB HBM3", "-"]
+    line = pages.provenance_line({"mnist": table}, [], [0, 1])
+    assert "2 runs on gpu1 (NVIDIA H100 80GB HBM3), 4 s of run time" in line
+    assert "(" not in pages.provenance_line({"mnist": table.drop(columns="device")}, [], [0, 1]).split("runs on")[1]

@@ -83,6 +83,8 @@ def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequen
     when = when or datetime.now(UTC)
     versions = ", ".join(sorted(map(str, frame.code_version.dropna().unique()))) or "unknown"
     hosts = ", ".join(sorted(map(str, frame.host.dropna().unique()))) if "host" in frame else "unknown"
+    devices = sorted(map(str, frame.device.dropna().unique())) if "device" in frame else []
+    hosts += f" ({', '.join(devices)})" if devices else ""
     checksums = "; ".join(f"{dataset_title(d)} train images {str(sha)[:12]}"
                           for d, sha in frame.groupby("dataset").train_images_sha256.first().items())
     seconds = float(pd.to_numeric(frame.seconds, errors="coerce").sum())
