@@ -51,7 +51,7 @@ keep: install
 	snakemake reference/$(NAME)/MANIFEST.json --cores $(CORES) --configfile $(CONFIG) --config results_dir=$(RESULTS)
 
 # The report rendered from a kept bundle alone, nothing run: results/kept/<name>/report/index.html.
-REF ?= reference/paper-20seeds
+REF ?= reference/default-2seeds
 KEPT = results/kept/$(notdir $(REF))
 reference-report: install
 	rm -rf $(KEPT)
