@@ -102,8 +102,10 @@ def test_links_and_non_archives_are_refused(tmp_path, config):
     with pytest.raises(ri.ArchiveError, match="not a regular file"):
         ri.import_runs(path, config, tmp_path / "runs")
     (tmp_path / "text.tar.gz").write_text("not an archive")
-    with pytest.raises(ri.ArchiveError, match="not a readable tar archive"):
+    with pytest.raises(ri.ArchiveError, match=r"text.tar.gz: nothing imported: not a readable tar archive \("):
         ri.import_runs(tmp_path / "text.tar.gz", config, tmp_path / "runs")
+    with pytest.raises(ri.ArchiveError, match="nothing imported: no such file"):
+        ri.import_runs(tmp_path / "missing.tar.gz", config, tmp_path / "runs")
 
 
 def test_existing_run_folders_are_kept_unless_replaced(tmp_path, config):

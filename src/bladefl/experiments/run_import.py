@@ -98,10 +98,12 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
     """The archive's run files by (dataset, cell, seed), and its ABOUT.json (or {})."""
     runs: dict[tuple[str, str, int], dict[str, bytes]] = {}
     about: dict = {}
+    if not Path(archive).is_file():
+        raise ArchiveError("no such file")
     try:
         tar = tarfile.open(archive, "r:*")
-    except (OSError, tarfile.TarError) as exc:
-        raise ArchiveError(f"{archive}: not a readable tar archive ({exc})") from None
+    except (OSError, tarfile.TarError):
+        raise ArchiveError("not a readable tar archive (plain, gzip, bzip2 or xz)") from None
     with tar:
         for member in tar:
             if member.isdir():
