@@ -10,7 +10,6 @@ and ``MANIFEST.json``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -22,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from bladefl.core import atomic
+from bladefl.data.datasets import sha256_file
 
 MANIFEST = "MANIFEST.json"
 CONFIG = "config.yaml"
@@ -37,10 +37,6 @@ def bundle_path(path: str | Path, results_dir: str | Path, data_dir: str | Path)
         except ValueError:
             continue
     raise ValueError(f"{path}: neither in the results folder {results_dir} nor in the data folder {data_dir}")
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def about_runs(provenance_tables: Sequence[str | Path]) -> dict[str, Any]:
@@ -89,7 +85,7 @@ def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, An
         target = staging / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-        listed[rel] = {"sha256": _sha256(target), "bytes": target.stat().st_size}
+        listed[rel] = {"sha256": sha256_file(target), "bytes": target.stat().st_size}
     manifest = {"kept": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "about": dict(about), "files": listed}
     atomic.write_json(staging / MANIFEST, manifest)
     for path in staging.rglob("*"):
@@ -120,7 +116,7 @@ def problems(bundle: str | Path) -> list[str]:
     out = [f"{rel}: listed in the manifest, missing" for rel in sorted(set(listed) - found)]
     out += [f"{rel}: not listed in the manifest" for rel in sorted(found - set(listed))]
     out += [f"{rel}: changed since it was kept (SHA-256 differs)" for rel in sorted(found & set(listed))
-            if _sha256(bundle / rel) != listed[rel].get("sha256")]
+            if sha256_file(bundle / rel) != listed[rel].get("sha256")]
     return out
 
 

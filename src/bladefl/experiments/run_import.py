@@ -15,10 +15,12 @@ import json
 import tarfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bladefl.core import atomic
+from bladefl.data.datasets import sha256_file
 from bladefl.experiments import run_id
 from bladefl.experiments import workflow_config as wc
 
@@ -199,10 +201,7 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
 def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: Imported) -> dict:
     """What ``results/imported.json`` says of an import: the archive and its SHA-256, when, the
     config and seeds, the runs per dataset and the archive's ABOUT.json (device, wall time, commit)."""
-    import hashlib
-    from datetime import UTC, datetime
-
-    return {"archive": str(archive), "sha256": hashlib.sha256(archive.read_bytes()).hexdigest(),
+    return {"archive": str(archive), "sha256": sha256_file(archive),
             "imported": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "config": str(configfile),
             "seeds": list(config["seeds"]), "runs": imported.runs, "about": imported.about}
 
