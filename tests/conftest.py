@@ -46,12 +46,17 @@ def snakemake(cwd: Path, *args: str, timeout: int = 600):
                           env=venv_env())
 
 
-def copy_workflow(dest: Path) -> Path:
+def copy_workflow(dest: Path, extra: tuple[str, ...] = ()) -> Path:
+    """The workflow's files (and ``extra`` items of the checkout) copied into ``dest``."""
     import shutil
 
-    for item in ("Snakefile", "workflow", "config", "envs", "notebooks"):
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for item in ("Snakefile", "workflow", "config", "envs", "notebooks", *extra):
         src = REPO / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / item)
+        if src.is_dir():
+            shutil.copytree(src, dest / item, ignore=ignore)
+        else:
+            shutil.copy(src, dest / item)
     return dest
 
 

@@ -6,32 +6,24 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
-import yaml
 
+from bladefl.data.datasets import FILES
 from bladefl.experiments import run_import
-from conftest import venv_env
+from conftest import copy_workflow, venv_env
 
 REPO = Path(__file__).resolve().parents[1]
-FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
 
 @pytest.fixture(scope="module")
 def machine(tmp_path_factory, data_root) -> Path:
     """A copy of the checkout with a carry folder holding the gzipped data (no wheels: this
     environment has the packages) and a code version."""
-    work = tmp_path_factory.mktemp("gpu")
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for item in ("Snakefile", "workflow", "config", "envs", "notebooks", "profiles", "scripts", "src"):
-        if (REPO / item).is_dir():
-            shutil.copytree(REPO / item, work / item, ignore=ignore)
-        else:
-            shutil.copy(REPO / item, work / item)
+    work = copy_workflow(tmp_path_factory.mktemp("gpu"), extra=("profiles", "scripts", "src"))
     for tv in ("MNIST", "FashionMNIST"):
         (work / "gpu_carry/data" / tv / "raw").mkdir(parents=True)
         for f in FILES:
@@ -64,8 +56,7 @@ def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(ma
     assert about["grid_wall_s"] > 0
     assert not any("chains" in n or n.endswith(".npz") for n in names)  # no ledgers, no models
     assert sum(n.endswith("summary.json") for n in names) == 6
-    config = run_import.merged(yaml.safe_load((REPO / "config/config.yaml").read_text()),
-                               yaml.safe_load((REPO / "config/smoke.yaml").read_text()))
+    config = run_import.read_config([REPO / "config/config.yaml", REPO / "config/smoke.yaml"])
     imported = run_import.import_runs(tmp_path / "out/grid-tables.tar.gz", config, tmp_path / "runs")
     assert imported.runs == {"mnist": 6} and imported.about["mode"] == "snakemake"
     summary = json.loads(next((tmp_path / "runs").rglob("summary.json")).read_text())

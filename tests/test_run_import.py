@@ -9,7 +9,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-import yaml
 
 from bladefl.experiments import run_id
 from bladefl.experiments import run_import as ri
@@ -19,8 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def config() -> dict:
-    base = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    return ri.merged(base, yaml.safe_load((REPO / "config/smoke.yaml").read_text()))
+    return ri.read_config([REPO / "config/config.yaml", REPO / "config/smoke.yaml"])
 
 
 def run_files(cfg: dict, device: str = "cuda") -> dict[str, bytes]:

@@ -275,8 +275,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     assert "results/verdicts/mnist.csv" in manifest["files"] and not any("runs/" in f for f in manifest["files"])
 
     (tmp_path / "other").mkdir()
-    other = copy_workflow(tmp_path / "other")
-    (other / "Makefile").write_bytes((REPO / "Makefile").read_bytes())
+    other = copy_workflow(tmp_path / "other", extra=("Makefile",))
     (other / "reference").mkdir()
     (work / "reference/smoke").rename(other / "reference/smoke")
     proc = subprocess.run(["make", "reference-report", "REF=reference/smoke", "CORES=2", f"VENV={sys.prefix}",

@@ -302,17 +302,10 @@ def _cmd_keep(args: argparse.Namespace) -> int:
 
 
 def _cmd_import_runs(args: argparse.Namespace) -> int:
-    import yaml
-
     from bladefl.core import atomic
     from bladefl.experiments import run_import
-    from bladefl.experiments import workflow_config as wc
 
-    merged: dict = {}
-    for path in args.configfile:
-        merged = run_import.merged(merged, yaml.safe_load(Path(path).read_text()) or {})
-    config = run_import.with_seeds(merged, args.seeds)
-    wc.check(config)
+    config = run_import.read_config(args.configfile, args.seeds)
     results = Path(args.results_dir or config["results_dir"])
     runs_root = results / "runs" / config["profile"]
     try:

@@ -63,6 +63,19 @@ def with_seeds(config: Mapping[str, Any], seeds: Sequence[int] | None) -> dict:
     return dict(config) if seeds is None else {**config, "seeds": [int(s) for s in seeds]}
 
 
+def read_config(paths: Sequence[str | Path], seeds: Sequence[int] | None = None) -> dict:
+    """The workflow config of Snakemake's ``--configfile`` files (merged in order), its seeds
+    replaced by ``seeds`` when given, checked as the workflow checks it."""
+    import yaml
+
+    config: dict = {}
+    for path in paths:
+        config = merged(config, yaml.safe_load(Path(path).read_text()) or {})
+    config = with_seeds(config, seeds)
+    wc.check(config)
+    return config
+
+
 def expected_configs(config: Mapping[str, Any], runs_root: str) -> dict[str, dict]:
     """Every grid run of a workflow config (run folder under ``runs_root``) and the run config its
     summary must hold, without the execution fields."""
@@ -207,4 +220,4 @@ def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: 
 
 
 __all__ = ["RUN_FILES", "ABOUT", "EXECUTION_FIELDS", "ArchiveError", "Imported", "merged", "with_seeds",
-           "expected_configs", "read_archive", "differences", "run_problems", "import_runs", "record"]
+           "read_config", "expected_configs", "read_archive", "differences", "run_problems", "import_runs", "record"]
