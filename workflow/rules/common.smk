@@ -363,21 +363,16 @@ def verdict_bound_inputs(wildcards):
 
 
 def kept_inputs(wildcards):
-    """What `keep` copies: every file the report's notebooks and front page read (the workflow's
-    config aside) and the runs' provenance tables."""
+    """What `keep` copies: every file the report's pages read (the workflow's config aside; the
+    front page reads none besides them), the paper comparison as Markdown too, and the runs'
+    provenance tables."""
     files = set()
     for d in DATASETS:
         for nb in notebooks():
             for k, v in notebook_inputs(Page(d, nb)).items():
                 if k != "config_file":
                     files.update([v] if isinstance(v, str) else v)
-        files.update(
-            [
-                f"{RESULTS}/summary/{d}.csv",
-                f"{RESULTS}/tables/{d}_paper_comparison.csv",
-                f"{RESULTS}/tables/{d}_paper_comparison.md",
-            ]
-        )
+        files.add(f"{RESULTS}/tables/{d}_paper_comparison.md")
     provenance = [f"{RESULTS}/provenance/{d}.csv" for d in DATASETS]
     return {"files": sorted(files - set(provenance)), "provenance": provenance}
 
