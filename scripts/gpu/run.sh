@@ -41,6 +41,8 @@ started=$(date -u +%FT%TZ)
 grid_s=""
 grid_budget=0
 finished=false
+# What comes back of a run folder (no ledgers, no models), and the archive's ABOUT.json.
+tables() { find "$1" \( -name rounds.csv -o -name summary.json -o -name detections.csv -o -name ABOUT.json \) -print0; }
 pack() {
   python3 - "$out/grid/ABOUT.json" <<EOF
 import json, subprocess, sys
@@ -54,8 +56,7 @@ about = {"gpu": gpu, "device": "${DEVICE:-cuda}", "code_version": "${BLADEFL_COD
          "grid_wall_s": float("${grid_s:-nan}"), "budget_s": $budget, "grid_budget_s": ${grid_budget:-0}, "finished": "$finished" == "true"}
 json.dump(about, open(sys.argv[1], "w"), indent=1)
 EOF
-  (cd "$out" && find grid \( -name rounds.csv -o -name summary.json -o -name detections.csv -o -name ABOUT.json \) \
-    -print0 | tar czf grid-tables.tar.gz --null -T -) && rm -rf "$out/grid"
+  (cd "$out" && tables grid | tar czf grid-tables.tar.gz --null -T -) && rm -rf "$out/grid"
 }
 trap pack EXIT
 for class in MNIST FashionMNIST; do
@@ -88,8 +89,7 @@ if [ "$mode" = snakemake ]; then
   # The finished run folders' tables, packed as the bench's are (the workflow writes results/runs/<profile>).
   runs="results/runs/$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["profile"])' "$grid")"
   if [ -d "$runs" ]; then
-    (cd "$runs" && find . \( -name rounds.csv -o -name summary.json -o -name detections.csv \) -print0 |
-      tar cf - --null -T -) | tar xf - -C "$out/grid"
+    (cd "$runs" && tables . | tar cf - --null -T -) | tar xf - -C "$out/grid"
   fi
 else
   timeout --signal=INT "$grid_budget" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw \
