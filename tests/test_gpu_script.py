@@ -48,7 +48,7 @@ def packed(out: Path) -> tuple[dict, list[str]]:
 
 @pytest.mark.slow
 def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(machine, tmp_path):
-    proc = run_script(machine, tmp_path / "out", MODE="snakemake", BUDGET_S="500")
+    proc = run_script(machine, tmp_path / "out", MODE="snakemake", CHECK="0", BUDGET_S="500")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "run_group_mnist_N4_draw0_block0" in proc.stdout + proc.stderr  # profiles/gpu: grouped, stacked jobs
     about, names = packed(tmp_path / "out")
@@ -65,9 +65,28 @@ def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(ma
 
 @pytest.mark.slow
 def test_a_grid_stopped_by_its_budget_still_packs_what_finished(machine, tmp_path):
-    proc = run_script(machine, tmp_path / "out", BENCH="0", BUDGET_S="2")
+    proc = run_script(machine, tmp_path / "out", BENCH="0", CHECK="0", BUDGET_S="2")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "finished: false (rc 124" in proc.stdout
     about, names = packed(tmp_path / "out")
     assert about["finished"] is False and about["mode"] == "bench" and about["budget_s"] == 2
     assert not (tmp_path / "out/grid").exists()  # packed, then removed
+
+
+@pytest.mark.slow
+def test_a_grid_continued_in_a_kept_folder_skips_finished_runs_and_the_device_check_is_packed(machine, tmp_path):
+    keep = tmp_path / "kept/grid"
+    first = run_script(machine, tmp_path / "out1", BENCH="0", GRID_DIR=str(keep))
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    check = (tmp_path / "out1/check.txt").read_text()
+    assert "mixed group, cpu vs cpu: 18 of 18 runs within tolerance" in check
+    assert "detect+exclude" in check and "counterfactual" in check and "DP eps 50" in check
+    assert "(12 runs" in (tmp_path / "out1/bench.txt").read_text()
+    second = run_script(machine, tmp_path / "out2", BENCH="0", CHECK="0", GRID_DIR=str(keep))
+    assert second.returncode == 0, (second.stdout + second.stderr)[-3000:]
+    assert "(0 runs" in (tmp_path / "out2/bench.txt").read_text()  # every run folder was finished
+    assert not (tmp_path / "out2/check.txt").exists()
+    about, names = packed(tmp_path / "out2")
+    assert sum(n.endswith("summary.json") for n in names) == 6 and all(n.startswith("grid/") for n in names)
+    assert about["finished"] and len(about["earlier_calls"]) == 1 and about["earlier_calls"][0]["finished"]
+    assert keep.is_dir()  # a kept folder is not removed

@@ -4,6 +4,8 @@
 # folder, unpack and verify the carried data, then run the paper grid (20 seeds, both datasets)
 # through the multi-run engine. Output goes to $OUT (default out/):
 #   gpu.txt              the GPU (nvidia-smi)
+#   check.txt            `bladefl device-check`: the mixed group (lazy, DP, detection, exclusion, several
+#                        runs ending together) on the device against the CPU (CHECK=0 skips it)
 #   bench.txt            what the run printed (the benchmark's rates and breakdown, the grid's wall time)
 #   grid-tables.tar.gz   every finished run folder's rounds.csv, summary.json and detections.csv (no
 #                        ledgers) and ABOUT.json (GPU, code version, dates, wall time, whether the grid
@@ -13,9 +15,13 @@
 # MODE=snakemake: the documented command, `snakemake --profile profiles/gpu --configfile $GRID`, up
 #   to the runs (target run_folders; the analyses and the report are made where the tables are
 #   imported); needs Snakemake's wheels (prepare.sh carries them).
+# BENCH_S (default 240): the benchmark's most seconds (stopped then, never fatal).
 # BUDGET_S (default 540): the whole script's seconds; the grid gets what the setup and the benchmark
 #   leave, less 30 s for packing, and is stopped then (SIGINT), so that what finished is packed before
 #   the machine's own limit (set the call's timeout above BUDGET_S); GRID_SEEDS: only the first seeds.
+# GRID_DIR (default $OUT/grid): where the grid's run folders are written; a folder kept between calls
+#   (e.g. results-gpu/grid on a machine kept warm) makes a second call continue the grid, skipping the
+#   run folders already finished (MODE=bench runs draw by draw, so a grid cut short holds whole draws).
 # A dry run elsewhere: DEVICE=cpu GRID=config/smoke.yaml SEEDS=1 (wheels from PY_VERSION=3.11 prepare.sh).
 set -euo pipefail
 carry=${CARRY:-gpu_carry}
@@ -23,7 +29,8 @@ out=${OUT:-out}
 grid=${GRID:-config/paper.yaml}
 mode=${MODE:-bench}
 budget=${BUDGET_S:-540}
-mkdir -p "$out/grid"
+grid_dir=${GRID_DIR:-$out/grid}
+mkdir -p "$out" "$grid_dir"
 # A wheel is a zip archive: unpacking it into a folder on PYTHONPATH installs it (no pip needed).
 python3 -c 'import glob, sys, zipfile
 for wheel in glob.glob(sys.argv[2] + "/*.whl"):
@@ -44,7 +51,7 @@ finished=false
 # What comes back of a run folder (no ledgers, no models), and the archive's ABOUT.json.
 tables() { find "$1" \( -name rounds.csv -o -name summary.json -o -name detections.csv -o -name ABOUT.json \) -print0; }
 pack() {
-  python3 - "$out/grid/ABOUT.json" <<EOF
+  python3 - "$grid_dir/ABOUT.json" <<EOF
 import json, subprocess, sys
 try:
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
@@ -54,9 +61,16 @@ except OSError:
 about = {"gpu": gpu, "device": "${DEVICE:-cuda}", "code_version": "${BLADEFL_CODE_VERSION:-unknown}",
          "mode": "$mode", "grid": "$grid", "grid_seeds": "${GRID_SEEDS:-all}", "started": "$started",
          "grid_wall_s": float("${grid_s:-nan}"), "budget_s": $budget, "grid_budget_s": ${grid_budget:-0}, "finished": "$finished" == "true"}
+import os
+if os.path.exists(sys.argv[1]):  # a grid continued: the earlier calls' records kept
+    earlier = json.load(open(sys.argv[1]))
+    about["earlier_calls"] = [*earlier.pop("earlier_calls", []), earlier]
 json.dump(about, open(sys.argv[1], "w"), indent=1)
 EOF
-  (cd "$out" && tables grid | tar czf grid-tables.tar.gz --null -T -) && rm -rf "$out/grid"
+  # Members are named grid/<dataset>/<cell>/seed~<seed>/..., wherever GRID_DIR is.
+  (cd "$grid_dir/.." && tables "$(basename "$grid_dir")" | tar czf - --null -T - \
+    --transform "s|^$(basename "$grid_dir")/|grid/|") >"$out/grid-tables.tar.gz"
+  if [ "$grid_dir" = "$out/grid" ]; then rm -rf "$grid_dir"; fi
 }
 trap pack EXIT
 for class in MNIST FashionMNIST; do
@@ -70,9 +84,13 @@ python3 -m bladefl.cli fetch --dataset fashion_mnist --sources existing
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,memory.total --format=csv | tee "$out/gpu.txt"
 fi
+if [ "${CHECK:-1}" != 0 ]; then
+  python3 -m bladefl.cli device-check --device "${DEVICE:-cuda}" --out "$out/check.csv" 2>&1 | tee "$out/check.txt" || true
+fi
 if [ "$mode" = bench ] && [ "${BENCH:-1}" != 0 ]; then
-  python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw ${SEEDS:+--seeds $SEEDS} 2>&1 |
-    tee "$out/bench.txt"
+  # At most BENCH_S seconds (default 240), and never fatal: the grid runs whatever the bench did.
+  timeout --signal=INT "${BENCH_S:-240}" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw \
+    ${SEEDS:+--seeds $SEEDS} 2>&1 | tee "$out/bench.txt" || echo "bench: failed or stopped (rc $?)" | tee -a "$out/bench.txt"
 fi
 grid_budget=$((budget - SECONDS - 30))  # SECONDS: since the script started (bash)
 if [ "$grid_budget" -lt 1 ]; then grid_budget=1; fi
@@ -89,11 +107,11 @@ if [ "$mode" = snakemake ]; then
   # The finished run folders' tables, packed as the bench's are (the workflow writes results/runs/<profile>).
   runs="results/runs/$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["profile"])' "$grid")"
   if [ -d "$runs" ]; then
-    (cd "$runs" && tables . | tar cf - --null -T -) | tar xf - -C "$out/grid"
+    (cd "$runs" && tables . | tar cf - --null -T -) | tar xf - -C "$grid_dir"
   fi
 else
   timeout --signal=INT "$grid_budget" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw \
-    --grid "$grid" --grid-only ${GRID_SEEDS:+--grid-seeds $GRID_SEEDS} --out "$out/grid" 2>&1 | tee -a "$out/bench.txt" || rc=$?
+    --grid "$grid" --grid-only ${GRID_SEEDS:+--grid-seeds $GRID_SEEDS} --out "$grid_dir" 2>&1 | tee -a "$out/bench.txt" || rc=$?
 fi
 grid_s=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$t0")
 if [ "$rc" = 0 ]; then finished=true; fi

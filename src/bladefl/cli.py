@@ -352,6 +352,32 @@ def _cmd_chain_verify(args: argparse.Namespace) -> int:
     return 1
 
 
+def _cmd_device_check(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from bladefl.core import atomic
+    from bladefl.experiments import device_check
+
+    if args.tables:
+        check = device_check.summary_check(*(pd.read_csv(p) for p in args.tables))
+        table = check.runs
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.2e}"))
+        print(f"\n{check.compared} runs compared ({args.tables[0]} vs {args.tables[1]}): K* by loss identical in "
+              f"{check.k_star_loss_same}, by accuracy in {check.k_star_accuracy_same}; largest differences: "
+              f"accuracy {check.accuracy_max_abs:.2e}, training loss {check.loss_max_abs:.2e}")
+        ok = True
+    else:
+        table = device_check.mixed_group_check(args.device)
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.2e}"))
+        ok = bool(table.within.all())
+        print(f"\nmixed group, {args.device} vs cpu: {int(table.within.sum())} of {len(table)} runs within "
+              f"tolerance (model {device_check.MODEL_TOL:g}, accuracy {device_check.ACCURACY_TOL:g}, loss "
+              f"{device_check.LOSS_TOL:g}; miners, votes, members, flags identical)")
+    if args.out:
+        atomic.write_text(Path(args.out), table.to_csv(index=False))
+    return 0 if ok else 1
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from bladefl.bench import main as bench_main
 
@@ -393,6 +419,8 @@ def _commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None
         ("render-page", "an executed report notebook as a stand-alone HTML page",
          cli_args.add_render_page, _cmd_render_page),
         ("chain", "ledger tools", cli_args.add_chain, _cmd_chain_verify),
+        ("device-check", "a device's results against the CPU's (the mixed group, or two run tables)",
+         cli_args.add_device_check, _cmd_device_check),
         ("bench", "engine vs GEMM peak vs a per-client loop; chain share; memory", cli_args.add_bench, _cmd_bench),
     ]
 

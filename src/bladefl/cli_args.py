@@ -177,6 +177,14 @@ def add_chain(p: argparse.ArgumentParser) -> None:
     v.add_argument("--summary", help="the run's summary.json: the ledger must end at the tip the run recorded")
 
 
+def add_device_check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="cuda", help="the device compared with the CPU (default: cuda)")
+    p.add_argument("--out", help="also write the comparison as CSV here")
+    p.add_argument("--tables", nargs=2, metavar=("REFERENCE", "OTHER"),
+                   help="instead: compare two tidy run tables of the same grid (bladefl summarize's "
+                        "results/summary/<dataset>.csv), e.g. the CPU's and a GPU's, on the runs both hold")
+
+
 def add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="run config YAML (default: the paper profile defaults)")
     p.add_argument("--data-dir", default="data/raw")

@@ -201,7 +201,8 @@ def first_seeds(config: dict, seeds: int) -> dict:
 def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: int | None
                  ) -> tuple[float, int, GroupTimes, float]:
     """Every grid run of a workflow config (its datasets, cells and seeds; no reference optima),
-    each dataset x N as stacked groups on ``device``, written under ``out``: (wall seconds, runs,
+    each dataset x N x partition draw as stacked groups on ``device``, written under ``out`` (run
+    folders already finished there with the same config are skipped): (wall seconds, runs computed,
     the groups' times summed, seconds writing the run folders)."""
     import json
 
@@ -218,24 +219,29 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
         config = first_seeds(config, seeds)
     wc.check(config)
     start, runs, summed, write = time.perf_counter(), 0, GroupTimes(), 0.0
-    for dataset in config["datasets"]:
-        train, test = (datasets.load(dataset, data_dir, split, True) for split in (True, False))
-        for group in wc.partition_jobs({**config, "seeds_per_job": len(config["seeds"])}):
-            if group.dataset != dataset:
-                continue
-            plan = json.loads(wc.group_plan(config, group, out))  # what a grouping: partition job runs
-            jobs = [CellJob(load_config(wc.profile_path(config), [*item["set"], f"device={device}"]), Path(item["out"]))
-                    for item in plan]
-            data = client_data(train, test, make_partition(train.y, jobs[0].cfg.partition), resolve_device(device))
-            t = time.perf_counter()
-            execution = resolve(device).with_(chain_threads=8)
-            summaries = [s for s in run_cells(jobs, data, execution, progress=False) if s is not None]
-            runs += sum(len(j.cfg.time.K) for j in jobs)
-            write += sum(s["seconds"]["write"] for s in summaries)
-            batches = {s["group"]["batch"]: s["group"]["breakdown"] for s in summaries if "group" in s}
-            for b in [*batches.values(), *(s["seconds"]["engine"] for s in summaries if "group" not in s)]:
-                summed = add_breakdown(summed, b)  # a stacked batch once; an unstacked job's own groups
-            print(f"  {dataset} N={group.N}: {len(jobs)} cells x seeds, {time.perf_counter() - t:.1f} s", flush=True)
+    loaded = {d: tuple(datasets.load(d, data_dir, split, True) for split in (True, False)) for d in config["datasets"]}
+    groups = wc.partition_jobs({**config, "seeds_per_job": len(config["seeds"])})
+    # Draw by draw (both datasets, every N): a grid stopped early holds every run of the seeds on the
+    # draws it finished, which import as a partial grid (`bladefl import-runs --seeds`).
+    order = {d: i for i, d in enumerate(config["datasets"])}
+    for group in sorted(groups, key=lambda g: (g.draw, order[g.dataset], g.N)):
+        dataset = group.dataset
+        train, test = loaded[dataset]
+        plan = json.loads(wc.group_plan(config, group, out))  # what a grouping: partition job runs
+        jobs = [CellJob(load_config(wc.profile_path(config), [*item["set"], f"device={device}"]), Path(item["out"]))
+                for item in plan]
+        data = client_data(train, test, make_partition(train.y, jobs[0].cfg.partition), resolve_device(device))
+        t = time.perf_counter()
+        execution = resolve(device).with_(chain_threads=8)
+        # resume: a grid run again into the same folder skips the run folders already finished
+        summaries = [s for s in run_cells(jobs, data, execution, progress=False, resume=True) if s is not None]
+        runs += sum(len(s["per_K"]) for s in summaries)  # the runs computed now
+        write += sum(s["seconds"]["write"] for s in summaries)
+        batches = {s["group"]["batch"]: s["group"]["breakdown"] for s in summaries if "group" in s}
+        for b in [*batches.values(), *(s["seconds"]["engine"] for s in summaries if "group" not in s)]:
+            summed = add_breakdown(summed, b)  # a stacked batch once; an unstacked job's own groups
+        print(f"  {dataset} N={group.N} draw {group.draw} (seeds {list(group.seeds)}): {len(jobs)} cells x seeds, "
+              f"{len(summaries)} run, {time.perf_counter() - t:.1f} s", flush=True)
     return time.perf_counter() - start, runs, summed, write
 
 
