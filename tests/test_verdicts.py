@@ -9,8 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bladefl.experiments.experiment_verdicts import EXPERIMENT_VERDICTS, experiment_verdicts, per_draw
 from bladefl.experiments.grid import expand
-from bladefl.experiments.verdicts import VERDICTS, Curves, all_verdicts, bootstrap, experiment_claims, verdict_of
+from bladefl.experiments.trend import Margins, min_p, parse_margins, trend_test, units_needed
+from bladefl.experiments.verdicts import VERDICTS, all_verdicts
+from bladefl.report.pages import verdict_tally
 from bladefl.report.paper import paper_comparison, paper_k_star
 
 GRID = {
@@ -27,19 +30,21 @@ GRID = {
 }
 
 
-def table_from(curves: dict[str, list[np.ndarray]], members) -> pd.DataFrame:
-    """A tidy run table: one row per (sweep member, K, seed) from per-cell, per-seed loss curves."""
+def table_from(curves: dict[str, list[np.ndarray]], members, draws: list[int] | None = None) -> pd.DataFrame:
+    """A tidy run table: one row per (sweep member, K, seed) from per-cell, per-seed loss curves;
+    ``draws``: each seed's partition draw (default: seed i on draw i)."""
     rows = []
     for m in members:
         for seed, loss in enumerate(curves[m.cell.key]):
             for k, value in enumerate(loss, start=1):
                 rows.append({"sweep": m.sweep, "vary": m.vary, "value": m.value, "cell": m.cell.key, "K": k,
-                             "seed": seed, "beta": m.cell.beta, "train_loss": value, "test_accuracy": 1 - value / 100,
+                             "seed": seed, "partition": seed if draws is None else draws[seed],
+                             "beta": m.cell.beta, "train_loss": value, "test_accuracy": 1 - value / 100,
                              "status": "ok"})
     return pd.DataFrame(rows)
 
 
-def bowl(k_star: float, Ks: int = 10, depth: float = 1.0) -> np.ndarray:
+def bowl(k_star: float, Ks: int = 14, depth: float = 1.0) -> np.ndarray:
     return depth * (np.arange(1, Ks + 1) - k_star) ** 2 + 5
 
 
@@ -47,45 +52,108 @@ def beta_members():
     return [m for m in expand(GRID) if m.sweep == "beta"]
 
 
-def test_clear_effect_is_reproduced_and_its_opposite_refuted():
+def row(out: pd.DataFrame, claim: str) -> pd.Series:
+    return out[out.claim == claim].iloc[0]
+
+
+def judged(curves, members, draws=None, margins=None) -> pd.DataFrame:
+    return experiment_verdicts(table_from(curves, members, draws), members, 100.0, margins)
+
+
+def test_an_effect_in_every_unit_is_reproduced_whatever_the_offset_between_units():
+    """The README's old "refuted" case: the minimal loss rises with beta in every run by less than
+    the level offset between partition draws; paired within units, it is reproduced."""
     members = beta_members()
-    rng = np.random.default_rng(0)
-    falling = {m.cell.key: [bowl(12 - m.value / 2) + rng.normal(0, 0.05, 10) for _ in range(6)] for m in members}
-    curves = Curves.from_table(table_from(falling, members))
-    claims = {c.name: c for c in experiment_claims(members, t_sum=100)}
-    out = bootstrap(curves, [claims["K* falls as beta grows"]], resamples=300).iloc[0]
-    assert out.verdict == "reproduced" and out.support >= 0.9 and out.seeds == 6
-    rising = {m.cell.key: [bowl(2 + m.value / 3) + rng.normal(0, 0.05, 10) for _ in range(6)] for m in members}
-    out = bootstrap(Curves.from_table(table_from(rising, members)), [claims["K* falls as beta grows"]], 300).iloc[0]
-    assert out.verdict == "refuted" and out.support <= 0.1
+    rise = {6: 0.0, 8: 0.1, 10: 0.17, 12: 0.23}
+    offsets = [0.0, 0.2, -0.15, 0.35, 0.05]  # each draw's level, larger than the effect
+    curves = {m.cell.key: [bowl(12 - m.value / 2) + rise[m.value] + offsets[s] for s in range(5)] for m in members}
+    out = judged(curves, members)
+    loss = row(out, "the loss grows with beta")
+    assert loss.verdict == "reproduced" and loss.p_claim < 0.05 and loss.p_opposite > 0.5 and loss.units == 5
+    assert loss.effect > 0 and "seed 0: [" in loss.evidence and "Page test, 5 units" in loss.evidence
+    k = row(out, "K* falls as beta grows")
+    assert k.verdict == "reproduced" and k.effect == pytest.approx(-3.0)
+    # the opposite trend in every unit: refuted on evidence, not on noise
+    rising = {m.cell.key: [bowl(2 + m.value / 2) + offsets[s] for s in range(5)] for m in members}
+    k = row(judged(rising, members), "K* falls as beta grows")
+    assert k.verdict == "refuted" and k.p_opposite < 0.05 and "opposite direction" in k.evidence
 
 
-def test_an_effect_that_depends_on_the_seeds_is_inconclusive():
+def test_pure_noise_is_inconclusive_never_refuted():
+    """No effect of beta and noise far above the margin: "refuted" would need the opposite trend
+    to be significant, which pure noise gives at the test's false-positive rate at most."""
+    members = beta_members()
+    verdicts = []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        levels = {m.cell.key: rng.normal(0, 1, 6) for m in members}
+        curves = {m.cell.key: [bowl(7) + levels[m.cell.key][s] for s in range(6)] for m in members}
+        loss = row(judged(curves, members), "the loss grows with beta")
+        assert "no change: the change is inside the margin" not in loss.evidence  # noise is not "no change"
+        verdicts.append(loss.verdict)
+    assert verdicts.count("inconclusive") >= 36 and verdicts.count("refuted") <= 2, verdicts
+
+
+def test_an_effect_inside_the_margin_refutes_only_a_claim_of_change():
+    members = [m for m in expand(GRID) if m.sweep == "epsilon"]
+    # K* identical at every epsilon in all 6 units: "K* does not depend on epsilon" is reproduced;
+    # "accuracy rises with epsilon" (a claimed change) with a 0.1-point change is refuted
+    curves = {m.cell.key: [bowl(7) - (0.001 * (m.value if math.isfinite(m.value) else 200) / 200) + 0.01 * s
+                           for s in range(6)] for m in members}
+    out = judged(curves, members)
+    same = row(out, "K* does not depend on epsilon")
+    assert same.verdict == "reproduced" and "inside the margin" in same.evidence
+    acc = row(out, "accuracy rises with epsilon")
+    assert abs(acc.effect) < 0.01
+    assert acc.verdict == "refuted"  # a tiny, consistent rise: inside the margin, not the claimed change
+    flat = {m.cell.key: [bowl(7) + 0.01 * s for s in range(6)] for m in members}
+    acc = row(judged(flat, members), "accuracy rises with epsilon")
+    assert acc.verdict == "refuted" and "inside the margin" in acc.evidence
+
+
+def test_two_units_and_two_values_say_too_few_runs():
     members = [m for m in beta_members() if m.value in (6, 8)]
-    # beta = 6: 6 of 10 seeds put K* at 7, 4 at 3; the seed-mean K* lands above or below beta = 8's K* of 5
-    # depending on the draw (about 0.4 of resamples above, by simulation)
-    curves = {members[0].cell.key: [bowl(7 if s < 6 else 3) for s in range(10)],
-              members[1].cell.key: [bowl(5) for _ in range(10)]}
-    claims = {c.name: c for c in experiment_claims(members, t_sum=100)}
-    table = Curves.from_table(table_from(curves, members))
-    out = bootstrap(table, [claims["K* falls as beta grows"]], 400).iloc[0]
-    assert out.verdict == "inconclusive" and 0.1 < out.support < 0.9
+    curves = {m.cell.key: [bowl(12 - m.value / 2) + 0.3 * s for s in range(2)] for m in members}
+    k = row(judged(curves, members), "K* falls as beta grows")
+    assert k.verdict == "too few runs" and "at least" in k.evidence and k.units == 2
+    assert min_p(2, 2) == 0.25 and units_needed(2) == 5 and units_needed(4) == 2
 
 
-def test_one_seed_is_not_tested():
+def test_draws_with_several_seeds_are_the_units_and_are_tested_inside():
     members = beta_members()
-    curves = {m.cell.key: [bowl(12 - m.value / 2)] for m in members}
-    out = bootstrap(Curves.from_table(table_from(curves, members)), experiment_claims(members, 100)[:1], 50).iloc[0]
-    assert out.verdict == "single seed" and out.support in (0.0, 1.0)
-    assert verdict_of(0.95, 3) == "reproduced" and verdict_of(0.05, 3) == "refuted"
-    assert verdict_of(0.5, 3) == "inconclusive" and verdict_of(1.0, 1) == "single seed"
+    draws = [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    rng = np.random.default_rng(3)
+    curves = {m.cell.key: [bowl(12 - m.value / 2) + 0.2 * draws[s] + rng.normal(0, 0.01, 14) for s in range(9)]
+              for m in members}
+    table = table_from(curves, members, draws)
+    out = per_draw(experiment_verdicts(table, members, 100.0), table, members, 100.0)
+    k = row(out, "K* falls as beta grows")
+    assert k.unit == "draw" and k.units == 3 and "draw 0: [" in k.evidence
+    assert k.draws_holding == "3/3" and k.across_partitions == "holds on every draw"
+    paired = table_from(curves, members)  # one seed per draw: no per-draw view
+    out = per_draw(experiment_verdicts(paired, members, 100.0), paired, members, 100.0)
+    assert set(out.across_partitions) == {"one seed per draw: seed and draw not separable"}
+
+
+def test_derived_claims_carry_their_source_verdict_and_are_not_counted():
+    members = expand(GRID)
+    rng = np.random.default_rng(1)
+    curves = {m.cell.key: [bowl(rng.integers(3, 8)) + rng.normal(0, 0.1, 14) for _ in range(4)] for m in members}
+    out = all_verdicts(table_from(curves, members), members, 100.0, [], None, None)
+    derived = out[out.derived_from.fillna("") != ""]
+    assert set(derived.claim) == {"τ·α·K* rises with alpha", "τ·α·K* rises with M/N", "τ·α·K* rises with sigma2"}
+    for r in derived.itertuples():
+        assert r.verdict == row(out, r.derived_from).verdict
+    tally = verdict_tally(out.assign(dataset="mnist"))
+    primary = out[out.derived_from.fillna("") == ""]
+    assert f"experiment {len(primary)} claims" in tally and len(primary) == len(out) - 3
 
 
 CLAIMS = [
     "K* falls as alpha grows", "τ·α·K* rises with alpha", "K* falls as beta grows", "β·K* rises with beta",
     "K* falls as N grows", "K* settles for N >= 20", "the loss falls as N grows", "K* rises with eta",
-    "K* falls as eta grows (Corollary 4's proof)",
-    "the loss falls as eta grows, except at eta = 0.1", "K* falls as M/N grows", "τ·α·K* rises with M/N",
+    "K* falls as eta grows (Corollary 4's proof)", "the loss falls as eta grows below 0.1",
+    "the loss rises again at eta = 0.1", "K* falls as M/N grows", "τ·α·K* rises with M/N",
     "K* falls as sigma2 grows", "τ·α·K* rises with sigma2", "the loss grows with alpha", "the loss grows with beta",
     "the loss grows with M/N", "the loss grows with sigma2", "accuracy rises with epsilon",
     "K* does not depend on epsilon", "the training loss is convex in K",
@@ -95,12 +163,30 @@ CLAIMS = [
 def test_every_claim_has_a_verdict_row():
     members = expand(GRID)
     rng = np.random.default_rng(1)
-    curves = {m.cell.key: [bowl(rng.integers(3, 8)) + rng.normal(0, 0.1, 10) for _ in range(3)] for m in members}
-    out = all_verdicts(table_from(curves, members), members, 100.0, [], None, None, resamples=50)
+    curves = {m.cell.key: [bowl(rng.integers(3, 8)) + rng.normal(0, 0.1, 14) for _ in range(3)] for m in members}
+    out = all_verdicts(table_from(curves, members), members, 100.0, [], None, None)
     assert set(CLAIMS) <= set(out.claim)
-    assert set(out.verdict) <= {"reproduced", "refuted", "inconclusive", "single seed"}
-    assert out.support.between(0, 1).all() and (out.seeds == 3).all()
-    assert out.evidence.str.len().gt(0).all()
+    assert set(out.verdict) <= set(EXPERIMENT_VERDICTS)
+    assert (out.seeds == 3).all() and out.evidence.str.len().gt(0).all()
+    tested = out[out.claim != "the training loss is convex in K"]
+    assert tested.p_claim.between(0, 1).all()
+
+
+def test_margins_are_read_with_the_field_named():
+    assert parse_margins(["K=2", "min_loss=0.05"]) == Margins(K=2.0, min_loss=0.05)
+    with pytest.raises(ValueError, match="unknown quantity 'speed'.*allowed: K, mining_time"):
+        parse_margins(["speed=1"])
+    with pytest.raises(ValueError, match="verdicts.margins.K"):
+        parse_margins(["K=-1"])
+
+
+def test_the_trend_test_is_pages_with_exact_p_values():
+    perfect = np.array([[1, 2, 3, 4], [1, 2, 3, 4]], dtype=float)
+    t = trend_test(perfect)
+    assert t.test == "Page" and t.p_rises == pytest.approx(1 / 576) and t.p_falls > 0.9
+    assert trend_test(perfect[:, ::-1]).p_falls == pytest.approx(1 / 576)
+    sign = trend_test(np.array([[1, 2]] * 5, dtype=float))
+    assert sign.test == "sign" and sign.p_rises == pytest.approx(1 / 32)
 
 
 def test_paper_k_star_by_each_tables_formula():
@@ -164,10 +250,9 @@ def test_corollary_4_is_judged_under_both_of_the_papers_statements():
 
     members = [m for m in expand(GRID) if m.sweep == "eta"]
     rng = np.random.default_rng(2)
-    rising = {m.cell.key: [bowl(3 + 40 * m.value) + rng.normal(0, 0.02, 10) for _ in range(4)] for m in members}
-    claims = {c.name: c for c in experiment_claims(members, t_sum=100)}
-    curves = Curves.from_table(table_from(rising, members))
-    out = bootstrap(curves, [claims["K* rises with eta"], claims["K* falls as eta grows (Corollary 4's proof)"]], 200)
-    assert out.verdict.tolist() == ["reproduced", "refuted"]
+    rising = {m.cell.key: [bowl(3 + 40 * m.value) + rng.normal(0, 0.02, 14) for _ in range(4)] for m in members}
+    out = judged(rising, members)
+    assert row(out, "K* rises with eta").verdict == "reproduced"
+    assert row(out, "K* falls as eta grows (Corollary 4's proof)").verdict == "refuted"
     where = [row["where"] for row in paper_inconsistencies()]
     assert any("Corollary 4" in w for w in where) and any("Definition 1" in w for w in where)

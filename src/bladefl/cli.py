@@ -254,11 +254,16 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     gaps = read_csv(args.gaps) if args.gaps else None
     constants = read_csv(args.constants) if args.constants else None
     cells = bound_cells_of(members, args.bound_sweep, args.t_sum)
+    from bladefl.experiments.trend import parse_margins
+
+    margins = parse_margins(args.margins)
     frame = all_verdicts(table, members, args.t_sum, cells, gaps, constants, resamples=args.resamples,
-                         bound_resamples=args.bound_resamples)
+                         bound_resamples=args.bound_resamples, margins=margins)
     atomic.write_csv(args.out, frame.assign(dataset=args.dataset))
-    counts = frame.verdict.value_counts().to_dict()
-    print(f"wrote {args.out}: {len(frame)} claims, {counts}")
+    for basis in ("experiment", "bound"):
+        part = frame[(frame.basis == basis) & (frame.derived_from.fillna("") == "")]
+        print(f"{basis}: {len(part)} claims, {part.verdict.value_counts().to_dict()}")
+    print(f"wrote {args.out} ({int((frame.derived_from.fillna('') != '').sum())} derived rows not counted)")
     return 0
 
 

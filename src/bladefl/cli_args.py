@@ -117,7 +117,11 @@ def add_verdicts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound-sweep", default="fig3", help="the sweep whose cells the bound is drawn for")
     p.add_argument("--gaps", help="results/bound/<dataset>/gaps.csv (omit when constants are not measured)")
     p.add_argument("--constants", help="results/bound/<dataset>/constants.csv")
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the experiment claims")
+    p.add_argument("--margins", nargs="*", default=[], metavar="QUANTITY=MARGIN",
+                   help="equivalence margins of the experiment's claims: K (rounds), mining_time and min_loss "
+                        "(relative), max_accuracy (absolute); defaults: bladefl.experiments.trend.Margins")
+    p.add_argument("--resamples", type=int, default=1000, help="(unused: the experiment's claims are tested, "
+                   "not resampled; kept for old command lines)")
     p.add_argument("--bound-resamples", type=int, default=100, help="bootstrap resamples of the bound claims")
     p.add_argument("--out", required=True)
 

@@ -350,9 +350,12 @@ def notebook_parameters(wildcards):
 
 
 def verdict_bound_options(wildcards, input):
+    margins = config.get("verdicts", {}).get("margins", {})
+    given = " ".join(f"{k}={v}" for k, v in sorted(margins.items()))
+    options = f"--margins {given}" if given else ""
     if not BOUND_CELLS:
-        return ""
-    return f"--gaps {input.gaps} --constants {input.constants} --bound-sweep {config['bound_sweep']}"
+        return options
+    return f"{options} --gaps {input.gaps} --constants {input.constants} --bound-sweep {config['bound_sweep']}".strip()
 
 
 def verdict_bound_inputs(wildcards):

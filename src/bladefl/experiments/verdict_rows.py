@@ -18,7 +18,7 @@ import pandas as pd
 
 from bladefl.experiments.grid import Member
 
-VERDICTS = ("reproduced", "refuted", "inconclusive", "single seed", "not applicable")
+VERDICTS = ("reproduced", "refuted", "inconclusive", "too few runs", "single seed", "not applicable")
 COLUMNS = ["claim", "source", "basis", "verdict", "support", "seeds", "draws_holding", "across_partitions",
            "page", "evidence"]
 POOLED = [c for c in COLUMNS if c not in ("draws_holding", "across_partitions")]

@@ -104,8 +104,8 @@ def _relative(path: str) -> str:
 
 
 VERDICT_COLUMNS = ("dataset", "claim", "source", "basis", "verdict", "support", "seeds", "evidence")
-VERDICT_COLOURS = {"reproduced": "#dfd", "refuted": "#fdd", "inconclusive": "#ffd", "single seed": "#eee",
-                   "not applicable": "#dde8f5"}
+VERDICT_COLOURS = {"reproduced": "#dfd", "refuted": "#fdd", "inconclusive": "#ffd", "too few runs": "#eee",
+                   "single seed": "#eee", "not applicable": "#dde8f5"}
 
 
 def _text(value: object) -> str:
@@ -130,16 +130,55 @@ def _claim_cell(r: object) -> str:
     return f"<a href='{href}' title='{html.escape(NOTEBOOK_TITLES.get(page, page))}'>{name}</a>"
 
 
+def _derived(r: object) -> str:
+    return _text(getattr(r, "derived_from", ""))
+
+
+def _strength_cell(r: object) -> str:
+    """An experiment claim's p-value (claimed direction, BH-adjusted) and effect; a bound claim's
+    bootstrap support."""
+    p = getattr(r, "p_claim", float("nan"))
+    if r.basis == "experiment" and p == p:
+        effect = getattr(r, "effect", float("nan"))
+        return f"p = {float(p):.2g}" + (f"<br>effect {float(effect):+.3g}" if effect == effect else "")
+    against = getattr(r, "p_opposite", float("nan"))
+    if r.basis == "experiment" and against == against:  # a claim tested only against (convexity)
+        return f"p (against) = {float(against):.2g}"
+    return "n/a" if r.support != r.support else f"support {float(r.support):.2f}"
+
+
 def _verdict_rows(table: pd.DataFrame) -> str:
     rows = []
     for r in table.itertuples():
         colour = VERDICT_COLOURS.get(r.verdict, "#fff")
+        verdict = html.escape(r.verdict) + (f"<br><small>derived from “{html.escape(_derived(r))}”: not counted"
+                                            f"</small>" if _derived(r) else "")
+        units = getattr(r, "units", float("nan"))
+        unit = _text(getattr(r, "unit", ""))
+        replicated = (f"{int(units)} {unit}s" if units == units and unit else f"{int(r.seeds)} seeds")
         rows.append(f"<tr><td>{html.escape(dataset_title(r.dataset))}</td><td>{_claim_cell(r)}</td>"
                     f"<td>{html.escape(str(r.source))} ({html.escape(str(r.basis))})</td>"
-                    f"<td style='background:{colour}'>{html.escape(r.verdict)}</td>"
-                    f"<td>{'n/a' if r.support != r.support else f'{float(r.support):.2f}'}</td><td>{int(r.seeds)}</td>"
+                    f"<td style='background:{colour}'>{verdict}</td>"
+                    f"<td>{_strength_cell(r)}</td><td>{html.escape(replicated)}</td>"
                     f"<td>{_draws_cell(r)}</td><td>{html.escape(str(r.evidence))}</td></tr>")
     return "\n".join(rows)
+
+
+def verdict_tally(table: pd.DataFrame) -> str:
+    """Per dataset, the experiment's and the bound's claims counted apart (derived rows not counted)."""
+    derived = table["derived_from"].fillna("").astype(str) != "" if "derived_from" in table else False
+    counted = table[~derived] if "derived_from" in table else table
+    parts = []
+    for d, part in counted.groupby("dataset", sort=False):
+        basis = []
+        for name in ("experiment", "bound"):
+            rows = part[part.basis == name]
+            if len(rows):
+                counts = rows.verdict.value_counts()
+                shown = ", ".join(f"{int(counts[v])} {v}" for v in VERDICT_COLOURS if counts.get(v, 0))
+                basis.append(f"{name} {len(rows)} claims ({shown})")
+        parts.append(f"{dataset_title(d)}: " + "; ".join(basis))
+    return ". ".join(parts)
 
 
 def _links(path: Path, pages: Sequence[str | Path]) -> str:
@@ -178,11 +217,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     pages grouped by dataset, and the provenance line."""
     path = Path(path)
     table = pd.concat([read_csv(p, VERDICT_COLUMNS) for p in verdict_tables], ignore_index=True)
-    counts = table.verdict.value_counts()
-    summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICT_COLOURS if counts.get(v, 0))
-    per_dataset = "; ".join(
-        f"{dataset_title(d)}: " + ", ".join(f"{n} {v}" for v, n in part.verdict.value_counts().items())
-        for d, part in table.groupby("dataset", sort=False))
+    per_dataset = verdict_tally(table)
     figure = ""
     if headline_png is not None:
         data = base64.b64encode(Path(headline_png).read_bytes()).decode("ascii")
@@ -192,16 +227,21 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
                   f"derived from its tables by each table's own formula.</p>\n"
                   f"<img src='data:image/png;base64,{data}' alt='accuracy and loss versus K for the main sweeps' "
                   f"style='max-width:100%'>")
-    body = f"""<h2>Verdicts: {html.escape(summary)} ({len(table)} claims)</h2>
-<p>{html.escape(per_dataset)}. Support is the share of bootstrap resamples of the seeds in which
-the claim holds: reproduced at &ge; 0.9, refuted at &le; 0.1, inconclusive between; with one seed a
-claim is not tested (single seed). <em>Not applicable</em>: the claim's preconditions fail (the measured
-bound is undefined at some K: it bounds nothing there), which is not a refutation; the evidence says where.
-<em>Partition draws</em>: the claim judged again on each draw of the non-IID split alone (its own run
-seeds' mean curves): on how many it holds, and whether another draw of the same scheme would flip it.
-Each claim links to the page whose figures it rests on.</p>
-<table><tr><th>dataset</th><th>claim</th><th>source (basis)</th><th>verdict</th><th>support</th><th>seeds</th>
-<th>partition draws</th><th>evidence</th></tr>
+    body = f"""<h2>Verdicts</h2>
+<p><strong>{html.escape(per_dataset)}.</strong></p>
+<p><em>Experiment claims</em> are tested within independent units (a partition draw holding several run
+seeds, their mean; else a run): Page's trend test over the sweep (the sign test for two values), p-values
+adjusted for the false discovery rate over each dataset's claims (Benjamini-Hochberg).
+<em>Reproduced</em>: the claimed direction is significant (p &lt; 0.05); <em>refuted</em>: the opposite
+direction is significant, or the change is shown inside the equivalence margin; <em>inconclusive</em>:
+neither; <em>too few runs</em>: the design cannot reach p &lt; 0.05. The effect is the per-unit change over
+the sweep (relative for a loss). A claim that follows from another is shown as derived and not counted.
+<em>Bound claims</em> refit the bound to bootstrap resamples of the seeds; support is the share in which the
+claim holds (reproduced at &ge; 0.9, refuted at &le; 0.1); <em>not applicable</em>: the bound's
+preconditions fail. <em>Partition draws</em>: the claim tested again inside each draw (its seeds as units),
+where draws hold several seeds. Each claim links to the page whose figures it rests on.</p>
+<table><tr><th>dataset</th><th>claim</th><th>source (basis)</th><th>verdict</th><th>p, effect (support)</th>
+<th>units</th><th>partition draws</th><th>evidence</th></tr>
 {_verdict_rows(table)}
 </table>
 {figure}"""

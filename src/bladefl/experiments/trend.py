@@ -1,0 +1,161 @@
+"""Paired inference for a claim over a sweep: independent units, a trend test within them, the
+effect with its interval, an equivalence margin, and the false discovery rate over claims.
+
+The **unit** is what was replicated independently: with several run seeds on each partition draw
+(``config/paper.yaml``: 4 seeds on each of 5 draws) the draw, its value the seed-mean curve of its
+runs (the seeds are replicates inside it); with one seed per draw (the default design pairs seed
+i with draw i) each run. Every unit sees every value of a sweep (the sweep's cells share the
+unit's partition and seed), so the design is blocked: a claim's direction is tested *within*
+units, and the offset between units (a draw's level) cancels.
+
+- **Trend:** Page's test for ordered alternatives (:func:`scipy.stats.page_trend_test`, units as
+  blocks, exact p-values for small designs) with three or more sweep values; with two, the sign
+  test on the units' changes (:func:`scipy.stats.binomtest`). Both directions are tested.
+- **Effect:** per unit, the change over the sweep (last value minus first; relative to the first
+  for a loss); its mean, range and a 95% t-interval over the units.
+- **Equivalence:** a claim of change is refuted by an effect shown inside a margin (the 90%
+  t-interval of the mean change inside +-margin: two one-sided tests at 5%).
+- **Few units:** the smallest p-value a design can give is (1/k!)^m for m units and k values
+  (0.5^m for the sign test); where it exceeds the threshold no verdict but "too few runs" is
+  possible from the trend test.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+ALPHA = 0.05  # the false discovery rate controlled over a dataset's claims
+
+
+@dataclass(frozen=True)
+class Margins:
+    """Equivalence margins per quantity (a change smaller than this is no change)."""
+
+    K: float = 1.0  # rounds
+    mining_time: float = 0.10  # relative (beta K*)
+    min_loss: float = 0.02  # relative
+    max_accuracy: float = 0.01  # absolute (1 percentage point)
+
+    def of(self, quantity: str) -> float:
+        return float(getattr(self, quantity))
+
+
+def parse_margins(items: list[str]) -> Margins:
+    """``["K=1", "min_loss=0.02"]`` as :class:`Margins` (the rest at their defaults); an unknown
+    quantity or a margin that is not a positive number is an error naming it and the allowed ones."""
+    import dataclasses
+
+    allowed = [f.name for f in dataclasses.fields(Margins)]
+    given: dict[str, float] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if name not in allowed:
+            raise ValueError(f"verdicts.margins: unknown quantity {name!r} (allowed: {', '.join(allowed)})")
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not number > 0:
+            raise ValueError(f"verdicts.margins.{name}: {value!r} is not a positive number")
+        given[name] = number
+    return Margins(**given)
+
+
+RELATIVE = ("mining_time", "min_loss")  # quantities whose effect is relative to the first value
+
+
+@dataclass(frozen=True)
+class Trend:
+    """A trend test of a [units, values] table (values in increasing order of the swept parameter)."""
+
+    test: str  # "Page" | "sign" | "none"
+    statistic: float
+    p_rises: float
+    p_falls: float
+    units: int
+    min_p: float  # the smallest p-value this design can give
+
+    def p(self, direction: str) -> float:
+        return self.p_rises if direction == "rises" else self.p_falls
+
+
+def min_p(units: int, values: int) -> float:
+    """The smallest one-sided p-value of a within-unit trend test: (1/k!)^m (0.5^m for k = 2)."""
+    if units < 1 or values < 2:
+        return 1.0
+    return float(math.factorial(values)) ** -units
+
+
+def units_needed(values: int, alpha: float = ALPHA) -> int:
+    """How many units a sweep of ``values`` values needs before any p-value can reach ``alpha``."""
+    return max(2, math.ceil(math.log(alpha) / -math.log(math.factorial(values)))) if values >= 2 else 0
+
+
+def trend_test(table: np.ndarray) -> Trend:
+    """Both one-sided trend tests of ``table`` [units, values]; units with a missing value are
+    left out."""
+    table = np.asarray(table, dtype=float)
+    table = table[np.isfinite(table).all(axis=1)] if table.ndim == 2 else table.reshape(0, 0)
+    m, k = table.shape if table.ndim == 2 else (0, 0)
+    floor = min_p(m, k)
+    if m < 2 or k < 2:
+        return Trend("none", math.nan, 1.0, 1.0, m, floor)
+    if k == 2:
+        change = table[:, 1] - table[:, 0]
+        up, down = int((change > 0).sum()), int((change < 0).sum())
+        n = up + down
+        if n == 0:
+            return Trend("sign", 0.0, 1.0, 1.0, m, floor)
+        p_up = stats.binomtest(up, n, 0.5, alternative="greater").pvalue
+        p_down = stats.binomtest(down, n, 0.5, alternative="greater").pvalue
+        return Trend("sign", float(up - down), float(p_up), float(p_down), m, floor)
+    method = "exact" if m * k <= 60 else "auto"
+    rising = stats.page_trend_test(table, predicted_ranks=list(range(1, k + 1)), method=method)
+    falling = stats.page_trend_test(table, predicted_ranks=list(range(k, 0, -1)), method=method)
+    return Trend("Page", float(rising.statistic), float(rising.pvalue), float(falling.pvalue), m, floor)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """Per-unit change over the sweep: the values, their mean and range, a 95% interval and
+    whether the 90% interval lies inside +-margin (equivalence)."""
+
+    per_unit: tuple[float, ...]
+    mean: float
+    low: float  # 95% t-interval (nan with one unit)
+    high: float
+    equivalent: bool
+
+
+def effect(table: np.ndarray, margin: float, relative: bool = False) -> Effect:
+    """The change last-minus-first of each unit of ``table`` [units, values] (relative to the
+    first with ``relative``)."""
+    table = np.asarray(table, dtype=float)
+    table = table[np.isfinite(table).all(axis=1)]
+    if table.shape[0] == 0:
+        return Effect((), math.nan, math.nan, math.nan, False)
+    change = table[:, -1] - table[:, 0]
+    if relative:
+        change = change / np.abs(table[:, 0])
+    mean = float(change.mean())
+    if len(change) < 2:
+        return Effect(tuple(change.tolist()), mean, math.nan, math.nan, False)
+    se = float(change.std(ddof=1)) / math.sqrt(len(change))
+    df = len(change) - 1
+    half95, half90 = stats.t.ppf(0.975, df) * se, stats.t.ppf(0.95, df) * se
+    equivalent = bool(mean - half90 > -margin and mean + half90 < margin)
+    return Effect(tuple(float(c) for c in change), mean, mean - half95, mean + half95, equivalent)
+
+
+def fdr_adjust(pvalues: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (:func:`scipy.stats.false_discovery_control`); nan stays nan."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    keep = np.isfinite(p)
+    if keep.any():
+        out[keep] = stats.false_discovery_control(np.clip(p[keep], 0.0, 1.0), method="bh")
+    return out.tolist()
