@@ -105,3 +105,24 @@ def test_a_linked_data_folder_is_still_the_data_folder(tmp_path, workflow):
     data.mkdir()
     (data / "partitions").symlink_to(tmp_path / "linked")
     assert kr.bundle_path(data / "partitions/mnist/p.json", workflow["results"], data) == "data/partitions/mnist/p.json"
+
+
+def test_the_imported_archive_is_kept_checked_and_not_laid_out(tmp_path, workflow):
+    archive = tmp_path / "grid-tables.tar.gz"
+    archive.write_bytes(b"run tables")
+    record = {"archive": str(archive), "sha256": kr.sha256_file(archive)}
+    assert kr.imported_archive(record) == archive
+    assert kr.imported_archive({"archive": str(tmp_path / "gone.tar.gz")}) is None
+    about = kr.about_runs([workflow["results"] / "provenance/mnist.csv"])
+    out = tmp_path / "reference/x"
+    manifest = kr.keep(workflow["files"], workflow["results"], workflow["data"], workflow["config"], out, about,
+                       kr.imported_archive(record))
+    assert manifest["files"]["runs/grid-tables.tar.gz"]["sha256"] == record["sha256"]
+    laid = tmp_path / "laid"
+    kr.lay_out(out, laid / "results", laid / "data")
+    assert not (laid / "runs").exists() and not list(laid.rglob("grid-tables.tar.gz"))
+    (out / "runs/grid-tables.tar.gz").write_bytes(b"other tables")
+    assert kr.problems(out) == ["runs/grid-tables.tar.gz: changed since it was kept (SHA-256 differs)"]
+    archive.write_bytes(b"changed after the import")
+    with pytest.raises(ValueError, match="not the archive that was imported"):
+        kr.imported_archive(record)

@@ -272,7 +272,14 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     assert proc.returncode == 0, proc.stderr[-2000:]
     manifest = json.loads((work / "reference/smoke/MANIFEST.json").read_text())
     assert manifest["about"]["imported"]["runs"] == {"mnist": 6} and manifest["about"]["runs"] == 6
-    assert "results/verdicts/mnist.csv" in manifest["files"] and not any("runs/" in f for f in manifest["files"])
+    assert "results/verdicts/mnist.csv" in manifest["files"]
+    assert not any(f.startswith("results/runs/") for f in manifest["files"])
+    # the archive the runs came from is kept with them, and imports again from the bundle
+    assert manifest["files"]["runs/grid-tables.tar.gz"]["sha256"] == manifest["about"]["imported"]["sha256"]
+    proc = subprocess.run(["bladefl", "import-runs", "--archive", "reference/smoke/runs/grid-tables.tar.gz",
+                           "--configfile", "config/config.yaml", "config/smoke.yaml", "--results-dir", "again"],
+                          cwd=work, env=venv_env(), capture_output=True, text=True)
+    assert proc.returncode == 0 and "imported 6 run folders (mnist: 6)" in proc.stdout, proc.stderr
 
     (tmp_path / "other").mkdir()
     other = copy_workflow(tmp_path / "other", extra=("Makefile",))

@@ -297,10 +297,12 @@ def _cmd_keep(args: argparse.Namespace) -> int:
     from bladefl.experiments import kept_results
 
     about = kept_results.about_runs(args.provenance)
+    archive = None
     if args.imported:
         about["imported"] = json.loads(Path(args.imported).read_text())
+        archive = kept_results.imported_archive(about["imported"])
     manifest = kept_results.keep([*args.files, *args.provenance], args.results_dir, args.data_dir,
-                                 args.config_file, args.out, about)
+                                 args.config_file, args.out, about, archive)
     size = sum(f["bytes"] for f in manifest["files"].values())
     print(f"kept {len(manifest['files'])} files ({size / 1e6:.1f} MB) in {args.out}")
     return 0

@@ -4,8 +4,10 @@ file's SHA-256; and the same files laid out again as a results folder, to render
 them without running anything (``make reference-report``).
 
 A bundle holds ``results/...`` (paths relative to the workflow's results folder), ``data/...``
-(relative to its data folder: the partition manifests), ``config.yaml`` (the workflow's config)
-and ``MANIFEST.json``.
+(relative to its data folder: the partition manifests), ``config.yaml`` (the workflow's config),
+``MANIFEST.json`` and, when the runs were imported, ``runs/<archive>``: the run tables archive
+they came from (``scripts/gpu/run.sh``'s), so that a later change of the analyses can be applied
+again without the GPU (``make import-runs ARCHIVE=reference/<name>/runs/<archive>``).
 """
 
 from __future__ import annotations
@@ -52,16 +54,19 @@ def about_runs(provenance_tables: Sequence[str | Path]) -> dict[str, Any]:
 
 
 def keep(files: Sequence[str | Path], results_dir: str | Path, data_dir: str | Path, config_file: str | Path,
-         out: str | Path, about: Mapping[str, Any]) -> dict:
+         out: str | Path, about: Mapping[str, Any], archive: str | Path | None = None) -> dict:
     """Copy ``files`` (the report's inputs) and the workflow's config into a new bundle ``out`` with
     its manifest (``about``: where the results come from; the date kept; every file's SHA-256 and
-    size). The bundle is assembled beside ``out`` and renamed into place: nothing half-written; an
-    older bundle at ``out`` is replaced, any other existing folder is refused."""
+    size), and the run tables ``archive`` the runs were imported from (``runs/<its name>``). The
+    bundle is assembled beside ``out`` and renamed into place: nothing half-written; an older
+    bundle at ``out`` is replaced, any other existing folder is refused."""
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not (out / MANIFEST).is_file():
         raise ValueError(f"{out}: exists, is not empty and is not a kept bundle (no {MANIFEST}); not replaced")
     entries = {bundle_path(f, results_dir, data_dir): Path(f) for f in files}
     entries[CONFIG] = Path(config_file)
+    if archive is not None:
+        entries[f"runs/{Path(archive).name}"] = Path(archive)
     missing = [str(source) for source in entries.values() if not source.is_file()]
     if missing:
         raise ValueError(f"{missing[0]}: missing (run the workflow first)" + (
@@ -142,3 +147,14 @@ def lay_out(bundle: str | Path, results_dir: str | Path, data_dir: str | Path) -
 
 
 __all__ = ["MANIFEST", "CONFIG", "bundle_path", "about_runs", "keep", "read_manifest", "problems", "lay_out"]
+
+
+def imported_archive(record: Mapping[str, Any]) -> Path | None:
+    """The run tables archive an import record (``results/imported.json``) names, when it is still
+    there; ValueError when it is there but is no longer the archive that was imported (SHA-256)."""
+    path = Path(str(record.get("archive", "")))
+    if not record.get("archive") or not path.is_file():
+        return None
+    if sha256_file(path) != record.get("sha256"):
+        raise ValueError(f"{path}: not the archive that was imported (its SHA-256 differs from the import record's)")
+    return path
