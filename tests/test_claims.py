@@ -38,9 +38,9 @@ def test_the_proofs_reading_of_corollary_4_fails_where_the_statement_holds():
         assert not on_bound(proof, params, VALUES["eta"], integer=False).holds
 
 
-def test_the_reports_corollaries_on_the_bound_are_on_bound_with_integer_tau():
-    """verdicts.bound_corollaries takes each K* from claims.on_bound (integer tau): the same
-    numbers, so the tests above test the code the report runs."""
+def test_the_reports_corollaries_on_the_bound_are_judged_on_its_real_minimiser():
+    """verdicts.bound_corollaries judges each corollary on claims.on_bound's real-valued minimiser
+    (continuous tau) and shows the integer K* beside it; M/N and sigma2 are judged on a lazy cell."""
     import numpy as np
 
     from bladefl.experiments.bound_verdicts import BoundCell, CellFit, _corollaries_on
@@ -49,17 +49,39 @@ def test_the_reports_corollaries_on_the_bound_are_on_bound_with_integer_tau():
 
     grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
             "sweeps": [{"name": "alpha", "vary": "alpha", "values": [1, 2, 5], "with": {"beta": 6}},
-                       {"name": "eta", "vary": "eta", "values": [0.005, 0.01, 0.05], "with": {"beta": 6}}]}
+                       {"name": "eta", "vary": "eta", "values": [0.005, 0.01, 0.05], "with": {"beta": 6}},
+                       {"name": "sigma2", "vary": "sigma2", "values": [0.01, 0.3], "with": {"lazy_ratio": 0.2}}]}
     members = expand(grid)
     common = dict(alpha=1, beta=6, eta=0.005, L=2.0, xi=1.0, delta=0.5, t_sum=100, M=0, N=20, theta=0.0, sigma2=0.0)
     fit = CellFit(BoundCell("c", 1, 6, 0.005, 100, 0, 20, 0.0), np.arange(1, 15.0), np.ones(14),
                   {"delta": 0.5, "theta": 0.0}, common, Fit(0.5, 3.0, ("phi", "eps2"), 0.0))
-    out = _corollaries_on(fit, members)
+    lazy = CellFit(BoundCell("lazy", 1, 6, 0.01, 100, 8, 20, 0.01), np.arange(1, 15.0), np.ones(14),
+                   {"delta": 0.5, "theta": 0.3}, {**common, "M": 8, "theta": 0.3, "sigma2": 0.01},
+                   Fit(0.5, 3.0, ("phi", "eps2"), 0.0))
+    out = _corollaries_on([fit, lazy], members)
     base = {**{k: common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")}, "phi": 0.5, "eps2": 3.0,
             "M": 0, "N": 20, "theta": 0.0, "sigma2": 0.0}
     for name in ("K* falls as alpha grows", "K* rises with eta", "K* rises with delta"):
-        holds, values, ks, _ = out[name]
-        assert ks == on_bound(corollary(name), base, values).y
+        holds, values, real, integer, _, cell = out[name]
+        assert real == [round(y, 3) for y in on_bound(corollary(name), base, values, integer=False).y]
+        assert integer == on_bound(corollary(name), base, values).y and cell == "c"
+        assert holds == on_bound(corollary(name), base, values, integer=False).holds
+    assert out["K* falls as sigma2 grows"][-1] == "lazy"  # theta and the noise: on the lazy cell
+
+
+def test_the_real_minimiser_is_the_brute_force_minimiser_of_the_continuous_bound():
+    """k_star_exact(integer=False) against a dense grid of the bound with tau = (t_sum/K - beta)/alpha
+    (the continuous analysis), at a hand-picked valid point (eta L < 1) and a lazy one."""
+    import numpy as np
+
+    from bladefl.theory.bound import k_star_exact, lazy_upper_bound
+
+    for extra in ({}, {"M": 4.0, "N": 20.0, "theta": 0.5, "sigma2": 0.01}):
+        p = dict(alpha=1.0, beta=6.0, eta=0.05, L=4.0, xi=1.0, delta=0.5, phi=0.5, eps2=3.0, t_sum=100.0)
+        Ks = np.linspace(0.05, 100 / 7, 400001)
+        G = lazy_upper_bound(Ks, **p, **{"M": 0.0, "N": 20.0, "theta": 0.0, "sigma2": 0.0, **extra}, tau_rule="real")
+        brute = float(Ks[np.nanargmin(np.where(np.isfinite(G), G, np.nan))])
+        assert k_star_exact(**p, **extra, integer=False) == pytest.approx(brute, abs=2e-3)
 
 
 def test_bound_falls_with_eta_while_eta_L_below_one():
