@@ -35,13 +35,13 @@ bench: install
 clean-results:
 	rm -rf results/* logs benchmarks .snakemake
 
-# Runs computed elsewhere (scripts/gpu/run.sh's grid-tables.tar.gz; docs/gpu.md), analysed here without
+# Runs computed elsewhere (scripts/gpu/run.sh's grid-tables.tar.xz; docs/gpu.md), analysed here without
 # running them: partitions and references first, so that the imported runs are newer than their inputs,
 # then `make run SNAKEMAKE_ARGS="--configfile $(CONFIG) --config results_dir=$(RESULTS)"`.
 CONFIG ?= config/paper.yaml
 RESULTS ?= results
 import-runs: install
-	@test -n "$(ARCHIVE)" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.gz [CONFIG=...] [RESULTS=...]"; exit 2; }
+	@test -n "$(ARCHIVE)" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.xz [CONFIG=...] [RESULTS=...]"; exit 2; }
 	snakemake run_inputs --cores $(CORES) --configfile $(CONFIG) --config results_dir=$(RESULTS)
 	bladefl import-runs --archive $(ARCHIVE) --configfile config/config.yaml $(CONFIG) --results-dir $(RESULTS)
 

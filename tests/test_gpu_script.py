@@ -40,7 +40,7 @@ def run_script(work: Path, out: Path, **env: str) -> subprocess.CompletedProcess
 
 
 def packed(out: Path) -> tuple[dict, list[str]]:
-    with tarfile.open(out / "grid-tables.tar.gz") as tar:
+    with tarfile.open(out / "grid-tables.tar.xz") as tar:
         names = tar.getnames()
         about = json.loads(tar.extractfile("grid/ABOUT.json").read())
     return about, names
@@ -57,7 +57,7 @@ def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(ma
     assert not any("chains" in n or n.endswith(".npz") for n in names)  # no ledgers, no models
     assert sum(n.endswith("summary.json") for n in names) == 6
     config = run_import.read_config([REPO / "config/config.yaml", REPO / "config/smoke.yaml"])
-    imported = run_import.import_runs(tmp_path / "out/grid-tables.tar.gz", config, tmp_path / "runs")
+    imported = run_import.import_runs(tmp_path / "out/grid-tables.tar.xz", config, tmp_path / "runs")
     assert imported.runs == {"mnist": 6} and imported.about["mode"] == "snakemake"
     summary = json.loads(next((tmp_path / "runs").rglob("summary.json")).read_text())
     assert summary["provenance"]["code_version"].endswith("+abc1234") and summary["provenance"]["device"]
@@ -90,3 +90,14 @@ def test_a_grid_continued_in_a_kept_folder_skips_finished_runs_and_the_device_ch
     assert sum(n.endswith("summary.json") for n in names) == 6 and all(n.startswith("grid/") for n in names)
     assert about["finished"] and len(about["earlier_calls"]) == 1 and about["earlier_calls"][0]["finished"]
     assert keep.is_dir()  # a kept folder is not removed
+
+
+@pytest.mark.slow
+def test_an_archive_above_the_machines_file_limit_comes_back_in_parts_that_join(machine, tmp_path):
+    proc = run_script(machine, tmp_path / "out", BENCH="0", CHECK="0", SPLIT_BYTES="4000")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    parts = sorted((tmp_path / "out").glob("grid-tables.tar.xz.part-*"))
+    assert parts and not (tmp_path / "out/grid-tables.tar.xz").exists()
+    (tmp_path / "out/grid-tables.tar.xz").write_bytes(b"".join(p.read_bytes() for p in parts))
+    about, names = packed(tmp_path / "out")
+    assert about["finished"] and sum(n.endswith("summary.json") for n in names) == 6

@@ -7,7 +7,7 @@
 #   check.txt            `bladefl device-check`: the mixed group (lazy, DP, detection, exclusion, several
 #                        runs ending together) on the device against the CPU (CHECK=0 skips it)
 #   bench.txt            what the run printed (the benchmark's rates and breakdown, the grid's wall time)
-#   grid-tables.tar.gz   every finished run folder's rounds.csv, summary.json and detections.csv (no
+#   grid-tables.tar.xz   every finished run folder's rounds.csv, summary.json and detections.csv (no
 #                        ledgers) and ABOUT.json (GPU, code version, dates, wall time, whether the grid
 #                        finished): what `make import-runs ARCHIVE=...` brings into a results folder
 # MODE=bench (default): `bladefl bench --device cuda` (unless BENCH=0), then every grid run through
@@ -68,8 +68,15 @@ if os.path.exists(sys.argv[1]):  # a grid continued: the earlier calls' records 
 json.dump(about, open(sys.argv[1], "w"), indent=1)
 EOF
   # Members are named grid/<dataset>/<cell>/seed~<seed>/..., wherever GRID_DIR is.
-  (cd "$grid_dir/.." && tables "$(basename "$grid_dir")" | tar czf - --null -T - \
-    --transform "s|^$(basename "$grid_dir")/|grid/|") >"$out/grid-tables.tar.gz"
+  (cd "$grid_dir/.." && tables "$(basename "$grid_dir")" | tar cf - --null -T - \
+    --transform "s|^$(basename "$grid_dir")/|grid/|") | xz -T0 -6 >"$out/grid-tables.tar.xz"
+  # A file back from the GPU machine is at most 16 MiB (the 20-seed grid's tables: 16 MB as .tar.xz):
+  # a larger archive comes back in parts of SPLIT_BYTES (default 15 MiB); `cat grid-tables.tar.xz.part-*
+  # > grid-tables.tar.xz` joins them (docs/gpu.md).
+  split_bytes=${SPLIT_BYTES:-15728640}
+  if [ "$(stat -c %s "$out/grid-tables.tar.xz")" -gt "$split_bytes" ]; then
+    split -b "$split_bytes" "$out/grid-tables.tar.xz" "$out/grid-tables.tar.xz.part-" && rm "$out/grid-tables.tar.xz"
+  fi
   if [ "$grid_dir" = "$out/grid" ]; then rm -rf "$grid_dir"; fi
 }
 trap pack EXIT

@@ -419,7 +419,7 @@ def _commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None
          cli_args.add_provenance, _cmd_provenance),
         ("keep", "keep the report's inputs for good (reference/<name>/, with a manifest)", cli_args.add_keep,
          _cmd_keep),
-        ("import-runs", "bring run folders computed elsewhere (grid-tables.tar.gz) into a results folder",
+        ("import-runs", "bring run folders computed elsewhere (grid-tables.tar.xz) into a results folder",
          cli_args.add_import_runs, _cmd_import_runs),
         ("lay-out", "a kept bundle's files laid out as a results folder (for the report)", cli_args.add_lay_out,
          _cmd_lay_out),

@@ -152,7 +152,7 @@ def add_keep(p: argparse.ArgumentParser) -> None:
 
 def add_import_runs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--archive", required=True,
-                   help="run folders' tables, e.g. grid-tables.tar.gz from scripts/gpu/run.sh")
+                   help="run folders' tables, e.g. grid-tables.tar.xz from scripts/gpu/run.sh")
     p.add_argument("--configfile", nargs="+", required=True,
                    help="the workflow config the runs belong to, as Snakemake reads it: files merged in order, "
                         "e.g. config/config.yaml config/paper.yaml")

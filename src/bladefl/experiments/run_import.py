@@ -1,4 +1,4 @@
-"""Run folders computed elsewhere (the GPU machine's ``grid-tables.tar.gz``) brought into a results
+"""Run folders computed elsewhere (the GPU machine's ``grid-tables.tar.xz``) brought into a results
 folder, so that the workflow's analyses and report use them without running them again.
 
 An archive holds run folders ``<prefix>/<dataset>/<cell>/seed~<seed>/`` with their ``rounds.csv``,
