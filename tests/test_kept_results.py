@@ -126,3 +126,11 @@ def test_the_imported_archive_is_kept_checked_and_not_laid_out(tmp_path, workflo
     archive.write_bytes(b"changed after the import")
     with pytest.raises(ValueError, match="not the archive that was imported"):
         kr.imported_archive(record)
+
+
+def test_a_bundle_whose_manifest_snakemake_removed_is_kept_again(tmp_path, workflow):
+    out = tmp_path / "reference/x"
+    keep(workflow, out)
+    (out / kr.MANIFEST).unlink()  # what Snakemake does to a job's output before the job runs again
+    assert sorted(keep(workflow, out)["files"]) == sorted(keep(workflow, tmp_path / "reference/y")["files"])
+    assert kr.problems(out) == []

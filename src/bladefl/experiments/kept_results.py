@@ -61,8 +61,9 @@ def keep(files: Sequence[str | Path], results_dir: str | Path, data_dir: str | P
     bundle is assembled beside ``out`` and renamed into place: nothing half-written; an older
     bundle at ``out`` is replaced, any other existing folder is refused."""
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise ValueError(f"{out}: exists, is not empty and is not a kept bundle (no {MANIFEST}); not replaced")
+    if out.exists() and any(out.iterdir()) and not _is_bundle(out):
+        raise ValueError(f"{out}: exists, is not empty and is not a kept bundle (no {MANIFEST}, or files a "
+                         f"bundle does not hold); not replaced")
     entries = {bundle_path(f, results_dir, data_dir): Path(f) for f in files}
     entries[CONFIG] = Path(config_file)
     if archive is not None:
@@ -81,6 +82,15 @@ def keep(files: Sequence[str | Path], results_dir: str | Path, data_dir: str | P
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return manifest
+
+
+BUNDLE_ENTRIES = {MANIFEST, CONFIG, "results", "data", "runs"}
+
+
+def _is_bundle(folder: Path) -> bool:
+    """A kept bundle: its manifest, or (Snakemake removes a job's output, the manifest, before
+    the job runs again) nothing but what a bundle holds."""
+    return (folder / MANIFEST).is_file() or {p.name for p in folder.iterdir()} <= BUNDLE_ENTRIES
 
 
 def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, Any]) -> dict:
