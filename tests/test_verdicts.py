@@ -256,3 +256,20 @@ def test_corollary_4_is_judged_under_both_of_the_papers_statements():
     assert row(out, "K* falls as eta grows (Corollary 4's proof)").verdict == "refuted"
     where = [row["where"] for row in paper_inconsistencies()]
     assert any("Corollary 4" in w for w in where) and any("Definition 1" in w for w in where)
+
+
+def test_the_verdict_view_reads_at_a_glance():
+    from bladefl.report.views import verdict_view
+
+    members = expand(GRID)
+    rng = np.random.default_rng(1)
+    curves = {m.cell.key: [bowl(rng.integers(3, 8)) + rng.normal(0, 0.1, 14) for _ in range(4)] for m in members}
+    out = all_verdicts(table_from(curves, members), members, 100.0, [], None, None)
+    view = verdict_view(out)
+    assert list(view.columns) == ["claim", "verdict", "test", "effect [95% CI]", "units", "per draw", "evidence"]
+    first = view.iloc[0]
+    assert first.claim == "K* falls as alpha grows (Corollary 1, Table II)" and first.test.startswith("p = ")
+    assert first.units == "4 runs" and "[" in first["effect [95% CI]"]
+    derived = view[view.claim.str.startswith("τ·α·K* rises with alpha")].iloc[0]
+    assert "derived from “K* falls as alpha grows”, not counted" in derived.verdict
+    assert view[view.claim.str.startswith("the training loss is convex")].iloc[0].test.startswith("p (against)")

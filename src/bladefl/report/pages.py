@@ -166,8 +166,9 @@ def _verdict_rows(table: pd.DataFrame) -> str:
 
 def verdict_tally(table: pd.DataFrame) -> str:
     """Per dataset, the experiment's and the bound's claims counted apart (derived rows not counted)."""
-    derived = table["derived_from"].fillna("").astype(str) != "" if "derived_from" in table else False
-    counted = table[~derived] if "derived_from" in table else table
+    counted = table
+    if "derived_from" in table:
+        counted = table[~table["derived_from"].map(lambda v: isinstance(v, str) and v != "")]
     parts = []
     for d, part in counted.groupby("dataset", sort=False):
         basis = []

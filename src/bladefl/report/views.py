@@ -83,3 +83,44 @@ def detection_worst_rounds(per_round: pd.DataFrame) -> pd.DataFrame:
     (the lowest recall, the highest false-positive rate)."""
     return (per_round.groupby("detector")
             .agg(rounds=("recall", "size"), min_recall=("recall", "min"), max_fpr=("fpr", "max")).reset_index())
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _number(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
+    """The verdict table as a reader takes it in: the claim and where the paper makes it, the
+    verdict (derived rows say from what), the test (p-values, BH-adjusted; or the bound's
+    bootstrap support), the effect with its 95% interval, the units, the per-draw view and the
+    evidence."""
+    rows = []
+    for r in table.itertuples():
+        p, against = _number(getattr(r, "p_claim", None)), _number(getattr(r, "p_opposite", None))
+        if p == p:
+            test = f"p = {p:.2g}" + (f" (opposite {against:.2g})" if against == against else "")
+        elif against == against:
+            test = f"p (against) = {against:.2g}"
+        else:
+            support = _number(getattr(r, "support", None))
+            test = f"support {support:.2f}" if support == support else "n/a"
+        effect, low, high = (_number(getattr(r, k, None)) for k in ("effect", "effect_low", "effect_high"))
+        shown = "" if effect != effect else f"{effect:+.3g}" + (f" [{low:+.3g}, {high:+.3g}]" if low == low else "")
+        units = _number(getattr(r, "units", None))
+        unit = getattr(r, "unit", "")
+        derived = getattr(r, "derived_from", "")
+        draws = " ".join(x for x in (getattr(r, "across_partitions", ""), f"({getattr(r, 'draws_holding', '')})")
+                         if _is_text(x) and x != "()")
+        rows.append({"claim": f"{r.claim} ({r.source})",
+                     "verdict": r.verdict + (f", derived from “{derived}”, not counted" if _is_text(derived) else ""),
+                     "test": test, "effect [95% CI]": shown,
+                     "units": f"{int(units)} {unit}s" if units == units and _is_text(unit) else f"{int(r.seeds)} seeds",
+                     "per draw": draws, "evidence": r.evidence})
+    return pd.DataFrame(rows)
