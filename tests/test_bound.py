@@ -147,3 +147,12 @@ def test_the_bounds_tau_is_the_engines_tau_for_every_decimal_setting():
             assert got.tolist() == [float(tau_for(int(k), alpha, beta, 100)) for k in K], (alpha, beta)
     with pytest.raises(ValueError, match="whole numbers"):
         tau_of(np.array([1.5]), alpha=1, beta=6, t_sum=100)
+
+
+def test_an_undefined_bound_is_not_above_the_experiment():
+    import numpy as np
+
+    from bladefl.experiments.bound_analysis import _defined_where_measured
+
+    assert not _defined_where_measured(np.array([1.0, np.inf]), np.array([0.5, 0.4]))
+    assert _defined_where_measured(np.array([1.0, np.inf]), np.array([0.5, np.nan]))  # no gap there: not judged

@@ -69,3 +69,33 @@ def test_the_closed_form_needs_eta_L_far_from_small_for_the_experiments_K_star()
         assert 0.05 < x < 0.25
         assert math.isclose(100 / math.sqrt(2 * 6 / x + 6 + 36), K)
     assert math.isnan(closed_form_eta_L(20, **CELL))
+
+
+def _brute_force_minimisers(beta: float, lazy: bool) -> set[int]:
+    """Every K* of a bound defined at K = 1 over a dense scan of (eta L < 1, b, d): F = K (tau -
+    b g(tau) - d), the bound's minimiser the argmax of F where F > 0."""
+    from bladefl.theory.bound import tau_of
+    from bladefl.theory.certificate import g
+
+    Ks = np.arange(1, int(100 // (1 + beta)) + 1)
+    taus = tau_of(Ks.astype(float), alpha=1.0, beta=beta, t_sum=100.0)
+    bs = np.concatenate([[0.0], np.logspace(-8, 4, 300)])
+    ds = np.concatenate([[0.0], np.logspace(-6, 3, 80)]) if lazy else np.zeros(1)
+    found: set[int] = set()
+    for x in np.logspace(-6, np.log10(0.999), 120):
+        G = g(np.array([x]), taus)[0]
+        F = Ks * (taus - bs[:, None, None] * G - ds[None, :, None])  # [b, d, K]
+        best = Ks[np.argmax(np.where(F > 0, F, -np.inf), axis=2)]
+        found |= set(best[F[..., 0] > 0].tolist())
+    return found
+
+
+@pytest.mark.parametrize("beta", [6.0, 10.0])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_the_certificate_has_neither_false_positives_nor_false_negatives_against_brute_force(beta, lazy):
+    """Its largest minimiser of a bound defined at K = 1 is the brute-force scan's (the lazy
+    beta = 10 cell once said 4 where the truth is 3: an absolute slack and eta L up to 3)."""
+    cert = certificate(alpha=1, beta=beta, t_sum=100, lazy=lazy)
+    brute = _brute_force_minimisers(beta, lazy)
+    assert cert.largest_if_defined_at_1 == max(brute)
+    assert brute <= {K for K in cert.Ks if cert.defined_from.get(K) == 1}

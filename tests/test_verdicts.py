@@ -240,6 +240,7 @@ def test_a_bound_that_is_undefined_somewhere_is_not_applicable_not_refuted():
     k_row = out.loc["the bound's K* is the experiment's K*"]
     assert "no choice of constants puts its minimiser above K = 4" in k_row.evidence
     assert "undefined at K = 1..4" in k_row.evidence
+    assert "at the measured eta L = 0.1, no constants give K* > " in k_row.evidence
     assert set(out.verdict) <= set(VERDICTS)
 
 
@@ -273,3 +274,21 @@ def test_the_verdict_view_reads_at_a_glance():
     derived = view[view.claim.str.startswith("τ·α·K* rises with alpha")].iloc[0]
     assert "derived from “K* falls as alpha grows”, not counted" in derived.verdict
     assert view[view.claim.str.startswith("the training loss is convex")].iloc[0].test.startswith("p (against)")
+
+
+def test_the_bound_verdicts_use_the_minimax_fit_and_each_ks_theta():
+    """The verdict path fits as the README and the bound page report: minimax, and in a lazy cell
+    theta at each K's last round (the seeds' median), not one mean theta."""
+    from bladefl.experiments.verdicts import BoundCell, cell_fit
+    from bladefl.theory.fit import fit_minimax
+
+    cell = BoundCell("lazy", alpha=1, beta=6, eta=0.01, t_sum=100, M=8, N=20, sigma2=0.01)
+    Ks = np.arange(1, 15)
+    gaps = pd.DataFrame([{"cell": "lazy", "seed": s, "K": int(k), "gap": 0.3 + 0.01 * (k - 8) ** 2,
+                          "theta_last": 0.1 * k + s} for s in (0, 1, 2) for k in Ks])
+    constants = pd.DataFrame([{"cell": "lazy", "seed": s, "L": 2.0, "xi": 1.0, "delta": 1.0, "theta": 5.0,
+                               "phi_measured": 0.2, "eps2_measured": 1.0} for s in (0, 1, 2)])
+    fit = cell_fit(gaps, constants, cell, [0, 1, 2])
+    assert np.allclose(fit.common["theta"], 0.1 * Ks + 1)  # the median seed's per-K theta
+    expected = fit_minimax(Ks.astype(float), fit.gap, **fit.common)
+    assert fit.fit.phi == pytest.approx(expected.phi) and fit.fit.residual == pytest.approx(expected.residual)

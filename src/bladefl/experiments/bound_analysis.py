@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,13 +166,15 @@ class BoundOn:
         return [int(k) for k, g in zip(self.K, self.G_measured, strict=True) if not np.isfinite(g)]
 
 
-def bound_on(K: np.ndarray, gap: np.ndarray, common: dict, phi_measured: float, eps2_measured: float) -> BoundOn:
-    """Fit the bound to the gaps as an upper bound (:func:`bladefl.theory.fit.fit_bound`) and
-    evaluate it and the measured bound at every K. ``common``: the bound's other arguments
-    (alpha, beta, eta, L, xi, delta, t_sum, M, N, theta, sigma2)."""
+def bound_on(K: np.ndarray, gap: np.ndarray, common: dict, phi_measured: float, eps2_measured: float,
+             fitter: Callable[..., Fit] = fit_bound) -> BoundOn:
+    """Fit the bound to the gaps as an upper bound (``fitter``: :func:`bladefl.theory.fit.fit_bound`,
+    or :func:`~bladefl.theory.fit.fit_minimax`) and evaluate it and the measured bound at every K.
+    ``common``: the bound's other arguments (alpha, beta, eta, L, xi, delta, t_sum, M, N, theta
+    (one value or one per K), sigma2)."""
     G_meas = np.asarray(lazy_upper_bound(K, phi=phi_measured, eps2=eps2_measured, **common))
     try:
-        fitted = fit_bound(K, gap, **common)
+        fitted = fitter(K, gap, **common)
     except ValueError:
         fitted = None
     G_fit = (np.asarray(lazy_upper_bound(K, phi=fitted.phi, eps2=fitted.eps2, **common)) if fitted
@@ -242,11 +244,18 @@ def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> 
             "K_exact_measured": bound.k_star_measured,
             "K_experiment": k_exp,
             "max_rel_gap_fit": rep_fit.max_relative_gap, "mean_rel_gap_fit": rep_fit.mean_relative_gap,
-            "fit_above_everywhere": rep_fit.bound_above_everywhere,
+            # an undefined (infinite) bound bounds nothing: it is not "above"
+            "fit_above_everywhere": rep_fit.bound_above_everywhere and _defined_where_measured(G_fit, gap),
             "max_rel_gap_measured": rep_meas.max_relative_gap, "mean_rel_gap_measured": rep_meas.mean_relative_gap,
-            "measured_above_everywhere": rep_meas.bound_above_everywhere,
+            "measured_above_everywhere": rep_meas.bound_above_everywhere and _defined_where_measured(G_meas, gap),
         },
     }
+
+
+def _defined_where_measured(G: np.ndarray, gap: np.ndarray) -> bool:
+    """Whether the bound is finite (defined) at every K with a measured gap."""
+    G, gap = np.asarray(G, dtype=float), np.asarray(gap, dtype=float)
+    return bool(np.isfinite(G[np.isfinite(gap)]).all())
 
 
 def _csv(frame: pd.DataFrame, path: Path) -> Path:

@@ -32,8 +32,13 @@ import numpy as np
 
 from bladefl.theory.bound import tau_of
 
-# eta L scanned: from a nearly linear h (1e-6) to past the theorem's eta L < 1 (3), log-spaced.
-ETA_L_GRID = np.logspace(-6, math.log10(3.0), 241)
+# eta L scanned: from a nearly linear h (1e-6) up to the lemma's condition eta L < 1, log-spaced
+# (beyond it the theorem says nothing; from eta L >= 2 its phi is not positive).
+ETA_L_GRID = np.logspace(-6, math.log10(0.999), 241)
+
+# Relative slack of a comparison (the terms span many orders of magnitude: an absolute slack
+# turns a bound of 1e-50 into a pass).
+RELATIVE_SLACK = 1e-9
 
 
 def g(x: float | np.ndarray, tau: np.ndarray) -> np.ndarray:
@@ -134,7 +139,7 @@ def _feasible_2d(c: np.ndarray, B: np.ndarray, D: np.ndarray, strict: np.ndarray
     values = a[:, None, :] + m[:, None, :] * cand[:, :, None]  # [X, C, n]
     low = np.maximum(0.0, np.where(lower[:, None, :], values, -np.inf).max(axis=2))
     high = np.where((B > 0)[:, None, :], values, np.inf).min(axis=2)
-    gap_ok = (low <= high + 1e-12 * np.maximum(1.0, np.abs(high))) | np.isinf(high)
+    gap_ok = (low <= high + RELATIVE_SLACK * np.maximum(np.abs(low), np.abs(high))) | np.isinf(high)
     return ok_flat & (d_lo <= d_hi) & gap_ok.any(axis=1)
 
 
