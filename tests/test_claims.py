@@ -62,11 +62,11 @@ def test_the_reports_corollaries_on_the_bound_are_judged_on_its_real_minimiser()
     base = {**{k: common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")}, "phi": 0.5, "eps2": 3.0,
             "M": 0, "N": 20, "theta": 0.0, "sigma2": 0.0}
     for name in ("K* falls as alpha grows", "K* rises with eta", "K* rises with delta"):
-        holds, values, real, integer, _, cell = out[name]
+        holds, values, real, integer, _, cell, finite_eps2 = out[name]
         assert real == [round(y, 3) for y in on_bound(corollary(name), base, values, integer=False).y]
         assert integer == on_bound(corollary(name), base, values).y and cell == "c"
         assert holds == on_bound(corollary(name), base, values, integer=False).holds
-    assert out["K* falls as sigma2 grows"][-1] == "lazy"  # theta and the noise: on the lazy cell
+    assert out["K* falls as sigma2 grows"][-2] == "lazy" and finite_eps2  # theta and the noise: on the lazy cell
 
 
 def test_the_real_minimiser_is_the_brute_force_minimiser_of_the_continuous_bound():
@@ -105,3 +105,26 @@ def test_monotone_tolerates_steps_within_the_noise():
     assert monotone("c", "experiment", x, y, "rises", tolerance=0.005).holds
     assert not monotone("c", "experiment", x, [0.41, 0.55, 0.5, 0.49], "rises", tolerance=0.005).holds
     assert not monotone("c", "experiment", x, [0.55, 0.552, 0.549, 0.551], "rises", tolerance=0.005).holds  # flat
+
+
+def test_a_fitted_bound_without_its_lazy_term_is_not_applicable_to_the_lazy_corollaries():
+    import math
+
+    import numpy as np
+
+    from bladefl.experiments.bound_verdicts import BoundCell, CellFit, bound_corollaries
+    from bladefl.experiments.grid import expand
+    from bladefl.theory.fit import Fit
+
+    grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
+            "sweeps": [{"name": "sigma2", "vary": "sigma2", "values": [0.01, 0.3], "with": {"lazy_ratio": 0.2}},
+                       {"name": "beta", "vary": "beta", "values": [6, 10]}]}
+    common = dict(alpha=1, beta=6, eta=0.005, L=2.0, xi=1.0, delta=0.5, t_sum=100, M=0, N=20, theta=0.0, sigma2=0.0)
+    plain = CellFit(BoundCell("c", 1, 6, 0.005, 100, 0, 20, 0.0), np.arange(1, 15.0), np.ones(14),
+                    {"delta": 0.5, "theta": 0.0}, common, Fit(0.5, 3.0, ("phi", "eps2"), 0.0))
+    lazy = CellFit(BoundCell("lazy", 1, 6, 0.01, 100, 8, 20, 0.01), np.arange(1, 15.0), np.ones(14),
+                   {"delta": 0.5, "theta": 0.3}, {**common, "M": 8}, Fit(0.5, math.inf, ("phi", "eps2"), 0.0))
+    out = bound_corollaries([[plain, lazy]], expand(grid), seeds=2).set_index("claim")
+    row = out.loc["K* falls as sigma2 grows (on the bound)"]
+    assert row.verdict == "not applicable" and "eps2 = inf" in row.evidence
+    assert out.loc["K* falls as beta grows (on the bound)"].verdict != "not applicable"

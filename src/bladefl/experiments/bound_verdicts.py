@@ -172,7 +172,7 @@ def _corollaries_on(fits: Sequence[CellFit], members: Sequence[Member]
             continue
         real, integer = on_bound(claim, base, values, integer=False), on_bound(claim, base, values, integer=True)
         results[claim.name] = (real.holds, values, _k_values(claim, base, real), _k_values(claim, base, integer),
-                               real.detail, f.cell.cell)
+                               real.detail, f.cell.cell, bool(np.isfinite(f.fit.eps2)))
     return results
 
 
@@ -192,12 +192,16 @@ def bound_corollaries(fits: Sequence[Sequence[CellFit]], members: Sequence[Membe
     for claim in COROLLARIES:
         if claim.name not in full:
             continue
-        _, values, real, integer, detail, cell = full[claim.name]
+        _, values, real, integer, detail, cell, finite_eps2 = full[claim.name]
         note = f"; {ASSUMPTIONS[claim.param]}" if claim.param in ASSUMPTIONS else ""
+        # eps2 = inf: G = 1 / (K tau eta phi), nothing of xi, delta, M, theta or sigma2 left to move K*
+        vacuous = "" if finite_eps2 else (f"the fitted bound of {cell} has eps2 = inf (its minimax fit): no "
+                                          f"xi-delta term and no lazy term, so it cannot speak to {claim.param}")
         rows.append(claim_row(f"{claim.name} (on the bound)", claim.source, "bound",
                               [d.get(claim.name, (False,))[0] for d in per_draw], seeds,
                               f"{claim.param} = {[fmt(x) for x in values]} -> the fitted bound's real-valued "
-                              f"K* = {real} ({detail}); integer K* of the time model = {integer}; cell {cell}{note}"))
+                              f"K* = {real} ({detail}); integer K* of the time model = {integer}; cell {cell}{note}",
+                              vacuous))
     return pd.DataFrame(rows, columns=POOLED)
 
 
