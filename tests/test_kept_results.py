@@ -134,3 +134,18 @@ def test_a_bundle_whose_manifest_snakemake_removed_is_kept_again(tmp_path, workf
     (out / kr.MANIFEST).unlink()  # what Snakemake does to a job's output before the job runs again
     assert sorted(keep(workflow, out)["files"]) == sorted(keep(workflow, tmp_path / "reference/y")["files"])
     assert kr.problems(out) == []
+
+
+def test_a_bundle_kept_again_keeps_the_archive_it_holds_when_the_original_is_gone(tmp_path, workflow):
+    archive = tmp_path / "grid-tables.tar.xz"
+    archive.write_bytes(b"run tables")
+    record = {"archive": str(archive), "sha256": kr.sha256_file(archive)}
+    about = kr.about_runs([workflow["results"] / "provenance/mnist.csv"])
+    out = tmp_path / "reference/x"
+    kr.keep(workflow["files"], workflow["results"], workflow["data"], workflow["config"], out, about,
+            kr.imported_archive(record, out))
+    archive.unlink()  # the archive now lives in the bundle only
+    again = kr.imported_archive(record, out)
+    assert again == out / "runs/grid-tables.tar.xz"
+    manifest = kr.keep(workflow["files"], workflow["results"], workflow["data"], workflow["config"], out, about, again)
+    assert manifest["files"]["runs/grid-tables.tar.xz"]["sha256"] == record["sha256"] and kr.problems(out) == []

@@ -300,7 +300,7 @@ def _cmd_keep(args: argparse.Namespace) -> int:
     archive = None
     if args.imported:
         about["imported"] = json.loads(Path(args.imported).read_text())
-        archive = kept_results.imported_archive(about["imported"])
+        archive = kept_results.imported_archive(about["imported"], args.out)
     manifest = kept_results.keep([*args.files, *args.provenance], args.results_dir, args.data_dir,
                                  args.config_file, args.out, about, archive)
     size = sum(f["bytes"] for f in manifest["files"].values())

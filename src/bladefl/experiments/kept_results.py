@@ -159,11 +159,17 @@ def lay_out(bundle: str | Path, results_dir: str | Path, data_dir: str | Path) -
 __all__ = ["MANIFEST", "CONFIG", "bundle_path", "about_runs", "keep", "read_manifest", "problems", "lay_out"]
 
 
-def imported_archive(record: Mapping[str, Any]) -> Path | None:
-    """The run tables archive an import record (``results/imported.json``) names, when it is still
-    there; ValueError when it is there but is no longer the archive that was imported (SHA-256)."""
-    path = Path(str(record.get("archive", "")))
-    if not record.get("archive") or not path.is_file():
+def imported_archive(record: Mapping[str, Any], bundle: str | Path | None = None) -> Path | None:
+    """The run tables archive an import record (``results/imported.json``) names: where the record
+    says, else (a bundle kept again after the archive was moved into it) the copy in ``bundle``'s
+    ``runs/``; None where neither is there. ValueError when the file is there but is not the
+    archive that was imported (SHA-256)."""
+    if not record.get("archive"):
+        return None
+    path = Path(str(record["archive"]))
+    if not path.is_file() and bundle is not None:
+        path = Path(bundle) / "runs" / path.name
+    if not path.is_file():
         return None
     if sha256_file(path) != record.get("sha256"):
         raise ValueError(f"{path}: not the archive that was imported (its SHA-256 differs from the import record's)")
