@@ -128,3 +128,22 @@ def test_a_fitted_bound_without_its_lazy_term_is_not_applicable_to_the_lazy_coro
     row = out.loc["K* falls as sigma2 grows (on the bound)"]
     assert row.verdict == "not applicable" and "eps2 = inf" in row.evidence
     assert out.loc["K* falls as beta grows (on the bound)"].verdict != "not applicable"
+
+
+def test_corollary_4s_second_part_is_a_bound_row_judged_at_every_k():
+    import numpy as np
+
+    from bladefl.experiments.bound_verdicts import ETA_CLAIM, BoundCell, CellFit, eta_claim
+    from bladefl.experiments.grid import expand
+    from bladefl.theory.fit import Fit
+
+    grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
+            "sweeps": [{"name": "eta", "vary": "eta", "values": [0.001, 0.002, 0.005, 0.01], "with": {"beta": 6}}]}
+    common = dict(alpha=1, beta=6, eta=0.005, L=2.0, xi=1.0, delta=0.5, t_sum=100, M=0, N=20, theta=0.0, sigma2=0.0)
+    fit = CellFit(BoundCell("c", 1, 6, 0.005, 100, 0, 20, 0.0), np.arange(1, 15.0), np.ones(14),
+                  {"delta": 0.5, "theta": 0.0}, common, Fit(0.5, 3.0, ("phi", "eps2"), 0.0))
+    row = eta_claim([[fit]], expand(grid), seeds=2).iloc[0]
+    assert row.claim == ETA_CLAIM and row.verdict in ("reproduced", "refuted") and "eta L < 1" in row.evidence
+    manual = all(bound_falls_with_eta({**common, "phi": 0.5, "eps2": 3.0}, [0.001, 0.002, 0.005, 0.01], float(k)).holds
+                 for k in range(1, 15))
+    assert (row.verdict == "reproduced") == manual or "undefined" in row.evidence

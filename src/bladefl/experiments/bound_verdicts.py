@@ -20,7 +20,7 @@ from bladefl.experiments.bound_analysis import BoundOn, bound_on
 from bladefl.experiments.grid import Member
 from bladefl.experiments.verdict_rows import POOLED, claim_row, fmt, sweep_varying
 from bladefl.theory.certificate import certificate
-from bladefl.theory.claims import COROLLARIES, Corollary, Verdict, on_bound, sweep_point
+from bladefl.theory.claims import COROLLARIES, Corollary, Verdict, bound_falls_with_eta, on_bound, sweep_point
 from bladefl.theory.fit import Fit, fit_minimax
 
 
@@ -203,6 +203,38 @@ def bound_corollaries(fits: Sequence[Sequence[CellFit]], members: Sequence[Membe
                               f"K* = {real} ({detail}); integer K* of the time model = {integer}; cell {cell}{note}",
                               vacuous))
     return pd.DataFrame(rows, columns=POOLED)
+
+
+ETA_CLAIM = "the bound falls as eta grows while eta L < 1 (Corollary 4)"
+
+
+def _falls_with_eta(f: CellFit, etas: Sequence[float]) -> tuple[bool, str]:
+    """Corollary 4's second part on one resample's fitted bound (M = 0 cell): at every feasible K,
+    G over the swept etas with eta L < 1 (the fitted phi and eps2 held, L measured)."""
+    if f.fit is None or not np.isfinite(f.fit.eps2):
+        return False, "no fitted bound with a finite eps2"
+    params = {**{k: f.common[k] for k in ("alpha", "beta", "L", "xi", "delta", "t_sum")}, "phi": f.fit.phi,
+              "eps2": f.fit.eps2}
+    checks = {int(k): bound_falls_with_eta(params, etas, float(k)) for k in f.K}
+    undefined = [k for k, v in checks.items() if not np.isfinite(v.y).all()]
+    failing = [k for k, v in checks.items() if k not in undefined and not v.holds]
+    kept = [fmt(e) for e in etas if e * params["L"] < 1]
+    where = f" (undefined at K = {undefined}: not judged there)" if undefined else ""
+    return not failing, (f"eta = {kept} (eta L < 1): G falls at every K where it is defined{where}" if not failing
+                         else f"eta = {kept} (eta L < 1): G does not fall at K = {failing}{where}")
+
+
+def eta_claim(fits: Sequence[Sequence[CellFit]], members: Sequence[Member], seeds: int) -> pd.DataFrame:
+    """Corollary 4's second part (see :func:`_falls_with_eta`) as a verdict row; none without an
+    eta sweep."""
+    sweep = sweep_varying(members, "eta")
+    if sweep is None or len(sweep.values) < 2:
+        return pd.DataFrame(columns=POOLED)
+    results = [_falls_with_eta(row[0], sweep.values) for row in fits]
+    row = claim_row(ETA_CLAIM, "Corollary 4", "bound", [ok for ok, _ in results], seeds,
+                    f"{results[0][1]}; cell {fits[0][0].cell.cell}, minimax fit (its proof's derivative omits "
+                    f"lambda's dependence on eta: see the paper's inconsistencies)")
+    return pd.DataFrame([row], columns=POOLED)
 
 
 def bound_cells_of(members: Sequence[Member], sweep: str, t_sum: float) -> list[BoundCell]:

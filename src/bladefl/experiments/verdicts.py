@@ -26,6 +26,7 @@ from bladefl.experiments.bound_verdicts import (
     bound_claims,
     bound_corollaries,
     cell_fit,
+    eta_claim,
 )
 from bladefl.experiments.experiment_verdicts import EXPERIMENT_VERDICTS, experiment_verdicts, per_draw
 from bladefl.experiments.grid import Member
@@ -99,7 +100,8 @@ def pooled_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float
     draws = seed_draws(S, bound_resamples)
     fits = [[cell_fit(gaps, constants, c, [curves.seeds[i] for i in rows]) for c in bound_cells] for rows in draws]
     k_exp = [[curves.mean(rows).k_star(c.cell) for c in bound_cells] for rows in draws]
-    return pd.concat([bound_claims(fits, k_exp, S), bound_corollaries(fits, members, S)], ignore_index=True)
+    return pd.concat([bound_claims(fits, k_exp, S), bound_corollaries(fits, members, S), eta_claim(fits, members, S)],
+                     ignore_index=True)
 
 
 __all__ = ["ALL_COLUMNS", "VERDICTS", "EXPERIMENT_VERDICTS", "COLUMNS", "across_partitions", "pooled_verdicts",

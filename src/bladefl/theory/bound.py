@@ -189,3 +189,10 @@ def preconditions(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: flo
         br = _bracket(K_arr, tau, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2, extra=extra)
     ok = (tau >= 1) & np.isfinite(br) & (br > 0)
     return Preconditions(eta_L_below_1=bool(eta * L < 1), bracket_positive=ok.tolist())
+
+
+def noise_term_magnitudes(*, M: float, sigma2: float, P: int) -> tuple[float, float]:
+    """Theorem 4's lazy noise term as written, sqrt(M) sigma^2, against the quantity its proof
+    bounds, E||sum of the M lazy clients' noise vectors|| ~ sigma sqrt(M P) for N(0, sigma^2)
+    noise on each of P parameters (the norm of a Gaussian vector of M P entries)."""
+    return math.sqrt(M) * sigma2, math.sqrt(sigma2) * math.sqrt(M * P)
