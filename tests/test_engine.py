@@ -12,6 +12,7 @@ import torch
 from bladefl.chain.pow import meets_target
 from bladefl.chain.transactions import derive_key
 from bladefl.chain.verify import verify_chain
+from bladefl.experiments.device_check import synthetic_data
 from bladefl.experiments.runner import run_cell
 from bladefl.fl import lazy, mlp, privacy, trainer
 from bladefl.fl.engine import ClientData, run_k
@@ -19,12 +20,8 @@ from bladefl.fl.run_config import from_dict
 
 
 def synthetic(N=4, n=48, d=30, c=10, T=64, seed=0) -> ClientData:
-    g = torch.Generator().manual_seed(seed)
-    centers = torch.randn(c, d, generator=g) * 2
-    y = torch.randint(0, c, (N, n), generator=g)
-    x = centers[y] + torch.randn(N, n, d, generator=g)
-    yt = torch.randint(0, c, (T,), generator=g)
-    return ClientData(x=x, y=y, x_test=centers[yt] + torch.randn(T, d, generator=g), y_test=yt)
+    """Gaussian class clusters (:func:`bladefl.experiments.device_check.synthetic_data`)."""
+    return synthetic_data(N=N, n=n, d=d, classes=c, T=T, seed=seed)
 
 
 def reference_train(model0: torch.Tensor, x, y, tau, eta, iteration, batch, shape, generator):
