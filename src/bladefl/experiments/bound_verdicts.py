@@ -73,7 +73,10 @@ def _fig3_checks(f: CellFit, exp_k: float) -> dict:
     b = f.bound if f.bound is not None else bound_on(f.K, f.gap, f.common, f.constants["phi_measured"],
                                                      f.constants["eps2_measured"])
     finite_meas = bool(np.isfinite(b.G_measured[np.isfinite(f.gap)]).all())
-    return {"within": b.fitted.max_relative_gap, "above": b.measured.bound_above_everywhere and finite_meas,
+    rel = np.abs(np.asarray(b.fitted.relative_gap, dtype=float))
+    closest = float(np.nanmin(rel)) if np.isfinite(rel).any() else float("inf")
+    return {"within": b.fitted.max_relative_gap, "closest": closest,
+            "above": b.measured.bound_above_everywhere and finite_meas,
             "k_fit": b.k_star_fit, "k_exp": exp_k, "undefined": b.undefined_measured}
 
 
@@ -118,6 +121,10 @@ def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[flo
         (f"the bound is within {within:.0%} of the experiment", "Fig. 3",
          lambda r: all(x["within"] <= within for x in r),
          f"max relative excess of the upper fit per cell: {[round(x['within'], 3) for x in full]}; {fit_note}", ""),
+        (f"the bound is within {within:.0%} of the experiment at some K (the other reading)", "Fig. 3",
+         lambda r: all(x["closest"] <= within for x in r),
+         f"smallest relative excess of the upper fit over K per cell: {[round(x['closest'], 3) for x in full]} (the "
+         f"paper's \"within 5%\" read as at its closest K; the row above reads it at every K)", ""),
         ("the bound is above the experiment at every K", "Fig. 3",
          lambda r: all(x["above"] for x in r),
          f"measured-constants bound above and defined at every K, per cell: {[x['above'] for x in full]}",
