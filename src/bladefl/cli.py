@@ -305,6 +305,10 @@ def _cmd_keep(args: argparse.Namespace) -> int:
                                  args.config_file, args.out, about, archive)
     size = sum(f["bytes"] for f in manifest["files"].values())
     print(f"kept {len(manifest['files'])} files ({size / 1e6:.1f} MB) in {args.out}")
+    if args.imported:  # say where the runs' archive is, or that it is not kept
+        print(f"  run tables archive: runs/{archive.name}" if archive else
+              f"  run tables archive {about['imported'].get('archive')} not found: not kept (the import record "
+              f"keeps its SHA-256)")
     return 0
 
 
