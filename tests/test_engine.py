@@ -12,11 +12,10 @@ import torch
 from bladefl.chain.pow import meets_target
 from bladefl.chain.transactions import derive_key
 from bladefl.chain.verify import verify_chain
-from bladefl.experiments.device_check import synthetic_data
+from bladefl.experiments.device_check import small_config, synthetic_data
 from bladefl.experiments.runner import run_cell
 from bladefl.fl import lazy, mlp, privacy, trainer
 from bladefl.fl.engine import ClientData, run_k
-from bladefl.fl.run_config import from_dict
 
 
 def synthetic(N=4, n=48, d=30, c=10, T=64, seed=0) -> ClientData:
@@ -67,12 +66,8 @@ def test_batched_trainer_matches_per_client_reference(iteration, activation):
 
 
 def small_cfg(**over):
-    base = {"partition": {"N": 4, "n": 48}, "model": {"hidden": 16}, "train": {"eta": 0.05, "batch_size": 16},
-            "time": {"alpha": 1, "beta": 10, "t_sum": 100, "K": [3]}, "chain": {"difficulty_bits": 8},
-            "device": "cpu"}
-    for key, value in over.items():
-        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
-    return from_dict(base)
+    """A small run config on the CPU (:func:`bladefl.experiments.device_check.small_config`)."""
+    return small_config(over.pop("device", "cpu"), **over)
 
 
 def test_same_config_and_seed_give_identical_results():

@@ -11,22 +11,15 @@ import pytest
 import torch
 from tests.test_engine import small_cfg, synthetic
 
+from bladefl.experiments import device_check
 from bladefl.experiments.runner import CellJob, batches, finished, run_cells
 from bladefl.fl import mlp
 from bladefl.fl.engine import RunSpec, group_errors, run_group, run_k
 from bladefl.fl.execution import resolve
 
-MIXED = [  # K, seeds, eta, lazy (with and without the counterfactual), DP, detection with exclusion
-    (small_cfg(), 3),
-    (small_cfg(seed=1), 2),
-    (small_cfg(train={"eta": 0.1}), 1),
-    (small_cfg(seed=2, lazy={"ratio": 0.5, "sigma2": 0.01}), 3),
-    (small_cfg(seed=3, lazy={"ratio": 0.25, "sigma2": 1e-4, "counterfactual": True}), 2),
-    (small_cfg(privacy={"epsilon": 50.0, "clip": 5.0}), 3),
-    (small_cfg(lazy={"ratio": 0.25, "sigma2": 0.01, "detectors": ["gaussian_difference"], "exclude": True}), 4),
-    (small_cfg(time={"alpha": 2, "beta": 5}), 9),  # another time model: tau 3
-    (small_cfg(), 10),  # infeasible K (tau 0): reported, not run
-]
+# K, seeds, eta, lazy (with and without the counterfactual), DP, detection with exclusion, another time
+# model, an infeasible K: the group the GPU check runs too (bladefl.experiments.device_check.MIXED)
+MIXED = [(small_cfg(**over), K) for over, K in device_check.MIXED]
 
 
 def _same(a, b):

@@ -259,11 +259,11 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     margins = parse_margins(args.margins)
     frame = all_verdicts(table, members, args.t_sum, cells, gaps, constants, resamples=args.resamples,
                          bound_resamples=args.bound_resamples, margins=margins)
-    atomic.write_csv(args.out, frame.assign(dataset=args.dataset))
-    for basis in ("experiment", "bound"):
-        part = frame[(frame.basis == basis) & (frame.derived_from.fillna("") == "")]
-        print(f"{basis}: {len(part)} claims, {part.verdict.value_counts().to_dict()}")
-    print(f"wrote {args.out} ({int((frame.derived_from.fillna('') != '').sum())} derived rows not counted)")
+    from bladefl.report.pages import verdict_tally
+
+    frame = frame.assign(dataset=args.dataset)
+    atomic.write_csv(args.out, frame)
+    print(f"wrote {args.out}: {verdict_tally(frame)} (derived rows not counted)")
     return 0
 
 

@@ -23,6 +23,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,7 @@ from bladefl.experiments.trend import (
     trend_test,
     units_needed,
 )
-from bladefl.experiments.verdict_rows import Curves, Sweep, fmt, sweep_varying
+from bladefl.experiments.verdict_rows import Curves, Means, Sweep, fmt, sweep_varying
 from bladefl.theory.claims import COROLLARIES
 
 EXPERIMENT_VERDICTS = ("reproduced", "refuted", "inconclusive", "too few runs")
@@ -66,12 +67,16 @@ class Units:
         curves = Curves.from_table(ok)
         return cls(curves, "run", [f"seed {u}" for u in curves.seeds], 1)
 
+    @cached_property
+    def means(self) -> list[Means]:
+        """Each unit's curves (computed once, read by every claim)."""
+        return [self.curves.mean(np.array([u])) for u in range(len(self.curves.seeds))]
+
     def values(self, cells: Sequence[str], quantity: str, betas: Sequence[float], t_sum: float) -> np.ndarray:
         """[units, cells] of a quantity: K (K* by loss), mining_time (beta K*), training_time
         (t_sum - beta K*), min_loss, max_accuracy."""
         out = np.full((len(self.curves.seeds), len(cells)), np.nan)
-        for u in range(len(self.curves.seeds)):
-            m = self.curves.mean(np.array([u]))
+        for u, m in enumerate(self.means):
             for j, (cell, beta) in enumerate(zip(cells, betas, strict=True)):
                 if quantity in ("K", "mining_time", "training_time"):
                     k = m.k_star(cell)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from bladefl.core import atomic
 from bladefl.report.inputs import read_csv
+from bladefl.report.views import derived_from, verdict_test, verdict_units
 
 NOTEBOOK_TITLES = {
     "00_verdicts": "verdicts and provenance",
@@ -130,45 +131,32 @@ def _claim_cell(r: object) -> str:
     return f"<a href='{href}' title='{html.escape(NOTEBOOK_TITLES.get(page, page))}'>{name}</a>"
 
 
-def _derived(r: object) -> str:
-    return _text(getattr(r, "derived_from", ""))
-
-
 def _strength_cell(r: object) -> str:
     """An experiment claim's p-value (claimed direction, BH-adjusted) and effect; a bound claim's
-    bootstrap support."""
-    p = getattr(r, "p_claim", float("nan"))
-    if r.basis == "experiment" and p == p:
-        effect = getattr(r, "effect", float("nan"))
-        return f"p = {float(p):.2g}" + (f"<br>effect {float(effect):+.3g}" if effect == effect else "")
-    against = getattr(r, "p_opposite", float("nan"))
-    if r.basis == "experiment" and against == against:  # a claim tested only against (convexity)
-        return f"p (against) = {float(against):.2g}"
-    return "n/a" if r.support != r.support else f"support {float(r.support):.2f}"
+    bootstrap support (:func:`bladefl.report.views.verdict_test`)."""
+    p, effect = getattr(r, "p_claim", None), getattr(r, "effect", None)
+    tested = r.basis == "experiment" and pd.notna(p) and pd.notna(effect)
+    return html.escape(verdict_test(r, opposite=False)) + (f"<br>effect {float(effect):+.3g}" if tested else "")
 
 
 def _verdict_rows(table: pd.DataFrame) -> str:
     rows = []
     for r in table.itertuples():
         colour = VERDICT_COLOURS.get(r.verdict, "#fff")
-        verdict = html.escape(r.verdict) + (f"<br><small>derived from “{html.escape(_derived(r))}”: not counted"
-                                            f"</small>" if _derived(r) else "")
-        units = getattr(r, "units", float("nan"))
-        unit = _text(getattr(r, "unit", ""))
-        replicated = (f"{int(units)} {unit}s" if units == units and unit else f"{int(r.seeds)} seeds")
+        derived = derived_from(r)
+        verdict = html.escape(r.verdict) + (f"<br><small>derived from “{html.escape(derived)}”: not counted"
+                                            f"</small>" if derived else "")
         rows.append(f"<tr><td>{html.escape(dataset_title(r.dataset))}</td><td>{_claim_cell(r)}</td>"
                     f"<td>{html.escape(str(r.source))} ({html.escape(str(r.basis))})</td>"
                     f"<td style='background:{colour}'>{verdict}</td>"
-                    f"<td>{_strength_cell(r)}</td><td>{html.escape(replicated)}</td>"
+                    f"<td>{_strength_cell(r)}</td><td>{html.escape(verdict_units(r))}</td>"
                     f"<td>{_draws_cell(r)}</td><td>{html.escape(str(r.evidence))}</td></tr>")
     return "\n".join(rows)
 
 
 def verdict_tally(table: pd.DataFrame) -> str:
     """Per dataset, the experiment's and the bound's claims counted apart (derived rows not counted)."""
-    counted = table
-    if "derived_from" in table:
-        counted = table[~table["derived_from"].map(lambda v: isinstance(v, str) and v != "")]
+    counted = table[[not derived_from(r) for r in table.itertuples()]]
     parts = []
     for d, part in counted.groupby("dataset", sort=False):
         basis = []

@@ -96,31 +96,44 @@ def _number(value: object) -> float:
         return float("nan")
 
 
+def verdict_test(r: object, opposite: bool = True) -> str:
+    """A verdict row's test: an experiment claim's p-value (claimed direction, BH-adjusted; with
+    ``opposite`` the other direction's beside it), or its p against (convexity), or a bound claim's
+    bootstrap support."""
+    p, against = _number(getattr(r, "p_claim", None)), _number(getattr(r, "p_opposite", None))
+    if p == p:
+        return f"p = {p:.2g}" + (f" (opposite {against:.2g})" if opposite and against == against else "")
+    if against == against:
+        return f"p (against) = {against:.2g}"
+    support = _number(getattr(r, "support", None))
+    return f"support {support:.2f}" if support == support else "n/a"
+
+
+def verdict_units(r: object) -> str:
+    """What a verdict row rests on: its independent units (e.g. "5 draws"), else its seeds."""
+    units, unit = _number(getattr(r, "units", None)), getattr(r, "unit", "")
+    return f"{int(units)} {unit}s" if units == units and _is_text(unit) else f"{int(r.seeds)} seeds"  # type: ignore[attr-defined]
+
+
+def derived_from(r: object) -> str:
+    """The claim a verdict row follows from ("" for a claim counted on its own)."""
+    value = getattr(r, "derived_from", "")
+    return value if _is_text(value) else ""
+
+
 def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
     """The verdict table as a reader takes it in: the claim and where the paper makes it, the
-    verdict (derived rows say from what), the test (p-values, BH-adjusted; or the bound's
-    bootstrap support), the effect with its 95% interval, the units, the per-draw view and the
-    evidence."""
+    verdict (derived rows say from what), the test (:func:`verdict_test`), the effect with its 95%
+    interval, the units, the per-draw view and the evidence."""
     rows = []
     for r in table.itertuples():
-        p, against = _number(getattr(r, "p_claim", None)), _number(getattr(r, "p_opposite", None))
-        if p == p:
-            test = f"p = {p:.2g}" + (f" (opposite {against:.2g})" if against == against else "")
-        elif against == against:
-            test = f"p (against) = {against:.2g}"
-        else:
-            support = _number(getattr(r, "support", None))
-            test = f"support {support:.2f}" if support == support else "n/a"
         effect, low, high = (_number(getattr(r, k, None)) for k in ("effect", "effect_low", "effect_high"))
         shown = "" if effect != effect else f"{effect:+.3g}" + (f" [{low:+.3g}, {high:+.3g}]" if low == low else "")
-        units = _number(getattr(r, "units", None))
-        unit = getattr(r, "unit", "")
-        derived = getattr(r, "derived_from", "")
+        derived = derived_from(r)
         draws = " ".join(x for x in (getattr(r, "across_partitions", ""), f"({getattr(r, 'draws_holding', '')})")
                          if _is_text(x) and x != "()")
         rows.append({"claim": f"{r.claim} ({r.source})",
-                     "verdict": r.verdict + (f", derived from “{derived}”, not counted" if _is_text(derived) else ""),
-                     "test": test, "effect [95% CI]": shown,
-                     "units": f"{int(units)} {unit}s" if units == units and _is_text(unit) else f"{int(r.seeds)} seeds",
+                     "verdict": r.verdict + (f", derived from “{derived}”, not counted" if derived else ""),
+                     "test": verdict_test(r), "effect [95% CI]": shown, "units": verdict_units(r),
                      "per draw": draws, "evidence": r.evidence})
     return pd.DataFrame(rows)
