@@ -62,11 +62,11 @@ def test_the_reports_corollaries_on_the_bound_are_judged_on_its_real_minimiser()
     base = {**{k: common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")}, "phi": 0.5, "eps2": 3.0,
             "M": 0, "N": 20, "theta": 0.0, "sigma2": 0.0}
     for name in ("K* falls as alpha grows", "K* rises with eta", "K* rises with delta"):
-        holds, values, real, integer, _, cell, finite_eps2 = out[name]
+        holds, values, real, integer, _, on, finite_eps2, at = out[name]
         assert real == [round(y, 3) for y in on_bound(corollary(name), base, values, integer=False).y]
-        assert integer == on_bound(corollary(name), base, values).y and cell == "c"
+        assert integer == on_bound(corollary(name), base, values).y and on.cell.cell == "c" and at == base
         assert holds == on_bound(corollary(name), base, values, integer=False).holds
-    assert out["K* falls as sigma2 grows"][-2] == "lazy" and finite_eps2  # theta and the noise: on the lazy cell
+    assert out["K* falls as sigma2 grows"][5].cell.cell == "lazy" and finite_eps2  # theta, noise: on the lazy cell
 
 
 def test_the_real_minimiser_is_the_brute_force_minimiser_of_the_continuous_bound():
@@ -147,3 +147,41 @@ def test_corollary_4s_second_part_is_a_bound_row_judged_at_every_k():
     manual = all(bound_falls_with_eta({**common, "phi": 0.5, "eps2": 3.0}, [0.001, 0.002, 0.005, 0.01], float(k)).holds
                  for k in range(1, 15))
     assert (row.verdict == "reproduced") == manual or "undefined" in row.evidence
+
+
+def test_the_vectorised_real_miniser_agrees_with_one_setting_at_a_time():
+    """k_star_real over an array of settings equals k_star_exact(integer=False) setting by setting
+    (nan where the bound is undefined everywhere)."""
+    import numpy as np
+
+    from bladefl.theory.bound import k_star_exact, k_star_real
+
+    L = np.array([0.5, 4.0, 40.0, 150.0])
+    many = k_star_real(alpha=1.0, beta=6.0, eta=0.005, L=L, xi=1.0, delta=0.5, phi=0.5, eps2=3.0, t_sum=100.0)
+    one = [k_star_exact(alpha=1.0, beta=6.0, eta=0.005, L=x, xi=1.0, delta=0.5, phi=0.5, eps2=3.0, t_sum=100.0,
+                        integer=False) for x in L]
+    np.testing.assert_allclose(many, one, rtol=1e-9)
+
+
+def test_a_scan_of_valid_constants_holds_where_the_claim_is_a_theorem_and_names_a_witness_where_not():
+    """Corollary 4's statement (K* rises with eta) holds at every scanned setting; its proof's
+    conclusion (K* falls) fails at every one, with a witness whose K* indeed rises; the scan keeps
+    eta L < 1 at every swept eta and is the same for the same seed."""
+    import numpy as np
+
+    from bladefl.theory.bound import k_star_real
+    from bladefl.theory.constant_scan import scan
+
+    base = dict(alpha=1.0, beta=6.0, eta=0.01, L=16.0, xi=3.2, delta=8.0, phi=0.05, eps2=0.5, t_sum=100.0, M=0.0,
+                N=20.0, theta=0.0, sigma2=0.0)
+    etas = [0.005, 0.01, 0.05, 0.1]
+    rises = scan(corollary("K* rises with eta"), base, etas, settings=600)
+    assert rises.judged > 20 and rises.failing == 0 and rises.holds and "holds in every one" in rises.summary()
+    falls = scan(corollary("K* falls as eta grows (Corollary 4's proof)"), base, etas, settings=600)
+    assert falls.judged > 20 and falls.failing == falls.judged and not falls.holds
+    w = falls.witness
+    assert w is not None and max(etas) * w["L"] < 1
+    again = k_star_real(**{**base, **w, "eta": np.array(etas)})
+    np.testing.assert_allclose(again, falls.witness_k, rtol=1e-9)
+    assert np.all(np.diff(again) > 0) and "witness" in falls.summary()
+    assert scan(corollary("K* rises with eta"), base, etas, settings=600) == rises

@@ -73,3 +73,20 @@ def test_reference_run_converges_below_federated_loss():
     start = mlp.losses(mlp.views(w0.expand(4, -1), shape), data.x, data.y, shape).mean().item()
     assert ref.f_star < 0.5 * start
     assert measured_constants.phi(0.01, 2.0, w0, ref.w_star) == pytest.approx(0.99 / (w0 - ref.w_star).norm().item())
+
+
+def test_constants_are_measured_against_the_honest_aggregate_not_the_noisy_block():
+    """With lazy clients, L, xi and delta of a round are measured on the honest clients against
+    their own aggregate (measured_constants' docstring): at K = 1 (one round from the same start,
+    the honest iterates identical) they do not depend on the lazy noise's variance, nor on
+    whether the noisy uploads are excluded; measured against the block's aggregate they would
+    (its distance grows with sigma)."""
+    base = {"partition": {"N": 4, "n": 48}, "model": {"hidden": 16}, "device": "cpu",
+            "train": {"eta": 0.05, "batch_size": 16}, "time": {"K": [1]}, "measure": {"constants": True},
+            "chain": {"difficulty_bits": 6}}
+    data = synthetic()
+    rounds = [run_k(from_dict({**base, "lazy": {"ratio": 0.5, "sigma2": s2}}), data, 1).rounds[0]
+              for s2 in (1e-4, 1.0)]
+    assert rounds[0].test_loss != rounds[1].test_loss  # the noise reached the block
+    for name in ("L_mean", "L_max", "xi_mean", "xi_max", "delta_mean", "delta_max"):
+        assert getattr(rounds[0], name) == getattr(rounds[1], name), name

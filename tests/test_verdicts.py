@@ -145,8 +145,33 @@ def test_derived_claims_carry_their_source_verdict_and_are_not_counted():
     for r in derived.itertuples():
         assert r.verdict == row(out, r.derived_from).verdict
     tally = verdict_tally(out.assign(dataset="mnist"))
-    primary = out[out.derived_from.fillna("") == ""]
-    assert f"experiment {len(primary)} claims" in tally and len(primary) == len(out) - 3
+    readings = out[out.reading_of.fillna("") != ""]
+    primary = out[(out.derived_from.fillna("") == "") & (out.reading_of.fillna("") == "")]
+    assert f"experiment {len(primary)} claims" in tally and len(primary) == len(out) - 3 - len(readings)
+
+
+def test_each_k_star_claim_is_read_again_by_accuracy_on_its_own_test_and_not_counted():
+    """K* by loss and K* by accuracy side by side: where the accuracy peaks at a K that falls with
+    beta in every unit while the loss's K* stays, the accuracy reading is reproduced and the loss
+    reading is not; the readings' p-values do not enter the claims' FDR family."""
+    members = expand(GRID)
+    rng = np.random.default_rng(5)
+    curves = {m.cell.key: [bowl(6) + rng.normal(0, 0.002, 14) for _ in range(6)] for m in members}
+    table = table_from(curves, members)
+    peak = {m.cell.key: 12 - m.value / 2 for m in members if m.sweep == "beta"}
+    table["test_accuracy"] = [0.9 - 0.01 * abs(k - peak.get(c, 6)) + 0.001 * s
+                              for c, k, s in zip(table.cell, table.K, table.seed, strict=True)]
+    out = experiment_verdicts(table, members, 100.0)
+    by_accuracy = row(out, "K* falls as beta grows (K* by accuracy)")
+    assert by_accuracy.reading_of == "K* falls as beta grows" and by_accuracy.verdict == "reproduced"
+    assert "K* by accuracy per run" in by_accuracy.evidence
+    assert row(out, "K* falls as beta grows").verdict != "reproduced"
+    without = out[out.reading_of.fillna("") == ""]
+    alone = experiment_verdicts(table.assign(test_accuracy=0.5), members, 100.0)
+    np.testing.assert_array_equal(alone[alone.reading_of.fillna("") == ""].p_claim, without.p_claim)  # apart
+    tally = verdict_tally(out.assign(dataset="mnist", seeds=6, support=np.nan))
+    counted = without[without.derived_from.fillna("") == ""]
+    assert f"experiment {len(counted)} claims" in tally
 
 
 CLAIMS = [
@@ -170,6 +195,19 @@ def test_every_claim_has_a_verdict_row():
     assert (out.seeds == 3).all() and out.evidence.str.len().gt(0).all()
     tested = out[out.claim != "the training loss is convex in K"]
     assert tested.p_claim.between(0, 1).all()
+
+
+def test_identical_units_show_no_equivalence_until_a_sign_test_could():
+    """Two units with the very same change have a zero-width t-interval: that shows nothing, so a
+    claim of change is not refuted as negligible on it; five identical units inside the margin
+    (0.5^5 < 0.05) do show it."""
+    from bladefl.experiments.trend import effect
+
+    assert not effect(np.array([[10, 10, 10], [10, 10, 10]]), margin=1.0).equivalent
+    assert effect(np.array([[10, 10, 10]] * 5), margin=1.0).equivalent
+    assert not effect(np.array([[10, 10, 12]] * 5), margin=1.0).equivalent
+    spread = np.array([[10, 10, 10.1], [10, 10, 9.9], [10, 10, 10.05]])
+    assert effect(spread, margin=1.0).equivalent  # a real interval inside the margin
 
 
 def test_margins_are_read_with_the_field_named():

@@ -263,7 +263,7 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
 
     frame = frame.assign(dataset=args.dataset)
     atomic.write_csv(args.out, frame)
-    print(f"wrote {args.out}: {verdict_tally(frame)} (derived rows not counted)")
+    print(f"wrote {args.out}: {verdict_tally(frame)} (derived rows and other readings not counted)")
     return 0
 
 

@@ -40,7 +40,7 @@ from bladefl.core import atomic
 from bladefl.data.partition import PartitionSpec
 from bladefl.experiments import run_id
 from bladefl.experiments.grid import Member
-from bladefl.fl import engine
+from bladefl.fl import engine, measured_constants
 from bladefl.fl.measured_constants import phi as phi_of
 from bladefl.fl.run_config import from_dict
 from bladefl.theory import reference
@@ -226,7 +226,9 @@ def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> 
     eps2_K = np.array([eps2_each.get(int(k), math.nan) for k in K])
     return {
         "seed": cfg.seed,
-        "constants": {**consts, "phi_measured": phi_m, "f_star": ref.f_star, "M": cfg.num_lazy},
+        "constants": {**consts, "phi_measured": phi_m, "f_star": ref.f_star, "M": cfg.num_lazy,
+                      # L, xi, delta measured against (runs written before it was recorded: the block's)
+                      "against": summary.get("constants_against", measured_constants.LEGACY)},
         "fit": ({"phi_fit": fitted.phi, "eps2_fit": fitted.eps2, "residual": fitted.residual,
                  "free": "+".join(fitted.free)} if fitted else {"phi_fit": math.nan, "eps2_fit": math.nan,
                                                                 "residual": math.nan, "free": ""}),

@@ -19,8 +19,10 @@ import pandas as pd
 from bladefl.experiments.bound_analysis import BoundOn, bound_on
 from bladefl.experiments.grid import Member
 from bladefl.experiments.verdict_rows import POOLED, claim_row, fmt, sweep_varying
+from bladefl.fl import measured_constants
 from bladefl.theory.certificate import certificate
 from bladefl.theory.claims import COROLLARIES, Corollary, Verdict, bound_falls_with_eta, on_bound, sweep_point
+from bladefl.theory.constant_scan import scan
 from bladefl.theory.fit import Fit, fit_minimax
 
 
@@ -48,6 +50,7 @@ class CellFit:
     common: dict[str, float]
     fit: Fit | None
     bound: BoundOn | None = None  # the fit and the measured bound against the gaps (bound_analysis.bound_on)
+    against: str = measured_constants.AGAINST  # what L, xi, delta were measured against (constants.csv)
 
 
 def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds: Sequence[int]) -> CellFit:
@@ -64,7 +67,10 @@ def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds
         per_k = part[part.seed.isin(seeds)].groupby("K").theta_last.median()
         common = {**common, "theta": np.array([float(per_k.get(k, c["theta"])) for k in Ks])}
     bound = bound_on(K, gap, common, c["phi_measured"], c["eps2_measured"], fitter=fit_minimax)
-    return CellFit(cell, K, gap, c, common, bound.fit, bound)
+    against = (str(consts.against.iloc[0]) if "against" in consts and len(consts) and consts.against.nunique() == 1
+               else ", ".join(sorted(map(str, consts.against.unique()))) if "against" in consts
+               else measured_constants.LEGACY)
+    return CellFit(cell, K, gap, c, common, bound.fit, bound, against)
 
 
 def _fig3_checks(f: CellFit, exp_k: float) -> dict:
@@ -114,7 +120,8 @@ def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[flo
     no_term = [name for name, fit in fitted if fit is not None and not np.isfinite(fit.eps2)]
     fit_note = f"minimax fit per cell ({shown_fits})" + (
         f"; eps2 = inf in {', '.join(no_term)}: that fitted bound has no xi-delta term and no lazy term at all"
-        if no_term else "")
+        if no_term else "") + "".join(f"; {f.cell.cell}: L, xi, delta measured against the {f.against}"
+                                     for f in fits[0] if f.cell.M > 0)
     certified = [certificate_of(f.cell, x["k_exp"], f.common["L"] * f.cell.eta) for f, x in zip(fits[0], full,
                                                                                                 strict=True)]
     specs = [
@@ -159,8 +166,7 @@ def _k_values(claim: Corollary, base: dict[str, float], v: Verdict) -> list[floa
             for x, y in zip(v.x, v.y, strict=True)]
 
 
-def _corollaries_on(fits: Sequence[CellFit], members: Sequence[Member]
-                    ) -> dict[str, tuple[bool, list[float], list[float], list[float], str, str]]:
+def _corollaries_on(fits: Sequence[CellFit], members: Sequence[Member]) -> dict[str, tuple]:
     """Each corollary (:data:`bladefl.theory.claims.COROLLARIES`) on one resample's fitted bound
     (:func:`_base_cell`): the bound's real-valued minimiser K* (continuous tau, the paper's
     analysis) over the swept values, and beside it the integer K* of the experiment's time model
@@ -181,7 +187,7 @@ def _corollaries_on(fits: Sequence[CellFit], members: Sequence[Member]
             continue
         real, integer = on_bound(claim, base, values, integer=False), on_bound(claim, base, values, integer=True)
         results[claim.name] = (real.holds, values, _k_values(claim, base, real), _k_values(claim, base, integer),
-                               real.detail, f.cell.cell, bool(np.isfinite(f.fit.eps2)))
+                               real.detail, f, bool(np.isfinite(f.fit.eps2)), base)
     return results
 
 
@@ -201,16 +207,23 @@ def bound_corollaries(fits: Sequence[Sequence[CellFit]], members: Sequence[Membe
     for claim in COROLLARIES:
         if claim.name not in full:
             continue
-        _, values, real, integer, detail, cell, finite_eps2 = full[claim.name]
+        _, values, real, integer, detail, f, finite_eps2, base = full[claim.name]
+        cell = f.cell.cell
         note = f"; {ASSUMPTIONS[claim.param]}" if claim.param in ASSUMPTIONS else ""
+        if f.cell.M > 0:
+            note += f"; L, xi, delta measured against the {f.against}"
+        # as mathematics: the same claim over valid constants around the measured ones (phi, eps2 measured)
+        centre = {**base, "phi": f.constants.get("phi_measured", base["phi"]),
+                  "eps2": f.constants.get("eps2_measured", base["eps2"])}
+        scanned = scan(claim, centre, values)
         # eps2 = inf: G = 1 / (K tau eta phi), nothing of xi, delta, M, theta or sigma2 left to move K*
         vacuous = "" if finite_eps2 else (f"the fitted bound of {cell} has eps2 = inf (its minimax fit): no "
                                           f"xi-delta term and no lazy term, so it cannot speak to {claim.param}")
         rows.append(claim_row(f"{claim.name} (on the bound)", claim.source, "bound",
                               [d.get(claim.name, (False,))[0] for d in per_draw], seeds,
                               f"{claim.param} = {[fmt(x) for x in values]} -> the fitted bound's real-valued "
-                              f"K* = {real} ({detail}); integer K* of the time model = {integer}; cell {cell}{note}",
-                              vacuous))
+                              f"K* = {real} ({detail}); integer K* of the time model = {integer}; cell {cell}{note}; "
+                              f"{scanned.summary()}", vacuous))
     return pd.DataFrame(rows, columns=POOLED)
 
 

@@ -14,7 +14,10 @@ Verdicts (``ALPHA`` = 0.05 on Benjamini-Hochberg adjusted p-values):
   and nothing refutes.
 
 A claim that follows from another one (tau alpha K* = t_sum - beta K* at fixed beta is K* again)
-is shown as ``derived`` from it, with its verdict, and counted in no tally.
+is shown as ``derived`` from it, with its verdict, and counted in no tally. A K* claim is judged
+again with K* read as the K of the best accuracy (``reading_of`` the K* claim, which takes the
+lowest training loss, the bound's quantity): its own test, its p-values adjusted over the
+readings apart from the claims, counted in no tally.
 """
 
 from __future__ import annotations
@@ -73,14 +76,16 @@ class Units:
         return [self.curves.mean(np.array([u])) for u in range(len(self.curves.seeds))]
 
     def values(self, cells: Sequence[str], quantity: str, betas: Sequence[float], t_sum: float) -> np.ndarray:
-        """[units, cells] of a quantity: K (K* by loss), mining_time (beta K*), training_time
-        (t_sum - beta K*), min_loss, max_accuracy."""
+        """[units, cells] of a quantity: K (K* by loss), K_accuracy (K* by accuracy), mining_time
+        (beta K*), training_time (t_sum - beta K*), min_loss, max_accuracy."""
         out = np.full((len(self.curves.seeds), len(cells)), np.nan)
         for u, m in enumerate(self.means):
             for j, (cell, beta) in enumerate(zip(cells, betas, strict=True)):
                 if quantity in ("K", "mining_time", "training_time"):
                     k = m.k_star(cell)
                     out[u, j] = k if quantity == "K" else beta * k if quantity == "mining_time" else t_sum - beta * k
+                elif quantity == "K_accuracy":
+                    out[u, j] = m.k_star_accuracy(cell)
                 elif quantity == "min_loss":
                     out[u, j] = m.min_loss(cell)
                 else:
@@ -101,6 +106,7 @@ class TrendClaim:
     page: str = "02_sweeps"
     derived_from: str = ""
     only: Callable[[float], bool] | None = None
+    reading_of: str = ""  # another reading of this claim (judged on its own, counted in no tally)
 
 
 # The paper's table of each swept parameter (a corollary's experimental evidence).
@@ -135,6 +141,8 @@ def claims() -> list[TrendClaim]:
         TrendClaim("the loss rises again at eta = 0.1", "Fig. 5 text", "eta", "min_loss", "rises",
                    only=lambda v: v >= 0.05),
     ]
+    out += [TrendClaim(f"{c.name} (K* by accuracy)", c.source, c.param, "K_accuracy", c.direction, c.page,
+                       only=c.only, reading_of=c.name) for c in out if c.quantity == "K" and not c.derived_from]
     return out
 
 
@@ -149,7 +157,7 @@ def _restrict(sweep: Sweep, only: Callable[[float], bool] | None) -> Sweep:
 def _shown(x: float, quantity: str) -> str:
     if not math.isfinite(x):
         return "nan"
-    return f"{x:g}" if quantity in ("K", "mining_time", "training_time") else f"{x:.3f}"
+    return f"{x:g}" if quantity in ("K", "K_accuracy", "mining_time", "training_time") else f"{x:.3f}"
 
 
 def _change(e: Effect, quantity: str) -> str:
@@ -179,10 +187,9 @@ def judge(claim: TrendClaim, units: Units, members: Sequence[Member], t_sum: flo
     if len(sweep.values) < 2:
         return None
     table = units.values(sweep.cells, claim.quantity, sweep.betas, t_sum)
-    quantity = "K" if claim.quantity == "training_time" else claim.quantity
-    return Judged(claim, sweep, table, trend_test(table),
-                  effect(table, margins.of(quantity) if quantity != "training_time" else margins.K,
-                         relative=quantity in RELATIVE))
+    quantity = "K" if claim.quantity in ("training_time", "K_accuracy") else claim.quantity
+    return Judged(claim, sweep, table, trend_test(table), effect(table, margins.of(quantity),
+                                                                relative=quantity in RELATIVE))
 
 
 def verdict(j: Judged, p_claim: float, p_opposite: float) -> tuple[str, str]:
@@ -213,7 +220,8 @@ def _evidence(j: Judged, units: Units, p_claim: float, p_opposite: float, why: s
     c, q = j.claim, j.claim.quantity
     rows = "; ".join(f"{label}: [{', '.join(_shown(v, q) for v in row)}]"
                      for label, row in zip(units.labels, j.table, strict=True))
-    name = {"K": "K*", "mining_time": "β·K*", "training_time": "τ·α·K*", "min_loss": "min loss",
+    name = {"K": "K*", "K_accuracy": "K* by accuracy", "mining_time": "β·K*", "training_time": "τ·α·K*",
+            "min_loss": "min loss",
             "max_accuracy": "max accuracy"}[q]
     test = (f"{j.trend.test} test, {j.trend.units} units: " if j.trend.test != "none" else "no test: ")
     ps = (f"p (either direction) = {p_claim:.3g}" if c.direction == "same" else
@@ -223,7 +231,27 @@ def _evidence(j: Judged, units: Units, p_claim: float, p_opposite: float, why: s
 
 
 COLUMNS = ["claim", "source", "basis", "verdict", "p_claim", "p_opposite", "effect", "effect_low", "effect_high",
-           "units", "unit", "derived_from", "page", "evidence"]
+           "units", "unit", "derived_from", "reading_of", "page", "evidence"]
+
+
+def _p_values(judged: Sequence[Judged]) -> list[float]:
+    """Each claim's raw p-values: (claimed direction, opposite); a claim of no change: (either, nan)."""
+    raw: list[float] = []
+    for j in judged:
+        if j.claim.direction == "same":
+            raw += [min(1.0, 2 * min(j.trend.p_rises, j.trend.p_falls)), math.nan]
+        else:
+            raw += [j.trend.p(j.claim.direction), j.trend.p("falls" if j.claim.direction == "rises" else "rises")]
+    return raw
+
+
+def _row(j: Judged, units: Units, p_claim: float, p_opp: float) -> dict:
+    label, why = verdict(j, p_claim, p_opp if math.isfinite(p_opp) else 1.0)
+    return {"claim": j.claim.name, "source": j.claim.source, "basis": "experiment", "verdict": label,
+            "p_claim": p_claim, "p_opposite": p_opp, "effect": j.effect.mean, "effect_low": j.effect.low,
+            "effect_high": j.effect.high, "units": j.trend.units, "unit": units.kind, "derived_from": "",
+            "reading_of": j.claim.reading_of, "page": j.claim.page,
+            "evidence": _evidence(j, units, p_claim, p_opp, why)}
 
 
 def experiment_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float,
@@ -232,25 +260,15 @@ def experiment_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: f
     margins = margins or Margins()
     units = Units.from_table(table)
     judged = [j for c in claims() if (j := judge(c, units, members, t_sum, margins)) is not None]
-    primary = [j for j in judged if not j.claim.derived_from]
-    raw: list[float] = []
-    for j in primary:
-        if j.claim.direction == "same":
-            raw += [min(1.0, 2 * min(j.trend.p_rises, j.trend.p_falls)), math.nan]
-        else:
-            raw += [j.trend.p(j.claim.direction), j.trend.p("falls" if j.claim.direction == "rises" else "rises")]
+    primary = [j for j in judged if not j.claim.derived_from and not j.claim.reading_of]
+    raw = _p_values(primary)
     convex = convexity_row(units, sorted({m.cell.key for m in members})) if convexity else None
     if convex is not None:
         raw += [math.nan, convex[1]]
     adjusted = fdr_adjust(raw)
     rows, by_name = [], {}
     for i, j in enumerate(primary):
-        p_claim, p_opp = adjusted[2 * i], adjusted[2 * i + 1]
-        label, why = verdict(j, p_claim, p_opp if math.isfinite(p_opp) else 1.0)
-        row = {"claim": j.claim.name, "source": j.claim.source, "basis": "experiment", "verdict": label,
-               "p_claim": p_claim, "p_opposite": p_opp, "effect": j.effect.mean, "effect_low": j.effect.low,
-               "effect_high": j.effect.high, "units": j.trend.units, "unit": units.kind, "derived_from": "",
-               "page": j.claim.page, "evidence": _evidence(j, units, p_claim, p_opp, why)}
+        row = _row(j, units, adjusted[2 * i], adjusted[2 * i + 1])
         rows.append(row)
         by_name[j.claim.name] = row
     for j in judged:
@@ -262,6 +280,9 @@ def experiment_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: f
                                      + _evidence(j, units, base["p_opposite"], base["p_claim"], "derived")})
     if convex is not None:
         rows.append(convex[0](adjusted[-1]))
+    readings = [j for j in judged if j.claim.reading_of and j.claim.reading_of in by_name]
+    read = fdr_adjust(_p_values(readings))  # a family of their own: they do not dilute the claims'
+    rows += [_row(j, units, read[2 * i], read[2 * i + 1]) for i, j in enumerate(readings)]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -21,6 +21,7 @@ import torch
 
 from bladefl.core import atomic
 from bladefl.experiments import provenance
+from bladefl.fl import measured_constants
 from bladefl.fl.engine import (
     ClientData,
     GroupTimes,
@@ -125,6 +126,7 @@ def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict |
         "provenance": provenance.record(job.cfg.dataset, job.cfg.data_dir, job.cfg.device),
         "seconds": {**seconds, "write": round(time.perf_counter() - started, 4)},
         **({"group": group} if group else {}),
+        **({"constants_against": measured_constants.AGAINST} if job.cfg.measure.constants else {}),
     }
     atomic.write_json(job.out / "summary.json", summary)
     return summary

@@ -147,7 +147,10 @@ def effect(table: np.ndarray, margin: float, relative: bool = False) -> Effect:
     se = float(change.std(ddof=1)) / math.sqrt(len(change))
     df = len(change) - 1
     half95, half90 = stats.t.ppf(0.975, df) * se, stats.t.ppf(0.95, df) * se
-    equivalent = bool(mean - half90 > -margin and mean + half90 < margin)
+    if se > 0:  # two one-sided t-tests: the 90% interval inside +-margin
+        equivalent = bool(mean - half90 > -margin and mean + half90 < margin)
+    else:  # identical units: the t-interval is degenerate; the sign test (every unit inside, 0.5^m < ALPHA)
+        equivalent = bool(np.all(np.abs(change) < margin)) and 0.5 ** len(change) < ALPHA
     return Effect(tuple(float(c) for c in change), mean, mean - half95, mean + half95, equivalent)
 
 

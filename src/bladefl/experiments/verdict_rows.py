@@ -76,6 +76,10 @@ class Means:
         curve = self.loss[self.index[cell]]
         return float(self.Ks[int(np.nanargmin(curve))]) if np.isfinite(curve).any() else math.nan
 
+    def k_star_accuracy(self, cell: str) -> float:
+        curve = self.accuracy[self.index[cell]]
+        return float(self.Ks[int(np.nanargmax(curve))]) if np.isfinite(curve).any() else math.nan
+
     def min_loss(self, cell: str) -> float:
         return float(np.nanmin(self.loss[self.index[cell]]))
 

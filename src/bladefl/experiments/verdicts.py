@@ -34,8 +34,8 @@ from bladefl.experiments.trend import Margins
 from bladefl.experiments.verdict_rows import COLUMNS, POOLED, VERDICTS, Curves, seed_draws, verdict_of
 
 ALL_COLUMNS = ["claim", "source", "basis", "verdict", "p_claim", "p_opposite", "effect", "effect_low", "effect_high",
-               "units", "unit", "support", "seeds", "derived_from", "draws_holding", "across_partitions", "page",
-               "evidence"]
+               "units", "unit", "support", "seeds", "derived_from", "reading_of", "draws_holding", "across_partitions",
+               "page", "evidence"]
 
 
 def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, bound_cells: Sequence[BoundCell],
@@ -57,7 +57,8 @@ def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, b
             for d in draws}
         bound = across_partitions(pooled, per)
         frames.append(bound.assign(p_claim=math.nan, p_opposite=math.nan, effect=math.nan, effect_low=math.nan,
-                                   effect_high=math.nan, units=math.nan, unit="", derived_from=""))
+                                   effect_high=math.nan, units=math.nan, unit="", derived_from="",
+                                   reading_of=""))
     return pd.concat(frames, ignore_index=True)[ALL_COLUMNS]
 
 

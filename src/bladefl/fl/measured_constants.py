@@ -6,8 +6,15 @@ gradients of each client's loss on its own data:
     xi_i    = |F_i(w_i) - F_i(w)| / ||w_i - w||                 (Lipschitz constant of F_i)
     delta_i = ||grad F_i(w) - grad F(w)||                        (gradient divergence)
 
-where w is the aggregate and w_i the client's last local iterate; grad F is the
-sample-weighted mean of the clients' gradients. Each round records sample-weighted means and
+where w_i is an honest client's last local iterate and w the aggregate of the honest clients'
+iterates (Definition 1's w-bar without the lazy clients' noisy copies, the privacy noise or the
+validators' exclusions: the theorems carry those as their own terms, theta and the noise term);
+grad F is the sample-weighted mean of every client's gradient at w. Assumption 1 makes L and xi
+properties of each F_i over all pairs of points, so every pair gives a lower estimate; the pair
+taken is the one the convergence proof applies them to. Measured against the block's aggregate
+instead, a lazy cell divides by a distance inflated by the lazy noise (about sigma sqrt(P)) and
+reads L about ten times smaller (runs written before this choice say so: ``summary.json`` has
+no ``constants_against``; see :data:`AGAINST`). Each round records sample-weighted means and
 maxima. phi = (1 - eta L / 2) / ||w0 - w*|| needs the reference optimum w* (see
 :mod:`bladefl.reference`).
 """
@@ -22,6 +29,10 @@ import torch
 from bladefl.fl import mlp
 
 NAMES = ("L", "xi", "delta")
+# What a run's constants are measured against, recorded in its summary.json; a run that measured
+# before this was recorded measured against the block's aggregate (LEGACY).
+AGAINST = "honest aggregate"
+LEGACY = "block aggregate"
 
 
 @dataclass(frozen=True)

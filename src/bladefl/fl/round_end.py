@@ -9,8 +9,9 @@ are the chain's, :mod:`bladefl.fl.chain_executor`):
 2. their copy to the host for the chain (pinned memory, on a side stream on a GPU), and the
    validators' lazy-client detectors, the statistics of all detecting runs together;
 3. FedAvg of every run's block members (weights 0 for excluded uploads), the runs' rows reset to
-   their new global models, the bound's constants where measured, and the new global models
-   evaluated together; one synchronisation brings every scalar of the round end to the host.
+   their new global models, the bound's constants where measured (against the honest clients'
+   aggregate: :mod:`bladefl.fl.measured_constants`), and the new global models evaluated together;
+   one synchronisation brings every scalar of the round end to the host.
 
 Every random draw keeps its run's stream (seed, purpose, K, round), so a run gives the same
 result whatever ends beside it. What is fixed about a set of runs ending together (rows,
@@ -293,8 +294,12 @@ def end_round(ctx: RoundEnds, end: EndPlan, ks: list[int], noise: Noise, clock: 
     clock.mark("aggregate")
     measured = {}
     for i, rows, sel in zip(end.measuring, end.honest_rows, end.honest_clients, strict=True):
+        local = trained.index_select(0, rows)
+        # against the honest clients' aggregate, not the block's (lazy noise, DP noise, exclusions):
+        # the same additions as the block's FedAvg, so identical to it where every client is honest
+        honest = aggregation.fedavg_many(local[None], torch.full((1, local.shape[0]), float(end.runs[i].n)))[0]
         measured[i] = dataclasses.asdict(measured_constants.measure(
-            new[i], trained.index_select(0, rows), data.x[sel], data.y[sel], data.x, data.y, shape))
+            honest, local, data.x[sel], data.y[sel], data.x, data.y, shape))
     clock.mark("constants")
     parts = list(evaluate(new, ctx.samples, shape))
     optional = [noise_norms, distances,

@@ -16,7 +16,7 @@ import pandas as pd
 
 from bladefl.core import atomic
 from bladefl.report.inputs import read_csv
-from bladefl.report.views import derived_from, verdict_test, verdict_units
+from bladefl.report.views import not_counted, verdict_test, verdict_units
 
 NOTEBOOK_TITLES = {
     "00_verdicts": "verdicts and provenance",
@@ -143,9 +143,8 @@ def _verdict_rows(table: pd.DataFrame) -> str:
     rows = []
     for r in table.itertuples():
         colour = VERDICT_COLOURS.get(r.verdict, "#fff")
-        derived = derived_from(r)
-        verdict = html.escape(r.verdict) + (f"<br><small>derived from “{html.escape(derived)}”: not counted"
-                                            f"</small>" if derived else "")
+        aside = not_counted(r)
+        verdict = html.escape(r.verdict) + (f"<br><small>{html.escape(aside)}</small>" if aside else "")
         rows.append(f"<tr><td>{html.escape(dataset_title(r.dataset))}</td><td>{_claim_cell(r)}</td>"
                     f"<td>{html.escape(str(r.source))} ({html.escape(str(r.basis))})</td>"
                     f"<td style='background:{colour}'>{verdict}</td>"
@@ -155,8 +154,9 @@ def _verdict_rows(table: pd.DataFrame) -> str:
 
 
 def verdict_tally(table: pd.DataFrame) -> str:
-    """Per dataset, the experiment's and the bound's claims counted apart (derived rows not counted)."""
-    counted = table[[not derived_from(r) for r in table.itertuples()]]
+    """Per dataset, the experiment's and the bound's claims counted apart (derived rows and other
+    readings not counted)."""
+    counted = table[[not not_counted(r) for r in table.itertuples()]]
     parts = []
     for d, part in counted.groupby("dataset", sort=False):
         basis = []
@@ -224,7 +224,8 @@ adjusted for the false discovery rate over each dataset's claims (Benjamini-Hoch
 <em>Reproduced</em>: the claimed direction is significant (p &lt; 0.05); <em>refuted</em>: the opposite
 direction is significant, or the change is shown inside the equivalence margin; <em>inconclusive</em>:
 neither; <em>too few runs</em>: the design cannot reach p &lt; 0.05. The effect is the per-unit change over
-the sweep (relative for a loss). A claim that follows from another is shown as derived and not counted.
+the sweep (relative for a loss). A claim that follows from another is shown as derived and not counted;
+each K* claim is judged again with K* read as the K of the best accuracy (its own row, not counted).
 <em>Bound claims</em> refit the bound to bootstrap resamples of the seeds; support is the share in which the
 claim holds (reproduced at &ge; 0.9, refuted at &le; 0.1); <em>not applicable</em>: the bound's
 preconditions fail. <em>Partition draws</em>: the claim tested again inside each draw (its seeds as units),

@@ -56,7 +56,8 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["sweep_curves", "k_star_spread", "privacy_table", "provenance", "detection_quality_table", "exclusion_table",
+__all__ = ["derived_from", "reading_of", "not_counted",
+           "sweep_curves", "k_star_spread", "privacy_table", "provenance", "detection_quality_table", "exclusion_table",
            "detection_worst_rounds"]
 
 
@@ -121,19 +122,35 @@ def derived_from(r: object) -> str:
     return value if _is_text(value) else ""
 
 
+def reading_of(r: object) -> str:
+    """The claim a verdict row reads another way (K* by accuracy; "" for a claim's own row)."""
+    value = getattr(r, "reading_of", "")
+    return value if _is_text(value) else ""
+
+
+def not_counted(r: object) -> str:
+    """Why a verdict row is in no tally ("" where it is counted): derived from, or another reading of,
+    another row's claim."""
+    if derived := derived_from(r):
+        return f"derived from “{derived}”, not counted"
+    if read := reading_of(r):
+        return f"another reading of “{read}”, not counted"
+    return ""
+
+
 def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
     """The verdict table as a reader takes it in: the claim and where the paper makes it, the
-    verdict (derived rows say from what), the test (:func:`verdict_test`), the effect with its 95%
+    verdict (rows in no tally say why), the test (:func:`verdict_test`), the effect with its 95%
     interval, the units, the per-draw view and the evidence."""
     rows = []
     for r in table.itertuples():
         effect, low, high = (_number(getattr(r, k, None)) for k in ("effect", "effect_low", "effect_high"))
         shown = "" if effect != effect else f"{effect:+.3g}" + (f" [{low:+.3g}, {high:+.3g}]" if low == low else "")
-        derived = derived_from(r)
+        aside = not_counted(r)
         draws = " ".join(x for x in (getattr(r, "across_partitions", ""), f"({getattr(r, 'draws_holding', '')})")
                          if _is_text(x) and x != "()")
         rows.append({"claim": f"{r.claim} ({r.source})",
-                     "verdict": r.verdict + (f", derived from “{derived}”, not counted" if derived else ""),
+                     "verdict": r.verdict + (f", {aside}" if aside else ""),
                      "test": verdict_test(r), "effect [95% CI]": shown, "units": verdict_units(r),
                      "per draw": draws, "evidence": r.evidence})
     return pd.DataFrame(rows)

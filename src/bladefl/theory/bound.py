@@ -33,7 +33,7 @@ def h_of(tau: ArrayLike, *, eta: float, L: float, delta: float) -> np.ndarray:
     """h(tau) = (delta/L)((eta L + 1)^tau - 1) - eta delta tau, with (eta L + 1)^tau - 1 as
     expm1(tau log1p(eta L)): no cancellation at small eta L."""
     tau = np.asarray(tau, dtype=float)
-    return (delta / L) * np.expm1(tau * math.log1p(eta * L)) - eta * delta * tau
+    return (delta / L) * np.expm1(tau * np.log1p(eta * L)) - eta * delta * tau
 
 
 def _bracket(K: ArrayLike, tau: ArrayLike, *, eta: float, L: float, xi: float, delta: float, phi: float, eps2: float,
@@ -130,21 +130,39 @@ def k_star_exact(*, alpha: float, beta: float, eta: float, L: float, xi: float, 
         tau = tau_of(Ks, alpha=alpha, beta=beta, t_sum=t_sum, tau_rule="integer" if floor_tau else "real")
         values = bound_at(Ks, tau)
         return math.nan if not np.isfinite(values).any() else float(Ks[int(np.argmin(values))])
-    Ks = np.linspace(k_max / 2000, k_max, 2000)
-    values = bound_at(Ks, (t_sum - Ks * beta) / alpha / Ks)
-    if not np.isfinite(values).any():
-        return math.nan
-    i = int(np.argmin(values))
-    lo, hi = Ks[max(i - 1, 0)], Ks[min(i + 1, len(Ks) - 1)]
-    f = lambda k: float(bound_at(np.array([k]), np.array([(t_sum - k * beta) / alpha / k]))[0])  # noqa: E731
+    return float(k_star_real(alpha=alpha, beta=beta, t_sum=t_sum, M=M, N=N, theta=theta, sigma2=sigma2, **kw))
+
+
+def k_star_real(*, alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike, L: ArrayLike, xi: ArrayLike, delta: ArrayLike,
+                phi: ArrayLike, eps2: ArrayLike, t_sum: ArrayLike, M: ArrayLike = 0.0, N: ArrayLike = 1.0,
+                theta: ArrayLike = 0.0, sigma2: ArrayLike = 0.0, grid: int = 2000, steps: int = 100) -> np.ndarray:
+    """The real minimiser of the (lazy) bound over K in (0, t_sum/(alpha+beta)] with tau = gamma/K
+    (no floor: the paper's continuous analysis), for many settings at once: every argument an
+    array (broadcast together) or a number. A grid of ``grid`` K per setting, then ``steps`` of
+    golden-section refinement around its best point, all settings together; nan where the bound
+    is invalid at every K."""
+    args = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in
+                                 (alpha, beta, eta, L, xi, delta, phi, eps2, t_sum, M, N, theta, sigma2)))
+    shape = args[0].shape
+    a, b, et, L_, xi_, de, ph, e2, T, M_, N_, th, s2 = (v.reshape(-1, 1) for v in args)
+    extra = xi_ * (M_ / N_ * th + np.sqrt(M_) / N_ * s2)  # lazy_extra(K) / K: the same at every K
+
+    def bound_at(K: np.ndarray) -> np.ndarray:
+        return _bound_tau(K, (T - K * b) / a / K, eta=et, L=L_, xi=xi_, delta=de, phi=ph, eps2=e2, extra=extra)
+
+    k_max = T / (a + b)
+    Ks = k_max / grid + (k_max - k_max / grid) * (np.arange(grid) / (grid - 1))
+    values = bound_at(Ks)
+    defined = np.isfinite(values).any(axis=1)
+    i = np.argmin(values, axis=1)
+    rows = np.arange(len(Ks))
+    lo, hi = Ks[rows, np.maximum(i - 1, 0)][:, None], Ks[rows, np.minimum(i + 1, grid - 1)][:, None]
     g = (math.sqrt(5) - 1) / 2
-    for _ in range(100):
-        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-        if f(a) < f(b):
-            hi = b
-        else:
-            lo = a
-    return (lo + hi) / 2
+    for _ in range(steps):
+        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+        left = bound_at(x1) < bound_at(x2)
+        hi, lo = np.where(left, x2, hi), np.where(left, lo, x1)
+    return np.where(defined, ((lo + hi) / 2)[:, 0], np.nan).reshape(shape)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,108 @@
+"""Corollaries 1-5 as mathematics: each checked on the bound's real-valued minimiser over a scan
+of valid constants, not only at the fitted ones.
+
+A corollary says how K* moves with a parameter for *any* constants satisfying the theorems'
+conditions. :func:`scan` draws ``settings`` constant vectors (L, xi, delta, phi, eps2, theta),
+each log-uniform within a factor ``spread`` of a centre (a cell's measured constants), with L
+redrawn so that eta L is log-uniform in (1e-3, 1) at the largest eta the sweep reaches (Lemma
+1's eta L < 1 at every point), computes the real K* (:func:`bladefl.theory.bound.k_star_real`)
+at every swept value, and counts the settings where K* does not move as claimed. Settings where
+the bound is undefined (its bracket never positive) at some swept value say nothing, nor do those
+whose K* sits on the edge of the feasible range (tau = 1, K = t_sum/(alpha+beta)) at some value:
+the corollaries set the derivative to zero, an interior minimum; both are counted apart. One
+failing setting is kept as a witness.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bladefl.core.rng import numpy_rng
+from bladefl.theory.bound import k_star_real
+from bladefl.theory.claims import Corollary, monotone, sweep_point
+
+SCANNED = ("L", "xi", "delta", "phi", "eps2", "theta")
+ETA_L_RANGE = (1e-3, 1.0)
+
+
+@dataclass(frozen=True)
+class Scan:
+    claim: str
+    settings: int  # drawn
+    defined: int  # with the bound defined at every swept value
+    edge: int  # of the defined, with K* on the feasible range's edge (tau = 1) at some swept value
+    failing: int  # of the defined inside the range, where K* does not move as claimed
+    values: tuple[float, ...]
+    witness: dict[str, float] | None = None  # the constants of one failing setting
+    witness_k: tuple[float, ...] = ()  # its K* at each swept value
+
+    @property
+    def holds(self) -> bool:
+        return self.judged > 0 and self.failing == 0
+
+    @property
+    def judged(self) -> int:
+        return self.defined - self.edge
+
+    def summary(self) -> str:
+        if self.judged == 0:
+            return (f"no scanned setting of {self.settings} has the bound defined with an interior K* at every "
+                    f"swept value")
+        head = (f"as mathematics, over {self.judged} of {self.settings} scanned settings of ({', '.join(SCANNED)}) "
+                f"with eta L < 1, the bound defined and K* inside the range at every value "
+                f"({self.settings - self.defined} undefined, {self.edge} on the edge): ")
+        if self.failing == 0:
+            return head + "holds in every one"
+        w = ", ".join(f"{k} = {v:.3g}" for k, v in (self.witness or {}).items())
+        ks = ", ".join(f"{k:.4g}" for k in self.witness_k)
+        return (head + f"fails (K* moves against the claim or not at all) in {self.failing / self.judged:.0%} "
+                       f"({self.failing}); witness {w}: "
+                       f"K* = [{ks}] at {list(self.values)}")
+
+
+def _centre(base: Mapping[str, float]) -> dict[str, float]:
+    """The scan's centre: the base point's constants, with a finite positive stand-in (1) for any
+    that is not (an unfitted eps2, theta 0 without lazy clients)."""
+    return {k: float(base[k]) if math.isfinite(float(base.get(k, math.nan))) and float(base[k]) > 0 else 1.0
+            for k in SCANNED}
+
+
+def _largest_eta(base: Mapping[str, float], param: str, values: Sequence[float]) -> float:
+    return max(float(values[i]) for i in range(len(values))) if param == "eta" else float(base["eta"])
+
+
+def scan(claim: Corollary, base: Mapping[str, float], values: Sequence[float], *, settings: int = 2000,
+         spread: float = 100.0, seed: int = 0) -> Scan:
+    """``claim`` on the bound over ``settings`` drawn constant vectors around ``base`` (the
+    arguments of :func:`bladefl.theory.claims.sweep_point`), at the swept ``values``."""
+    rng = numpy_rng(seed, "constant-scan", claim.name)
+    centre = _centre(base)
+    drawn = {k: centre[k] * np.exp(rng.uniform(-math.log(spread), math.log(spread), settings)) for k in SCANNED}
+    lo, hi = (math.log(v) for v in ETA_L_RANGE)
+    drawn["L"] = np.exp(rng.uniform(lo, hi, settings)) / _largest_eta(base, claim.param, values)
+    k_at, edge = [], np.zeros(settings, dtype=bool)
+    for v in values:
+        # a scanned constant's swept values are read as multiples of its centre (delta: 0.5, 1, 2 x)
+        value = drawn[claim.param] * (v / centre[claim.param]) if claim.param in SCANNED else v
+        p = sweep_point({**base, **drawn}, claim.param, value)
+        k = k_star_real(**{a: p[a] for a in ("alpha", "beta", "eta", "L", "xi", "delta", "phi", "eps2", "t_sum",
+                                             "M", "N", "theta", "sigma2")})
+        k_max = np.asarray(p["t_sum"] / (p["alpha"] + p["beta"]), dtype=float)
+        edge |= np.isfinite(k) & (k >= k_max * (1 - 1e-6))
+        k_at.append(k * p["beta"] if claim.quantity == "mining_time" else k)
+    K = np.stack(k_at, axis=1)  # [settings, values]
+    defined = np.isfinite(K).all(axis=1)
+    failing = [i for i in np.flatnonzero(defined & ~edge)
+               if not monotone(claim.name, "bound", list(values), K[i], claim.direction,
+                               tolerance=1e-6 * float(np.abs(K[i]).max())).holds]
+    witness = None if not failing else {k: float(drawn[k][failing[0]]) for k in SCANNED}
+    return Scan(claim.name, settings, int(defined.sum()), int((defined & edge).sum()), len(failing),
+                tuple(float(v) for v in values), witness,
+                tuple(float(k) for k in K[failing[0]]) if failing else ())
+
+
+__all__ = ["Scan", "scan", "SCANNED"]
