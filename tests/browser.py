@@ -1,6 +1,8 @@
 """Open report pages in headless Chromium (Debian's ``chromium``) over the DevTools protocol and
 report what a reader's browser sees: console errors, failed loads, images that do not decode,
-links that do not resolve. Also usable by hand::
+links that do not resolve, Python reprs printed on the page (``PosixPath(``, ``array(``,
+``<Figure``), tables wider than the page, and empty figures (nothing but axes drawn: no coloured
+pixel). Also usable by hand::
 
     python tests/browser.py results/report/index.html results/report/mnist/*.html [--screenshot DIR]
 """
@@ -29,6 +31,29 @@ Promise.all([...document.images].map(img => img.decode()
                   error: String(e)}))))
 """
 LINKS_JS = "[...document.querySelectorAll('a[href]')].map(a => a.href)"
+REPRS = ("PosixPath(", "WindowsPath(", "array(", "<Figure", "<matplotlib", "<Axes", "dtype=", "DataFrame(")
+TEXT_JS = "document.body ? document.body.innerText : ''"
+# tables whose right edge lies beyond the page's width (a reader scrolls sideways or loses columns)
+WIDE_TABLES_JS = """
+[...document.querySelectorAll('table')].map((t, i) => ({index: i, width: Math.round(t.scrollWidth),
+    page: document.documentElement.clientWidth,
+    head: (t.querySelector('tr') || t).innerText.slice(0, 60).replace(/\\s+/g, ' ')}))
+  .filter(t => t.width > t.page)
+"""
+# per image: how many pixels are coloured (not grey): a plot with nothing drawn but axes has none
+COLOURED_JS = """
+[...document.images].map(img => {
+  const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
+  if (!c.width || !c.height) return {src: img.src.slice(0, 40), coloured: -1};
+  const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+  const d = g.getImageData(0, 0, c.width, c.height).data; let n = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    const hi = Math.max(d[i], d[i + 1], d[i + 2]), lo = Math.min(d[i], d[i + 1], d[i + 2]);
+    if (d[i + 3] > 0 && hi - lo > 40) n++;
+  }
+  return {src: img.src.slice(0, 40), coloured: n};
+})
+"""
 
 
 def find_chromium() -> str | None:
@@ -47,6 +72,26 @@ class PageCheck:
     errors: list[str] = field(default_factory=list)
     images: list[dict] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    text: str = ""
+    wide_tables: list[dict] = field(default_factory=list)
+    colours: list[dict] = field(default_factory=list)
+
+    @property
+    def reprs(self) -> list[str]:
+        """Python reprs printed on the page (a notebook cell's stray return value)."""
+        return [r for r in REPRS if r in self.text]
+
+    @property
+    def empty_figures(self) -> list[str]:
+        return [c["src"] for c in self.colours if c["coloured"] == 0]
+
+    def problems(self) -> list[str]:
+        """Everything a reader would trip over, one line each."""
+        return (self.errors + [f"broken image {i}" for i in self.broken_images]
+                + [f"unresolved link {u}" for u in self.unresolved_links()]
+                + [f"printed repr {r!r}" for r in self.reprs]
+                + [f"table wider than the page ({t['width']} > {t['page']} px): {t['head']}" for t in self.wide_tables]
+                + [f"empty figure {s}" for s in self.empty_figures])
 
     @property
     def broken_images(self) -> list[dict]:
@@ -127,6 +172,11 @@ class Browser:
         result.images = images["result"].get("value", [])
         links = self.call("Runtime.evaluate", expression=LINKS_JS, returnByValue=True)
         result.links = links["result"].get("value", [])
+        result.text = self.call("Runtime.evaluate", expression=TEXT_JS, returnByValue=True)["result"].get("value", "")
+        wide = self.call("Runtime.evaluate", expression=WIDE_TABLES_JS, returnByValue=True)
+        result.wide_tables = wide["result"].get("value", [])
+        colours = self.call("Runtime.evaluate", expression=COLOURED_JS, returnByValue=True)
+        result.colours = colours["result"].get("value", [])
         for event in self._events:
             method, params = event.get("method"), event.get("params", {})
             if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
@@ -174,8 +224,7 @@ def main(argv: list[str]) -> int:
         for page in argv:
             shot = shots / (Path(page).parent.name + "_" + Path(page).stem + ".png") if shots else None
             r = browser.check(page, shot)
-            problems = r.errors + [f"broken image {i}" for i in r.broken_images] + \
-                [f"unresolved link {u}" for u in r.unresolved_links()]
+            problems = r.problems()
             failed += bool(problems)
             print(f"{page}: {len(r.images)} images, {len(r.links)} links, {len(problems)} problems")
             for p in problems:

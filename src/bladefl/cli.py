@@ -238,7 +238,10 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
         headline = plots.save_png_svg(plots.headline_figure(panels), "headline", args.figures)[0]
     provenance = {Path(p).parents[1].name: read_csv(p) for p in args.provenance}  # tables/<dataset>/<page>/
     line = pages.provenance_line(provenance, args.configfiles, args.seeds)
-    out = pages.write_index(args.out, args.verdicts, args.pages, headline, line)
+    seeds = {int(t[t.status == "ok"].seed.nunique()) for t in summaries.values()}
+    sensitivity = Path(args.out).parent / "sensitivity.html"
+    out = pages.write_index(args.out, args.verdicts, args.pages, headline, line, comparisons=comparisons,
+                            runs_per_point=min(seeds) if seeds else None, sensitivity=sensitivity)
     print(f"wrote {out}")
     return 0
 

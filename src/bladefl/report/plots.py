@@ -1,6 +1,7 @@
-"""The report's figures (matplotlib, headless: ``bladefl.core.figures`` selects Agg). Functions
-return a Figure; ``show`` writes it and displays the saved PNG inline in a notebook (independent of the kernel's
-matplotlib backend, so a rendered page holds exactly the figures that were saved)."""
+"""The report's figures (matplotlib and, for curves over runs or units, seaborn; headless:
+``bladefl.core.figures`` selects Agg). Functions return a Figure; ``show`` writes it and displays
+the saved PNG inline in a notebook (independent of the kernel's matplotlib backend, so a rendered
+page holds exactly the figures that were saved)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -24,24 +26,30 @@ def show(fig: Figure, name: str, folder: str | Path) -> list[Path]:
     return paths
 
 
-def sweep_figure(curves, vary: str, title: str) -> Figure:  # noqa: ANN001 - DataFrame from report.sweep_curves
-    """Loss and accuracy versus K, one curve per swept value (mean over runs, band = +-1 std over runs:
-    run seeds and, with replicates, partition draws)."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for value, part in curves.groupby("value"):
-        part = part.sort_values("K")
-        label = f"{vary}={value:g}"
-        for ax, col in ((axes[0], "loss"), (axes[1], "accuracy")):
-            line, = ax.plot(part.K, part[col], marker="o", ms=3, label=label)
-            ax.fill_between(part.K, part[col] - part[f"{col}_std"], part[col] + part[f"{col}_std"],
-                            color=line.get_color(), alpha=0.15)
-    axes[0].set_ylabel("training loss F(w)")
-    axes[1].set_ylabel("test accuracy")
-    for ax in axes:
-        ax.set_xlabel("K (integrated rounds)")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=8)
+def _by_unit(ax, data, x: str, y: str, vary: str, legend: bool) -> dict[str, object]:  # noqa: ANN001 - Axes, DataFrame
+    """Seaborn's line per swept value over the units of ``data`` (:func:`bladefl.report.views.sweep_units`):
+    the mean, a band of +-1 sd over the units; returns each value's colour by label."""
+    labelled = data.assign(label=[f"{vary}={v:g}" for v in data.value]).sort_values(["value", x])
+    order = list(dict.fromkeys(labelled.label))
+    palette = dict(zip(order, sns.color_palette("tab10", len(order)), strict=True))
+    sns.lineplot(data=labelled, x=x, y=y, hue="label", hue_order=order, palette=palette, errorbar="sd", marker="o",
+                 markersize=4, ax=ax, legend=legend)
+    if legend:
+        ax.get_legend().set_title(None)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    return palette
+
+
+def sweep_figure(units, vary: str, title: str) -> Figure:  # noqa: ANN001 - DataFrame from views.sweep_units
+    """Loss and accuracy (%) versus K (top) and versus the total local steps K tau (bottom: tau's
+    floor explains the kinks against K), one line per swept value: the mean over the units (draws
+    or runs), the band +-1 sd over them."""
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    for row, (x, xlabel) in enumerate((("K", "K (integrated rounds)"), ("steps", "K·tau (local steps in all)"))):
+        for col, (y, ylabel) in enumerate((("loss", "training loss F(w)"), ("accuracy", "test accuracy (%)"))):
+            _by_unit(axes[row, col], units, x, y, vary, legend=(row, col) == (0, 1))
+            axes[row, col].set(xlabel=xlabel, ylabel=ylabel)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -58,16 +66,21 @@ def k_star_spread_figure(spread, title: str) -> Figure:  # noqa: ANN001 - DataFr
     axes = grid.ravel()
     for ax in axes[len(sweeps):]:
         ax.set_visible(False)
+    missing = {label: reason for col, label, reason in (
+        ("K_star_loss_std_seeds", "run seeds", "one run seed per draw"),
+        ("K_star_loss_std_partitions", "partition draws", "one partition draw"))
+        if not np.isfinite(spread[col].to_numpy(dtype=float)).any()}
     for ax, sweep in zip(axes, sweeps, strict=False):
         part = spread[spread.sweep == sweep].sort_values("value")
         x = np.arange(len(part))
-        ax.plot(x, part.K_star, "ko", ms=4, label="K* (all runs)")
+        ax.plot(x, part.K_star, "o", color="tab:green", ms=5, label="K* (all runs)")
         for offset, col, color, label in ((-0.12, "K_star_loss_std_seeds", "tab:blue", "run seeds"),
                                           (0.12, "K_star_loss_std_partitions", "tab:orange", "partition draws")):
             err = part[col].to_numpy(dtype=float)
             shown = np.isfinite(err)
-            ax.errorbar(x[shown] + offset, part.K_star.to_numpy()[shown], yerr=err[shown], fmt="none",
-                        ecolor=color, capsize=3, lw=1.5, label=f"+-1 std over {label}")
+            if label not in missing:
+                ax.errorbar(x[shown] + offset, part.K_star.to_numpy()[shown], yerr=err[shown], fmt="none",
+                            ecolor=color, capsize=3, lw=1.5, label=f"+-1 std over {label}")
         ax.set_xticks(x, [f"{v:g}" for v in part.value])
         ax.set_xlabel(str(part.vary.iloc[0]))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -75,8 +88,11 @@ def k_star_spread_figure(spread, title: str) -> Figure:  # noqa: ANN001 - DataFr
     for row in grid:
         row[0].set_ylabel("K* (by training loss)")
     axes[0].legend(fontsize=7)
+    if missing:  # say why an interval is not drawn instead of drawing nothing
+        fig.text(0.5, 0.005, "; ".join(f"no spread over {label}: {reason}" for label, reason in missing.items()),
+                 ha="center", va="bottom", fontsize=8, color="0.3")
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04 if missing else 0, 1, 1))
     return fig
 
 
@@ -94,15 +110,17 @@ def bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:  # noqa: A
             ax.plot(part.K[finite], part.G_measured[finite], "^:", label="bound, measured constants")
         ax.set_yscale("log")
         ax.set_title(labels[cell], fontsize=9)
-        ax.set_xlabel("K")
+        ax.set_xlabel("K (integrated rounds)")
+        ax.set_ylabel("loss gap F(w^K) - F* (log scale)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
         axes[1, j].bar(part.K, part.rel_gap_fit)
         axes[1, j].axhline(0.05, color="r", lw=0.8, ls="--")
         axes[1, j].axhline(-0.05, color="r", lw=0.8, ls="--")
-        axes[1, j].set_xlabel("K")
-        axes[1, j].set_ylabel("(G_fit - gap) / gap")
+        axes[1, j].set_xlabel("K (integrated rounds)")
+        axes[1, j].set_ylabel("(G fitted - gap) / gap")
+        axes[1, j].xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -125,8 +143,8 @@ def normalised_bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:
                 ax.axvline(k_min, color=ax.lines[-1].get_color(), lw=0.8, alpha=0.6)
         ax.set_yscale("log")
         ax.set_title(labels[cell], fontsize=9)
-        ax.set_xlabel("K")
-        ax.set_ylabel("value / its minimum (vertical line: where)")
+        ax.set_xlabel("K (integrated rounds)")
+        ax.set_ylabel("value / its minimum (log scale; line: where)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
@@ -136,20 +154,22 @@ def normalised_bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:
 
 
 def privacy_figure(table, title: str) -> Figure:  # noqa: ANN001 - DataFrame from report.privacy_table
-    """Optimal K, minimal loss and maximal accuracy versus the privacy budget epsilon."""
+    """Optimal K, minimal loss and maximal accuracy (already in %) versus the privacy budget epsilon."""
     finite = table[np.isfinite(table.epsilon)]
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
-    for ax, col, label in ((axes[0], "K_star_loss", "optimal K (by loss)"), (axes[1], "min_train_loss", "minimal loss"),
-                           (axes[2], "max_accuracy", "maximal accuracy")):
-        ax.plot(finite.epsilon, finite[col], "o-")
+    for ax, col, label, scale in ((axes[0], "K_star_loss", "optimal K (by loss)", 1),
+                                  (axes[1], "min_train_loss", "minimal training loss", 1),
+                                  (axes[2], "max_accuracy", "maximal test accuracy (%)", 1)):
+        ax.plot(finite.epsilon, scale * finite[col], "o-")
         nodp = table[~np.isfinite(table.epsilon)]
         if not nodp.empty:
-            ax.axhline(float(nodp[col].iloc[0]), color="gray", ls="--", label="no DP")
+            ax.axhline(scale * float(nodp[col].iloc[0]), color="gray", ls="--", label="no DP")
             ax.legend(fontsize=8)
         ax.set_xscale("log")
-        ax.set_xlabel("epsilon")
+        ax.set_xlabel("epsilon (privacy budget, log scale)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
+    axes[0].yaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -157,10 +177,11 @@ def privacy_figure(table, title: str) -> Figure:  # noqa: ANN001 - DataFrame fro
 
 def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list of dicts, see below
     """Test accuracy and training loss versus K for the main sweeps: per dataset an accuracy row and
-    a loss row, one column per sweep. The paper's optimum of each swept value is drawn in the
-    curve's colour: a star at (its K*, its maximal accuracy), a dashed line at its K* on the loss.
+    a loss row, one column per sweep, each line the mean over the units with a band of +-1 sd. The
+    paper's optimum of each swept value is drawn in the line's colour: a star at (its K*, its maximal
+    accuracy), a dashed line at its K* on the loss; a dotted level where only its accuracy is known.
 
-    ``panels``: dicts with ``dataset``, ``sweep``, ``vary``, ``curves`` (from ``report.sweep_curves``)
+    ``panels``: dicts with ``dataset``, ``sweep``, ``vary``, ``units`` (from ``views.sweep_units``)
     and ``paper`` (rows with ``value``, ``paper_K_star``, ``paper_max_accuracy`` in percent)."""
     datasets = list(dict.fromkeys(p["dataset"] for p in panels))
     cols = max(sum(p["dataset"] == d for p in panels) for d in datasets)
@@ -173,27 +194,24 @@ def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list o
         row, col = 2 * datasets.index(panel["dataset"]), column[panel["dataset"]]
         column[panel["dataset"]] += 1
         acc_ax, loss_ax = axes[row, col], axes[row + 1, col]
-        paper = {float(r["value"]): r for r in panel["paper"]}
-        for value, part in panel["curves"].groupby("value"):
-            part = part.sort_values("K")
-            line, = acc_ax.plot(part.K, 100 * part.accuracy, marker="o", ms=3, label=f"{panel['vary']}={value:g}")
-            loss_ax.plot(part.K, part.loss, marker="o", ms=3, color=line.get_color())
-            ref = paper.get(float(value))
-            if ref is None or not np.isfinite(ref["paper_K_star"]):
+        colours = _by_unit(acc_ax, panel["units"], "K", "accuracy", panel["vary"], legend=True)
+        _by_unit(loss_ax, panel["units"], "K", "loss", panel["vary"], legend=False)
+        for ref in panel["paper"]:
+            colour = colours.get(f"{panel['vary']}={float(ref['value']):g}")
+            if colour is None or not np.isfinite(ref["paper_max_accuracy"]):
                 continue
-            loss_ax.axvline(ref["paper_K_star"], color=line.get_color(), ls="--", lw=1)
-            if np.isfinite(ref["paper_max_accuracy"]):
-                acc_ax.plot([ref["paper_K_star"]], [ref["paper_max_accuracy"]], marker="*", ms=13, ls="none",
-                            color=line.get_color(), markeredgecolor="black")
+            if not np.isfinite(ref["paper_K_star"]):  # its K* is inconsistent, its accuracy is not
+                acc_ax.axhline(ref["paper_max_accuracy"], color=colour, ls=":", lw=1.2)
+                continue
+            loss_ax.axvline(ref["paper_K_star"], color=colour, ls="--", lw=1)
+            acc_ax.plot([ref["paper_K_star"]], [ref["paper_max_accuracy"]], marker="*", ms=13, ls="none",
+                        color=colour, markeredgecolor="black")
         acc_ax.set_title(f"{panel['dataset']}: sweep {panel['sweep']}", fontsize=10)
-        acc_ax.set_ylabel("test accuracy (%)")
+        acc_ax.set(ylabel="test accuracy (%)", xlabel="K (integrated rounds)")
         acc_ax.legend(fontsize=7, loc="lower right")
-        loss_ax.set_ylabel("training loss F(w)")
-        for ax in (acc_ax, loss_ax):
-            ax.set_visible(True)
-            ax.set_xlabel("K (integrated rounds)")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.grid(alpha=0.3)
+        loss_ax.set(ylabel="training loss F(w)", xlabel="K (integrated rounds)")
+        acc_ax.set_visible(True)
+        loss_ax.set_visible(True)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -203,23 +221,16 @@ def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list o
 def roc_figure(roc, title: str) -> Figure:  # noqa: ANN001 - DataFrame from detection_analysis.roc_table
     """One panel per detector: the ROC curve of every cell with lazy clients (pooled over seeds, K
     and rounds), the chance diagonal dashed."""
-    detectors = sorted(roc.detector.unique())
-    fig, axes = plt.subplots(1, len(detectors), figsize=(4.2 * len(detectors), 4), squeeze=False)
-    for ax, detector in zip(axes[0], detectors, strict=True):
-        part = roc[roc.detector == detector]
-        for (ratio, sigma2), curve in part.groupby(["lazy_ratio", "sigma2"], sort=True):
-            ax.plot(curve.fpr, curve.tpr, lw=1.2, alpha=0.8, label=f"M/N={ratio:g}, sigma2={sigma2:g}")
+    data = roc.assign(cell=[f"M/N={r:g}, sigma2={s:g}" for r, s in zip(roc.lazy_ratio, roc.sigma2, strict=True)])
+    g = sns.relplot(data=data, x="fpr", y="tpr", hue="cell", col="detector", kind="line", sort=False,
+                    estimator=None, height=4, aspect=1.05, facet_kws={"xlim": (-0.02, 1.02), "ylim": (-0.02, 1.02)})
+    for ax in g.axes.flat:
         ax.plot([0, 1], [0, 1], "k--", lw=0.8, alpha=0.5)
-        ax.set_title(detector, fontsize=10)
-        ax.set_xlabel("false-positive rate")
-        ax.set_ylabel("true-positive rate (recall)")
-        ax.set_xlim(-0.02, 1.02)
-        ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-    axes[0, -1].legend(fontsize=7, loc="lower right")
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    g.set_axis_labels("false-positive rate", "true-positive rate (recall)")
+    g.figure.suptitle(title)
+    g.tight_layout()
+    return g.figure
 
 
 def exclusion_figure(curves, title: str) -> Figure:  # noqa: ANN001 - DataFrame from exclusion_curves
@@ -234,14 +245,14 @@ def exclusion_figure(curves, title: str) -> Figure:  # noqa: ANN001 - DataFrame 
             part = curves[(curves.condition == condition) & (curves.value == value)].sort_values("K")
             if part.empty:
                 continue
-            ax.plot(part.K, part.test_accuracy, style, color=color, ms=3, label=condition)
-            std = part.test_accuracy_std.fillna(0)
-            ax.fill_between(part.K, part.test_accuracy - std, part.test_accuracy + std, color=color, alpha=0.12)
+            acc, std = 100 * part.test_accuracy, 100 * part.test_accuracy_std.fillna(0)
+            ax.plot(part.K, acc, style, color=color, ms=3, label=condition)
+            ax.fill_between(part.K, acc - std, acc + std, color=color, alpha=0.12)
         ax.set_title(f"M/N = {ratio:g}", fontsize=10)
         ax.set_xlabel("K (integrated rounds)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("test accuracy")
+    axes[0, 0].set_ylabel("test accuracy (%)")
     axes[0, -1].legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
@@ -270,35 +281,22 @@ def sensitivity_distance_figure(ranking, title: str) -> Figure:  # noqa: ANN001 
 def sensitivity_curves_figure(curves, points, title: str) -> Figure:  # noqa: ANN001 - DataFrames
     """Test accuracy (%) versus K per reading, one panel per swept value; the paper's maximal
     accuracy for that value as a dashed line, with a star at the paper's K*."""
-    panels = curves[["sweep", "value"]].drop_duplicates().sort_values(["sweep", "value"]).to_numpy()
-    cols = min(4, len(panels))
-    rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows + 0.8), squeeze=False, sharey=True)
-    readings = list(dict.fromkeys(curves.reading))
-    for ax, (sweep, value) in zip(axes.flat, panels, strict=False):
-        for i, reading in enumerate(readings):
-            part = curves[(curves.sweep == sweep) & (curves.value == value) & (curves.reading == reading)]
-            ax.plot(part.K, part.accuracy, marker="o", ms=2.5, lw=1.1, color=f"C{i % 10}", label=reading)
-        paper = points[(points.sweep == sweep) & (points.value == value)]
-        if len(paper) and np.isfinite(paper.paper_max_accuracy.iloc[0]):
-            acc = paper.paper_max_accuracy.iloc[0]
-            ax.axhline(acc, color="k", ls="--", lw=1, label="paper's max accuracy")
-            if np.isfinite(paper.paper_K_star.iloc[0]):
-                ax.plot([paper.paper_K_star.iloc[0]], [acc], marker="*", ms=12, color="k", ls="none",
-                        label="paper's K* (at its max accuracy)")
-        ax.set_title(f"{sweep} = {value:g}", fontsize=9)
-        ax.set_xlabel("K")
+    data = curves.assign(panel=[f"{s} = {v:g}" for s, v in zip(curves.sweep, curves.value, strict=True)])
+    g = sns.relplot(data=data.sort_values(["sweep", "value", "K"]), x="K", y="accuracy", hue="reading", col="panel",
+                    col_wrap=min(4, data.panel.nunique()), kind="line", marker="o", markersize=4, height=3,
+                    facet_kws={"sharey": True})
+    for (sweep, value), part in points.groupby(["sweep", "value"]):
+        ax = g.axes_dict.get(f"{sweep} = {value:g}")
+        acc, k = part.paper_max_accuracy.iloc[0], part.paper_K_star.iloc[0]
+        if ax is not None and np.isfinite(acc):
+            ax.axhline(acc, color="k", ls="--", lw=1)
+            if np.isfinite(k):
+                ax.plot([k], [acc], marker="*", ms=12, color="k", ls="none")
+    for ax in g.axes.flat:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-    for ax in axes.flat[len(panels):]:
-        ax.set_visible(False)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("test accuracy %")
-    legend = {}  # every panel's entries once (the paper's marks are not on every panel)
-    for ax in axes.flat[:len(panels)]:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            legend.setdefault(label, handle)
-    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=min(5, len(legend)), fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    return fig
+    g.set_axis_labels("K (integrated rounds)", "test accuracy (%)")
+    g.set_titles("{col_name}")
+    g.figure.suptitle(f"{title} (dashed: the paper's max accuracy; star: at its K*)")
+    g.tight_layout()
+    return g.figure

@@ -3,7 +3,7 @@ runs' provenance."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -14,14 +14,33 @@ from bladefl.report.tables import plus_minus
 
 
 def sweep_curves(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
-    """Per (value, K): mean and std over seeds of the training loss and test accuracy."""
+    """Per (value, K): mean and std over seeds of the training loss and test accuracy, with tau and
+    the total local steps K tau of each K."""
     part = summary[(summary.sweep == sweep) & (summary.status == "ok")]
     if part.empty:
         raise ReportInputError(f"sweep {sweep!r} has no rows in the summary table")
-    return (part.groupby(["value", "cell", "K"], as_index=False)
-            .agg(loss=("train_loss", "mean"), loss_std=("train_loss", "std"), accuracy=("test_accuracy", "mean"),
-                 accuracy_std=("test_accuracy", "std"), test_loss=("test_loss", "mean"), seeds=("seed", "nunique"))
-            .fillna({"loss_std": 0.0, "accuracy_std": 0.0}))
+    out = (part.groupby(["value", "cell", "K"], as_index=False)
+           .agg(loss=("train_loss", "mean"), loss_std=("train_loss", "std"), accuracy=("test_accuracy", "mean"),
+                accuracy_std=("test_accuracy", "std"), test_loss=("test_loss", "mean"), seeds=("seed", "nunique"),
+                tau=("tau", "first"))
+           .fillna({"loss_std": 0.0, "accuracy_std": 0.0}))
+    return out.assign(steps=out.K * out.tau)
+
+
+def sweep_units(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
+    """The curves of one sweep per independent unit, as the verdicts take them: a partition draw
+    (its seeds' mean) where every draw holds at least two seeds, else a run. Per (unit, value, K):
+    the training loss, the test accuracy in %, tau and the total local steps K tau; ``unit_kind``
+    ("draw" or "run") and ``units`` (how many) in every row."""
+    part = summary[(summary.sweep == sweep) & (summary.status == "ok")]
+    if part.empty:
+        raise ReportInputError(f"sweep {sweep!r} has no rows in the summary table")
+    per_draw = part.groupby("partition").seed.nunique() if "partition" in part else pd.Series(dtype=int)
+    kind = "draw" if len(per_draw) and int(per_draw.min()) >= 2 else "run"
+    unit = part.partition if kind == "draw" else part.seed
+    out = (part.assign(unit=unit).groupby(["unit", "value", "K"], as_index=False)
+           .agg(loss=("train_loss", "mean"), accuracy=("test_accuracy", "mean"), tau=("tau", "first")))
+    return out.assign(accuracy=100 * out.accuracy, steps=out.K * out.tau, unit_kind=kind, units=out.unit.nunique())
 
 
 def k_star_spread(optimum: pd.DataFrame) -> pd.DataFrame:
@@ -38,8 +57,9 @@ def privacy_table(optimum: pd.DataFrame) -> pd.DataFrame:
     part = optimum[optimum.sweep == "epsilon"].sort_values("value")
     if part.empty:
         raise ReportInputError("no 'epsilon' sweep in the optimum table")
-    return part[["value", "K_star_loss", "K_star_accuracy", "min_train_loss", "max_accuracy"]].rename(
+    out = part[["value", "K_star_loss", "K_star_accuracy", "min_train_loss", "max_accuracy"]].rename(
         columns={"value": "epsilon"}).reset_index(drop=True)
+    return out.assign(max_accuracy=100 * out.max_accuracy)  # in %, as every page shows accuracy
 
 
 def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -56,9 +76,10 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["derived_from", "reading_of", "not_counted",
-           "sweep_curves", "k_star_spread", "privacy_table", "provenance", "detection_quality_table", "exclusion_table",
-           "detection_worst_rounds"]
+__all__ = ["derived_from", "reading_of", "not_counted", "fig3_labels", "readable", "csv_link", "HEADERS",
+           "provenance_view",
+           "sweep_curves", "sweep_units", "k_star_spread", "privacy_table", "provenance", "detection_quality_table",
+           "exclusion_table", "detection_worst_rounds"]
 
 
 def detection_quality_table(quality: pd.DataFrame) -> pd.DataFrame:
@@ -70,13 +91,13 @@ def detection_quality_table(quality: pd.DataFrame) -> pd.DataFrame:
 
 
 def exclusion_table(exclusion: pd.DataFrame) -> pd.DataFrame:
-    """Per lazy ratio and condition: K* and the maximal accuracy, "mean +- std" over seeds."""
+    """Per lazy ratio and condition: K* and the maximal accuracy (%), "mean +- std" over seeds."""
     out = exclusion[["lazy_ratio", "condition", "seeds"]].copy()
-    for col, std in (("K_star_loss", "K_star_loss_std"), ("K_star_accuracy", "K_star_accuracy_std"),
-                     ("max_accuracy", "max_accuracy_std")):
-        out[col] = plus_minus(exclusion[col], exclusion[std], ".4g", ".2g")
+    for col, std, scale in (("K_star_loss", "K_star_loss_std", 1), ("K_star_accuracy", "K_star_accuracy_std", 1),
+                            ("max_accuracy", "max_accuracy_std", 100)):
+        out[col] = plus_minus(scale * exclusion[col], scale * exclusion[std], ".4g", ".2g")
     return out.rename(columns={"lazy_ratio": "M/N", "K_star_loss": "K* (loss)", "K_star_accuracy": "K* (accuracy)",
-                               "max_accuracy": "max accuracy"})
+                               "max_accuracy": "max accuracy (%)"})
 
 
 def detection_worst_rounds(per_round: pd.DataFrame) -> pd.DataFrame:
@@ -108,6 +129,64 @@ def verdict_test(r: object, opposite: bool = True) -> str:
         return f"p (against) = {against:.2g}"
     support = _number(getattr(r, "support", None))
     return f"support {support:.2f}" if support == support else "n/a"
+
+
+# Column names of the report's tables as a reader reads them (others: underscores to spaces).
+HEADERS = {"K_star": "K*", "K_experiment": "K* experiment", "K_closed_form": "K* closed form (Thm. 3)",
+           "K_exact_fit": "K* of fitted bound", "K_exact_measured": "K* of measured bound",
+           "largest_K_star_if_defined_at_1": "largest K* (bound defined at K = 1)", "gap": "gap F(w^K) - F*",
+           "G_fit": "G fitted", "G_measured": "G measured", "rel_gap_fit": "(G fitted - gap) / gap",
+           "rel_gap_measured": "(G measured - gap) / gap", "eta_L_below_1": "eta L < 1",
+           "bracket_measured_positive": "bracket > 0 (measured)", "bracket_fit_positive": "bracket > 0 (fitted)",
+           "theta_last": "theta (last round)", "eps2_of_K": "eps2 of K", "phi_measured": "phi measured",
+           "eps2_measured": "eps2 measured", "phi_fit": "phi fitted", "eps2_fit": "eps2 fitted",
+           "f_star": "F*", "max_rel_excess": "largest (G - gap) / gap", "above_everywhere": "above at every K",
+           "undefined_at": "undefined at K", "max_rel_gap_fit": "largest rel. gap (fitted)",
+           "mean_rel_gap_fit": "mean rel. gap (fitted)", "fit_above_everywhere": "fitted above at every K",
+           "closed_form_eta_L": "eta L for the closed form to give K* experiment", "lazy_term": "lazy term",
+           "cell": "condition", "K_star_loss": "K* (by loss)", "K_star_accuracy": "K* (by accuracy)",
+           "min_train_loss": "min training loss", "max_accuracy": "max accuracy (%)",
+           "K_star_loss_std_seeds": "K* sd over run seeds", "K_star_loss_std_partitions": "K* sd over draws",
+           "partitions": "draws"}
+
+
+def fig3_labels(cells: Sequence[str]) -> dict[str, str]:
+    """Fig. 3's conditions named as the paper names them, (a), (b), ..., with their settings:
+    ``alpha~1_beta~6_N~20_eta~0.005_lazy~0_sigma2~0_eps~inf`` -> ``Fig. 3(a): beta 6, eta 0.005, M/N 0``."""
+    out = {}
+    for i, cell in enumerate(cells):
+        pairs = dict(part.split("~", 1) for part in cell.split("_") if "~" in part)
+        shown = [f"beta {pairs.get('beta', '?')}", f"eta {pairs.get('eta', '?')}", f"M/N {pairs.get('lazy', '0')}"]
+        if pairs.get("lazy", "0") not in ("0", "0.0"):
+            shown.append(f"sigma2 {pairs.get('sigma2', '?')}")
+        out[cell] = f"Fig. 3({chr(ord('a') + i)}): " + ", ".join(shown)
+    return out
+
+
+def readable(frame: pd.DataFrame, labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """A table as a reader reads it: headers in words (:data:`HEADERS`), cell keys replaced by
+    ``labels`` (e.g. :func:`fig3_labels`)."""
+    out = frame.copy()
+    if labels is not None and "cell" in out:
+        out["cell"] = out["cell"].map(lambda c: labels.get(c, c))
+    return out.rename(columns=lambda c: HEADERS.get(c, str(c).replace("_", " ")))
+
+
+def csv_link(name: str, dataset: str, page: str) -> str:
+    """A Markdown link from a report page (``report/<dataset>/<page>.html``) to a table it wrote
+    (``tables/<dataset>/<page>/<name>.csv``)."""
+    return f"[{name}.csv](../../tables/{dataset}/{page}/{name}.csv)"
+
+
+def provenance_view(prov: pd.DataFrame) -> pd.DataFrame:
+    """The provenance table as a page shows it: run names that wrap (their settings spaced), the
+    data checksum shortened to 12 characters (the CSV keeps it whole)."""
+    out = prov.copy()
+    if "run" in out:
+        out["run"] = out["run"].astype(str).str.replace("_", " ", regex=False)
+    if "train_images_sha256" in out:
+        out["train_images_sha256"] = out["train_images_sha256"].astype(str).str[:12]
+    return out.rename(columns={"train_images_sha256": "train images SHA-256", "code_version": "code"})
 
 
 def verdict_units(r: object) -> str:
