@@ -84,7 +84,9 @@ def test_index_opens_with_the_verdicts_and_links_every_notebook(smoke):
     verdicts = pd.read_csv(smoke / "results/verdicts/mnist.csv")
     for claim in verdicts.claim:
         assert html.escape(claim) in index
-    assert index.index("Verdicts") < index.index("<h2>Pages")
+    assert index.index("findings stand") < index.index("Best accuracy beside the paper") < index.index("<h2>Pages")
+    # one seed: nothing can be judged, and the page says where the verdicts are (before any table)
+    assert index.index("No verdicts here") < index.index("<table") and "make reference-report" in index
     for nb in ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"):
         assert f"href='mnist/{nb}.html'" in index
     assert "MNIST: sweeps: Tables II-VII, Figs. 4-9</a>" in index
@@ -129,3 +131,55 @@ def test_notebook_with_bad_input_fails_with_path_and_reason(tmp_path, content, r
                         "tables_dir": str(tmp_path / "t")}, progress_bar=False, cwd=str(REPO))
     assert "ReportInputError" in info.value.ename
     assert str(bad) in info.value.evalue and reason in info.value.evalue
+
+
+def test_every_judged_claim_carries_the_papers_words():
+    """The front page quotes the paper beside each claim: every experiment claim, its readings, every
+    corollary on the bound and Corollary 4's second part have words kept, each from the tex."""
+    from pathlib import Path
+
+    from bladefl.experiments.bound_verdicts import ETA_CLAIM
+    from bladefl.experiments.experiment_verdicts import claims
+    from bladefl.report.paper import CLAIM_QUOTES, claim_quote
+    from bladefl.theory.claims import COROLLARIES
+
+    names = [c.name for c in claims()] + [f"{c.name} (on the bound)" for c in COROLLARIES] + [ETA_CLAIM]
+    assert [n for n in names if not claim_quote(n)] == []
+    assert claim_quote("K* falls as beta grows (K* by accuracy)") == CLAIM_QUOTES["K* falls as beta grows"]
+    tex = Path(__file__).resolve().parents[2] / "shared" / "paper" / "blade-fl-paper.tex"
+    if tex.is_file():  # the words are the paper's (up to its LaTeX): each quoted fragment occurs in the tex
+        text = " ".join(tex.read_text(errors="replace").split())
+        for quote in CLAIM_QUOTES.values():  # its longest run of plain lower-case words, math left out
+            runs, run = [], []
+            for word in quote.split():
+                plain = word.isascii() and word.isalpha() and word.islower()
+                run = [*run, word] if plain else []
+                runs.append(run)
+            longest = " ".join(max(runs, key=len))
+            assert len(longest.split()) >= 2 and longest in text, (quote, longest)
+
+
+def test_sweep_units_are_the_verdicts_units_and_accuracy_is_in_percent():
+    """The sweep figures' lines are means over the units the verdicts test: partition draws where
+    every draw holds two seeds or more (their seeds averaged), else runs; K tau beside K."""
+    from bladefl.report.views import sweep_units
+
+    rows = [{"sweep": "beta", "vary": "beta", "value": v, "cell": f"c{v}", "K": k, "tau": 10 // k, "seed": s,
+             "partition": s % 2, "train_loss": 1.0 + s, "test_loss": 1.0, "test_accuracy": 0.5, "status": "ok"}
+            for v in (6, 8) for k in (1, 2) for s in range(4)]
+    drawn = sweep_units(pd.DataFrame(rows), "beta")
+    assert set(drawn.unit_kind) == {"draw"} and set(drawn.units) == {2}
+    assert sorted(drawn[(drawn.value == 6) & (drawn.K == 1)].loss) == [2.0, 3.0]  # seeds {0, 2}, {1, 3}
+    assert set(drawn.accuracy) == {50.0} and list(drawn.steps[drawn.K == 2].unique()) == [10]
+    paired = sweep_units(pd.DataFrame([{**r, "partition": r["seed"]} for r in rows]), "beta")
+    assert set(paired.unit_kind) == {"run"} and set(paired.units) == {4}
+
+
+def test_the_accuracy_gap_is_each_tables_best_beside_the_papers():
+    from bladefl.report.pages import accuracy_gap
+
+    comparison = pd.DataFrame({"table": ["Table II", "Table II", "Table III"], "parameter": ["alpha", "alpha", "beta"],
+                               "max_accuracy": [70.0, 72.5, 60.0], "paper_max_accuracy": [87.4, 82.2, float("nan")]})
+    gap = accuracy_gap({"mnist": comparison})
+    assert gap.to_dict("records") == [{"dataset": "mnist", "table": "Table II", "parameter": "alpha", "ours": 72.5,
+                                       "paper": 87.4, "difference": 72.5 - 87.4}]

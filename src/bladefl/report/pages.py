@@ -17,6 +17,7 @@ import pandas as pd
 from bladefl.core import atomic
 from bladefl.experiments import provenance as provenance_module
 from bladefl.report.inputs import read_csv
+from bladefl.report.paper import claim_quote
 from bladefl.report.views import not_counted, verdict_test, verdict_units
 
 NOTEBOOK_TITLES = {
@@ -125,13 +126,16 @@ def _draws_cell(r: object) -> str:
 
 
 def _claim_cell(r: object) -> str:
-    """The claim, linked to the report page whose figures it rests on (when the table names one)."""
+    """The claim, linked to the report page whose figures it rests on (when the table names one),
+    with the paper's own words below it (:data:`bladefl.report.paper.CLAIM_QUOTES`)."""
     page = _text(getattr(r, "page", ""))
     name = html.escape(str(r.claim))
+    quote = claim_quote(str(r.claim))
+    words = f"<br><small><i>“{html.escape(quote)}”</i></small>" if quote else ""
     if not page:
-        return name
+        return name + words
     href = html.escape(f"{r.dataset}/{page}.html")  # beside the front page
-    return f"<a href='{href}' title='{html.escape(NOTEBOOK_TITLES.get(page, page))}'>{name}</a>"
+    return f"<a href='{href}' title='{html.escape(NOTEBOOK_TITLES.get(page, page))}'>{name}</a>{words}"
 
 
 def _effect_cell(r: object) -> str:
@@ -161,7 +165,7 @@ def _verdict_rows(table: pd.DataFrame, draws: bool) -> str:
         p = getattr(r, "p_claim", None)
         test = html.escape(verdict_test(r, opposite=False)) if r.basis == "experiment" and pd.notna(p) else ""
         draw_cell = f"<td>{_draws_cell(r)}</td>" if draws else ""
-        rows.append(f"<tr><td>{_claim_cell(r)}<br><small>{html.escape(str(r.source))}</small></td>"
+        rows.append(f"<tr><td>{_claim_cell(r)}</td>"
                     f"<td style='background:{colour}'>{verdict}</td><td>{_effect_cell(r)}</td><td>{test}</td>"
                     f"<td>{html.escape(verdict_units(r))}</td>{draw_cell}"
                     f"<td><details><summary>per unit, test</summary>{html.escape(str(r.evidence))}</details></td></tr>")
@@ -181,7 +185,7 @@ def _verdict_sections(table: pd.DataFrame) -> str:
             labels = {_text(getattr(r, "across_partitions", "")) for r in rows.itertuples()} - {""}
             draws = bool(labels - {"one seed per draw: seed and draw not separable", "one draw"})
             note = "" if draws or not labels else f" <small>(partition draws: {html.escape(', '.join(labels))})</small>"
-            head = (f"<tr><th>claim (where the paper makes it)</th><th>verdict</th><th>{effect}</th><th>p</th>"
+            head = (f"<tr><th>claim (the paper's words)</th><th>verdict</th><th>{effect}</th><th>p</th>"
                     f"<th>units</th>{'<th>partition draws</th>' if draws else ''}<th>evidence</th></tr>")
             out.append(f"<h4>{title}{note}</h4>\n<table>{head}\n{_verdict_rows(rows, draws)}\n</table>")
     return "\n".join(out)
