@@ -138,6 +138,31 @@ def _claim_cell(r: object) -> str:
     return f"<a href='{href}' title='{html.escape(NOTEBOOK_TITLES.get(page, page))}'>{name}</a>{words}"
 
 
+def paper_beside(claim: str, comparison: pd.DataFrame | None) -> str:
+    """For an experiment claim about K* or a table's time quantity: the paper's numbers over the
+    sweep beside ours (the paper-comparison table: its K* and time per swept value, ours from the
+    seed-mean curves); "" where the paper gives no numbers for it (a loss read off its figures)."""
+    from bladefl.experiments.experiment_verdicts import claims
+
+    found = next((c for c in claims() if c.name == claim), None)
+    if found is None or comparison is None or found.quantity not in ("K", "mining_time", "training_time"):
+        return ""
+    part = comparison[comparison.parameter == found.param].sort_values("value")
+    if part.empty:
+        return ""
+    same = found.quantity == "K" or (part.paper_quantity == found.quantity).all()
+    if not same:
+        return ""
+    paper, ours = ((part.paper_K_star, part.K_star) if found.quantity == "K" else (part.paper_value, part.quantity))
+
+    def shown(values: pd.Series) -> str:
+        return ", ".join("?" if pd.isna(v) else f"{float(v):g}" for v in values)
+
+    name = "K*" if found.quantity == "K" else "β·K*" if found.quantity == "mining_time" else "τ·α·K*"
+    return (f"{found.param} = {shown(part.value)}: paper {name} {shown(paper)}; ours {shown(ours)} "
+            f"({str(part.table.iloc[0])}; ? = not in the paper or no integer K*)")
+
+
 def _effect_cell(r: object) -> str:
     """An experiment claim's per-unit change over the sweep with its 95% interval; a bound claim's
     bootstrap support."""
@@ -153,7 +178,7 @@ def _effect_cell(r: object) -> str:
     return html.escape(verdict_test(r, opposite=False))
 
 
-def _verdict_rows(table: pd.DataFrame, draws: bool) -> str:
+def _verdict_rows(table: pd.DataFrame, draws: bool, comparison: pd.DataFrame | None = None) -> str:
     """One row per claim: the claim (linked to its page) and where the paper makes it, the verdict
     in words (why a row is not counted), the effect and its interval, the p-value, the units, the
     per-draw view (``draws``), and the evidence folded away."""
@@ -165,15 +190,19 @@ def _verdict_rows(table: pd.DataFrame, draws: bool) -> str:
         p = getattr(r, "p_claim", None)
         test = html.escape(verdict_test(r, opposite=False)) if r.basis == "experiment" and pd.notna(p) else ""
         draw_cell = f"<td>{_draws_cell(r)}</td>" if draws else ""
-        rows.append(f"<tr><td>{_claim_cell(r)}</td>"
+        beside = paper_beside(str(r.claim), comparison) if r.basis == "experiment" else ""
+        beside = f"<br><small>{html.escape(beside)}</small>" if beside else ""
+        rows.append(f"<tr><td>{_claim_cell(r)}{beside}</td>"
                     f"<td style='background:{colour}'>{verdict}</td><td>{_effect_cell(r)}</td><td>{test}</td>"
                     f"<td>{html.escape(verdict_units(r))}</td>{draw_cell}"
                     f"<td><details><summary>per unit, test</summary>{html.escape(str(r.evidence))}</details></td></tr>")
     return "\n".join(rows)
 
 
-def _verdict_sections(table: pd.DataFrame) -> str:
-    """Per dataset, the experiment's claims and the bound's in tables of their own."""
+def _verdict_sections(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None = None) -> str:
+    """Per dataset, the experiment's claims and the bound's in tables of their own; the paper's
+    numbers beside ours where its tables give them (``comparisons``: per dataset, the
+    paper-comparison table)."""
     out = []
     for dataset, part in table.groupby("dataset", sort=False):
         out.append(f"<h3>{html.escape(dataset_title(dataset))}</h3>")
@@ -185,9 +214,11 @@ def _verdict_sections(table: pd.DataFrame) -> str:
             labels = {_text(getattr(r, "across_partitions", "")) for r in rows.itertuples()} - {""}
             draws = bool(labels - {"one seed per draw: seed and draw not separable", "one draw"})
             note = "" if draws or not labels else f" <small>(partition draws: {html.escape(', '.join(labels))})</small>"
-            head = (f"<tr><th>claim (the paper's words)</th><th>verdict</th><th>{effect}</th><th>p</th>"
+            head = (f"<tr><th style='width:45%'>claim (the paper's words)</th><th style='width:12%'>verdict</th>"
+                    f"<th>{effect}</th><th>p</th>"
                     f"<th>units</th>{'<th>partition draws</th>' if draws else ''}<th>evidence</th></tr>")
-            out.append(f"<h4>{title}{note}</h4>\n<table>{head}\n{_verdict_rows(rows, draws)}\n</table>")
+            rows_html = _verdict_rows(rows, draws, (comparisons or {}).get(str(dataset)))
+            out.append(f"<h4>{title}{note}</h4>\n<table>{head}\n{rows_html}\n</table>")
     return "\n".join(out)
 
 
@@ -283,7 +314,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     body = f"""{_banner(table)}<h2>Which of the paper's findings stand</h2>
 <p><strong>{html.escape(per_dataset)}.</strong></p>
 {LEGEND}
-{_verdict_sections(table)}
+{_verdict_sections(table, comparisons)}
 {gap}
 {figure}"""
     return _write_front_page(path, title, provenance, body, pages)
