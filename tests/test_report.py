@@ -183,3 +183,16 @@ def test_the_accuracy_gap_is_each_tables_best_beside_the_papers():
     gap = accuracy_gap({"mnist": comparison})
     assert gap.to_dict("records") == [{"dataset": "mnist", "table": "Table II", "parameter": "alpha", "ours": 72.5,
                                        "paper": 87.4, "difference": 72.5 - 87.4}]
+
+
+def test_the_papers_numbers_stand_beside_ours_for_k_star_and_time_claims_only():
+    from bladefl.report.pages import paper_beside
+
+    comparison = pd.DataFrame({"table": "Table III", "parameter": "beta", "value": [8.0, 6.0],
+                               "paper_quantity": "mining_time", "paper_value": [64.0, 60.0], "quantity": [56.0, 60.0],
+                               "paper_K_star": [8.0, 10.0], "K_star": [7.0, 10.0]})
+    assert paper_beside("K* falls as beta grows", comparison) == (
+        "beta = 6, 8: paper K* 10, 8; ours 10, 7 (Table III; ? = not in the paper or no integer K*)")
+    assert "paper β·K* 60, 64; ours 60, 56" in paper_beside("β·K* rises with beta", comparison)
+    assert paper_beside("the loss grows with beta", comparison) == ""  # the paper gives a figure, no numbers
+    assert paper_beside("K* falls as alpha grows", comparison) == ""  # no alpha table here

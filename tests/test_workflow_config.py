@@ -112,3 +112,40 @@ def test_every_value_a_job_will_receive_is_checked_when_the_workflow_is_parsed()
     grid["base"]["lazy_ratio"] = 0.25
     with pytest.raises(wc.ConfigError, match=r"sigma2"):
         wc.check(grid)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda c: c["sweeps"].append({**c["sweeps"][2], "values": [6, 8]}),
+         "sweeps: each name once (got ['beta'] more than once"),
+        (lambda c: c["sweeps"][2].update(values=[6, 8, 8]), "sweeps[beta].values: each value once (got [8]"),
+        (lambda c: c["base"].update(eta=50), "base.eta must be a finite number in (0, 1] (got 50)"),
+        (lambda c: c["partition"].update(n=64000), "partition.n must be at most the training set size 60000"),
+    ],
+    ids=["duplicate sweep name", "duplicate sweep value", "eta 50", "n 64000"],
+)
+def test_config_mistakes_are_one_line_each_before_any_job(monkeypatch, change, message):
+    """Each mistake once, naming the field: not merged sweeps, not a value run twice, not a step
+    size of 50, not "N must be in 1..0" once per cell."""
+    monkeypatch.chdir(REPO)
+    bad = copy.deepcopy(BASE)
+    change(bad)
+    with pytest.raises(ConfigError) as info:
+        check(bad)
+    assert message in str(info.value) and str(info.value).count(message) == 1
+    assert len(str(info.value).splitlines()) <= 12  # one screen
+
+
+def test_a_typo_in_a_key_says_which_key_and_what_was_meant(tmp_path):
+    """An unknown key: one line naming it, the key it was probably meant to be and the keys allowed,
+    instead of the whole schema."""
+    from bladefl.experiments.workflow_config import schema_errors
+
+    bad = {**copy.deepcopy(BASE), "tsum": 100}
+    lines = schema_errors(bad, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    assert len(lines) == 1 and lines[0].startswith("(the top level): unknown key 'tsum' (did you mean 't_sum'?)")
+    proc = dry_run(copy_workflow(tmp_path), bad)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "unknown key 'tsum' (did you mean 't_sum'?)" in out
+    assert len(out.splitlines()) < 40, out  # one screen, not the 360-line schema

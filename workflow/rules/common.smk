@@ -3,6 +3,7 @@
 from collections import namedtuple
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from bladefl.experiments import readings as rd
@@ -10,7 +11,18 @@ from bladefl.experiments import run_id
 from bladefl.experiments import workflow_config as wc_cfg
 from bladefl.data.datasets import FILES, get_spec
 
-validate(config, schema="../schemas/config.schema.yaml")
+try:
+    validate(config, schema="../schemas/config.schema.yaml")
+except WorkflowError:  # one line per problem naming the field, not the whole schema
+    raise wc_cfg.ConfigError(
+        "invalid config:\n  - "
+        + "\n  - ".join(
+            wc_cfg.schema_errors(
+                config,
+                Path(str(workflow.current_basedir)) / "../schemas/config.schema.yaml",
+            )
+        )
+    ) from None
 wc_cfg.check(config)
 
 DATA = config["data_dir"]

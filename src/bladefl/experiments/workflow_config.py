@@ -22,6 +22,7 @@ from bladefl.experiments import run_id
 from bladefl.experiments.grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
 from bladefl.experiments.readings import Reading, reading_config, reading_errors, readings
 from bladefl.fl.detection import DETECTORS
+from bladefl.fl.ranges import RANGES, range_error
 from bladefl.fl.run_config import ConfigError as RunConfigError
 from bladefl.fl.run_config import RunConfig, load_config
 
@@ -277,6 +278,45 @@ def _partition_errors(config: Mapping[str, Any], grid_cells: list[Cell]) -> list
     return errors
 
 
+def schema_errors(config: Mapping[str, Any], schema_path: str | Path, most: int = 8) -> list[str]:
+    """What the workflow's JSON schema refuses, one short line per problem naming the field (at
+    most ``most``), for a config mistake to fit on one screen: an unknown key says which keys are
+    allowed there and which one it was probably meant to be."""
+    import difflib
+
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    lines = []
+    for error in sorted(validator.iter_errors(dict(config)), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = ".".join(str(p) for p in error.absolute_path) or "(the top level)"
+        if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+            allowed = sorted(error.schema.get("properties", {}))
+            for key in sorted(set(error.instance) - set(allowed), key=str):
+                near = difflib.get_close_matches(str(key), allowed, n=1)
+                lines.append(f"{where}: unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+                             + (f"; allowed: {', '.join(allowed)}" if allowed else ""))
+        else:
+            lines.append(f"{where}: {error.message}")
+    return lines[:most] + ([f"... and {len(lines) - most} more"] if len(lines) > most else [])
+
+
+def sweep_errors(config: Mapping[str, Any]) -> list[str]:
+    """Sweeps of one name (they would be merged: a paper table loses its sweep, the bound is fitted
+    to their cells together) and a value swept twice."""
+    names = [s.get("name") for s in config.get("sweeps", [])]
+    twice = sorted({str(n) for n in names if names.count(n) > 1})
+    errors = [f"sweeps: each name once (got {twice} more than once; sweeps of one name would be merged)"] if twice else []
+    for s in config.get("sweeps", []):
+        values = list(s.get("values", []))
+        again = sorted({v for v in values if values.count(v) > 1}, key=str)
+        if again:
+            errors.append(f"sweeps[{s.get('name')}].values: each value once (got {again} more than once)")
+    return errors
+
+
 def _detection_errors(config: Mapping[str, Any]) -> list[str]:
     """The detection settings' problems: unknown detectors, exclusion sweeps the grid lacks."""
     errors, detection = [], config.get("detection", {})
@@ -308,6 +348,11 @@ def check(config: Mapping[str, Any]) -> None:
         errors.append(str(exc))
         grid_cells = []
     t_sum = float(config.get("t_sum", 100))
+    errors.extend(sweep_errors(config))
+    n = int(config.get("partition", {}).get("n", 512))
+    if n > TRAIN_SIZE:  # no N fits: said once, not once per cell and draw
+        raise ConfigError(f"invalid config: partition.n must be at most the training set size {TRAIN_SIZE} "
+                          f"(N clients of n samples each; got {n})")
     errors.extend(_partition_errors(config, grid_cells))
     if config.get("measure_constants", True):
         names = [s.get("name") for s in config.get("sweeps", [])]
@@ -325,10 +370,16 @@ def check(config: Mapping[str, Any]) -> None:
                     partition_spec(reading_config(config, reading), N)
                 except (ConfigError, TypeError) as exc:
                     errors.append(f"readings.{reading.name}: {exc}")
-    n = int(config.get("partition", {}).get("n", 512))
+    bad_base = {}  # a default out of range: said once for `base`, not once per cell that keeps it
+    for r in RANGES:
+        value = config.get("base", {}).get(r.cell)
+        if value is not None and (wrong := range_error(r, value, f"base.{r.cell}")):
+            errors.append(wrong)
+            bad_base[r.cell] = value
     for cell in grid_cells:
-        errors.extend(cell_errors(cell, n, t_sum))
+        errors.extend(e for e in cell_errors(cell, n, t_sum)
+                      if not any(f": {p} must be" in e and getattr(cell, p) == v for p, v in bad_base.items()))
     if not errors:  # every job's own config, once the grid itself is sound
         errors.extend(job_config_errors(config))
     if errors:
-        raise ConfigError("invalid config: " + "; ".join(dict.fromkeys(errors)))
+        raise ConfigError("invalid config:\n  - " + "\n  - ".join(dict.fromkeys(errors)))

@@ -47,7 +47,7 @@ RANGES = (
     Range("alpha", "time.alpha", 0, True),
     Range("beta", "time.beta", 0, True),
     Range("N", "partition.N", 1, False, integer=True),
-    Range("eta", "train.eta", 0, True),
+    Range("eta", "train.eta", 0, True, 1, False),  # a step past 1 diverges; Lemma 1 needs eta L < 1
     Range("lazy_ratio", "lazy.ratio", 0, False, 1, True),
     Range("sigma2", "lazy.sigma2", 0, False),
     Range("epsilon", "privacy.epsilon", 0, True, finite=False),

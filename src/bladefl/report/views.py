@@ -76,7 +76,7 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["derived_from", "reading_of", "not_counted", "fig3_labels", "readable", "csv_link", "HEADERS",
+__all__ = ["derived_from", "reading_of", "not_counted", "fig3_labels", "readable", "csv_link", "HEADERS", "seed_means",
            "provenance_view",
            "sweep_curves", "sweep_units", "k_star_spread", "privacy_table", "provenance", "detection_quality_table",
            "exclusion_table", "detection_worst_rounds"]
@@ -170,6 +170,18 @@ def readable(frame: pd.DataFrame, labels: Mapping[str, str] | None = None) -> pd
     if labels is not None and "cell" in out:
         out["cell"] = out["cell"].map(lambda c: labels.get(c, c))
     return out.rename(columns=lambda c: HEADERS.get(c, str(c).replace("_", " ")))
+
+
+def seed_means(frame: pd.DataFrame, keys: Sequence[str] = ("cell", "K")) -> pd.DataFrame:
+    """A per-seed table as one row per ``keys``: numbers averaged over the seeds (a true/false column
+    becomes the share of seeds where it holds), with how many seeds."""
+    numeric = frame.drop(columns=[c for c in ("seed",) if c in frame]).copy()
+    for c in numeric.columns:
+        if numeric[c].dtype == bool or set(numeric[c].dropna().unique()) <= {True, False}:
+            numeric[c] = numeric[c].astype(float)
+    grouped = numeric.groupby(list(keys), as_index=False, sort=False)
+    out = grouped.mean(numeric_only=True)
+    return out.assign(seeds=grouped.size()["size"].to_numpy()) if "seed" in frame else out
 
 
 def csv_link(name: str, dataset: str, page: str) -> str:
