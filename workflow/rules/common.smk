@@ -1,5 +1,7 @@
 # Config validation (schema, then the library's cross-field checks) and shared helpers.
 # Both run when the workflow is parsed, so a bad config stops everything before any job.
+import shlex
+import sys
 from collections import namedtuple
 from pathlib import Path
 
@@ -24,6 +26,13 @@ except WorkflowError:  # one line per problem naming the field, not the whole sc
         )
     ) from None
 wc_cfg.check(config)
+
+# The tools (`bladefl`, `papermill`) of the environment that runs the workflow, found by every job
+# without `.venv/bin` on the caller's PATH (a cluster node, `.venv/bin/snakemake` run directly): the
+# folder of this Python's executable goes first on each job's PATH. With the conda deployment
+# method each job's own environment provides them instead.
+if not any("conda" in str(m).lower() for m in workflow.deployment_settings.deployment_method):
+    shell.prefix(f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH; ")
 
 DATA = config["data_dir"]
 RAW = f"{DATA}/raw"
