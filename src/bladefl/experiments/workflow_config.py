@@ -308,7 +308,8 @@ def sweep_errors(config: Mapping[str, Any]) -> list[str]:
     to their cells together) and a value swept twice."""
     names = [s.get("name") for s in config.get("sweeps", [])]
     twice = sorted({str(n) for n in names if names.count(n) > 1})
-    errors = [f"sweeps: each name once (got {twice} more than once; sweeps of one name would be merged)"] if twice else []
+    errors = ([f"sweeps: each name once (got {twice} more than once; sweeps of one name would be merged)"]
+              if twice else [])
     for s in config.get("sweeps", []):
         values = list(s.get("values", []))
         again = sorted({v for v in values if values.count(v) > 1}, key=str)
