@@ -20,7 +20,7 @@ def rank(module: str) -> int | None:
     parts = module.split(".")
     if parts[0] != "bladefl":
         return None
-    if len(parts) == 1 or parts[1].startswith("__"):
+    if len(parts) == 1 or (parts[1].startswith("__") and parts[1] not in ENTRY_POINTS):
         return -1  # the package root (its __version__) sits below everything
     return WINGS.index(parts[1]) if parts[1] in WINGS else len(WINGS)
 
