@@ -162,7 +162,7 @@ def test_run_group_refuses_a_plan_that_does_not_share_a_partition_before_any_wor
     assert code == 2 and "share the dataset and the partition" in capsys.readouterr().err
     bad = [{"out": str(tmp_path / "a"), "set": ["train.eta=-1"]}]
     code = main(["run-group", "--plan", json.dumps(bad), "--partition", str(tmp_path / "missing.npy")])
-    assert code == 2 and "train.eta must be a finite number > 0" in capsys.readouterr().err
+    assert code == 2 and "train.eta must be a finite number in (0, 1]" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing written
 
 
