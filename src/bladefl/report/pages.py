@@ -18,7 +18,7 @@ from bladefl.core import atomic
 from bladefl.experiments import provenance as provenance_module
 from bladefl.report.inputs import read_csv
 from bladefl.report.paper import claim_quote
-from bladefl.report.views import not_counted, verdict_test, verdict_units
+from bladefl.report.views import effect_text, not_counted, verdict_test, verdict_units
 
 NOTEBOOK_TITLES = {
     "00_verdicts": "verdicts and provenance",
@@ -166,16 +166,8 @@ def paper_beside(claim: str, comparison: pd.DataFrame | None) -> str:
 def _effect_cell(r: object) -> str:
     """An experiment claim's per-unit change over the sweep with its 95% interval; a bound claim's
     bootstrap support."""
-    effect, low, high = (getattr(r, k, None) for k in ("effect", "effect_low", "effect_high"))
-    if r.basis == "experiment" and pd.notna(effect):
-        evidence = str(r.evidence)
-        # the evidence names the quantity: a loss or beta K* changes relatively, the accuracy in points
-        scale, unit = (100, "%") if "change (relative)" in evidence else (100, " pts") if (
-            "max accuracy per" in evidence) else (1, "")
-        show = lambda v: f"{scale * float(v):+.3g}{unit}"  # noqa: E731
-        interval = f" [{show(low)}, {show(high)}]" if pd.notna(low) and pd.notna(high) else ""
-        return html.escape(show(effect) + interval)
-    return html.escape(verdict_test(r, opposite=False))
+    shown = effect_text(r) if r.basis == "experiment" else ""
+    return html.escape(shown or verdict_test(r, opposite=False))
 
 
 def _verdict_rows(table: pd.DataFrame, draws: bool, comparison: pd.DataFrame | None = None) -> str:

@@ -76,8 +76,8 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["derived_from", "reading_of", "not_counted", "fig3_labels", "readable", "csv_link", "HEADERS", "seed_means",
-           "provenance_view",
+__all__ = ["derived_from", "reading_of", "not_counted", "effect_text", "fig3_labels", "readable", "csv_link", "HEADERS",
+           "seed_means", "provenance_view",
            "sweep_curves", "sweep_units", "k_star_spread", "privacy_table", "provenance", "detection_quality_table",
            "exclusion_table", "detection_worst_rounds"]
 
@@ -229,14 +229,30 @@ def not_counted(r: object) -> str:
     return ""
 
 
+def effect_text(r: object) -> str:
+    """An experiment row's change over the sweep with its 95% interval, in the quantity's unit (its
+    evidence names the quantity: a loss or beta K* changes relatively, in %; the accuracy in
+    points); "" where the row has no effect."""
+    effect, low, high = (_number(getattr(r, k, None)) for k in ("effect", "effect_low", "effect_high"))
+    if effect != effect:
+        return ""
+    evidence = str(getattr(r, "evidence", ""))
+    scale, unit = (100, "%") if "change (relative)" in evidence else (100, " pts") if (
+        "max accuracy per" in evidence) else (1, "")
+
+    def show(v: float) -> str:
+        return f"{scale * v:+.3g}{unit}"
+
+    return show(effect) + (f" [{show(low)}, {show(high)}]" if low == low and high == high else "")
+
+
 def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
     """The verdict table as a reader takes it in: the claim and where the paper makes it, the
     verdict (rows in no tally say why), the test (:func:`verdict_test`), the effect with its 95%
     interval, the units, the per-draw view and the evidence."""
     rows = []
     for r in table.itertuples():
-        effect, low, high = (_number(getattr(r, k, None)) for k in ("effect", "effect_low", "effect_high"))
-        shown = "" if effect != effect else f"{effect:+.3g}" + (f" [{low:+.3g}, {high:+.3g}]" if low == low else "")
+        shown = effect_text(r)
         aside = not_counted(r)
         draws = " ".join(x for x in (getattr(r, "across_partitions", ""), f"({getattr(r, 'draws_holding', '')})")
                          if _is_text(x) and x != "()")
