@@ -66,6 +66,9 @@ else:
 
     # grouping: partition (the GPU profile): one job per dataset x N x draw x block of seeds, all its
     # cells, seeds and K stacked as one computation (see docs/gpu.md).
+    localrules:
+        group_plan,
+
     rule group_plan:
         output:
             f"{RESULTS}/plans/{PROFILE}/{{group}}.json",
