@@ -31,7 +31,9 @@ wc_cfg.check(config)
 # without `.venv/bin` on the caller's PATH (a cluster node, `.venv/bin/snakemake` run directly): the
 # folder of this Python's executable goes first on each job's PATH. With the conda deployment
 # method each job's own environment provides them instead.
-if not any("conda" in str(m).lower() for m in workflow.deployment_settings.deployment_method):
+if not any(
+    "conda" in str(m).lower() for m in workflow.deployment_settings.deployment_method
+):
     shell.prefix(f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH; ")
 
 DATA = config["data_dir"]
