@@ -297,3 +297,19 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
         ours = sorted((kept / "tables/mnist" / page).glob("*.csv"))
         theirs = work / "results/tables/mnist" / page
         assert ours and all(f.read_bytes() == (theirs / f.name).read_bytes() for f in ours)
+
+
+def test_parsing_and_a_dry_run_need_no_torch(tmp_path):
+    """The workflow parses and plans with a `torch` that cannot be imported (a stand-in package that
+    raises on import comes first on the path): checking the config and planning the jobs use only
+    the library's light part, so the submit host and a dry run do not pay for loading torch."""
+    fake = tmp_path / "no_torch" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('torch imported while parsing the workflow')\n")
+    (tmp_path / "work").mkdir()
+    work = copy_workflow(tmp_path / "work")
+    env = {**venv_env(), "PYTHONPATH": os.pathsep.join(filter(None, [str(fake.parent), os.environ.get("PYTHONPATH")]))}
+    for configs in (["config/config.yaml"], ["config/config.yaml", "config/paper.yaml"]):
+        proc = subprocess.run(["snakemake", "-n", "--quiet", "rules", "--configfile", *configs], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, (configs, proc.stderr[-2000:])

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-DETECTORS = ("near_duplicate", "gaussian_update", "gaussian_difference")
+from bladefl.fl.ranges import DETECTORS  # the names, kept where reading a config needs no torch
 
 
 @dataclass(frozen=True)

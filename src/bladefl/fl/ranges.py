@@ -53,6 +53,9 @@ RANGES = (
     Range("epsilon", "privacy.epsilon", 0, True, finite=False),
 )
 BY_CELL = {r.cell: r for r in RANGES}
+# The allowed values of `lazy.detectors` (bladefl.fl.detection implements them): here, so that
+# checking a config (and parsing the workflow) does not load torch.
+DETECTORS = ("near_duplicate", "gaussian_update", "gaussian_difference")
 BY_RUN_KEY = {r.run: r for r in RANGES}
 
 
@@ -61,4 +64,4 @@ def range_error(r: Range, value: Any, where: str) -> str | None:
     return None if r.holds(value) else f"{where} must be {r.allowed()} (got {value!r})"
 
 
-__all__ = ["Range", "RANGES", "BY_CELL", "BY_RUN_KEY", "range_error"]
+__all__ = ["Range", "RANGES", "BY_CELL", "BY_RUN_KEY", "range_error", "DETECTORS"]

@@ -21,8 +21,7 @@ import yaml
 from bladefl.chain.pow import DIFFICULTY_BITS
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
-from bladefl.fl.detection import DETECTORS
-from bladefl.fl.ranges import RANGES, range_error
+from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 
 
 class ConfigError(ValueError):
