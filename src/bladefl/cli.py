@@ -57,12 +57,23 @@ def _partition_indices(path: str, spec):  # noqa: ANN001, ANN202 - PartitionSpec
     return indices
 
 
+def _writable_folder(path: str | Path, option: str) -> None:
+    """Refuse, before any work, an output folder that is an existing file (or empty)."""
+    if not str(path).strip():
+        raise ValueError(f"{option}: give a folder (got an empty path)")
+    if Path(path).exists() and not Path(path).is_dir():
+        raise ValueError(f"{option} {path}: exists and is not a folder")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from bladefl.experiments.runner import run_cell
     from bladefl.fl.execution import resolve
     from bladefl.fl.run_config import load_config
 
     cfg = load_config(args.config, args.set)  # every field validated before any work starts
+    _writable_folder(args.out, "--out")
+    if args.reference and not Path(args.reference).is_file():
+        raise ValueError(f"--reference {args.reference}: no such file (`bladefl reference` writes it)")
     execution = resolve(cfg.device, threads=args.threads)
     execution.apply()
     data = None
@@ -93,6 +104,10 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     from bladefl.fl.run_config import load_config
 
     plan = json.loads(_json_text(args.plan))
+    bad = [i for i, item in enumerate(plan if isinstance(plan, list) else [None])
+           if not (isinstance(item, dict) and isinstance(item.get("out"), str) and isinstance(item.get("set"), list))]
+    if not isinstance(plan, list) or bad:
+        raise ValueError(f"--plan: a list of {{\"out\": folder, \"set\": [overrides]}} entries (entries {bad} are not)")
     cfgs = [load_config(args.config, [*args.set, *item["set"]]) for item in plan]  # all validated first
     if not cfgs:
         raise ValueError("--plan lists no runs")
@@ -453,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, RuntimeError) as exc:
+    except (ValueError, RuntimeError, FileNotFoundError) as exc:  # bad input: one line, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

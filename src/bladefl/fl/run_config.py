@@ -241,7 +241,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if "=" not in text:
         raise ConfigError(f"override must look like key=value (got {text!r})")
     key, value = text.split("=", 1)
-    return key.strip().split("."), yaml.safe_load(value)
+    try:
+        return key.strip().split("."), yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        problem = str(getattr(exc, "problem", "") or exc).splitlines()[0]
+        raise ConfigError(f"{key.strip()}: {value!r} is not a YAML value ({problem})") from None
 
 
 def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
@@ -256,5 +260,16 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
 
 
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
-    data = yaml.safe_load(Path(path).read_text()) if path else {}
+    """The run config of the YAML file ``path`` (none: the defaults) with ``overrides`` applied,
+    every field checked; a missing, unreadable or non-YAML file is a :class:`ConfigError` naming it."""
+    data: Any = {}
+    if path:
+        try:
+            data = yaml.safe_load(Path(path).read_text())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"--config {path}: cannot read it ({exc.__class__.__name__}: {exc})") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--config {path}: not YAML ({str(exc).splitlines()[0]})") from None
+        if data is not None and not isinstance(data, Mapping):
+            raise ConfigError(f"--config {path}: must hold a mapping of fields (got a {type(data).__name__})")
     return from_dict(apply_overrides(data or {}, overrides))

@@ -1,0 +1,46 @@
+"""Malformed command-line inputs get one line naming the option and exit 2, before any work and
+with nothing written: no traceback (part of "nothing malformed crashes")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bladefl.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+PAPER = str(REPO / "config" / "profiles" / "paper.yaml")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--config", "{tmp}/missing.yaml"], "--config {tmp}/missing.yaml: cannot read it (FileNotFoundError"),
+        (["run", "--config", "{tmp}"], "cannot read it (IsADirectoryError"),
+        (["run", "--config", "{tmp}/list.yaml"], "must hold a mapping of fields (got a list)"),
+        (["run", "--config", "{tmp}/broken.yaml"], "--config {tmp}/broken.yaml: not YAML"),
+        (["run", "--config", PAPER, "--set", "time.beta=[1"], "time.beta: '[1' is not a YAML value"),
+        (["run", "--config", PAPER, "--out", "{tmp}/a_file"], "--out {tmp}/a_file: exists and is not a folder"),
+        (["run", "--config", PAPER, "--out", ""], "--out: give a folder"),
+        (["run", "--config", PAPER, "--reference", "{tmp}/none.npz"], "--reference {tmp}/none.npz: no such file"),
+        (["run", "--config", PAPER, "--set", "data_dir={tmp}/nodata", "--set", "time.K=[1]"], "run `bladefl fetch"),
+        (["run-group", "--plan", json.dumps([{"out": "x"}]), "--partition", "p.npy"], "--plan: a list of"),
+        (["run-group", "--plan", json.dumps({"out": "x"}), "--partition", "p.npy"], "--plan: a list of"),
+    ],
+)
+def test_bad_inputs_say_what_is_wrong_and_write_nothing(tmp_path, capsys, args, message):
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    (tmp_path / "broken.yaml").write_text("seed: [1\n")
+    (tmp_path / "a_file").write_text("")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    out = tmp_path / "out"
+    full = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if full[0] == "run" and "--out" not in full:
+        full += ["--out", str(out), "--quiet"]
+    code = main(full)
+    err = capsys.readouterr().err
+    assert code == 2 and message.replace("{tmp}", str(tmp_path)) in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
