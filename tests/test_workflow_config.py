@@ -149,3 +149,32 @@ def test_a_typo_in_a_key_says_which_key_and_what_was_meant(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "unknown key 'tsum' (did you mean 't_sum'?)" in out
     assert len(out.splitlines()) < 40, out  # one screen, not the 360-line schema
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"results_dir": ""}, "results_dir: '' does not match"),
+        ({"logs_dir": "  "}, "logs_dir: '  ' does not match"),
+        ({"profile": "../../config/profiles/authors-code"},
+         "profile: '../../config/profiles/authors-code' does not match"),
+        ({"t_sum": float("inf")}, "t_sum: inf is greater than the maximum"),
+        ({"partition": {**BASE["partition"], "scheme": "dirichlet", "dirichlet_alpha": float("inf")}},
+         "partition.dirichlet_alpha: inf is greater than the maximum"),
+    ],
+    ids=["empty results_dir", "blank logs_dir", "profile as a path", "infinite t_sum", "infinite dirichlet_alpha"],
+)
+def test_values_that_would_misplace_or_break_the_runs_are_refused_by_the_schema(change, message):
+    """Outputs at `/runs/...` from an empty results_dir, run folders planned under config/ from a
+    profile given as a path, an infinite budget or concentration: each refused by name."""
+    from bladefl.experiments.workflow_config import schema_errors
+
+    lines = schema_errors({**copy.deepcopy(BASE), **change}, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    assert any(line.startswith(message) for line in lines), lines
+
+
+def test_a_nan_budget_is_refused_by_the_library_check(monkeypatch):
+    """NaN passes JSON schema comparisons (every comparison with NaN is false): the check names it."""
+    monkeypatch.chdir(REPO)
+    with pytest.raises(ConfigError, match=r"t_sum must be a finite number > 0 \(got nan\)"):
+        check({**copy.deepcopy(BASE), "t_sum": float("nan")})

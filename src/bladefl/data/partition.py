@@ -14,6 +14,7 @@ into the training set; all randomness comes from the ``numpy.random.Generator`` 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass
 
@@ -80,8 +81,9 @@ def partition_errors(spec: PartitionSpec, train_size: int | None = None, num_cla
             errors.append(f"partition.{field} must be an integer >= 1 (got {value!r})")
     if not isinstance(spec.seed, int) or isinstance(spec.seed, bool) or spec.seed < 0:
         errors.append(f"partition.seed must be an integer >= 0 (got {spec.seed!r})")
-    if not isinstance(spec.dirichlet_alpha, (int, float)) or not spec.dirichlet_alpha > 0:
-        errors.append(f"partition.dirichlet_alpha must be a number > 0 (got {spec.dirichlet_alpha!r})")
+    if (not isinstance(spec.dirichlet_alpha, (int, float)) or isinstance(spec.dirichlet_alpha, bool)
+            or not 0 < spec.dirichlet_alpha < math.inf):
+        errors.append(f"partition.dirichlet_alpha must be a finite number > 0 (got {spec.dirichlet_alpha!r})")
     if errors:
         return errors
     if spec.scheme == "shards" and spec.n % spec.shards_per_client:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,7 +348,10 @@ def check(config: Mapping[str, Any]) -> None:
     except ConfigError as exc:
         errors.append(str(exc))
         grid_cells = []
-    t_sum = float(config.get("t_sum", 100))
+    t_sum = config.get("t_sum", 100)
+    if isinstance(t_sum, bool) or not isinstance(t_sum, (int, float)) or not 0 < t_sum < math.inf:
+        raise ConfigError(f"invalid config: t_sum must be a finite number > 0 (got {t_sum!r})")
+    t_sum = float(t_sum)
     errors.extend(sweep_errors(config))
     n = int(config.get("partition", {}).get("n", 512))
     if n > TRAIN_SIZE:  # no N fits: said once, not once per cell and draw
