@@ -38,6 +38,10 @@ def test_overrides():
         ({"partition": {"N": 200}}, "partition.N * partition.n must be at most"),
         ({"model": {"widht": 3}}, "model.: unknown field(s) ['widht']"),
         ({"device": "tpu"}, "device must be one of"),
+        # values past which every loss is NaN (the float32 model overflows), refused instead of run as "ok"
+        ({"lazy": {"sigma2": 1e300}}, "lazy.sigma2 must be a finite number in [0, 1e+06]"),
+        ({"privacy": {"epsilon": 1e-300}}, "privacy.epsilon must be a number >= 0.001 (inf allowed)"),
+        ({"privacy": {"clip": 1e300}}, "privacy.clip must be a number in (0, 1e6]"),
     ],
 )
 def test_bad_fields_are_named(data, message):

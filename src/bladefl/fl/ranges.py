@@ -49,8 +49,10 @@ RANGES = (
     Range("N", "partition.N", 1, False, integer=True),
     Range("eta", "train.eta", 0, True, 1, False),  # a step past 1 diverges; Lemma 1 needs eta L < 1
     Range("lazy_ratio", "lazy.ratio", 0, False, 1, True),
-    Range("sigma2", "lazy.sigma2", 0, False),
-    Range("epsilon", "privacy.epsilon", 0, True, finite=False),
+    # past these the float32 model overflows and every loss is NaN (measured: sigma2 = 1e300 and
+    # epsilon = 1e-300 give NaN, 1e6 and 1e-3 finite losses)
+    Range("sigma2", "lazy.sigma2", 0, False, 1e6, False),
+    Range("epsilon", "privacy.epsilon", 1e-3, False, finite=False),
 )
 BY_CELL = {r.cell: r for r in RANGES}
 # The allowed values of `lazy.detectors` (bladefl.fl.detection implements them): here, so that

@@ -165,7 +165,7 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     need(isinstance(lz["exclude"], bool) and (not lz["exclude"] or bool(lz["detectors"])), "lazy.exclude",
          "true or false (true needs lazy.detectors)", lz["exclude"])
     need(_is_num(pv["delta"]) and 0 < pv["delta"] < 1, "privacy.delta", "a number in (0, 1)", pv["delta"])
-    need(_is_finite(pv["clip"]) and pv["clip"] > 0, "privacy.clip", "a finite number > 0", pv["clip"])
+    need(_is_finite(pv["clip"]) and 0 < pv["clip"] <= 1e6, "privacy.clip", "a number in (0, 1e6]", pv["clip"])
     lo, hi = DIFFICULTY_BITS
     need(_is_int(ch["difficulty_bits"]) and lo <= ch["difficulty_bits"] <= hi, "chain.difficulty_bits",
          f"an integer in {lo}..{hi}", ch["difficulty_bits"])
