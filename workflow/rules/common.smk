@@ -25,6 +25,8 @@ except WorkflowError:  # one line per problem naming the field, not the whole sc
             )
         )
     ) from None
+if duplicates := wc_cfg.duplicate_key_errors(workflow.configfiles):
+    raise wc_cfg.ConfigError("invalid config:\n  - " + "\n  - ".join(duplicates))
 wc_cfg.check(config)
 
 # The tools (`bladefl`, `papermill`) of the environment that runs the workflow, found by every job

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -301,6 +301,21 @@ def schema_errors(config: Mapping[str, Any], schema_path: str | Path, most: int 
         else:
             lines.append(f"{where}: {error.message}")
     return lines[:most] + ([f"... and {len(lines) - most} more"] if len(lines) > most else [])
+
+
+def duplicate_key_errors(paths: Sequence[str | Path]) -> list[str]:
+    """A key given twice in a config file (Snakemake's reader keeps the last one silently)."""
+    from bladefl.core import strict_yaml
+
+    errors = []
+    for path in paths:
+        try:
+            strict_yaml.load(Path(path).read_text())
+        except strict_yaml.DuplicateKeyError as exc:
+            errors.append(f"{path}: {exc}")
+        except (OSError, ValueError):
+            continue  # unreadable or not YAML: Snakemake has said so already
+    return errors
 
 
 def sweep_errors(config: Mapping[str, Any]) -> list[str]:

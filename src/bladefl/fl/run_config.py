@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from bladefl.chain.pow import DIFFICULTY_BITS
+from bladefl.core import strict_yaml
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
@@ -265,9 +266,11 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     data: Any = {}
     if path:
         try:
-            data = yaml.safe_load(Path(path).read_text())
+            data = strict_yaml.load(Path(path).read_text())
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"--config {path}: cannot read it ({exc.__class__.__name__}: {exc})") from None
+        except strict_yaml.DuplicateKeyError as exc:
+            raise ConfigError(f"--config {path}: {exc}") from None
         except yaml.YAMLError as exc:
             raise ConfigError(f"--config {path}: not YAML ({str(exc).splitlines()[0]})") from None
         if data is not None and not isinstance(data, Mapping):
