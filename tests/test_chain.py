@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -274,3 +275,28 @@ def test_a_ledger_written_before_chain_ids_still_verifies(tmp_path):
     message = json.loads(txm.Transaction(1, 0, 512, "ab").message())
     assert "chain_id" not in message
     assert "chain_id" in json.loads(txm.Transaction(1, 0, 512, "ab", chain_id="c").message())
+
+
+def test_a_ledger_or_secret_that_is_a_fifo_a_device_or_empty_is_refused_without_blocking(tmp_path):
+    """A FIFO as the ledger would block the verifier forever, /dev/zero would fill its memory, an
+    empty key secret would silently give the seed-only keys: each is refused, naming the file."""
+    import os
+
+    from bladefl.chain.ledger_file import read_json
+    from bladefl.chain.round import read_secret
+    from bladefl.core.bounded_read import read_regular
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        problem = read_json(path, "the ledger")
+        assert "is not a regular file" in problem.reason, problem
+        with pytest.raises(OSError, match="not a regular file"):
+            read_secret(str(path))
+    (tmp_path / "empty").write_bytes(b"")
+    with pytest.raises(OSError, match="is empty: it would give the keys of the seed alone"):
+        read_secret(str(tmp_path / "empty"))
+    (tmp_path / "big").write_bytes(b"x" * 11)
+    with pytest.raises(OSError, match="is 11 bytes, more than the 10"):
+        read_regular(tmp_path / "big", 10, "a file")
+    assert read_secret("") == b"" and read_secret(str(tmp_path / "big")) == b"x" * 11

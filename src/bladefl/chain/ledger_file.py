@@ -14,6 +14,7 @@ from typing import Any
 
 from bladefl.chain.ledger import Block, block_from_dict
 from bladefl.chain.pow import DIFFICULTY_BITS, OUTCOME
+from bladefl.core.bounded_read import read_regular
 
 MAX_INT = 2**63 - 1  # every integer field (a 5000-digit number is a malformed field, not a number)
 MAX_TEXT = 256
@@ -165,9 +166,12 @@ def parse_block(raw: Any, height: int, clients: int) -> Block | Problem:
     return block_from_dict(raw)
 
 
-def read_json(path: str | Path, what: str) -> Any | Problem:
+LEDGER_LIMIT = 256 * 2**20  # bytes: a ledger of 100 blocks of 100 uploads is under 1 MB
+
+
+def read_json(path: str | Path, what: str, limit: int = LEDGER_LIMIT) -> Any | Problem:
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(read_regular(path, limit, what).decode())
     except json.JSONDecodeError as exc:
         return Problem(0, f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}): truncated or edited")
     except (OSError, UnicodeDecodeError) as exc:

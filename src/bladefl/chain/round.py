@@ -15,7 +15,6 @@ import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -23,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from bladefl.chain import transactions
 from bladefl.chain.ledger import Block, Exclusion, Ledger, majority_accepts
 from bladefl.chain.pow import BlockHeader, merkle_root, mine, race
+from bladefl.core.bounded_read import read_regular
 
 
 @dataclass(frozen=True)
@@ -81,9 +81,19 @@ def keyring(seed: int, N: int, secret: bytes = b"") -> tuple[tuple[Ed25519Privat
     return keys, tuple(k.public_key() for k in keys)
 
 
+SECRET_LIMIT = 2**20  # bytes
+
+
 def read_secret(path: str) -> bytes:
-    """The key secret of ``chain.key_secret_file`` (none for ''); OSError when it cannot be read."""
-    return Path(path).read_bytes() if path else b""
+    """The key secret of ``chain.key_secret_file`` (none for ''); OSError when it cannot be read, is
+    not a regular file (a FIFO would block, /dev/zero fill memory), is over a MiB, or is empty (an
+    empty secret would silently give the seed-only keys the file is meant to replace)."""
+    if not path:
+        return b""
+    secret = read_regular(path, SECRET_LIMIT, "chain.key_secret_file")
+    if not secret:
+        raise OSError(f"chain.key_secret_file {path} is empty: it would give the keys of the seed alone")
+    return secret
 
 
 def genesis_ledger(seed: int, N: int, n: int, difficulty_bits: int, chain: str, secret: bytes = b"") -> Ledger:
