@@ -374,3 +374,20 @@ def test_an_edited_global_model_in_the_store_is_caught(copy_of):
     target.write_bytes(bytes(blob))
     problem = check(copy_of, summary=False)
     assert problem.height == 2 and "global model does not match" in problem.reason
+
+
+def test_a_huge_integer_metric_or_an_endless_csv_field_is_a_named_problem_not_a_traceback(copy_of, capsys):
+    """A 400-digit integer where the summary records an accuracy (no float holds it) and a
+    rounds.csv field over the csv module's 131,072-character limit: each one line, exit 1."""
+    summary = load(copy_of / "summary.json")
+    summary["per_K"][-1]["test_accuracy"] = int("9" * 400)
+    save(copy_of / "summary.json", summary)
+    ledger = str(copy_of / "chains" / "K3.json")
+    assert main(["chain", "verify", ledger, "--summary", str(copy_of / "summary.json")]) == 1
+    assert "summary.json records test_accuracy = 999" in capsys.readouterr().out
+    rounds = (copy_of / "rounds.csv").read_text().splitlines()
+    rounds[1] = rounds[1] + "," + "1" * 140_000
+    (copy_of / "rounds.csv").write_text("\n".join(rounds) + "\n")
+    assert main(["chain", "verify", ledger, "--summary", str(copy_of / "summary.json")]) == 1
+    out = capsys.readouterr()
+    assert "rounds.csv beside" in out.out and "not a readable CSV" in out.out and "Traceback" not in out.err

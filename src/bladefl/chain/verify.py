@@ -153,6 +153,17 @@ def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
+def _as_float(value: object) -> float | None:
+    """A recorded number as a float, None where it is none (a string, a bool, an integer too large
+    for a float: a forged field, not a number)."""
+    if type(value) not in (int, float):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return None
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """What the run recorded about one K's ledger: its block count and tip, per round the block
@@ -180,7 +191,7 @@ class RunRecord:
         for name in METRICS if block.header.model_sha256 else ():
             try:
                 recorded = float(row.get(name) or "nan")
-            except ValueError:
+            except (ValueError, OverflowError):
                 return f"rounds.csv holds {name} = {row.get(name)!r} in round {height}, not a number"
             if not _same(recorded, float(getattr(block.header, name))):
                 return (f"rounds.csv records {name} = {recorded!r} in round {height}, the block commits "
@@ -193,7 +204,8 @@ class RunRecord:
             return None
         for name in METRICS:
             value = self.final.get(name)
-            if type(value) not in (int, float) or not _same(float(value), float(getattr(last.header, name))):
+            number = _as_float(value)
+            if number is None or not _same(number, float(getattr(last.header, name))):
                 return (f"summary.json records {name} = {value!r} for K={self.K}, the last block commits "
                         f"{getattr(last.header, name)!r}")
         return None
@@ -236,7 +248,7 @@ def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunR
         expected = expected_genesis(config, K)
     except OSError as exc:
         return Problem(0, f"the run's keys derive from a secret (chain.key_secret_file) this verifier cannot read "
-                          f"({exc.strerror}): only its holder can check the genesis")
+                          f"({exc.strerror or exc}): only its holder can check the genesis")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return Problem(0, f"summary {summary}: field 'config' lacks what the genesis derives from ({exc})")
     for name in ("public_keys", "n_samples", "difficulty_bits"):
@@ -247,7 +259,11 @@ def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunR
     blocks, tip = entry.get("blocks"), entry.get("tip")
     if type(blocks) is not int or not isinstance(tip, str):
         return Problem(0, f"summary {summary}: per_K entry of K={K} lacks 'blocks' and 'tip'")
-    return RunRecord(K, blocks, tip, _recorded_rounds(Path(summary).parent / "rounds.csv", K), entry)
+    try:
+        rows = _recorded_rounds(Path(summary).parent / "rounds.csv", K)
+    except (csv.Error, OSError, UnicodeDecodeError) as exc:
+        return Problem(0, f"rounds.csv beside {summary} is not a readable CSV ({exc})")
+    return RunRecord(K, blocks, tip, rows, entry)
 
 
 def _recorded_rounds(rounds: Path, K: int) -> dict[int, dict[str, str]]:
