@@ -391,3 +391,16 @@ def test_a_huge_integer_metric_or_an_endless_csv_field_is_a_named_problem_not_a_
     assert main(["chain", "verify", ledger, "--summary", str(copy_of / "summary.json")]) == 1
     out = capsys.readouterr()
     assert "rounds.csv beside" in out.out and "not a readable CSV" in out.out and "Traceback" not in out.err
+
+
+def test_a_summary_naming_a_million_clients_is_refused_before_any_key_is_derived(copy_of):
+    """partition.N = 10**6 in the summary, the ledger's chain id re-derived to match: the verifier
+    compares N with the genesis' keys first instead of deriving a million key pairs."""
+    summary = load(copy_of / "summary.json")
+    summary["config"]["partition"]["N"] = 10**6
+    save(copy_of / "summary.json", summary)
+    data = load(copy_of / "chains/K3.json")
+    data["genesis"]["chain_id"] = chain_id(summary["config"], 3)
+    save(copy_of / "chains/K3.json", data)
+    problem = check(copy_of, store=False)  # before the check: a million key derivations, minutes
+    assert "partition.N = 1000000, but the ledger's genesis holds 4 clients' keys" in problem.reason, problem

@@ -244,6 +244,10 @@ def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunR
         return Problem(0, f"field 'genesis.chain_id' is the chain of K={named[0]} of this run, but the file is "
                           f"K{file_k}.json: another K's ledger in its place")
     K = named[0]
+    N = config.get("partition", {}).get("N") if isinstance(config.get("partition"), dict) else None
+    if type(N) is not int or N != len(genesis.public_keys):  # before deriving N keys (10**6 would run on)
+        return Problem(0, f"summary {summary}: partition.N = {N!r}, but the ledger's genesis holds "
+                          f"{len(genesis.public_keys)} clients' keys")
     try:
         expected = expected_genesis(config, K)
     except OSError as exc:
