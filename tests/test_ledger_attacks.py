@@ -403,4 +403,5 @@ def test_a_summary_naming_a_million_clients_is_refused_before_any_key_is_derived
     data["genesis"]["chain_id"] = chain_id(summary["config"], 3)
     save(copy_of / "chains/K3.json", data)
     problem = check(copy_of, store=False)  # before the check: a million key derivations, minutes
-    assert "partition.N = 1000000, but the ledger's genesis holds 4 clients' keys" in problem.reason, problem
+    assert "'genesis.public_keys' holds 4 clients' keys" in problem.reason, problem
+    assert "has partition.N = 1000000" in problem.reason

@@ -246,8 +246,8 @@ def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunR
     K = named[0]
     N = config.get("partition", {}).get("N") if isinstance(config.get("partition"), dict) else None
     if type(N) is not int or N != len(genesis.public_keys):  # before deriving N keys (10**6 would run on)
-        return Problem(0, f"summary {summary}: partition.N = {N!r}, but the ledger's genesis holds "
-                          f"{len(genesis.public_keys)} clients' keys")
+        return Problem(0, f"field 'genesis.public_keys' holds {len(genesis.public_keys)} clients' keys, but "
+                          f"summary {summary} has partition.N = {N!r}")
     try:
         expected = expected_genesis(config, K)
     except OSError as exc:
