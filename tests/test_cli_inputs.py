@@ -44,3 +44,36 @@ def test_bad_inputs_say_what_is_wrong_and_write_nothing(tmp_path, capsys, args, 
     assert code == 2 and message.replace("{tmp}", str(tmp_path)) in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_a_truncated_archive_and_a_malformed_manifest_are_named_not_tracebacks(tmp_path, capsys):
+    """import-runs on an archive cut short, lay-out of a bundle whose manifest lists a file as a
+    plain string: one line each, a failing exit, nothing written."""
+    import io
+    import lzma
+    import random
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:  # incompressible members: a cut lands inside one
+        for seed in (0, 1):
+            data = random.Random(seed).randbytes(200_000)
+            info = tarfile.TarInfo(f"grid/mnist/alpha~1_beta~10_N~20_eta~0.01_lazy~0_sigma2~0_eps~inf/seed~{seed}/"
+                                   f"rounds.csv")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    packed = lzma.compress(buffer.getvalue())
+    (tmp_path / "cut.tar.xz").write_bytes(packed[: len(packed) * 3 // 4])
+    code = main(["import-runs", "--archive", str(tmp_path / "cut.tar.xz"), "--configfile",
+                 str(REPO / "config" / "config.yaml"), "--results-dir", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    assert code != 0 and "nothing imported: truncated or corrupt (EOFError" in err and "Traceback" not in err, err
+    assert not (tmp_path / "results").exists()
+
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "MANIFEST.json").write_text(json.dumps({"files": {"results/x.csv": "just a string"}}))
+    code = main(["lay-out", str(bundle), "--results-dir", str(tmp_path / "laid"), "--data-dir", str(tmp_path / "d")])
+    err = capsys.readouterr().err
+    assert code != 0 and "entries ['results/x.csv'] of 'files' are not" in err and "Traceback" not in err, err
+    assert not (tmp_path / "laid").exists()

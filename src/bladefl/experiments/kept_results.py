@@ -117,6 +117,10 @@ def read_manifest(bundle: str | Path) -> dict:
         raise ValueError(f"{path}: not a readable manifest ({exc})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         raise ValueError(f"{path}: no 'files' table")
+    bad = [rel for rel, entry in manifest["files"].items()
+           if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)]
+    if bad:
+        raise ValueError(f"{path}: entries {bad[:3]} of 'files' are not {{'bytes': ..., 'sha256': ...}} records")
     return manifest
 
 

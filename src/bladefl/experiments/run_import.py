@@ -12,7 +12,9 @@ ran: ``device`` and ``data_dir``) and every K finished; and every run of the con
 from __future__ import annotations
 
 import json
+import lzma
 import tarfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -109,6 +111,11 @@ def _member_run(name: str) -> tuple[run_id.RunId, str]:
     return run, path.name
 
 
+# Bytes a member may hold before its reading is refused (a summary is a few kB, a run's tables a few MB).
+MEMBER_LIMITS = {"summary.json": 16 * 2**20, ABOUT: 2**20}
+MEMBER_LIMIT = 512 * 2**20
+
+
 def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, bytes]], dict]:
     """The archive's run files by (dataset, cell, seed), and its ABOUT.json (or {})."""
     runs: dict[tuple[str, str, int], dict[str, bytes]] = {}
@@ -119,18 +126,24 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
         tar = tarfile.open(archive, "r:*")
     except (OSError, tarfile.TarError):
         raise ArchiveError("not a readable tar archive (plain, gzip, bzip2 or xz)") from None
-    with tar:
-        for member in tar:
-            if member.isdir():
-                continue
-            if not member.isfile():
-                raise ArchiveError(f"{member.name}: not a regular file (links and devices are refused)")
-            data = tar.extractfile(member).read()  # type: ignore[union-attr]
-            if PurePosixPath(member.name).name == ABOUT and len(PurePosixPath(member.name).parts) <= 2:
-                about = _json(member.name, data)  # the archive's own, beside its dataset folders
-                continue
-            run, name = _member_run(member.name)
-            runs.setdefault((run.dataset, run.cell, run.seed), {})[name] = data
+    try:
+        with tar:
+            for member in tar:
+                if member.isdir():
+                    continue
+                if not member.isfile():
+                    raise ArchiveError(f"{member.name}: not a regular file (links and devices are refused)")
+                limit = MEMBER_LIMITS.get(PurePosixPath(member.name).name, MEMBER_LIMIT)
+                if member.size > limit:
+                    raise ArchiveError(f"{member.name}: {member.size} bytes, more than such a file holds ({limit})")
+                data = tar.extractfile(member).read()  # type: ignore[union-attr]
+                if PurePosixPath(member.name).name == ABOUT and len(PurePosixPath(member.name).parts) <= 2:
+                    about = _json(member.name, data)  # the archive's own, beside its dataset folders
+                    continue
+                run, name = _member_run(member.name)
+                runs.setdefault((run.dataset, run.cell, run.seed), {})[name] = data
+    except (EOFError, OSError, tarfile.TarError, lzma.LZMAError, zlib.error) as exc:
+        raise ArchiveError(f"truncated or corrupt ({exc.__class__.__name__}: {exc})") from None
     return runs, about
 
 
