@@ -42,6 +42,9 @@ def test_overrides():
         ({"lazy": {"sigma2": 1e300}}, "lazy.sigma2 must be a finite number in [0, 1e+06]"),
         ({"privacy": {"epsilon": 1e-300}}, "privacy.epsilon must be a number >= 0.001 (inf allowed)"),
         ({"privacy": {"clip": 1e300}}, "privacy.clip must be a number in (0, 1e6]"),
+        # other scripts' digits are no number; an integer field takes no scientific notation (1e23 is inexact)
+        ({"time": {"beta": "١"}}, "time.beta must be a finite number > 0 (got '١')"),
+        ({"seed": "1e23"}, "seed must be an integer >= 0 (got '1e23')"),
     ],
 )
 def test_bad_fields_are_named(data, message):

@@ -188,7 +188,9 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     return e
 
 
-NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+# ASCII digits only: "\d" would take other scripts' digits ("١" read as 1).
+NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _coerce(value: Any, default: Any) -> Any:
@@ -199,9 +201,10 @@ def _coerce(value: Any, default: Any) -> Any:
     text = value.strip()
     if text.lower() in ("inf", "+inf", ".inf", "infinity"):
         return math.inf
+    if isinstance(default, int):  # an integer field takes integer text only: "1e23" is no exact integer
+        return int(text) if INTEGER.fullmatch(text) else value
     if NUMBER.fullmatch(text):
-        number = float(text)
-        return int(number) if isinstance(default, int) and number.is_integer() and "." not in text else number
+        return float(text)
     return value
 
 
