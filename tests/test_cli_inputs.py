@@ -77,3 +77,32 @@ def test_a_truncated_archive_and_a_malformed_manifest_are_named_not_tracebacks(t
     err = capsys.readouterr().err
     assert code != 0 and "entries ['results/x.csv'] of 'files' are not" in err and "Traceback" not in err, err
     assert not (tmp_path / "laid").exists()
+
+
+def test_a_partition_file_of_another_draw_or_dataset_is_refused_by_its_manifest(tmp_path):
+    """The manifest `bladefl partition` writes beside the indices names their dataset, key and
+    digest: a run asking for draw 0 refuses draw 1's file, another dataset's, or edited indices."""
+    import numpy as np
+
+    from bladefl.data.partition import PartitionSpec
+    from bladefl.data.partition_store import indices_digest, manifest_problems
+
+    spec = PartitionSpec(scheme="shards", N=2, n=4, seed=0)
+    indices = np.arange(8).reshape(2, 4)
+    path = tmp_path / f"{spec.key}.npy"
+    np.save(path, indices)
+
+    def manifest(**changes: object) -> None:
+        info = {"dataset": "mnist", "key": spec.key, "indices_sha256": indices_digest(indices), **changes}
+        path.with_suffix(".json").write_text(json.dumps(info))
+
+    manifest()
+    assert manifest_problems(path, indices, "mnist", spec) == []
+    other = PartitionSpec(scheme="shards", N=2, n=4, seed=1)
+    assert "the run's config asks for" in manifest_problems(path, indices, "mnist", other)[0]
+    assert "is a partition of 'mnist', the run is on 'fashion_mnist'" in manifest_problems(
+        path, indices, "fashion_mnist", spec)[0]
+    manifest(indices_sha256="0" * 64)
+    assert "not the ones its manifest" in manifest_problems(path, indices, "mnist", spec)[0]
+    path.with_suffix(".json").unlink()
+    assert manifest_problems(path, indices, "mnist", spec) == []  # a bare index file: nothing to hold it to

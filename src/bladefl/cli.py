@@ -38,12 +38,13 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     return 0
 
 
-def _partition_indices(path: str, spec):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
-    """The client index file at ``path``, checked before any work: it exists, holds integers, and
-    is a partition of the training set with ``spec``'s N x n disjoint clients."""
+def _partition_indices(path: str, spec, dataset: str):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
+    """The client index file at ``path``, checked before any work: it exists, holds integers, is a
+    partition of the training set with ``spec``'s N x n disjoint clients, and, where `bladefl
+    partition`'s manifest lies beside it, is the very draw the run's config asks for."""
 
     from bladefl.data.datasets import TRAIN_SIZE
-    from bladefl.data.partition_store import index_problems, read_partition
+    from bladefl.data.partition_store import index_problems, manifest_problems, read_partition
 
     if not Path(path).is_file():
         raise ValueError(f"--partition {path}: no such file (write it with `bladefl partition`)")
@@ -51,7 +52,7 @@ def _partition_indices(path: str, spec):  # noqa: ANN001, ANN202 - PartitionSpec
         indices = read_partition(path)
     except ValueError as exc:
         raise ValueError(f"--partition {exc}") from None
-    problems = index_problems(indices, spec, TRAIN_SIZE)  # both datasets: 60,000 training samples
+    problems = index_problems(indices, spec, TRAIN_SIZE) or manifest_problems(path, indices, dataset, spec)
     if problems:
         raise ValueError(f"--partition {path}: " + "; ".join(problems))
     return indices
@@ -80,7 +81,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.partition:
         from bladefl.fl.engine import load_client_data
 
-        data = load_client_data(cfg, _partition_indices(args.partition, cfg.partition))
+        data = load_client_data(cfg, _partition_indices(args.partition, cfg.partition, cfg.dataset))
     reference = None
     if args.reference:
         from bladefl.theory.reference import load
@@ -121,7 +122,7 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     shared = cfgs[0].partition
     if any(c.partition != shared or c.dataset != cfgs[0].dataset for c in cfgs):
         raise ValueError("--plan: every run of a group must share the dataset and the partition")
-    indices = _partition_indices(args.partition, shared)
+    indices = _partition_indices(args.partition, shared, cfgs[0].dataset)
     reference = None
     if args.reference:
         from bladefl.theory.reference import load

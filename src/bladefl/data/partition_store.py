@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +75,30 @@ def read_partition(path: str | Path, expected_sha256: str | None = None) -> np.n
     if expected_sha256 is not None and indices_digest(indices) != expected_sha256:
         raise ValueError(f"{path}: index digest does not match its manifest")
     return indices
+
+
+def manifest_problems(path: str | Path, indices: np.ndarray, dataset: str, spec: PartitionSpec) -> list[str]:
+    """Whether the index file at ``path`` is the partition a run asks for, by the manifest
+    `bladefl partition` writes beside it (``<key>.json``; none beside it: nothing to check): its
+    dataset, its key (scheme, N, n, draw) and the digest of these very indices."""
+    beside = Path(path).with_suffix(".json")
+    if not beside.is_file():
+        return []
+    try:
+        info = json.loads(beside.read_text())
+    except (OSError, ValueError) as exc:
+        return [f"its manifest {beside} is unreadable ({exc})"]
+    if not isinstance(info, dict):
+        return [f"its manifest {beside} is not a manifest"]
+    problems = []
+    if info.get("dataset") != dataset:
+        problems.append(f"it is a partition of {info.get('dataset')!r}, the run is on {dataset!r}")
+    if info.get("key") != spec.key:
+        problems.append(f"it is the partition {info.get('key')!r}, the run's config asks for {spec.key!r} "
+                        f"(another draw or scheme)")
+    if info.get("indices_sha256") != indices_digest(indices):
+        problems.append(f"its indices are not the ones its manifest {beside.name} records (edited or swapped)")
+    return problems
 
 
 def index_problems(indices: np.ndarray, spec: PartitionSpec, train_size: int) -> list[str]:
