@@ -215,6 +215,11 @@ def test_a_ledger_cut_after_a_block_is_caught_with_the_runs_summary(tmp_path, ca
     summary = tmp_path / "summary.json"
     record = {"K": 3, "blocks": 3, "tip": data["blocks"][-1]["hash"]}
     summary.write_text(json.dumps({"config": config, "per_K": [record]}))
+    metrics = ("train_loss", "test_loss", "test_accuracy")
+    lines = ["K,round,block_hash," + ",".join(metrics)] + [  # the run's record of every block, as a run writes it
+        f"3,{i + 1},{b['hash']}," + ",".join(repr(b["header"].get(m, float("nan"))) for m in metrics)
+        for i, b in enumerate(data["blocks"])]
+    (tmp_path / "rounds.csv").write_text("\n".join(lines) + "\n")
     assert verify_chain(path, store=models, summary=summary) is None
     tamper(path, lambda d: d["blocks"].pop())  # cut after block 2: still a valid chain on its own
     assert verify_chain(path, store=models) is None

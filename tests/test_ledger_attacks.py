@@ -405,3 +405,41 @@ def test_a_summary_naming_a_million_clients_is_refused_before_any_key_is_derived
     problem = check(copy_of, store=False)  # before the check: a million key derivations, minutes
     assert "'genesis.public_keys' holds 4 clients' keys" in problem.reason, problem
     assert "has partition.N = 1000000" in problem.reason
+
+
+def _edit_rounds(change):
+    def attack(folder):
+        path = folder / "rounds.csv"
+        lines = path.read_text().splitlines()
+        path.write_text("\n".join(change(lines)) + "\n")
+    return attack
+
+
+def _k3(lines, i=0):
+    """The index in ``lines`` of the i-th row of K=3."""
+    return [n for n, line in enumerate(lines) if line.startswith("3,")][i]
+
+
+ROUNDS_EDITS = {
+    "K as 3.0": (_edit_rounds(lambda ls: [*ls[:_k3(ls)], "3.0" + ls[_k3(ls)][1:], *ls[_k3(ls) + 1:]]), "plain integer"),
+    "K as ' 3'": (_edit_rounds(lambda ls: [*ls[:_k3(ls)], " 3" + ls[_k3(ls)][1:], *ls[_k3(ls) + 1:]]), "plain integer"),
+    "round as 2.0": (_edit_rounds(lambda ls: [*ls[:_k3(ls, 1)], ls[_k3(ls, 1)].replace("3,2,", "3,2.0,", 1),
+                                               *ls[_k3(ls, 1) + 1:]]), "plain integer"),
+    "a byte-order mark": (_edit_rounds(lambda ls: ["\ufeff" + ls[0], *ls[1:]]), "byte-order mark"),
+    "a forged row before the genuine one": (_edit_rounds(lambda ls: [*ls[:_k3(ls)], ls[_k3(ls)], *ls[_k3(ls):]]),
+                                            "a second row for K=3, round 1"),
+    "a row for a round without a block": (_edit_rounds(lambda ls: [*ls, ls[_k3(ls)].replace("3,1,", "3,9,", 1)]),
+                                          "round 9, which has no block"),
+    "K=3's rows deleted": (_edit_rounds(lambda ls: [line for line in ls if not line.startswith("3,")]),
+                           "no row for K=3, round(s) [1, 2, 3]"),
+    "the file deleted": (lambda folder: (folder / "rounds.csv").unlink(), "No such file"),
+}
+
+
+@pytest.mark.parametrize("name", list(ROUNDS_EDITS))
+def test_rounds_csv_is_read_strictly_against_the_ledger(copy_of, name):
+    """What passed before (the analyses' pandas read the forged values): each is a problem now."""
+    attack, reason = ROUNDS_EDITS[name]
+    attack(copy_of)
+    problem = check(copy_of)
+    assert problem is not None and reason in problem.reason, (name, problem)

@@ -37,6 +37,7 @@ from bladefl.chain.ledger import Block, block_problem, chain_id
 from bladefl.chain.ledger_file import Genesis, Problem, parse_block, parse_genesis, read_json, shown
 from bladefl.chain.pow import ZERO_HASH
 from bladefl.chain.round import genesis_ledger, read_secret
+from bladefl.core.bounded_read import read_regular
 
 
 def _payloads(block: Block, store: str | Path) -> dict[str, bytes]:
@@ -264,21 +265,46 @@ def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunR
     if type(blocks) is not int or not isinstance(tip, str):
         return Problem(0, f"summary {summary}: per_K entry of K={K} lacks 'blocks' and 'tip'")
     try:
-        rows = _recorded_rounds(Path(summary).parent / "rounds.csv", K)
+        rows = _recorded_rounds(Path(summary).parent / "rounds.csv", K, blocks)
     except (csv.Error, OSError, UnicodeDecodeError) as exc:
         return Problem(0, f"rounds.csv beside {summary} is not a readable CSV ({exc})")
+    except ValueError as exc:
+        return Problem(0, f"rounds.csv beside {summary}: {exc}")
     return RunRecord(K, blocks, tip, rows, entry)
 
 
-def _recorded_rounds(rounds: Path, K: int) -> dict[int, dict[str, str]]:
-    """Round -> its row of one K in the run's ``rounds.csv`` (none when it is absent)."""
-    if not rounds.is_file():
-        return {}
-    found = {}
-    with rounds.open(newline="") as f:
-        for row in csv.DictReader(f):
-            if row.get("K") == str(K) and (row.get("round") or "").isdigit():
-                found[int(row["round"])] = row
+ROUNDS_LIMIT = 512 * 2**20  # bytes
+CANONICAL_INT = re.compile(r"0|[1-9][0-9]*")
+
+
+def _recorded_rounds(rounds: Path, K: int, blocks: int) -> dict[int, dict[str, str]]:
+    """Round -> its row of one K in the run's ``rounds.csv``, read strictly: the file must be there
+    (the summary's anchor for every block), start with its header (no byte-order mark hiding the K
+    column), give every K and round as a plain integer (not ``3.0`` or `` 3``), and hold exactly one
+    row for each of the K's ``blocks`` rounds: no row twice, none for a round without a block, none
+    missing. ValueError naming the line otherwise."""
+    raw = read_regular(rounds, ROUNDS_LIMIT, "rounds.csv")
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise ValueError("it starts with a byte-order mark (its first column would not read as K)")
+    reader = csv.DictReader(raw.decode("utf-8").splitlines())
+    if not reader.fieldnames or reader.fieldnames[:2] != ["K", "round"]:
+        raise ValueError(f"its header must start with K,round (got {(reader.fieldnames or [])[:2]})")
+    found: dict[int, dict[str, str]] = {}
+    for line, row in enumerate(reader, start=2):
+        k_text, round_text = row.get("K") or "", row.get("round") or ""
+        if not CANONICAL_INT.fullmatch(k_text) or not CANONICAL_INT.fullmatch(round_text):
+            raise ValueError(f"line {line}: K = {k_text!r}, round = {round_text!r}: each must be a plain integer")
+        if int(k_text) != K or row.get("status") == "infeasible":
+            continue
+        r = int(round_text)
+        if r in found:
+            raise ValueError(f"line {line}: a second row for K={K}, round {r}")
+        if not 1 <= r <= blocks:
+            raise ValueError(f"line {line}: a row for K={K}, round {r}, which has no block (blocks 1..{blocks})")
+        found[r] = row
+    missing = sorted(set(range(1, blocks + 1)) - set(found))
+    if missing:
+        raise ValueError(f"no row for K={K}, round(s) {missing[:5]}: rows deleted")
     return found
 
 
