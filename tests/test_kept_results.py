@@ -149,3 +149,25 @@ def test_a_bundle_kept_again_keeps_the_archive_it_holds_when_the_original_is_gon
     assert again == out / "runs/grid-tables.tar.xz"
     manifest = kr.keep(workflow["files"], workflow["results"], workflow["data"], workflow["config"], out, about, again)
     assert manifest["files"]["runs/grid-tables.tar.xz"]["sha256"] == record["sha256"] and kr.problems(out) == []
+
+
+def test_the_keep_command_leaves_the_archive_out_unless_asked(tmp_path, workflow, capsys):
+    """`bladefl keep` names an imported archive by its SHA-256 only (megabytes stay out of git);
+    `--with-archive` copies it into the bundle's runs/."""
+    from bladefl.cli import main
+
+    archive = tmp_path / "grid-tables.tar.xz"
+    archive.write_bytes(b"run tables")
+    record = tmp_path / "imported.json"
+    record.write_text(json.dumps({"archive": str(archive), "sha256": kr.sha256_file(archive)}))
+    base = ["keep", "--files", *map(str, workflow["files"][:2]), "--provenance", str(workflow["files"][2]),
+            "--imported", str(record), "--results-dir", str(workflow["results"]), "--data-dir", str(workflow["data"]),
+            "--config-file", str(workflow["config"])]
+    assert main([*base, "--out", str(tmp_path / "plain")]) == 0
+    plain = kr.read_manifest(tmp_path / "plain")
+    assert not any(f.startswith("runs/") for f in plain["files"])
+    assert plain["about"]["imported"]["sha256"] == kr.sha256_file(archive)
+    assert "--with-archive" in capsys.readouterr().out
+    assert main([*base, "--out", str(tmp_path / "with"), "--with-archive"]) == 0
+    kept = kr.read_manifest(tmp_path / "with")["files"]
+    assert kept["runs/grid-tables.tar.xz"]["sha256"] == kr.sha256_file(archive)

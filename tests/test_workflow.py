@@ -268,7 +268,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
                   "detection/mnist/quality.csv", "tables/mnist_paper_comparison.csv"):
         assert (work / "results" / table).read_bytes() == (smoke / "results" / table).read_bytes(), table
 
-    proc = snakemake(work, "reference/smoke/MANIFEST.json", *args)
+    proc = snakemake(work, "reference/smoke/MANIFEST.json", *args, "--config", "keep_archive=True")
     assert proc.returncode == 0, proc.stderr[-2000:]
     manifest = json.loads((work / "reference/smoke/MANIFEST.json").read_text())
     assert manifest["about"]["imported"]["runs"] == {"mnist": 6} and manifest["about"]["runs"] == 6

@@ -319,15 +319,16 @@ def _cmd_keep(args: argparse.Namespace) -> int:
     archive = None
     if args.imported:
         about["imported"] = json.loads(Path(args.imported).read_text())
-        archive = kept_results.imported_archive(about["imported"], args.out)
+        if args.with_archive:
+            archive = kept_results.imported_archive(about["imported"], args.out)
     manifest = kept_results.keep([*args.files, *args.provenance], args.results_dir, args.data_dir,
                                  args.config_file, args.out, about, archive)
     size = sum(f["bytes"] for f in manifest["files"].values())
     print(f"kept {len(manifest['files'])} files ({size / 1e6:.1f} MB) in {args.out}")
     if args.imported:  # say where the runs' archive is, or that it is not kept
         print(f"  run tables archive: runs/{archive.name}" if archive else
-              f"  run tables archive {about['imported'].get('archive')} not found: not kept (the import record "
-              f"keeps its SHA-256)")
+              f"  run tables archive {about['imported'].get('archive')}: not kept (the import record keeps its "
+              f"SHA-256{'' if args.with_archive else '; --with-archive copies it in'})")
     return 0
 
 

@@ -148,6 +148,9 @@ def add_keep(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", required=True)
     p.add_argument("--config-file", required=True, help="the workflow's config (results/report/config.yaml)")
     p.add_argument("--out", required=True, help="the bundle folder, e.g. reference/paper-20seeds")
+    p.add_argument("--with-archive", action="store_true",
+                   help="also copy the imported run tables archive into the bundle (runs/); off by default: "
+                        "the archive (megabytes) stays out of git, the manifest names it by its SHA-256")
 
 
 def add_import_runs(p: argparse.ArgumentParser) -> None:

@@ -414,9 +414,12 @@ def data_root(wildcards):
 
 
 def imported_option(wildcards):
-    """`--imported` with the record of an import (`bladefl import-runs`), when the runs came from one."""
+    """`--imported` with the record of an import (`bladefl import-runs`), when the runs came from one;
+    `--with-archive` where the config keeps the archive in the bundle (`keep_archive`)."""
     path = Path(f"{RESULTS}/imported.json")
-    return f"--imported {path}" if path.is_file() else ""
+    if not path.is_file():
+        return ""
+    return f"--imported {path}" + (" --with-archive" if config["keep_archive"] else "")
 
 
 def provenance_tables(wildcards, input):

@@ -5,9 +5,10 @@ them without running anything (``make reference-report``).
 
 A bundle holds ``results/...`` (paths relative to the workflow's results folder), ``data/...``
 (relative to its data folder: the partition manifests), ``config.yaml`` (the workflow's config),
-``MANIFEST.json`` and, when the runs were imported, ``runs/<archive>``: the run tables archive
-they came from (``scripts/gpu/run.sh``'s), so that a later change of the analyses can be applied
-again without the GPU (``make import-runs ARCHIVE=reference/<name>/runs/<archive>``).
+``MANIFEST.json`` and, when the runs were imported and asked for (``bladefl keep --with-archive``),
+``runs/<archive>``: the run tables archive they came from (``scripts/gpu/run.sh``'s), so that a later
+change of the analyses can be applied again without the GPU. Bundles kept in git name the archive
+by its SHA-256 only (it is megabytes: kept outside the repository).
 """
 
 from __future__ import annotations
