@@ -85,8 +85,8 @@ def upper_bound(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: float
 
 def lazy_extra(K: ArrayLike, *, xi: float, M: float, N: float, theta: float, sigma2: float, noise_power: str = "sigma2"
                ) -> np.ndarray:
-    noise = sigma2 if noise_power == "sigma2" else math.sqrt(sigma2)
-    return np.asarray(K, dtype=float) * xi * (M / N * theta + math.sqrt(M) / N * noise)
+    noise = sigma2 if noise_power == "sigma2" else np.sqrt(sigma2)
+    return np.asarray(K, dtype=float) * xi * (M / N * theta + np.sqrt(M) / N * noise)
 
 
 def lazy_upper_bound(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: float, xi: float, delta: float, phi:
@@ -145,7 +145,7 @@ def k_star_real(*, alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike, L: ArrayLi
                                  (alpha, beta, eta, L, xi, delta, phi, eps2, t_sum, M, N, theta, sigma2)))
     shape = args[0].shape
     a, b, et, L_, xi_, de, ph, e2, T, M_, N_, th, s2 = (v.reshape(-1, 1) for v in args)
-    extra = xi_ * (M_ / N_ * th + np.sqrt(M_) / N_ * s2)  # lazy_extra(K) / K: the same at every K
+    extra = lazy_extra(1.0, xi=xi_, M=M_, N=N_, theta=th, sigma2=s2)  # lazy_extra(K) / K: the same at every K
 
     def bound_at(K: np.ndarray) -> np.ndarray:
         return _bound_tau(K, (T - K * b) / a / K, eta=et, L=L_, xi=xi_, delta=de, phi=ph, eps2=e2, extra=extra)
