@@ -247,14 +247,14 @@ def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> 
             "K_experiment": k_exp,
             "max_rel_gap_fit": rep_fit.max_relative_gap, "mean_rel_gap_fit": rep_fit.mean_relative_gap,
             # an undefined (infinite) bound bounds nothing: it is not "above"
-            "fit_above_everywhere": rep_fit.bound_above_everywhere and _defined_where_measured(G_fit, gap),
+            "fit_above_everywhere": rep_fit.bound_above_everywhere and defined_where_measured(G_fit, gap),
             "max_rel_gap_measured": rep_meas.max_relative_gap, "mean_rel_gap_measured": rep_meas.mean_relative_gap,
-            "measured_above_everywhere": rep_meas.bound_above_everywhere and _defined_where_measured(G_meas, gap),
+            "measured_above_everywhere": rep_meas.bound_above_everywhere and defined_where_measured(G_meas, gap),
         },
     }
 
 
-def _defined_where_measured(G: np.ndarray, gap: np.ndarray) -> bool:
+def defined_where_measured(G: np.ndarray, gap: np.ndarray) -> bool:
     """Whether the bound is finite (defined) at every K with a measured gap."""
     G, gap = np.asarray(G, dtype=float), np.asarray(gap, dtype=float)
     return bool(np.isfinite(G[np.isfinite(gap)]).all())

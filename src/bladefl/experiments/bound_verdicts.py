@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bladefl.experiments.bound_analysis import BoundOn, bound_on
+from bladefl.experiments.bound_analysis import BoundOn, bound_on, defined_where_measured
 from bladefl.experiments.grid import Member
 from bladefl.experiments.verdict_rows import POOLED, claim_row, fmt, sweep_varying
 from bladefl.fl import measured_constants
@@ -67,8 +67,7 @@ def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds
         per_k = part[part.seed.isin(seeds)].groupby("K").theta_last.median()
         common = {**common, "theta": np.array([float(per_k.get(k, c["theta"])) for k in Ks])}
     bound = bound_on(K, gap, common, c["phi_measured"], c["eps2_measured"], fitter=fit_minimax)
-    against = (str(consts.against.iloc[0]) if "against" in consts and len(consts) and consts.against.nunique() == 1
-               else ", ".join(sorted(map(str, consts.against.unique()))) if "against" in consts
+    against = (", ".join(sorted(map(str, consts.against.unique()))) if "against" in consts
                else measured_constants.LEGACY)
     return CellFit(cell, K, gap, c, common, bound.fit, bound, against)
 
@@ -78,7 +77,7 @@ def _fig3_checks(f: CellFit, exp_k: float) -> dict:
     the measured bound is defined and above at every K, the fitted bound's K* and the experiment's."""
     b = f.bound if f.bound is not None else bound_on(f.K, f.gap, f.common, f.constants["phi_measured"],
                                                      f.constants["eps2_measured"])
-    finite_meas = bool(np.isfinite(b.G_measured[np.isfinite(f.gap)]).all())
+    finite_meas = defined_where_measured(b.G_measured, f.gap)
     rel = np.abs(np.asarray(b.fitted.relative_gap, dtype=float))
     closest = float(np.nanmin(rel)) if np.isfinite(rel).any() else float("inf")
     return {"within": b.fitted.max_relative_gap, "closest": closest,

@@ -55,10 +55,10 @@ RANGES = (
     Range("epsilon", "privacy.epsilon", 1e-3, False, finite=False),
 )
 BY_CELL = {r.cell: r for r in RANGES}
+BY_RUN_KEY = {r.run: r for r in RANGES}
 # The allowed values of `lazy.detectors` (bladefl.fl.detection implements them): here, so that
 # checking a config (and parsing the workflow) does not load torch.
 DETECTORS = ("near_duplicate", "gaussian_update", "gaussian_difference")
-BY_RUN_KEY = {r.run: r for r in RANGES}
 
 
 def range_error(r: Range, value: Any, where: str) -> str | None:

@@ -72,7 +72,7 @@ def _centre(base: Mapping[str, float]) -> dict[str, float]:
 
 
 def _largest_eta(base: Mapping[str, float], param: str, values: Sequence[float]) -> float:
-    return max(float(values[i]) for i in range(len(values))) if param == "eta" else float(base["eta"])
+    return max(map(float, values)) if param == "eta" else float(base["eta"])
 
 
 def scan(claim: Corollary, base: Mapping[str, float], values: Sequence[float], *, settings: int = 2000,
