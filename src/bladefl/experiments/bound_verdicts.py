@@ -194,7 +194,8 @@ ASSUMPTIONS = {"N": "delta assumed to fall as sqrt(N0/N) (the paper's argument; 
                "delta": "delta at half, once and twice its measured value (no sweep varies it)"}
 
 
-def bound_corollaries(fits: Sequence[Sequence[CellFit]], members: Sequence[Member], seeds: int) -> pd.DataFrame:
+def bound_corollaries(fits: Sequence[Sequence[CellFit]], members: Sequence[Member], seeds: int,
+                      scan_constants: bool = True) -> pd.DataFrame:
     """Corollaries 1-5 on the bound itself, judged on its real-valued minimiser (continuous tau,
     the paper's analysis) at the fitted phi and eps2 and the median measured constants of the
     base cell (a lazy cell for M/N and sigma2), with the integer K* of the experiment's time
@@ -211,10 +212,11 @@ def bound_corollaries(fits: Sequence[Sequence[CellFit]], members: Sequence[Membe
         note = f"; {ASSUMPTIONS[claim.param]}" if claim.param in ASSUMPTIONS else ""
         if f.cell.M > 0:
             note += f"; L, xi, delta measured against the {f.against}"
-        # as mathematics: the same claim over valid constants around the measured ones (phi, eps2 measured)
-        centre = {**base, "phi": f.constants.get("phi_measured", base["phi"]),
-                  "eps2": f.constants.get("eps2_measured", base["eps2"])}
-        scanned = scan(claim, centre, values)
+        # as mathematics: the same claim over valid constants around the measured ones (phi, eps2 measured);
+        # skipped where only the verdict is kept (a partition draw's)
+        scanned = scan(claim, {**base, "phi": f.constants.get("phi_measured", base["phi"]),
+                               "eps2": f.constants.get("eps2_measured", base["eps2"])},
+                       values).summary() if scan_constants else "constants not scanned"
         # eps2 = inf: G = 1 / (K tau eta phi), nothing of xi, delta, M, theta or sigma2 left to move K*
         vacuous = "" if finite_eps2 else (f"the fitted bound of {cell} has eps2 = inf (its minimax fit): no "
                                           f"xi-delta term and no lazy term, so it cannot speak to {claim.param}")
@@ -222,7 +224,7 @@ def bound_corollaries(fits: Sequence[Sequence[CellFit]], members: Sequence[Membe
                               [d.get(claim.name, (False,))[0] for d in per_draw], seeds,
                               f"{claim.param} = {[fmt(x) for x in values]} -> the fitted bound's real-valued "
                               f"K* = {real} ({detail}); integer K* of the time model = {integer}; cell {cell}{note}; "
-                              f"{scanned.summary()}", vacuous))
+                              f"{scanned}", vacuous))
     return pd.DataFrame(rows, columns=POOLED)
 
 

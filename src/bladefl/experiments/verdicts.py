@@ -53,7 +53,9 @@ def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, b
     if len(pooled):
         draws = sorted(table.partition.unique()) if "partition" in table else [0]
         per = {} if len(draws) < 2 else {
-            int(d): pooled_verdicts(table[table.partition == d], members, t_sum, bound_cells, gaps, constants, 0, 0)
+            # each draw's verdict only (its evidence is not kept): no scan of the constants, the full sample's
+            int(d): pooled_verdicts(table[table.partition == d], members, t_sum, bound_cells, gaps, constants, 0, 0,
+                                    scan_constants=False)
             for d in draws}
         bound = across_partitions(pooled, per)
         frames.append(bound.assign(p_claim=math.nan, p_opposite=math.nan, effect=math.nan, effect_low=math.nan,
@@ -89,7 +91,7 @@ def across_partitions(pooled: pd.DataFrame, per_draw: dict[int, pd.DataFrame]) -
 
 def pooled_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, bound_cells: Sequence[BoundCell],
                     gaps: pd.DataFrame | None, constants: pd.DataFrame | None, resamples: int = 1000,
-                    bound_resamples: int = 100) -> pd.DataFrame:
+                    bound_resamples: int = 100, scan_constants: bool = True) -> pd.DataFrame:
     """The bound's verdict rows of the runs in ``table`` (when the bound's constants were
     measured): the Fig. 3 claims and the corollaries on the bound, the bound fitted once per bound
     cell and (re)sample of seeds. With no resamples, each claim's support is its answer on the
@@ -101,8 +103,8 @@ def pooled_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float
     draws = seed_draws(S, bound_resamples)
     fits = [[cell_fit(gaps, constants, c, [curves.seeds[i] for i in rows]) for c in bound_cells] for rows in draws]
     k_exp = [[curves.mean(rows).k_star(c.cell) for c in bound_cells] for rows in draws]
-    return pd.concat([bound_claims(fits, k_exp, S), bound_corollaries(fits, members, S), eta_claim(fits, members, S)],
-                     ignore_index=True)
+    return pd.concat([bound_claims(fits, k_exp, S), bound_corollaries(fits, members, S, scan_constants),
+                      eta_claim(fits, members, S)], ignore_index=True)
 
 
 __all__ = ["ALL_COLUMNS", "VERDICTS", "EXPERIMENT_VERDICTS", "COLUMNS", "across_partitions", "pooled_verdicts",
