@@ -415,7 +415,8 @@ def data_root(wildcards):
 
 def imported_option(wildcards):
     """`--imported` with the record of an import (`bladefl import-runs`), when the runs came from one;
-    `--with-archive` where the config keeps the archive in the bundle (`keep_archive`)."""
+    `--with-archive` where the config keeps the archive in the bundle (`keep_archive`).
+    """
     path = Path(f"{RESULTS}/imported.json")
     if not path.is_file():
         return ""
