@@ -152,7 +152,7 @@ def test_a_partial_grid_keeps_each_seeds_draw():
     grid and passes the config's checks (no draw without a run seed)."""
     from bladefl.experiments.timing import first_seeds
 
-    paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    paper = wc.read_configs([ROOT / "config/paper.yaml"], default=ROOT / "config/config.yaml")
     cut = first_seeds(paper, 2)
     wc.check(cut)
     assert [wc.partition_draw(cut, s) for s in cut["seeds"]] == [wc.partition_draw(paper, s) for s in cut["seeds"]]

@@ -12,6 +12,7 @@ import pytest
 
 from bladefl.experiments import run_id
 from bladefl.experiments import run_import as ri
+from bladefl.experiments import workflow_config as wc
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -130,4 +131,4 @@ def test_a_partial_grid_is_imported_as_a_config_with_its_first_seeds(tmp_path, c
 def test_config_files_merge_as_snakemake_merges_them():
     base = {"a": 1, "partition": {"n": 512, "seeds": [0]}, "datasets": ["mnist", "fashion_mnist"]}
     over = {"partition": {"seeds": [0, 1]}, "datasets": ["mnist"]}
-    assert ri.merged(base, over) == {"a": 1, "partition": {"n": 512, "seeds": [0, 1]}, "datasets": ["mnist"]}
+    assert wc.merged(base, over) == {"a": 1, "partition": {"n": 512, "seeds": [0, 1]}, "datasets": ["mnist"]}

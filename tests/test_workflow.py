@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from bladefl.experiments.grid import expand, unique_cells
-from bladefl.experiments.workflow_config import detection_cells
+from bladefl.experiments.workflow_config import detection_cells, read_configs
 from conftest import copy_workflow, snakemake, venv_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -147,13 +147,27 @@ def test_paper_grid_dry_run_is_complete(tmp_path):
     proc = snakemake(work, "-n", "--configfile", "config/paper.yaml", "--quiet", "rules", timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     counts = dict(line.split()[:2] for line in proc.stdout.splitlines() if line.startswith(("run_cell", "summarize")))
-    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    config = read_configs([REPO / "config/paper.yaml"], default=REPO / "config/config.yaml")
     cells = len(unique_cells(expand(config)))  # shared cells run once
     assert 20 <= cells < len(expand(config))
     extra = len(detection_cells(config))  # the lazy_ratio sweep's lazy cells again, with exclusion
     assert extra == 3
     assert int(counts["run_cell"]) == (cells + extra) * 2 * len(config["seeds"])  # x datasets x seeds
     assert int(counts["summarize"]) == 2
+
+
+def test_paper_grid_dry_run_with_the_slurm_profile_shows_the_batches(tmp_path):
+    """The SLURM profile's job grouping: the paper grid's 1,080 runs go to the scheduler as
+    batches of 16 (group `grid`), each one cluster job; the dry run prints each batch."""
+    import math
+
+    work = copy_workflow(tmp_path, extra=("profiles",))
+    proc = snakemake(work, "-n", "--profile", "profiles/slurm", "--configfile", "config/paper.yaml", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout + proc.stderr
+    runs = int(re.search(r"^run_cell\s+(\d+)$", out, re.M).group(1))
+    assert runs == 1080
+    assert out.count("Group job grid") == math.ceil(runs / 16) == 68
 
 
 @pytest.mark.slow
@@ -234,8 +248,14 @@ def test_grouped_jobs_write_the_same_runs_as_one_job_per_cell(smoke, tmp_path, d
     assert grouped[keys].equals(single[keys])
     for column in ("train_loss", "test_loss", "test_accuracy"):
         assert np.allclose(grouped[column], single[column], atol=1e-5, rtol=0), column
-    plan = json.loads(next((work / "results/plans/authors-code").glob("*.json")).read_text())
-    assert sum(item["reference"] for item in plan) == 2  # the two fig3 cells record ||w - w*||
+    # one wildcard rule run_group; each run copied to its place, the group's folder and plan then removed (temp)
+    assert sorted(p.name for p in (work / "logs/run_of_group/authors-code/mnist").iterdir()) == sorted(
+        p.name for p in (smoke / "logs/run/authors-code/mnist").iterdir())
+    assert not list((work / "results").glob("groups/*/*")) and not list((work / "results").glob("plans/*/*"))
+    # the two fig3 cells (the bound's) record ||w - w*||, the others do not
+    recorded = {p.parent.parent.name: pd.read_csv(p)["dist_ref"].notna().any()
+                for p in (work / "results/runs/authors-code/mnist").glob("*/seed~0/rounds.csv")}
+    assert sum(recorded.values()) == 2, recorded
 
 
 @pytest.mark.slow

@@ -65,18 +65,45 @@ def test_library_check_lists_every_problem(monkeypatch):
 
 
 def test_default_and_paper_configs_are_valid(monkeypatch):
+    from bladefl.experiments.workflow_config import read_configs
+
     monkeypatch.chdir(REPO)
     for name in ("config.yaml", "paper.yaml", "smoke.yaml"):
-        check(yaml.safe_load((REPO / "config" / name).read_text()))
+        check(read_configs([REPO / "config" / name]))  # on top of config/config.yaml, as Snakemake reads it
+
+
+def test_paper_config_is_an_overlay_on_the_default(monkeypatch):
+    """config/paper.yaml changes the seeds and draws only; everything else is config/config.yaml's
+    (one place to change a sweep), and the layers are read as Snakemake reads them."""
+    from bladefl.experiments.workflow_config import layers, read_configs
+
+    monkeypatch.chdir(REPO)
+    overlay = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    assert set(overlay) == {"seeds", "partition"} and set(overlay["partition"]) == {"seeds"}
+    default, paper = read_configs(["config/config.yaml"]), read_configs(["config/paper.yaml"])
+    assert paper["sweeps"] == default["sweeps"] and paper["partition"]["n"] == default["partition"]["n"]
+    assert len(paper["seeds"]) == 20 and paper["partition"]["seeds"] == [0, 1, 2, 3, 4]
+    assert layers(["config/config.yaml", "config/paper.yaml"]) == layers(["config/paper.yaml"])
+
+
+def test_a_config_layer_with_a_repeated_key_or_no_mapping_is_refused(tmp_path):
+    from bladefl.experiments.workflow_config import read_configs
+
+    (tmp_path / "twice.yaml").write_text("seeds: [0]\nseeds: [1]\n")
+    (tmp_path / "list.yaml").write_text("- 1\n")
+    with pytest.raises(ConfigError, match=r"twice.yaml: key 'seeds' given twice \(lines 1 and 2\)"):
+        read_configs([tmp_path / "twice.yaml"], default=None)
+    with pytest.raises(ConfigError, match="list.yaml: not a mapping"):
+        read_configs([tmp_path / "list.yaml"], default=None)
 
 
 def test_default_and_paper_grids_run_each_sweep_at_the_papers_settings():
-    import yaml
 
     from bladefl.experiments.grid import expand
+    from bladefl.experiments.workflow_config import read_configs
 
     for name in ("config/config.yaml", "config/paper.yaml"):
-        config = yaml.safe_load((REPO / name).read_text())
+        config = read_configs([REPO / name], default=REPO / "config/config.yaml")
         members = expand(config)
         by_sweep = {}
         for m in members:
@@ -87,7 +114,7 @@ def test_default_and_paper_grids_run_each_sweep_at_the_papers_settings():
         assert {c.lazy_ratio for c in by_sweep["sigma2"]} == {0.2}
         for sweep in config["sweeps"]:
             assert sweep.get("source"), (name, sweep["name"])  # stated (where) or inferred (from what)
-    assert len(yaml.safe_load((REPO / "config/paper.yaml").read_text())["seeds"]) == 20
+    assert len(read_configs([REPO / "config/paper.yaml"], default=REPO / "config/config.yaml")["seeds"]) == 20
 
 
 def test_every_value_a_job_will_receive_is_checked_when_the_workflow_is_parsed():

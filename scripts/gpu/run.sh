@@ -105,14 +105,18 @@ t0=$(date +%s.%N)
 rc=0
 if [ "$mode" = snakemake ]; then
   # Exactly the documented command (docs/gpu.md), the runs only; greedy scheduling (PuLP is not carried).
+  # The grid's config as Snakemake reads it (on top of config/config.yaml): its first N seeds, its profile.
+  config_of_grid='import sys; from bladefl.experiments.workflow_config import read_configs; c = read_configs([sys.argv[1]])'
   seeds=()
   if [ -n "${GRID_SEEDS:-}" ]; then
-    seeds=(--config "seeds=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["seeds"][:int(sys.argv[2])])' "$grid" "$GRID_SEEDS")")
+    # --config on the command line replaces the profile's `config:` list: grouping given again
+    seeds=(--config "seeds=$(python3 -c "$config_of_grid; print(c['seeds'][:int(sys.argv[2])])" "$grid" "$GRID_SEEDS")"
+      grouping=partition)
   fi
   timeout --signal=INT "$grid_budget" python3 -m snakemake run_folders --profile profiles/gpu --configfile "$grid" \
     --scheduler greedy "${seeds[@]}" 2>&1 | tee -a "$out/bench.txt" || rc=$?
   # The finished run folders' tables, packed as the bench's are (the workflow writes results/runs/<profile>).
-  runs="results/runs/$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["profile"])' "$grid")"
+  runs="results/runs/$(python3 -c "$config_of_grid; print(c['profile'])" "$grid")"
   if [ -d "$runs" ]; then
     (cd "$runs" && tables . | tar cf - --null -T -) | tar xf - -C "$grid_dir"
   fi

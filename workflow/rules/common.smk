@@ -69,11 +69,18 @@ def partition_key(N, seed):
 GROUPED = config.get("grouping", "cell") == "partition"
 GROUPS = wc_cfg.partition_jobs(config) if GROUPED else []
 GROUPS_BY_NAME = {g.name: g for g in GROUPS}
+# The group job of each run (dataset, cell, seed) under grouping: partition.
+GROUP_OF_RUN = {
+    (g.dataset, c, s): g.name for g in GROUPS for c in g.cells for s in g.seeds
+}
 # The sensitivity study (config `readings`, e.g. config/sensitivity.yaml): the grid once per reading.
 READINGS = {r.name: r for r in rd.readings(config)}
 SENSITIVITY = bool(READINGS)
 SENS = f"{RESULTS}/sensitivity"
 RUNS = f"{RESULTS}/runs/{PROFILE}"
+GROUP_RUNS = (
+    f"{RESULTS}/groups/{PROFILE}"  # grouping: partition, each group's runs till copied
+)
 REFERENCES = f"{RESULTS}/reference/{PROFILE}"
 BOUND = f"{RESULTS}/bound"
 REPORT = f"{RESULTS}/report"
@@ -110,6 +117,7 @@ wildcard_constraints:
         ]
     ),
     reading="[a-z0-9][a-z0-9.-]*",
+    group=r"[a-z_]+_N\d+_draw\d+_block\d+",
 
 
 JOB_ENV = "../../envs/environment.yaml"
@@ -209,23 +217,42 @@ def run_overrides(wildcards):
     return " ".join(f"--set {s}" for s in sets)
 
 
-def group_reference(group):
+def group_raw_files(wildcards):
+    return raw_files(GROUPS_BY_NAME[wildcards.group].dataset)
+
+
+def group_partition(wildcards):
+    group = GROUPS_BY_NAME[wildcards.group]
+    return f"{PARTITIONS}/{group.dataset}/{partition_key(group.N, group.seeds[0])}.npy"
+
+
+def group_reference(wildcards):
     """The reference optimum of a group's partition when one of its cells is a bound cell."""
+    group = GROUPS_BY_NAME[wildcards.group]
     if not any(c in BOUND_CELLS for c in group.cells):
         return []
     return f"{REFERENCES}/{group.dataset}/{partition_key(group.N, group.seeds[0])}.npz"
 
 
 def group_plan_json(wildcards):
-    return wc_cfg.group_plan(config, GROUPS_BY_NAME[wildcards.group], RUNS)
+    return wc_cfg.group_plan(
+        config, GROUPS_BY_NAME[wildcards.group], f"{GROUP_RUNS}/{wildcards.group}"
+    )
 
 
-def group_outputs(group):
-    return [
-        f"{folder}/{name}"
-        for folder in group.run_dirs(RUNS)
-        for name in ("rounds.csv", "summary.json")
-    ]
+def _group_name_of_run(wildcards):
+    return GROUP_OF_RUN[(wildcards.dataset, wildcards.cell, int(wildcards.seed))]
+
+
+def group_of_run(wildcards):
+    """The folder of the group job that computes run (dataset, cell, seed)."""
+    return f"{GROUP_RUNS}/{_group_name_of_run(wildcards)}"
+
+
+def run_in_group(wildcards):
+    """Where run (dataset, cell, seed) lies in its group's folder."""
+    root = f"{GROUP_RUNS}/{_group_name_of_run(wildcards)}"
+    return run_id.folder(root, wildcards.dataset, wildcards.cell, wildcards.seed)
 
 
 DETECTION_FILES = ["quality", "per_round", "roc", "exclusion", "exclusion_curves"]

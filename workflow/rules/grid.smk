@@ -65,13 +65,16 @@ if not GROUPED:
 else:
 
     # grouping: partition (the GPU profile): one job per dataset x N x draw x block of seeds, all its
-    # cells, seeds and K stacked as one computation (see docs/gpu.md).
+    # cells, seeds and K stacked as one computation (see docs/gpu.md). It writes its runs into a
+    # folder of its own (kept until each run is copied to its place in the grid, then removed), so
+    # that one wildcard rule holds every group and a profile can set its resources by name.
     localrules:
         group_plan,
+        run_of_group,
 
     rule group_plan:
         output:
-            f"{RESULTS}/plans/{PROFILE}/{{group}}.json",
+            temp(f"{RESULTS}/plans/{PROFILE}/{{group}}.json"),
         log:
             f"{LOGS}/group_plan/{PROFILE}/{{group}}.log",
         benchmark:
@@ -81,37 +84,57 @@ else:
         run:
             write_text(params.plan, output[0], log[0])
 
-    for group in GROUPS:
+    rule run_group:
+        input:
+            raw=group_raw_files,
+            partition=group_partition,
+            reference=group_reference,
+            profile=f"config/profiles/{PROFILE}.yaml",
+            plan=f"{RESULTS}/plans/{PROFILE}/{{group}}.json",
+        output:
+            temp(directory(f"{GROUP_RUNS}/{{group}}")),
+        log:
+            f"{LOGS}/run_group/{PROFILE}/{{group}}.log",
+        benchmark:
+            f"{BENCHMARKS}/run_group/{PROFILE}/{{group}}.tsv"
+        conda:
+            JOB_ENV
+        threads: config["threads_per_group"]
+        resources:
+            mem_mb=16000,
+            runtime=120,
+            gpu=1,
+        params:
+            data_dir=raw_root_of_input,
+            reference=reference_option,
+        shell:
+            "bladefl run-group --config {input.profile} --partition {input.partition} "
+            "{params.reference} --plan @{input.plan} --set data_dir={params.data_dir} "
+            "--threads {threads} --quiet > {log} 2>&1"
 
-        rule:
-            name:
-                f"run_group_{group.name}"
-            input:
-                raw=raw_files(group.dataset),
-                partition=f"{PARTITIONS}/{group.dataset}/{partition_key(group.N, group.seeds[0])}.npy",
-                reference=group_reference(group),
-                profile=f"config/profiles/{PROFILE}.yaml",
-                plan=f"{RESULTS}/plans/{PROFILE}/{group.name}.json",
-            output:
-                group_outputs(group),
-            log:
-                f"{LOGS}/run_group/{PROFILE}/{group.name}.log",
-            benchmark:
-                f"{BENCHMARKS}/run_group/{PROFILE}/{group.name}.tsv"
-            conda:
-                JOB_ENV
-            threads: workflow.cores
-            resources:
-                mem_mb=16000,
-                runtime=120,
-                gpu=1,
-            params:
-                data_dir=raw_root(raw_files(group.dataset)[0]),
-                reference=reference_option,
-            shell:
-                "bladefl run-group --config {input.profile} --partition {input.partition} "
-                "{params.reference} --plan @{input.plan} --set data_dir={params.data_dir} "
-                "--threads {threads} --quiet > {log} 2>&1"
+    # Each run of a group copied from the group's folder to its place in the grid (what the
+    # analyses read, as under grouping: cell).
+    rule run_of_group:
+        input:
+            group_of_run,
+        output:
+            rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),
+            summary=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "summary.json"),
+        log:
+            run_id.folder(
+                f"{LOGS}/run_of_group/{PROFILE}", "{dataset}", "{cell}", "{seed}"
+            )
+            + ".log",
+        benchmark:
+            run_id.folder(
+                f"{BENCHMARKS}/run_of_group/{PROFILE}", "{dataset}", "{cell}", "{seed}"
+            )
+            + ".tsv"
+        params:
+            src=run_in_group,
+            dst=folder_of_output,
+        shell:
+            "cp -R {params.src}/. {params.dst}/ > {log} 2>&1"
 
 
 localrules:

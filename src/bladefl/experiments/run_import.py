@@ -49,16 +49,6 @@ class Imported:
         return sum(self.runs.values())
 
 
-def merged(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict:
-    """``overlay`` merged into ``base`` key by key, mappings recursively: how Snakemake combines
-    the config files it is given."""
-    out = dict(base)
-    for key, value in overlay.items():
-        both = isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
-        out[key] = merged(out[key], value) if both else value
-    return out
-
-
 def with_seeds(config: Mapping[str, Any], seeds: Sequence[int] | None) -> dict:
     """The workflow config with its run seeds replaced by ``seeds`` (None: unchanged); the partition
     draws are kept, so run seed i still trains on draw i mod P."""
@@ -66,14 +56,9 @@ def with_seeds(config: Mapping[str, Any], seeds: Sequence[int] | None) -> dict:
 
 
 def read_config(paths: Sequence[str | Path], seeds: Sequence[int] | None = None) -> dict:
-    """The workflow config of Snakemake's ``--configfile`` files (merged in order), its seeds
-    replaced by ``seeds`` when given, checked as the workflow checks it."""
-    import yaml
-
-    config: dict = {}
-    for path in paths:
-        config = merged(config, yaml.safe_load(Path(path).read_text()) or {})
-    config = with_seeds(config, seeds)
+    """The workflow config of Snakemake's ``--configfile`` files (on top of the default config, merged
+    in order), its seeds replaced by ``seeds`` when given, checked as the workflow checks it."""
+    config = with_seeds(wc.read_configs(paths), seeds)
     wc.check(config)
     return config
 
@@ -232,5 +217,5 @@ def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: 
             "seeds": list(config["seeds"]), "runs": imported.runs, "about": imported.about}
 
 
-__all__ = ["RUN_FILES", "ABOUT", "EXECUTION_FIELDS", "ArchiveError", "Imported", "merged", "with_seeds",
+__all__ = ["RUN_FILES", "ABOUT", "EXECUTION_FIELDS", "ArchiveError", "Imported", "with_seeds",
            "read_config", "expected_configs", "read_archive", "differences", "run_problems", "import_runs", "record"]

@@ -206,15 +206,13 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     the groups' times summed, seconds writing the run folders)."""
     import json
 
-    import yaml
-
     from bladefl.data import datasets
     from bladefl.data.partition import make_partition
     from bladefl.experiments import workflow_config as wc
     from bladefl.experiments.runner import CellJob, run_cells
     from bladefl.fl.engine import client_data, resolve_device
 
-    config = yaml.safe_load(Path(config_path).read_text())
+    config = wc.read_configs([config_path])  # on top of config/config.yaml, as Snakemake reads it
     if seeds:
         config = first_seeds(config, seeds)
     wc.check(config)

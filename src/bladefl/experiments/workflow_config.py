@@ -27,6 +27,9 @@ from bladefl.fl.run_config import ConfigError as RunConfigError
 from bladefl.fl.run_config import RunConfig, load_config
 
 PROFILE_DIR = Path("config/profiles")
+# The config the Snakefile loads (``configfile:``) before any ``--configfile``: every other workflow
+# config (config/paper.yaml, config/smoke.yaml, ...) is an overlay on it.
+DEFAULT_CONFIG = Path("config/config.yaml")
 
 
 class ConfigError(ValueError):
@@ -301,6 +304,42 @@ def schema_errors(config: Mapping[str, Any], schema_path: str | Path, most: int 
         else:
             lines.append(f"{where}: {error.message}")
     return lines[:most] + ([f"... and {len(lines) - most} more"] if len(lines) > most else [])
+
+
+def merged(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict:
+    """``overlay`` merged into ``base`` key by key, mappings recursively: how Snakemake combines
+    the config files it is given."""
+    out = dict(base)
+    for key, value in overlay.items():
+        both = isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
+        out[key] = merged(out[key], value) if both else value
+    return out
+
+
+def layers(paths: Sequence[str | Path], default: str | Path = DEFAULT_CONFIG) -> list[Path]:
+    """The files Snakemake reads for ``--configfile paths``: the Snakefile's default config first
+    (once), then ``paths`` in order."""
+    given = [Path(p) for p in paths]
+    base = Path(default)
+    return given if given and given[0].resolve() == base.resolve() else [base, *given]
+
+
+def read_configs(paths: Sequence[str | Path], default: str | Path | None = DEFAULT_CONFIG) -> dict:
+    """The workflow config Snakemake would see for ``--configfile paths``: the files merged in order
+    on top of the default config (``default=None``: ``paths`` alone), each read strictly (a key
+    given twice is an error naming the file)."""
+    from bladefl.core import strict_yaml
+
+    config: dict = {}
+    for path in layers(paths, default) if default is not None else [Path(p) for p in paths]:
+        try:
+            layer = strict_yaml.load(path.read_text()) or {}
+        except strict_yaml.DuplicateKeyError as exc:
+            raise ConfigError(f"invalid config: {path}: {exc}") from None
+        if not isinstance(layer, Mapping):
+            raise ConfigError(f"invalid config: {path}: not a mapping of keys to values")
+        config = merged(config, layer)
+    return config
 
 
 def duplicate_key_errors(paths: Sequence[str | Path]) -> list[str]:
