@@ -11,7 +11,7 @@ import pytest
 from bladefl.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-PAPER = str(REPO / "config" / "profiles" / "paper.yaml")
+PAPER = str(REPO / "config" / "engines" / "paper.yaml")
 
 
 @pytest.mark.parametrize(

@@ -5,12 +5,12 @@ import pytest
 
 from bladefl.fl.run_config import ConfigError, from_dict, load_config
 
-PROFILES = Path(__file__).resolve().parents[1] / "config" / "profiles"
+ENGINES = Path(__file__).resolve().parents[1] / "config" / "engines"
 
 
 def test_profiles_load_and_differ():
-    paper = load_config(PROFILES / "paper.yaml")
-    authors = load_config(PROFILES / "authors-code.yaml")
+    paper = load_config(ENGINES / "paper.yaml")
+    authors = load_config(ENGINES / "authors-code.yaml")
     assert (paper.model.hidden, paper.model.activation, paper.partition.scheme) == (256, "relu", "shards")
     assert (authors.model.hidden, authors.model.activation, authors.partition.scheme) == (32, "none", "classes")
     assert authors.partition.classes_per_client == 4 and authors.train.batch_size == 64
@@ -18,7 +18,7 @@ def test_profiles_load_and_differ():
 
 
 def test_overrides():
-    cfg = load_config(PROFILES / "paper.yaml", ["time.beta=6", "dataset=fashion_mnist", "time.K=[2, 3]",
+    cfg = load_config(ENGINES / "paper.yaml", ["time.beta=6", "dataset=fashion_mnist", "time.K=[2, 3]",
                                                 "privacy.epsilon=50"])
     assert cfg.time.beta == 6 and cfg.dataset == "fashion_mnist" and cfg.time.K == (2, 3)
     assert cfg.privacy.epsilon == 50

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_cli_run_on_mnist_writes_results_and_a_verifiable_chain(data_root, tmp_path, capsys):
     out = tmp_path / "run"
-    code = main(["run", "--config", str(REPO / "config/profiles/paper.yaml"), "--out", str(out), "--quiet",
+    code = main(["run", "--config", str(REPO / "config/engines/paper.yaml"), "--out", str(out), "--quiet",
                  "--set", f"data_dir={data_root}", "--set", "partition.N=5", "--set", "partition.n=128",
                  "--set", "model.hidden=32", "--set", "time.K=[5, 9, 10]", "--set", "chain.save_models=true",
                  "--set", "device=cpu"])

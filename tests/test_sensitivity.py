@@ -42,7 +42,7 @@ def test_readings_change_the_partition_file_and_the_runs_settings():
 @pytest.mark.parametrize("change, message", [
     ({"bad name": {"axis": "model"}}, "a name must be lower-case"),
     ({"x": {"axis": "colour"}}, "readings.x.axis must be one of"),
-    ({"x": {"axis": "model", "profile": "fast"}}, "readings.x.profile must be one of"),
+    ({"x": {"axis": "model", "engine": "fast"}}, "readings.x.engine must be one of"),
     ({"x": {"axis": "partition", "set": {"partition.scheme": "random"}}}, "readings.x"),
 ])
 def test_bad_readings_are_refused_naming_the_field(change, message):

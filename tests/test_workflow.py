@@ -40,6 +40,10 @@ def test_smoke_workflow_summary_tables(smoke):
     manifest = json.loads((work / "data/partitions/mnist/classes4_N4_n64_seed0.json").read_text())
     assert (np.sort(np.asarray(manifest["label_histogram"]), axis=1)[:, -4:] == 16).all()
 
+    # intermediate files (temp): the pages' parameter files are gone once the pages are made
+    assert (work / "results/report/mnist/02_sweeps.html").is_file()
+    assert not list((work / "results/report").glob("parameters/*/*.yaml"))
+
     table = pd.read_csv(work / "results/summary/mnist.csv")
     required = {"sweep", "cell", "K", "tau", "seed", "train_loss", "test_loss", "test_accuracy", "status"}
     assert required <= set(table.columns)
@@ -175,7 +179,8 @@ def test_report_renders_without_measured_constants(tmp_path, data_root):
     """measure_constants: false drops the bound page; every other page renders (papermill reads its
     parameters from a YAML file, so an absent bound is null, not an empty command-line word)."""
     work = smoke_dir(tmp_path, data_root)
-    proc = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml", "--config", "measure_constants=False")
+    proc = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml", "--config", "measure_constants=False",
+                     "--notemp")  # keeps the pages' parameter files (temp) to read them
     assert proc.returncode == 0, proc.stderr[-3000:]
     pages = sorted(p.name for p in (work / "results/report/mnist").glob("*.html"))
     assert pages == ["00_verdicts.html", "01_data.html", "02_sweeps.html", "04_privacy.html", "05_lazy.html"]
@@ -291,6 +296,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     proc = snakemake(work, "reference/smoke/MANIFEST.json", *args, "--config", "keep_archive=True")
     assert proc.returncode == 0, proc.stderr[-2000:]
     manifest = json.loads((work / "reference/smoke/MANIFEST.json").read_text())
+    assert (work / "reference/smoke/MANIFEST.json").stat().st_mode & 0o222 == 0  # protected: keep never overwrites
     assert manifest["about"]["imported"]["runs"] == {"mnist": 6} and manifest["about"]["runs"] == 6
     assert "results/verdicts/mnist.csv" in manifest["files"]
     assert not any(f.startswith("results/runs/") for f in manifest["files"])

@@ -34,7 +34,7 @@ def with_change(path: list, value) -> dict:
     "path, value, message",
     [
         (["datasets"], ["cifar10"], "cifar10"),
-        (["profile"], "fast", "profile must be one of ['authors-code', 'paper']"),
+        (["engine"], "fast", "engine must be one of ['authors-code', 'paper']"),
         (["partition", "scheme"], "random", "random"),
         (["partition", "n"], 513, "partition.n must be divisible by partition.shards_per_client=2"),
         (["partition", "n"], 2600, "partition.N * partition.n must be at most the training set size 60000"),
@@ -51,6 +51,24 @@ def test_snakemake_rejects_bad_config_before_any_job(tmp_path, path, value, mess
     out = proc.stdout + proc.stderr
     assert message in out, out[-2000:]
     assert not (tmp_path / "data").exists() and not (tmp_path / "logs").exists()
+
+
+def test_a_config_written_with_the_old_key_profile_is_read_as_engine_with_a_note(tmp_path):
+    """`profile` (now `engine`, so as not to be taken for Snakemake's --profile) in an old overlay
+    still selects the engine, over the default's `engine: paper`; the user is told once. Readings'
+    old key and axis likewise."""
+    from bladefl.experiments.workflow_config import read_configs, renamed_keys
+
+    work = copy_workflow(tmp_path)
+    (work / "old.yaml").write_text("profile: authors-code\n")
+    proc = snakemake(work, "-n", "--cores", "1", "--configfile", "old.yaml", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout + proc.stderr
+    assert out.count("note: config key 'profile' is now 'engine' (config/engines/): read as engine: authors-code") == 1
+    assert "results/runs/authors-code/" in out and "results/runs/paper/" not in out
+    assert read_configs([work / "old.yaml"], default=work / "config/config.yaml")["engine"] == "authors-code"
+    renamed, notes = renamed_keys({"readings": {"a": {"axis": "profile", "profile": "authors-code"}}})
+    assert renamed["readings"]["a"] == {"axis": "engine", "engine": "authors-code"} and len(notes) == 1
 
 
 def test_library_check_lists_every_problem(monkeypatch):
@@ -183,17 +201,17 @@ def test_a_typo_in_a_key_says_which_key_and_what_was_meant(tmp_path):
     [
         ({"results_dir": ""}, "results_dir: '' does not match"),
         ({"logs_dir": "  "}, "logs_dir: '  ' does not match"),
-        ({"profile": "../../config/profiles/authors-code"},
-         "profile: '../../config/profiles/authors-code' does not match"),
+        ({"engine": "../../config/engines/authors-code"},
+         "engine: '../../config/engines/authors-code' does not match"),
         ({"t_sum": float("inf")}, "t_sum: inf is greater than the maximum"),
         ({"partition": {**BASE["partition"], "scheme": "dirichlet", "dirichlet_alpha": float("inf")}},
          "partition.dirichlet_alpha: inf is greater than the maximum"),
     ],
-    ids=["empty results_dir", "blank logs_dir", "profile as a path", "infinite t_sum", "infinite dirichlet_alpha"],
+    ids=["empty results_dir", "blank logs_dir", "engine as a path", "infinite t_sum", "infinite dirichlet_alpha"],
 )
 def test_values_that_would_misplace_or_break_the_runs_are_refused_by_the_schema(change, message):
     """Outputs at `/runs/...` from an empty results_dir, run folders planned under config/ from a
-    profile given as a path, an infinite budget or concentration: each refused by name."""
+    engine given as a path, an infinite budget or concentration: each refused by name."""
     from bladefl.experiments.workflow_config import schema_errors
 
     lines = schema_errors({**copy.deepcopy(BASE), **change}, REPO / "workflow" / "schemas" / "config.schema.yaml")

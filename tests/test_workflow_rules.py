@@ -10,14 +10,15 @@ RULES = Path(__file__).resolve().parents[1] / "workflow" / "rules"
 
 
 def rule_blocks() -> dict[str, str]:
-    """Each rule's text, by name (``rule:`` with a ``name:`` directive is named by it)."""
+    """Each rule's text, by name (``rule:`` with a ``name:`` directive is named by it; ``use rule A as
+    B with:`` by B, its own directives)."""
     blocks: dict[str, str] = {}
     for path in sorted(RULES.glob("*.smk")):
         text = path.read_text()
-        starts = [m for m in re.finditer(r"^(\s*)rule(?: (\w+))?:\s*$", text, re.M)]
+        starts = [m for m in re.finditer(r"^(\s*)(?:use )?rule(?: (\w+))?(?: as (\w+) with)?:\s*$", text, re.M)]
         for m, nxt in zip(starts, [*starts[1:], None][: len(starts)], strict=True):
             body = text[m.end(): nxt.start() if nxt else len(text)]
-            name = m.group(2) or re.search(r"name:\s*\n\s*(.+)", body).group(1).strip()
+            name = m.group(3) or m.group(2) or re.search(r"name:\s*\n\s*(.+)", body).group(1).strip()
             blocks[f"{path.name}:{name}"] = body
     return blocks
 
@@ -38,4 +39,5 @@ def test_a_rule_running_python_writes_its_log():
 
 def test_members_reach_the_analyses_as_a_file():
     text = "".join(p.read_text() for p in RULES.glob("*.smk"))
-    assert "--members {params.members" not in text and text.count("--members @{input.members}") == 6
+    # 4: the sensitivity readings reuse summarize and verdicts (`use rule ... with:`)
+    assert "--members {params.members" not in text and text.count("--members @{input.members}") == 4

@@ -105,7 +105,7 @@ t0=$(date +%s.%N)
 rc=0
 if [ "$mode" = snakemake ]; then
   # Exactly the documented command (docs/gpu.md), the runs only; greedy scheduling (PuLP is not carried).
-  # The grid's config as Snakemake reads it (on top of config/config.yaml): its first N seeds, its profile.
+  # The grid's config as Snakemake reads it (on top of config/config.yaml): its first N seeds, its engine.
   config_of_grid='import sys; from bladefl.experiments.workflow_config import read_configs; c = read_configs([sys.argv[1]])'
   seeds=()
   if [ -n "${GRID_SEEDS:-}" ]; then
@@ -116,7 +116,7 @@ if [ "$mode" = snakemake ]; then
   timeout --signal=INT "$grid_budget" python3 -m snakemake run_folders --profile profiles/gpu --configfile "$grid" \
     --scheduler greedy "${seeds[@]}" 2>&1 | tee -a "$out/bench.txt" || rc=$?
   # The finished run folders' tables, packed as the bench's are (the workflow writes results/runs/<profile>).
-  runs="results/runs/$(python3 -c "$config_of_grid; print(c['profile'])" "$grid")"
+  runs="results/runs/$(python3 -c "$config_of_grid; print(c.get('engine', 'paper'))" "$grid")"
   if [ -d "$runs" ]; then
     (cd "$runs" && tables . | tar cf - --null -T -) | tar xf - -C "$grid_dir"
   fi

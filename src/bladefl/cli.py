@@ -338,7 +338,7 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
 
     config = run_import.read_config(args.configfile, args.seeds)
     results = Path(args.results_dir or config["results_dir"])
-    runs_root = results / "runs" / config["profile"]
+    runs_root = results / "runs" / config.get("engine", "paper")
     try:
         imported = run_import.import_runs(Path(args.archive), config, runs_root, replace=args.replace)
     except run_import.ArchiveError as exc:

@@ -23,7 +23,7 @@ def add_partition(p: argparse.ArgumentParser) -> None:
 
 
 def add_run(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="run config YAML, e.g. config/profiles/paper.yaml")
+    p.add_argument("--config", help="run config YAML, e.g. config/engines/paper.yaml")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field, e.g. --set time.beta=6 --set dataset=fashion_mnist")
     p.add_argument("--out", default="results/run", help="output folder (default: results/run)")
@@ -34,7 +34,7 @@ def add_run(p: argparse.ArgumentParser) -> None:
 
 
 def add_run_group(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="run config YAML, e.g. config/profiles/paper.yaml")
+    p.add_argument("--config", help="run config YAML, e.g. config/engines/paper.yaml")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
     p.add_argument("--plan", required=True,
                    help='JSON list (or @file) of {"out": folder, "set": [KEY=VALUE, ...], "reference": bool}')
@@ -193,7 +193,7 @@ def add_device_check(p: argparse.ArgumentParser) -> None:
 
 
 def add_bench(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="run config YAML (default: the paper profile defaults)")
+    p.add_argument("--config", help="run config YAML (default: the paper engine defaults)")
     p.add_argument("--data-dir", default="data/raw")
     p.add_argument("--quick", action="store_true", help="fewer repetitions")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],

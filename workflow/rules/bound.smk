@@ -1,6 +1,9 @@
 # The bound against the experiments: constants, fits, gaps, K* and claims per dataset.
 
 
+include: "helpers/bound.smk"
+
+
 rule bound:
     input:
         runs=bound_run_summaries,

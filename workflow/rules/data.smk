@@ -1,6 +1,9 @@
 # Data: fetch the raw IDX files (one local job per dataset) and write non-IID partitions.
 
 
+include: "helpers/data.smk"
+
+
 localrules:
     fetch_data,
 

@@ -2,6 +2,9 @@
 # and accuracy / K* with the flagged uploads excluded.
 
 
+include: "helpers/detection.smk"
+
+
 rule detection:
     input:
         runs=detection_run_summaries,

@@ -1,18 +1,21 @@
 # The experiment grid: one job per dataset x cell x seed, each running all the cell's K.
 
 
+include: "helpers/grid.smk"
+
+
 rule reference:
     input:
         raw=dataset_raw_files,
         partition=f"{PARTITIONS}/{{dataset}}/{{key}}.npy",
-        profile=f"config/profiles/{PROFILE}.yaml",
+        engine=f"config/engines/{ENGINE}.yaml",
     output:
         npz=f"{REFERENCES}/{{dataset}}/{{key}}.npz",
         info=f"{REFERENCES}/{{dataset}}/{{key}}.json",
     log:
-        f"{LOGS}/reference/{PROFILE}/{{dataset}}/{{key}}.log",
+        f"{LOGS}/reference/{ENGINE}/{{dataset}}/{{key}}.log",
     benchmark:
-        f"{BENCHMARKS}/reference/{PROFILE}/{{dataset}}/{{key}}.tsv"
+        f"{BENCHMARKS}/reference/{ENGINE}/{{dataset}}/{{key}}.tsv"
     conda:
         JOB_ENV
     threads: config["threads_per_run"]
@@ -22,8 +25,26 @@ rule reference:
     params:
         data_dir=raw_root_of_input,
     shell:
-        "bladefl reference --config {input.profile} --partition {input.partition} "
+        "bladefl reference --config {input.engine} --partition {input.partition} "
         "--set dataset={wildcards.dataset} --set data_dir={params.data_dir} --out {output.npz} > {log} 2>&1"
+
+
+localrules:
+    group_plan,
+
+
+# The plan of a run-group job (JSON for `bladefl run-group --plan`): removed once the job has run.
+rule group_plan:
+    output:
+        temp(f"{RESULTS}/plans/{ENGINE}/{{group}}.json"),
+    log:
+        f"{LOGS}/group_plan/{ENGINE}/{{group}}.log",
+    benchmark:
+        f"{BENCHMARKS}/group_plan/{ENGINE}/{{group}}.tsv"
+    params:
+        plan=group_plan_json,
+    run:
+        write_logged(output[0], params.plan, log[0])
 
 
 if not GROUPED:
@@ -34,16 +55,16 @@ if not GROUPED:
             raw=dataset_raw_files,
             partition=cell_partition,
             reference=cell_reference,
-            profile=f"config/profiles/{PROFILE}.yaml",
+            engine=f"config/engines/{ENGINE}.yaml",
         output:
             rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),
             summary=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "summary.json"),
         log:
-            run_id.folder(f"{LOGS}/run/{PROFILE}", "{dataset}", "{cell}", "{seed}")
+            run_id.folder(f"{LOGS}/run/{ENGINE}", "{dataset}", "{cell}", "{seed}")
             + ".log",
         benchmark:
             run_id.folder(
-                f"{BENCHMARKS}/run/{PROFILE}", "{dataset}", "{cell}", "{seed}"
+                f"{BENCHMARKS}/run/{ENGINE}", "{dataset}", "{cell}", "{seed}"
             )
             + ".tsv"
         conda:
@@ -58,45 +79,32 @@ if not GROUPED:
             sets=run_overrides,
             reference=reference_option,
         shell:
-            "bladefl run --config {input.profile} --partition {input.partition} "
+            "bladefl run --config {input.engine} --partition {input.partition} "
             "{params.reference} --out {params.out} "
             "--set data_dir={params.data_dir} {params.sets} --threads {threads} --quiet > {log} 2>&1"
 
 else:
 
-    # grouping: partition (the GPU profile): one job per dataset x N x draw x block of seeds, all its
+    # grouping: partition (the GPU profile, profiles/gpu): one job per dataset x N x draw x block of seeds, all its
     # cells, seeds and K stacked as one computation (see docs/gpu.md). It writes its runs into a
     # folder of its own (kept until each run is copied to its place in the grid, then removed), so
     # that one wildcard rule holds every group and a profile can set its resources by name.
     localrules:
-        group_plan,
         run_of_group,
-
-    rule group_plan:
-        output:
-            temp(f"{RESULTS}/plans/{PROFILE}/{{group}}.json"),
-        log:
-            f"{LOGS}/group_plan/{PROFILE}/{{group}}.log",
-        benchmark:
-            f"{BENCHMARKS}/group_plan/{PROFILE}/{{group}}.tsv"
-        params:
-            plan=group_plan_json,
-        run:
-            write_text(params.plan, output[0], log[0])
 
     rule run_group:
         input:
             raw=group_raw_files,
             partition=group_partition,
             reference=group_reference,
-            profile=f"config/profiles/{PROFILE}.yaml",
-            plan=f"{RESULTS}/plans/{PROFILE}/{{group}}.json",
+            engine=f"config/engines/{ENGINE}.yaml",
+            plan=f"{RESULTS}/plans/{ENGINE}/{{group}}.json",
         output:
             temp(directory(f"{GROUP_RUNS}/{{group}}")),
         log:
-            f"{LOGS}/run_group/{PROFILE}/{{group}}.log",
+            f"{LOGS}/run_group/{ENGINE}/{{group}}.log",
         benchmark:
-            f"{BENCHMARKS}/run_group/{PROFILE}/{{group}}.tsv"
+            f"{BENCHMARKS}/run_group/{ENGINE}/{{group}}.tsv"
         conda:
             JOB_ENV
         threads: config["threads_per_group"]
@@ -108,7 +116,7 @@ else:
             data_dir=raw_root_of_input,
             reference=reference_option,
         shell:
-            "bladefl run-group --config {input.profile} --partition {input.partition} "
+            "bladefl run-group --config {input.engine} --partition {input.partition} "
             "{params.reference} --plan @{input.plan} --set data_dir={params.data_dir} "
             "--threads {threads} --quiet > {log} 2>&1"
 
@@ -122,12 +130,12 @@ else:
             summary=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "summary.json"),
         log:
             run_id.folder(
-                f"{LOGS}/run_of_group/{PROFILE}", "{dataset}", "{cell}", "{seed}"
+                f"{LOGS}/run_of_group/{ENGINE}", "{dataset}", "{cell}", "{seed}"
             )
             + ".log",
         benchmark:
             run_id.folder(
-                f"{BENCHMARKS}/run_of_group/{PROFILE}", "{dataset}", "{cell}", "{seed}"
+                f"{BENCHMARKS}/run_of_group/{ENGINE}", "{dataset}", "{cell}", "{seed}"
             )
             + ".tsv"
         params:
@@ -151,7 +159,7 @@ rule members:
     params:
         members=wc_cfg.members_json(config),
     run:
-        write_text(params.members, output[0], log[0])
+        write_logged(output[0], params.members, log[0])
 
 
 rule summarize:

@@ -3,6 +3,9 @@
 # with the verdicts, a headline figure and a provenance line.
 
 
+include: "helpers/report.smk"
+
+
 localrules:
     dump_config,
     notebook_parameters,
@@ -18,12 +21,13 @@ rule dump_config:
     benchmark:
         f"{BENCHMARKS}/report/config.tsv"
     run:
-        write_yaml(dict(config), output[0], log[0])
+        write_yaml_logged(output[0], dict(config), log[0])
 
 
+# A page's parameters (removed once its notebook has run: the executed notebook holds them).
 rule notebook_parameters:
     output:
-        f"{REPORT}/parameters/{{dataset}}/{{nb}}.yaml",
+        temp(f"{REPORT}/parameters/{{dataset}}/{{nb}}.yaml"),
     log:
         f"{LOGS}/report/{{dataset}}/{{nb}}.parameters.log",
     benchmark:
@@ -31,7 +35,7 @@ rule notebook_parameters:
     params:
         values=notebook_parameters,
     run:
-        write_yaml(params.values, output[0], log[0])
+        write_yaml_logged(output[0], params.values, log[0])
 
 
 rule notebook:
@@ -109,13 +113,14 @@ rule report_index:
 
 
 # The report's inputs kept for good (`make keep NAME=...`, docs/gpu.md): reference/<name>/ with a
-# manifest; `make reference-report` renders the report from such a folder without running anything.
+# manifest (write-protected: keeping again under the same name needs the old bundle removed first);
+# `make reference-report` renders the report from such a folder without running anything.
 rule keep:
     input:
         unpack(kept_inputs),
         config=f"{REPORT}/config.yaml",
     output:
-        "reference/{name}/MANIFEST.json",
+        protected("reference/{name}/MANIFEST.json"),
     log:
         f"{LOGS}/keep/{{name}}.log",
     benchmark:

@@ -2,24 +2,25 @@
 # settings, its tables and verdicts per reading, the ranking by distance to the paper, its pages.
 
 
-rule reading_plan:
+include: "helpers/sensitivity.smk"
+
+
+use rule group_plan as reading_plan with:
     output:
-        f"{SENS}/plans/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.json",
+        temp(f"{SENS}/plans/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.json"),
     log:
         f"{LOGS}/sensitivity/plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.log",
     benchmark:
         f"{BENCHMARKS}/sensitivity/plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
     params:
         plan=reading_plan_json,
-    run:
-        write_text(params.plan, output[0], log[0])
 
 
 rule reading_runs:
     input:
         raw=dataset_raw_files,
         partition=reading_partition,
-        profile=reading_profile,
+        engine=reading_engine,
         plan=f"{SENS}/plans/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.json",
     output:
         reading_run_outputs(),
@@ -36,11 +37,12 @@ rule reading_runs:
     params:
         data_dir=raw_root_of_input,
     shell:
-        "bladefl run-group --config {input.profile} --partition {input.partition} "
+        "bladefl run-group --config {input.engine} --partition {input.partition} "
         "--plan @{input.plan} --set data_dir={params.data_dir} --threads {threads} --quiet > {log} 2>&1"
 
 
-rule reading_summarize:
+# The grid's tables and verdicts under each reading: the main grid's rules on the reading's runs.
+use rule summarize as reading_summarize with:
     input:
         runs=reading_summaries,
         members=MEMBERS,
@@ -51,18 +53,9 @@ rule reading_summarize:
         f"{LOGS}/sensitivity/summarize/{{reading}}/{{dataset}}.log",
     benchmark:
         f"{BENCHMARKS}/sensitivity/summarize/{{reading}}/{{dataset}}.tsv"
-    conda:
-        JOB_ENV
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    shell:
-        "bladefl summarize --runs {input.runs} --members @{input.members} "
-        "--table {output.table} --optimum {output.optimum} > {log} 2>&1"
 
 
-rule reading_verdicts:
+use rule verdicts as reading_verdicts with:
     input:
         summary=f"{SENS}/{{reading}}/summary/{{dataset}}.csv",
         members=MEMBERS,
@@ -72,17 +65,9 @@ rule reading_verdicts:
         f"{LOGS}/sensitivity/verdicts/{{reading}}/{{dataset}}.log",
     benchmark:
         f"{BENCHMARKS}/sensitivity/verdicts/{{reading}}/{{dataset}}.tsv"
-    conda:
-        JOB_ENV
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
     params:
         t_sum=config["t_sum"],
-    shell:
-        "bladefl verdicts --dataset {wildcards.dataset} --summary {input.summary} "
-        "--members @{input.members} --t-sum {params.t_sum} --out {output} > {log} 2>&1"
+        bound=verdict_margin_options,
 
 
 rule sensitivity:

@@ -74,3 +74,16 @@ def write_csv(path: str | os.PathLike[str], frame: Any) -> None:
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_logged(path: str | os.PathLike[str], text: str, log: str | os.PathLike[str]) -> None:
+    """Write ``path`` (atomically) and say so in ``log`` (a workflow rule's log file)."""
+    write_text(path, text)
+    write_text(log, f"wrote {os.fspath(path)} ({len(text.encode())} bytes)\n")
+
+
+def write_yaml_logged(path: str | os.PathLike[str], values: Any, log: str | os.PathLike[str]) -> None:
+    """``values`` as YAML (keys in their order) to ``path``, said in ``log``."""
+    import yaml
+
+    write_logged(path, yaml.safe_dump(values, sort_keys=False), log)

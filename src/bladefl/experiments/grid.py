@@ -61,7 +61,7 @@ class Cell:
         return list(range(1, max_feasible_K(self.alpha, self.beta, t_sum) + 1))
 
     def overrides(self, t_sum: float) -> list[str]:
-        """``--set`` arguments that turn a profile into this cell."""
+        """``--set`` arguments that turn an engine into this cell."""
         return [
             f"time.alpha={_fmt(self.alpha)}", f"time.beta={_fmt(self.beta)}", f"time.t_sum={_fmt(t_sum)}",
             f"time.K=[{','.join(str(k) for k in self.k_values(t_sum))}]",

@@ -1,9 +1,9 @@
 """Readings of what the paper leaves unstated (issue "What the paper does not say"), as
 configuration for the sensitivity study.
 
-A reading is an engine profile plus overrides of its run configuration, named by the axis it
-changes: the non-IID partition, what one local iteration is, input scaling, the model; or a
-profile as a whole (the authors' public code). ``eta_scale`` multiplies every cell's eta (the
+A reading is an engine (``config/engines/<name>.yaml``) plus overrides of its run configuration, named by the axis it
+changes: the non-IID partition, what one local iteration is, input scaling, the model; or an
+engine as a whole (the authors' public code). ``eta_scale`` multiplies every cell's eta (the
 full-batch reading scales eta by n / batch so that one full-batch step moves as far as one epoch
 of minibatch steps). A sensitivity config (``config/sensitivity.yaml``) lists its readings under
 ``readings``; the grid (its sweeps) runs once under each.
@@ -18,7 +18,7 @@ from typing import Any
 
 from bladefl.experiments.grid import Cell
 
-AXES = ("baseline", "partition", "iteration", "scaling", "model", "profile")
+AXES = ("baseline", "partition", "iteration", "scaling", "model", "engine")
 _NAME = re.compile(r"[a-z0-9][a-z0-9.-]*")
 
 
@@ -26,7 +26,7 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9.-]*")
 class Reading:
     name: str
     axis: str
-    profile: str = "paper"
+    engine: str = "paper"
     sets: Mapping[str, Any] = field(default_factory=dict)  # run-config overrides, dotted keys
     eta_scale: float = 1.0
     description: str = ""
@@ -53,14 +53,14 @@ def readings(config: Mapping[str, Any]) -> list[Reading]:
     """The config's readings, in order (empty without a ``readings`` key)."""
     out = []
     for name, spec in (config.get("readings") or {}).items():
-        out.append(Reading(name=name, axis=spec.get("axis", ""), profile=spec.get("profile", "paper"),
+        out.append(Reading(name=name, axis=spec.get("axis", ""), engine=spec.get("engine", "paper"),
                            sets=dict(spec.get("set", {})), eta_scale=float(spec.get("eta_scale", 1.0)),
                            description=spec.get("description", "")))
     return out
 
 
-def reading_errors(config: Mapping[str, Any], profiles: list[str]) -> list[str]:
-    """What is wrong with the config's readings (names, axes, profiles), field by field."""
+def reading_errors(config: Mapping[str, Any], engines: list[str]) -> list[str]:
+    """What is wrong with the config's readings (names, axes, engines), field by field."""
     errors = []
     for r in readings(config):
         where = f"readings.{r.name}"
@@ -68,8 +68,8 @@ def reading_errors(config: Mapping[str, Any], profiles: list[str]) -> list[str]:
             errors.append(f"{where}: a name must be lower-case letters, digits, '.' and '-' (got {r.name!r})")
         if r.axis not in AXES:
             errors.append(f"{where}.axis must be one of {list(AXES)} (got {r.axis!r})")
-        if r.profile not in profiles:
-            errors.append(f"{where}.profile must be one of {profiles} (got {r.profile!r})")
+        if r.engine not in engines:
+            errors.append(f"{where}.engine must be one of {engines} (got {r.engine!r})")
         if not r.eta_scale > 0:
             errors.append(f"{where}.eta_scale must be > 0 (got {r.eta_scale!r})")
     if config.get("readings") and not any(r.axis == "baseline" for r in readings(config)):
@@ -78,9 +78,9 @@ def reading_errors(config: Mapping[str, Any], profiles: list[str]) -> list[str]:
 
 
 def reading_config(config: Mapping[str, Any], reading: Reading) -> dict[str, Any]:
-    """The workflow config as one reading sees it: its profile, its partition (a reading that sets
+    """The workflow config as one reading sees it: its engine, its partition (a reading that sets
     the partition's seed replaces the config's replicate draws with that one draw)."""
     part = {**config.get("partition", {}), **reading.partition_overrides()}
     if "seed" in reading.partition_overrides():
         part.pop("seeds", None)
-    return {**config, "profile": reading.profile, "partition": part}
+    return {**config, "engine": reading.engine, "partition": part}

@@ -1,7 +1,7 @@
 """A run's identity and its folder, in one place.
 
 A grid run is one (dataset, cell, seed) under a runs root: ``<root>/<dataset>/<cell>/seed~<seed>/``
-(the root names the engine profile, ``results/runs/<profile>``, or a sensitivity reading,
+(the root names the engine, ``results/runs/<engine>``, or a sensitivity reading,
 ``results/sensitivity/runs/<reading>``). Every path to a run, and every identity read back from
 one, goes through :func:`folder` and :func:`from_path`; the workflow's rules use the same
 functions with Snakemake wildcards (``folder(root, "{dataset}", "{cell}", "{seed}")``).

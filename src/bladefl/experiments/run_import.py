@@ -68,12 +68,12 @@ def expected_configs(config: Mapping[str, Any], runs_root: str) -> dict[str, dic
     summary must hold, without the execution fields."""
     from bladefl.fl.run_config import load_config
 
-    profile = wc.profile_path(config)
+    engine = wc.engine_path(config)
     out = {}
     for dataset in config["datasets"]:
         for cell in wc.all_cells(config):
             for seed in config["seeds"]:
-                cfg = load_config(profile, wc.run_sets(config, cell, dataset, seed)).to_dict()
+                cfg = load_config(engine, wc.run_sets(config, cell, dataset, seed)).to_dict()
                 out[run_id.folder(runs_root, dataset, cell.key, seed)] = _without_execution(cfg)
     return out
 
@@ -168,7 +168,7 @@ def run_problems(files: Mapping[str, bytes], expected: Mapping[str, Any]) -> lis
 
 def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, replace: bool = False) -> Imported:
     """Check every member of ``archive`` against the workflow ``config`` (see the module's text),
-    then write the run folders under ``runs_root`` (``results/runs/<profile>``). Runs of seeds the
+    then write the run folders under ``runs_root`` (``results/runs/<engine>``). Runs of seeds the
     config does not hold are skipped (counted): a grid cut short is imported by its first seeds.
     Nothing is written when a check fails; an existing run folder is refused unless ``replace``."""
     try:

@@ -226,7 +226,7 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
         dataset = group.dataset
         train, test = loaded[dataset]
         plan = json.loads(wc.group_plan(config, group, out))  # what a grouping: partition job runs
-        jobs = [CellJob(load_config(wc.profile_path(config), [*item["set"], f"device={device}"]), Path(item["out"]))
+        jobs = [CellJob(load_config(wc.engine_path(config), [*item["set"], f"device={device}"]), Path(item["out"]))
                 for item in plan]
         data = client_data(train, test, make_partition(train.y, jobs[0].cfg.partition), resolve_device(device))
         t = time.perf_counter()

@@ -1,7 +1,7 @@
 """Checks and derived values for the Snakemake workflow's config (beyond its JSON schema).
 
 The schema (``workflow/schemas/config.schema.yaml``) checks types and ranges field by field;
-this module checks what a schema cannot express (the profile file, N*n against the training
+this module checks what a schema cannot express (the engine file, N*n against the training
 set size, n against the shards or classes per client, feasible K in every cell) and derives
 the jobs' parameters. Both run when the Snakefile is parsed, before any job starts.
 """
@@ -26,7 +26,7 @@ from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 from bladefl.fl.run_config import ConfigError as RunConfigError
 from bladefl.fl.run_config import RunConfig, load_config
 
-PROFILE_DIR = Path("config/profiles")
+ENGINE_DIR = Path("config/engines")
 # The config the Snakefile loads (``configfile:``) before any ``--configfile``: every other workflow
 # config (config/paper.yaml, config/smoke.yaml, ...) is an overlay on it.
 DEFAULT_CONFIG = Path("config/config.yaml")
@@ -36,29 +36,53 @@ class ConfigError(ValueError):
     """The workflow config is invalid; the message lists every problem found."""
 
 
-def profile_path(config: Mapping[str, Any]) -> Path:
-    return PROFILE_DIR / f"{config.get('profile', 'paper')}.yaml"
+def engine_path(config: Mapping[str, Any]) -> Path:
+    return ENGINE_DIR / f"{config.get('engine', 'paper')}.yaml"
 
 
-def available_profiles() -> list[str]:
-    """The engine profiles there are: config/profiles/<name>.yaml."""
-    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+def available_engines() -> list[str]:
+    """The engines there are: config/engines/<name>.yaml."""
+    return sorted(p.stem for p in ENGINE_DIR.glob("*.yaml"))
 
 
-def profile(config: Mapping[str, Any]) -> RunConfig:
-    path = profile_path(config)
+def engine(config: Mapping[str, Any]) -> RunConfig:
+    path = engine_path(config)
     if not path.is_file():
-        raise ConfigError(f"profile must be one of {available_profiles()} (got {config.get('profile')!r}: no {path})")
+        raise ConfigError(f"engine must be one of {available_engines()} (got {config.get('engine')!r}: no {path})")
     return load_config(path)
+
+
+def renamed_keys(config: Mapping[str, Any]) -> tuple[dict, list[str]]:
+    """A config written before ``profile`` became ``engine`` (top level, each reading's key and the
+    ``profile`` axis), under the new names, with a line per renaming for the user. Snakemake's
+    ``--profile`` (``profiles/``) is another thing; the engine's settings are ``config/engines/``."""
+    out, notes = dict(config), []
+    if "profile" in out:
+        value = out.pop("profile")
+        out["engine"] = value
+        notes.append(f"config key 'profile' is now 'engine' (config/engines/): read as engine: {value}")
+    if isinstance(out.get("readings"), Mapping):
+        readings_ = {}
+        for name, spec in out["readings"].items():
+            if isinstance(spec, Mapping) and ("profile" in spec or spec.get("axis") == "profile"):
+                spec = dict(spec)
+                if "profile" in spec:
+                    spec["engine"] = spec.pop("profile")
+                if spec.get("axis") == "profile":
+                    spec["axis"] = "engine"
+                notes.append(f"readings.{name}: 'profile' is now 'engine' (key and axis)")
+            readings_[name] = spec
+        out["readings"] = readings_
+    return out, notes
 
 
 def partition_draws(config: Mapping[str, Any]) -> list[int]:
     """The partition draws of the grid: ``partition.seeds`` (replicates of the same scheme), else the
-    one ``partition.seed``, else the profile's."""
+    one ``partition.seed``, else the engine's."""
     part = config.get("partition", {})
     if "seeds" in part:
         return [int(s) for s in part["seeds"]]
-    return [int(part["seed"]) if "seed" in part else profile(config).partition.seed]
+    return [int(part["seed"]) if "seed" in part else engine(config).partition.seed]
 
 
 def partition_draw(config: Mapping[str, Any], seed: int) -> int:
@@ -79,9 +103,9 @@ def partition_overrides(config: Mapping[str, Any], seed: int | None = None) -> d
 
 
 def partition_spec(config: Mapping[str, Any], N: int, seed: int | None = None) -> PartitionSpec:
-    """The profile's partition with the config's overrides and the cell's N: run seed ``seed``'s draw
+    """The engine's partition with the config's overrides and the cell's N: run seed ``seed``'s draw
     (the first draw without a seed)."""
-    values = {**dataclasses.asdict(profile(config).partition), **partition_overrides(config, seed), "N": N}
+    values = {**dataclasses.asdict(engine(config).partition), **partition_overrides(config, seed), "N": N}
     errors = partition_errors(SimpleNamespace(**values), train_size=TRAIN_SIZE)
     if errors:
         raise ConfigError("; ".join(errors))
@@ -238,20 +262,20 @@ def job_config_errors(config: Mapping[str, Any]) -> list[str]:
 
     grid = all_cells(config)
     for cell in grid:
-        build(f"cell {cell.key}", profile_path(config), run_sets(config, cell, datasets[0], seeds[0]))
+        build(f"cell {cell.key}", engine_path(config), run_sets(config, cell, datasets[0], seeds[0]))
     for seed in seeds[1:]:
         if grid:
-            build(f"seed {seed!r}", profile_path(config), run_sets(config, grid[0], datasets[0], seed))
+            build(f"seed {seed!r}", engine_path(config), run_sets(config, grid[0], datasets[0], seed))
     for reading in readings(config):
         seen = reading_config(config, reading)
-        if not profile_path(seen).is_file():
+        if not engine_path(seen).is_file():
             continue  # named by reading_errors
         found: dict[str, list[str]] = {}  # the reading's problems, and the cells they arise in
         for cell in cells(config):
             sets = [*run_sets({**seen, "measure_constants": False}, cell, datasets[0], seeds[0]),
                     *reading.run_sets(), *reading.cell_sets(cell)]
             try:
-                load_config(profile_path(seen), sets)
+                load_config(engine_path(seen), sets)
             except RunConfigError as exc:
                 for problem in str(exc).removeprefix("invalid run config: ").split("; "):
                     found.setdefault(problem, []).append(cell.key)
@@ -338,7 +362,7 @@ def read_configs(paths: Sequence[str | Path], default: str | Path | None = DEFAU
             raise ConfigError(f"invalid config: {path}: {exc}") from None
         if not isinstance(layer, Mapping):
             raise ConfigError(f"invalid config: {path}: not a mapping of keys to values")
-        config = merged(config, layer)
+        config = merged(config, renamed_keys(layer)[0])
     return config
 
 
@@ -394,7 +418,7 @@ def check(config: Mapping[str, Any]) -> None:
         if name not in SPECS:
             errors.append(f"datasets: each entry must be one of {sorted(SPECS)} (got {name!r})")
     try:
-        profile(config)
+        engine(config)
     except (ConfigError, RunConfigError) as exc:
         raise ConfigError(f"invalid config: {exc}") from None
     try:
@@ -419,10 +443,10 @@ def check(config: Mapping[str, Any]) -> None:
             errors.append(f"bound_sweep: must name one of the sweeps {names} when measure_constants is true "
                           f"(got {bound!r})")
     errors.extend(_detection_errors(config))
-    profiles = available_profiles()
-    errors.extend(reading_errors(config, profiles))
+    engines = available_engines()
+    errors.extend(reading_errors(config, engines))
     for reading in readings(config):
-        if reading.profile in profiles:
+        if reading.engine in engines:
             for N in sorted({c.N for c in grid_cells}):
                 try:
                     partition_spec(reading_config(config, reading), N)

@@ -317,7 +317,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 GAP_ANSWER = {
     "mnist": "the split: with Dirichlet(0.5) instead of 2 shards per client the best accuracy comes within "
              "2 points per row of the paper's (86.8% against 87.4%), while its K* then move away",
-    "fashion_mnist": "nothing needed: the paper profile's accuracies are within about 2 points per row of the "
+    "fashion_mnist": "nothing needed: the paper engine's accuracies are within about 2 points per row of the "
                      "paper's (its K* are the ones that differ)",
 }
 VERDICT_LABELS = ("reproduced", "refuted", "inconclusive")

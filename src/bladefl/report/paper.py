@@ -153,7 +153,7 @@ def paper_inconsistencies() -> list[dict]:
     from bladefl.fl.mlp import Shape
     from bladefl.theory.bound import noise_term_magnitudes
 
-    P = Shape().size  # the paper profile's model (784-256-10)
+    P = Shape().size  # the paper engine's model (784-256-10)
     noise_paper, noise_true = noise_term_magnitudes(M=8, sigma2=0.01, P=P)
     return [
         {"where": "Table IV, MNIST column", "statement": "beta K* = 70, 60, 50, 50 at the stated beta = 6",

@@ -1,0 +1,95 @@
+# Helpers of grid.smk (its globals, wildcard constraints and input/parameter functions).
+GROUPED = config.get("grouping", "cell") == "partition"
+GROUPS = wc_cfg.partition_jobs(config) if GROUPED else []
+GROUPS_BY_NAME = {g.name: g for g in GROUPS}
+# The group job of each run (dataset, cell, seed) under grouping: partition.
+GROUP_OF_RUN = {
+    (g.dataset, c, s): g.name for g in GROUPS for c in g.cells for s in g.seeds
+}
+GROUP_RUNS = (
+    f"{RESULTS}/groups/{ENGINE}"  # grouping: partition, each group's runs till copied
+)
+
+
+wildcard_constraints:
+    group=r"[a-z_]+_N\d+_draw\d+_block\d+",
+
+
+def dataset_run_summaries(wildcards):
+    return run_summaries(wildcards.dataset)
+
+
+def cell_partition(wildcards):
+    key = partition_key(CELLS[wildcards.cell].N, wildcards.seed)
+    return f"{PARTITIONS}/{wildcards.dataset}/{key}.npy"
+
+
+def cell_reference(wildcards):
+    """A bound cell's reference optimum (its runs record ||w^k - w*||); none for the others."""
+    if wildcards.cell not in BOUND_CELLS:
+        return []
+    key = partition_key(CELLS[wildcards.cell].N, wildcards.seed)
+    return f"{REFERENCES}/{wildcards.dataset}/{key}.npz"
+
+
+def reference_option(wildcards, input):
+    return f"--reference {input.reference}" if input.reference else ""
+
+
+def run_overrides(wildcards):
+    """`--set` options of one grid job (see wc_cfg.run_sets)."""
+    sets = wc_cfg.run_sets(
+        config, CELLS[wildcards.cell], wildcards.dataset, int(wildcards.seed)
+    )
+    return " ".join(f"--set {s}" for s in sets)
+
+
+def group_raw_files(wildcards):
+    return raw_files(GROUPS_BY_NAME[wildcards.group].dataset)
+
+
+def group_partition(wildcards):
+    group = GROUPS_BY_NAME[wildcards.group]
+    return f"{PARTITIONS}/{group.dataset}/{partition_key(group.N, group.seeds[0])}.npy"
+
+
+def group_reference(wildcards):
+    """The reference optimum of a group's partition when one of its cells is a bound cell."""
+    group = GROUPS_BY_NAME[wildcards.group]
+    if not any(c in BOUND_CELLS for c in group.cells):
+        return []
+    return f"{REFERENCES}/{group.dataset}/{partition_key(group.N, group.seeds[0])}.npz"
+
+
+def group_plan_json(wildcards):
+    return wc_cfg.group_plan(
+        config, GROUPS_BY_NAME[wildcards.group], f"{GROUP_RUNS}/{wildcards.group}"
+    )
+
+
+def _group_name_of_run(wildcards):
+    return GROUP_OF_RUN[(wildcards.dataset, wildcards.cell, int(wildcards.seed))]
+
+
+def group_of_run(wildcards):
+    """The folder of the group job that computes run (dataset, cell, seed)."""
+    return f"{GROUP_RUNS}/{_group_name_of_run(wildcards)}"
+
+
+def run_in_group(wildcards):
+    """Where run (dataset, cell, seed) lies in its group's folder."""
+    root = f"{GROUP_RUNS}/{_group_name_of_run(wildcards)}"
+    return run_id.folder(root, wildcards.dataset, wildcards.cell, wildcards.seed)
+
+
+def run_inputs():
+    """Every partition file and reference optimum the grid's runs read."""
+    partitions = [
+        p for d in DATASETS for key in PARTITION_KEYS for p in partition_files(d, key)
+    ]
+    references = (
+        [f for d in DATASETS for f in dataset_references(Page(d, None))]
+        if BOUND_CELLS
+        else []
+    )
+    return partitions + references
