@@ -90,3 +90,31 @@ def smoke(tmp_path_factory) -> Path:
                           env=bare_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     return work
+
+
+def write_run_folder(folder: Path, seed: int, finals: list[dict], time: dict | None = None) -> Path:
+    """A run folder as the engine writes one, for tests of the analyses: per K (1, 2, ...) the given
+    final values (train_loss, test_loss, test_accuracy, and any other per_K field), tau and status
+    from the time model (default alpha 1, beta 10, t_sum 100), K blocks, and rounds.csv rows 1..K
+    that end in those values; returns its summary.json."""
+    import json
+
+    from bladefl.fl.timemodel import allocate
+
+    time = {"alpha": 1, "beta": 10, "t_sum": 100, **(time or {})}
+    time["K"] = list(range(1, len(finals) + 1))
+    per_k, rows = [], ["K,round,tau,status,train_loss,test_loss,test_accuracy"]
+    for k, values in enumerate(finals, start=1):
+        a = allocate(k, time["alpha"], time["beta"], time["t_sum"])
+        if not a.feasible:
+            per_k.append({"K": k, "tau": a.tau, "status": "infeasible"})
+            rows.append(f"{k},0,{a.tau},infeasible,,,")
+            continue
+        metrics = [values["train_loss"], values["test_loss"], values["test_accuracy"]]
+        per_k.append({"K": k, "tau": a.tau, "status": "ok", "blocks": k, "tip": f"{k:064x}",
+                      "training_time": a.training_time, "mining_time": a.mining_time, **values})
+        rows += [f"{k},{r},{a.tau},ok," + ",".join(map(repr, metrics)) for r in range(1, k + 1)]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "summary.json").write_text(json.dumps({"config": {"seed": seed, "time": time}, "per_K": per_k}))
+    (folder / "rounds.csv").write_text("\n".join(rows) + "\n")
+    return folder / "summary.json"

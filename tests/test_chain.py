@@ -16,6 +16,11 @@ from bladefl.chain.verify import verify_chain
 from bladefl.cli import main
 
 
+def sealed(header, txs, keys, chain, excluded=()):
+    """The block of ``header`` and ``txs``, signed by its miner (as the engine's miner signs it)."""
+    return Block(header, tuple(txs), tuple(excluded), txm.sign_block(keys[header.miner], chain, header.hash()))
+
+
 def make_chain(tmp_path, rounds=3, N=4, bits=8, store=True, chain="chain-A"):
     keys = [txm.derive_key(7, i) for i in range(N)]
     ledger = Ledger([txm.public_hex(k) for k in keys], bits, chain_id=chain, n_samples=[512] * N)
@@ -29,9 +34,9 @@ def make_chain(tmp_path, rounds=3, N=4, bits=8, store=True, chain="chain-A"):
             txs.append(txm.sign(keys[i], k, i, 512, payload, chain))
         header = mine(BlockHeader(ledger.height, ledger.tip, merkle_root([t.tx_hash() for t in txs]), k % N,
                                   float(k), bits))
-        ok, votes, _ = majority_accepts(Block(header, tuple(txs)), ledger, validators=N)
+        ok, votes, _ = majority_accepts(sealed(header, txs, keys, chain), ledger, validators=N)
         assert ok and votes == N
-        ledger.blocks.append(Block(header, tuple(txs)))
+        ledger.blocks.append(sealed(header, txs, keys, chain))
     path = tmp_path / "chain.json"
     ledger.save(path)
     return path, models
@@ -164,7 +169,7 @@ def test_signature_cache_only_skips_transactions_verified_on_reception():
 
 def signed_block(ledger, keys, txs, bits=8):
     header = mine(BlockHeader(ledger.height, ledger.tip, merkle_root([t.tx_hash() for t in txs]), 0, 1.0, bits))
-    return Block(header, tuple(txs))
+    return sealed(header, txs, keys, ledger.chain_id)
 
 
 def ledger_of(N=4, chain="chain-A"):
@@ -208,16 +213,19 @@ def test_engine_chains_of_different_K_and_seeds_have_distinct_ids():
 def test_a_ledger_cut_after_a_block_is_caught_with_the_runs_summary(tmp_path, capsys):
     from bladefl.chain.ledger import chain_id
 
-    config = {"seed": 7, "partition": {"N": 4, "n": 512}, "chain": {"difficulty_bits": 8}}  # make_chain's
+    config = {"seed": 7, "partition": {"N": 4, "n": 512}, "chain": {"difficulty_bits": 8},  # make_chain's
+              "time": {"K": [3]}}
     cid = chain_id(config, 3)
     path, models = make_chain(tmp_path, rounds=3, chain=cid)
     data = json.loads(path.read_text())
     summary = tmp_path / "summary.json"
-    record = {"K": 3, "blocks": 3, "tip": data["blocks"][-1]["hash"]}
-    summary.write_text(json.dumps({"config": config, "per_K": [record]}))
     metrics = ("train_loss", "test_loss", "test_accuracy")
-    lines = ["K,round,block_hash," + ",".join(metrics)] + [  # the run's record of every block, as a run writes it
-        f"3,{i + 1},{b['hash']}," + ",".join(repr(b["header"].get(m, float("nan"))) for m in metrics)
+    last = data["blocks"][-1]["header"]
+    record = {"K": 3, "tau": 5, "status": "ok", "blocks": 3, "tip": data["blocks"][-1]["hash"],
+              **{m: last.get(m, 0.5) for m in metrics}}
+    summary.write_text(json.dumps({"config": config, "per_K": [record]}))
+    lines = ["K,round,tau,status,block_hash," + ",".join(metrics)] + [  # every block's record, as a run writes it
+        f"3,{i + 1},5,ok,{b['hash']}," + ",".join(repr(b["header"].get(m, 0.5)) for m in metrics)
         for i, b in enumerate(data["blocks"])]
     (tmp_path / "rounds.csv").write_text("\n".join(lines) + "\n")
     assert verify_chain(path, store=models, summary=summary) is None
@@ -269,7 +277,7 @@ def test_a_block_must_exclude_exactly_what_the_validators_detector_flags():
     exclusion = Exclusion(3, txs[3].tx_hash(), "flagged by gaussian_difference")
     header = mine(BlockHeader(ledger.height, ledger.tip, merkle_root([t.tx_hash() for t in txs[:3]]
                                                                      + [exclusion.leaf()]), 0, 1.0, 8))
-    block = Block(header, tuple(txs[:3]), (exclusion,))
+    block = sealed(header, txs[:3], keys, ledger.chain_id, (exclusion,))
     assert ledger.problem(block, excluded=frozenset({3})) is None
     assert "excludes clients [3], the detector flags [1]" in ledger.problem(block, excluded=frozenset({1}))
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from bladefl.experiments import detection_analysis as da
 from bladefl.experiments.grid import Cell, Member
 from bladefl.fl.detection import roc_auc
+from conftest import write_run_folder
 
 LAZY = Cell(lazy_ratio=0.25, sigma2=0.01, N=4)
 NONE = Cell(N=4)
@@ -56,12 +55,9 @@ def test_roc_curve_runs_from_0_to_1_and_its_area_is_the_auc():
 
 
 def _run(root, cell: Cell, seed: int, accuracy: list[float]):
-    folder = root / cell.key / f"seed~{seed}"
-    folder.mkdir(parents=True)
-    per_k = [{"K": k, "tau": 10, "status": "ok", "train_loss": 1 - a, "test_loss": 1 - a, "test_accuracy": a,
-              "training_time": 10.0 * k, "mining_time": 5.0 * k} for k, a in enumerate(accuracy, start=1)]
-    (folder / "summary.json").write_text(json.dumps({"config": {"seed": seed}, "per_K": per_k}))
-    return folder / "summary.json"
+    finals = [{"train_loss": 1 - a, "test_loss": 1 - a, "test_accuracy": a, "training_time": 10.0 * k,
+               "mining_time": 5.0 * k} for k, a in enumerate(accuracy, start=1)]
+    return write_run_folder(root / cell.key / f"seed~{seed}", seed, finals)
 
 
 def test_exclusion_compares_the_optimum_with_and_without_exclusion_and_without_lazy(tmp_path):

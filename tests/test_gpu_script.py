@@ -48,18 +48,21 @@ def packed(out: Path) -> tuple[dict, list[str]]:
 
 @pytest.mark.slow
 def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(machine, tmp_path):
-    proc = run_script(machine, tmp_path / "out", MODE="snakemake", CHECK="0", BUDGET_S="500")
+    proc = run_script(machine, tmp_path / "out", MODE="snakemake", CHECK="0", BUDGET_S="500", LEDGERS="1")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     out = proc.stdout + proc.stderr
     assert "rule run_group:" in out and "mnist_N4_draw0_block0" in out  # profiles/gpu: grouped, stacked jobs
     about, names = packed(tmp_path / "out")
     assert about["finished"] and about["mode"] == "snakemake" and about["code_version"] == "abc1234"
     assert about["grid_wall_s"] > 0
-    assert not any("chains" in n or n.endswith(".npz") for n in names)  # no ledgers, no models
+    assert not any(n.endswith((".npz", ".bin")) for n in names)  # no models
     assert sum(n.endswith("summary.json") for n in names) == 6
+    assert sum("/chains/K" in n for n in names) == 12  # LEDGERS=1: 6 runs x K 1..2
     config = run_import.read_config([REPO / "config/config.yaml", REPO / "config/smoke.yaml"])
+    config["data_dir"] = str(machine / "data")  # the partitions the workflow made there
     imported = run_import.import_runs(tmp_path / "out/grid-tables.tar.xz", config, tmp_path / "runs")
     assert imported.runs == {"mnist": 6} and imported.about["mode"] == "snakemake"
+    assert (imported.verified, imported.unverified) == (6, 0)  # every run's ledgers held to its files
     summary = json.loads(next((tmp_path / "runs").rglob("summary.json")).read_text())
     assert summary["provenance"]["code_version"].endswith("+abc1234") and summary["provenance"]["device"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import yaml
 
 from bladefl.experiments.grid import Cell, expand, unique_cells
 from bladefl.experiments.tidy import collect, optimum
+from conftest import write_run_folder
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,13 +55,9 @@ def test_unknown_sweep_parameter_is_rejected():
 
 
 def fake_run(root: Path, cell: Cell, seed: int, losses: list[float], accs: list[float]) -> Path:
-    folder = root / cell.key / f"seed~{seed}"
-    folder.mkdir(parents=True)
-    per_k = [{"K": k, "tau": 10 - k, "status": "ok", "train_loss": loss, "test_loss": loss + 0.1, "test_accuracy": a,
-              "training_time": k * (10 - k), "mining_time": 10.0 * k}
-             for k, (loss, a) in enumerate(zip(losses, accs, strict=True), start=1)]
-    (folder / "summary.json").write_text(json.dumps({"per_K": per_k, "config": {"seed": seed}}))
-    return folder / "summary.json"
+    finals = [{"train_loss": loss, "test_loss": loss + 0.1, "test_accuracy": a, "training_time": k * (10 - k),
+               "mining_time": 10.0 * k} for k, (loss, a) in enumerate(zip(losses, accs, strict=True), start=1)]
+    return write_run_folder(root / cell.key / f"seed~{seed}", seed, finals)
 
 
 def test_summary_and_optimum_tables(tmp_path):

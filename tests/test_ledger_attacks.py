@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import shutil
 
@@ -52,9 +53,11 @@ def check(folder, K=3, summary=True, store=True):
                         summary=folder / "summary.json" if summary else None)
 
 
-def remine(data, start):
-    """Re-mine every block from ``start`` (0-based) on, re-linking each to the previous: what an
-    attacker who changed block ``start`` does so that the chain verifies on its own."""
+def remine(data, start, seed=3):
+    """Re-mine every block from ``start`` (0-based) on, re-linking each to the previous, and re-sign
+    it with its miner's key derived from ``seed`` (None: an attacker without the keys leaves the old
+    signature): what an attacker who changed block ``start`` does so that the chain verifies on
+    its own."""
     prev = data["blocks"][start - 1]["hash"] if start else "0" * 64
     for raw in data["blocks"][start:]:
         block = block_from_dict(raw)
@@ -62,6 +65,9 @@ def remine(data, start):
                                 "nonce": 0})
         raw["header"] = mine(header).__dict__
         raw["hash"] = prev = BlockHeader(**raw["header"]).hash()
+        if seed is not None:
+            key = txm.derive_key(seed, raw["header"]["miner"])
+            raw["signature"] = txm.sign_block(key, data["genesis"]["chain_id"], raw["hash"])
 
 
 def resign(raw_tx, seed=3, **changes):
@@ -153,6 +159,23 @@ def test_a_forged_first_block_remined_after_is_named_by_its_height(copy_of):
     assert problem.height == 1 and "rounds.csv" in problem.reason
 
 
+def test_an_outcome_forged_without_the_miners_key_is_caught_on_its_own(copy_of, capsys):
+    """Without the clients' keys (a forger who does not know the seed, or with chain.key_secret_file
+    one who knows only the seed): a block's committed accuracy changed and every block re-mined
+    verifies no more, even without the run's summary: the miner's signature covers the outcome."""
+    path = copy_of / "chains/K3.json"
+    data = load(path)
+    data["blocks"][1]["header"]["test_accuracy"] = 0.99
+    remine(data, 1, seed=None)
+    save(path, data)
+    problem = check(copy_of, summary=False, store=False)
+    assert problem.height == 2 and "not signed by its miner" in problem.reason
+    data["blocks"][1].pop("signature")
+    save(path, data)
+    assert main(["chain", "verify", str(path)]) == 1
+    assert "field 'signature' is missing" in capsys.readouterr().out
+
+
 def test_a_cut_ledger_is_caught_at_the_missing_block(copy_of):
     path = copy_of / "chains/K3.json"
     data = load(path)
@@ -236,7 +259,8 @@ def test_a_malformed_ledger_is_one_line_naming_the_field(copy_of, capsys, name):
 
 @pytest.mark.parametrize("content, field", [
     ("[]", "'config'"), ('{"per_K": []}', "'config'"), ('{"config": {}, "per_K": {}}', "'per_K'"),
-    ('{"config": {"seed": 3}, "per_K": [{"K": 3}]}', "names no K"), ("{", "not valid JSON"), ("", "not valid JSON"),
+    ('{"config": {"seed": 3}, "per_K": [{"K": 3}]}', "config.time.K"), ("{", "not valid JSON"), ("", "not valid JSON"),
+    ('{"config": {"time": {"K": [3]}}, "per_K": [{"K": 3}, {"K": 3}]}', "K=3 given twice"),
 ])
 def test_a_malformed_summary_is_one_line(copy_of, capsys, content, field):
     (copy_of / "summary.json").write_text(content)
@@ -379,18 +403,20 @@ def test_an_edited_global_model_in_the_store_is_caught(copy_of):
 def test_a_huge_integer_metric_or_an_endless_csv_field_is_a_named_problem_not_a_traceback(copy_of, capsys):
     """A 400-digit integer where the summary records an accuracy (no float holds it) and a
     rounds.csv field over the csv module's 131,072-character limit: each one line, exit 1."""
+    genuine = load(copy_of / "summary.json")
     summary = load(copy_of / "summary.json")
     summary["per_K"][-1]["test_accuracy"] = int("9" * 400)
     save(copy_of / "summary.json", summary)
     ledger = str(copy_of / "chains" / "K3.json")
     assert main(["chain", "verify", ledger, "--summary", str(copy_of / "summary.json")]) == 1
-    assert "summary.json records test_accuracy = 999" in capsys.readouterr().out
+    assert "an integer of 400 digits, more than any run records" in capsys.readouterr().out
+    save(copy_of / "summary.json", genuine)
     rounds = (copy_of / "rounds.csv").read_text().splitlines()
     rounds[1] = rounds[1] + "," + "1" * 140_000
     (copy_of / "rounds.csv").write_text("\n".join(rounds) + "\n")
     assert main(["chain", "verify", ledger, "--summary", str(copy_of / "summary.json")]) == 1
     out = capsys.readouterr()
-    assert "rounds.csv beside" in out.out and "not a readable CSV" in out.out and "Traceback" not in out.err
+    assert "rounds.csv" in out.out and "not a readable CSV" in out.out and "Traceback" not in out.err
 
 
 def test_a_summary_naming_a_million_clients_is_refused_before_any_key_is_derived(copy_of):
@@ -443,3 +469,122 @@ def test_rounds_csv_is_read_strictly_against_the_ledger(copy_of, name):
     attack(copy_of)
     problem = check(copy_of)
     assert problem is not None and reason in problem.reason, (name, problem)
+
+
+def _forge_tau(folder):
+    """K=3's tau one more in the summary and in every K=3 row of rounds.csv (the two agree; the
+    blocks do not record tau): only the config's time model can tell."""
+    import pandas as pd
+
+    summary = load(folder / "summary.json")
+    entry = next(k for k in summary["per_K"] if k["K"] == 3)
+    entry["tau"] += 1
+    save(folder / "summary.json", summary)
+    rounds = pd.read_csv(folder / "rounds.csv")
+    rounds.loc[rounds.K == 3, "tau"] += 1
+    rounds.to_csv(folder / "rounds.csv", index=False)
+
+
+SUMMARY_FORGERIES = {
+    "tau forged in both files": (_forge_tau, "K=3: tau = "),
+    "an ok K turned infeasible": (lambda f: save(f / "summary.json", {**load(f / "summary.json"), "per_K": [
+        {**k, "status": "infeasible"} if k["K"] == 2 else k for k in load(f / "summary.json")["per_K"]]}),
+        "the summary calls it infeasible"),
+    "two blocks recorded for K=3": (lambda f: save(f / "summary.json", {**load(f / "summary.json"), "per_K": [
+        {**k, "blocks": 2} if k["K"] == 3 else k for k in load(f / "summary.json")["per_K"]]}),
+        "2 blocks, but a run of K rounds mines K = 3"),
+    "a second per_K entry for K=3": (lambda f: save(f / "summary.json", {**load(f / "summary.json"), "per_K": [
+        *load(f / "summary.json")["per_K"], load(f / "summary.json")["per_K"][-1]]}), "K=3 given twice"),
+}
+
+
+@pytest.mark.parametrize("name", list(SUMMARY_FORGERIES))
+def test_summary_forgeries_the_blocks_cannot_see_are_caught(copy_of, capsys, name):
+    """Fields the analyses use but no block records (tau, status, the count of blocks, a duplicate
+    entry): each forgery exits 1 with one line naming it, as the analyses refuse it too."""
+    from bladefl.experiments.run_checks import read_checked_run
+
+    forge, reason = SUMMARY_FORGERIES[name]
+    forge(copy_of)
+    code = main(["chain", "verify", str(copy_of / "chains/K3.json"), "--summary", str(copy_of / "summary.json")])
+    out = capsys.readouterr().out
+    assert code == 1 and len(out.splitlines()) == 1 and reason in out, out
+    with pytest.raises(ValueError, match=reason.split(":")[0]):
+        read_checked_run(copy_of / "summary.json")
+
+
+@pytest.fixture(scope="module")
+def secret_run(tmp_path_factory):
+    """A real run whose keys derive from a key secret (chain.key_secret_file) kept beside it."""
+    out = tmp_path_factory.mktemp("secret_run")
+    secret = out / "secret.key"
+    secret.write_bytes(b"a secret kept outside the results")
+    cfg = small_cfg(time={"K": [2]}, chain={"key_secret_file": str(secret)}, seed=4)
+    run_cell(cfg, out / "run", data=synthetic(), progress=False)
+    return out / "run", secret
+
+
+def test_a_key_secret_is_given_to_the_verifier_never_read_from_the_summary(secret_run, tmp_path, capsys):
+    """The verifier derives the keys from its own copy of the secret: without one it says it cannot
+    check the genesis; with it the run verifies. A forger who knows only the seed sets the summary's
+    key_secret_file to '' and writes a genesis of the seed's keys (chain id re-derived): caught,
+    since the path the summary names is never read."""
+    from bladefl.chain.round import genesis_ledger
+
+    run, secret = secret_run
+    ledger, summary = str(run / "chains/K2.json"), str(run / "summary.json")
+    assert main(["chain", "verify", ledger, "--summary", summary]) == 1
+    assert "give the verifier its own copy (--key-secret FILE" in capsys.readouterr().out
+    assert main(["chain", "verify", ledger, "--summary", summary, "--key-secret", str(secret)]) == 0
+    capsys.readouterr()
+
+    forged = tmp_path / "run"
+    shutil.copytree(run, forged)
+    data = load(forged / "summary.json")
+    data["config"]["chain"]["key_secret_file"] = ""
+    save(forged / "summary.json", data)
+    chain = load(forged / "chains/K2.json")
+    config = data["config"]
+    seed_keys = genesis_ledger(config["seed"], config["partition"]["N"], config["partition"]["n"],
+                               config["chain"]["difficulty_bits"], chain_id(config, 2))
+    chain["genesis"].update(chain_id=seed_keys.chain_id, public_keys=seed_keys.public_keys)
+    save(forged / "chains/K2.json", chain)
+    code = main(["chain", "verify", str(forged / "chains/K2.json"), "--summary", str(forged / "summary.json"),
+                 "--key-secret", str(secret)])
+    assert code == 1 and "'genesis.public_keys' is not what the run's config gives" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p.write_bytes(b""), "is empty"),
+    (lambda p: os.mkfifo(p), "not a regular file"),
+    (lambda p: None, "No such file"),
+])
+def test_a_verifier_secret_that_is_empty_a_fifo_or_missing_is_one_line(secret_run, tmp_path, capsys, make, message):
+    run, _ = secret_run
+    path = tmp_path / "secret"
+    make(path)
+    code = main(["chain", "verify", str(run / "chains/K2.json"), "--summary", str(run / "summary.json"),
+                 "--key-secret", str(path)])
+    captured = capsys.readouterr()
+    assert code == 2 and message in captured.err and len(captured.err.splitlines()) == 1 and not captured.out
+
+
+def test_an_imported_runs_ledgers_are_verified_as_chain_verify_does(copy_of):
+    """bladefl import-runs holds a run's ledgers to its files with the verifier's checks: a real run
+    passes; a block's accuracy forged (re-mined, re-signed with the seed's keys) is named, and so
+    is a run missing the ledger of a K that trained."""
+    from bladefl.experiments.run_import import ledger_problems
+
+    def files(folder):
+        return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
+                if p.is_file() and (p.name in ("summary.json", "rounds.csv") or p.parent.name == "chains")}
+
+    assert ledger_problems(files(copy_of)) == []
+    data = load(copy_of / "chains/K3.json")
+    data["blocks"][1]["header"]["test_accuracy"] = 0.99
+    remine(data, 1)
+    save(copy_of / "chains/K3.json", data)
+    problems = ledger_problems(files(copy_of))
+    assert len(problems) == 1 and problems[0].startswith("chains/K3.json: block 2: block hash"), problems
+    without = {k: v for k, v in files(copy_of).items() if k != "chains/K2.json"}
+    assert "chains/K2.json missing" in ledger_problems(without)[0]

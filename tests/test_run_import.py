@@ -23,10 +23,23 @@ def config() -> dict:
 
 
 def run_files(cfg: dict, device: str = "cuda") -> dict[str, bytes]:
-    """A finished run's files whose summary holds ``cfg`` (as computed on ``device``)."""
-    summary = {"config": {**cfg, "device": device, "data_dir": "elsewhere/raw"},
-               "per_K": [{"K": k, "status": "ok"} for k in cfg["time"]["K"]]}
-    return {"summary.json": json.dumps(summary).encode(), "rounds.csv": b"K,round\n1,1\n"}
+    """A finished run's files whose summary holds ``cfg`` (as computed on ``device``): per K the time
+    model's tau and status, K blocks and rows for a feasible K, one round-0 row for an infeasible one."""
+    from bladefl.fl.timemodel import allocate
+
+    per_k, rows = [], ["K,round,tau,status,train_loss,test_loss,test_accuracy"]
+    t = cfg["time"]
+    for k in t["K"]:
+        a = allocate(k, t["alpha"], t["beta"], t["t_sum"])
+        if not a.feasible:
+            per_k.append({"K": k, "tau": a.tau, "status": "infeasible"})
+            rows.append(f"{k},0,{a.tau},infeasible,,,")
+            continue
+        per_k.append({"K": k, "tau": a.tau, "status": "ok", "blocks": k, "tip": "ab" * 32, "train_loss": 0.5,
+                      "test_loss": 0.6, "test_accuracy": 0.7})
+        rows += [f"{k},{r},{a.tau},ok,0.5,0.6,0.7" for r in range(1, k + 1)]
+    summary = {"config": {**cfg, "device": device, "data_dir": "elsewhere/raw"}, "per_K": per_k}
+    return {"summary.json": json.dumps(summary).encode(), "rounds.csv": ("\n".join(rows) + "\n").encode()}
 
 
 def edit_summary(data: bytes, field: tuple[str, str], value: object) -> bytes:
@@ -51,6 +64,27 @@ def complete(config: dict, root: str = "grid") -> dict[str, bytes]:
         for name, data in run_files(cfg).items():
             members[f"{folder}/{name}"] = data
     return members
+
+
+def test_a_tau_forged_in_both_files_is_held_to_the_time_model(config, tmp_path):
+    """rounds.csv and summary.json agree with each other, but not with the config's time model."""
+    members = complete(config)
+    forged = {}
+    for name, data in members.items():
+        if name.endswith("summary.json"):
+            summary = json.loads(data)
+            summary["per_K"][0]["tau"] += 1
+            data = json.dumps(summary).encode()
+        elif name.endswith("rounds.csv"):
+            lines = data.decode().splitlines()
+            first = lines[1].split(",")
+            lines = [lines[0], *[",".join([*ln.split(",")[:2], str(int(first[2]) + 1), *ln.split(",")[3:]])
+                                 if ln.split(",")[0] == first[0] else ln for ln in lines[1:]]]
+            data = ("\n".join(lines) + "\n").encode()
+        forged[name] = data
+    with pytest.raises(ri.ArchiveError, match=r"K=1: tau = \d+, the time model gives \d+"):
+        ri.import_runs(archive(tmp_path / "a.tar.gz", forged), config, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
 
 
 def test_expected_runs_are_every_dataset_cell_and_seed(config):
@@ -80,7 +114,13 @@ def test_a_complete_archive_is_imported_with_its_about(tmp_path, config):
     (lambda m: {k: (edit_summary(v, ("train", "eta"), 0.2) if k.endswith("summary.json") else v)
                 for k, v in m.items()}, "differs from this workflow's in train.eta"),
     (lambda m: {k: (v.replace(b'"status": "ok"', b'"status": "running"', 1) if k.endswith("summary.json") else v)
-                for k, v in m.items()}, "a K did not finish"),
+                for k, v in m.items()}, "status must be one of ['ok', 'infeasible', 'diverged']"),
+    (lambda m: {k: (v.replace(b'"status": "ok"', b'"status": "infeasible"', 1) if k.endswith("summary.json") else v)
+                for k, v in m.items()}, "the summary calls it infeasible (rounds [0])"),
+    (lambda m: {k: (v.replace(b'"test_accuracy": 0.7', b'"test_accuracy": NaN', 1) if k.endswith("summary.json")
+                    else v) for k, v in m.items()}, "non-finite metrics"),
+    (lambda m: {k: (v.replace(b"1,1,", b"1,1.0,", 1) if k.endswith("rounds.csv") else v) for k, v in m.items()},
+     "each must be a plain integer"),
     (lambda m: {k: v for k, v in m.items() if not (k.endswith("rounds.csv") and "eta~0.1" in k)},
      "rounds.csv or summary.json missing"),
 ])
@@ -132,3 +172,28 @@ def test_config_files_merge_as_snakemake_merges_them():
     base = {"a": 1, "partition": {"n": 512, "seeds": [0]}, "datasets": ["mnist", "fashion_mnist"]}
     over = {"partition": {"seeds": [0, 1]}, "datasets": ["mnist"]}
     assert wc.merged(base, over) == {"a": 1, "partition": {"n": 512, "seeds": [0, 1]}, "datasets": ["mnist"]}
+
+
+def test_a_run_trained_on_another_draw_is_refused(config, tmp_path):
+    """The summary names its partition's indices by digest: against the partition made here (the
+    manifest `bladefl partition` writes) a run of another draw is refused; one of this draw imports;
+    with no partition made here the draw cannot be checked and the import says so."""
+    members = complete(config)
+    stamped = {}
+    for name, data in members.items():
+        if name.endswith("summary.json"):
+            summary = json.loads(data)
+            summary["provenance"] = {"partition_sha256": "ab" * 32}
+            data = json.dumps(summary).encode()
+        stamped[name] = data
+    config = {**config, "data_dir": str(tmp_path / "data")}
+    with pytest.raises(ri.ArchiveError, match=r"its partition \S+ is not made here"):
+        ri.import_runs(archive(tmp_path / "a.tar.gz", stamped), config, tmp_path / "runs")
+    key = wc.partition_spec(config, 4, 0).key
+    manifest = tmp_path / "data" / "partitions" / "mnist" / f"{key}.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"indices_sha256": "cd" * 32}))
+    with pytest.raises(ri.ArchiveError, match=f"it trained on another draw of partition {key}"):
+        ri.import_runs(archive(tmp_path / "a.tar.gz", stamped), config, tmp_path / "runs")
+    manifest.write_text(json.dumps({"indices_sha256": "ab" * 32}))
+    assert ri.import_runs(archive(tmp_path / "a.tar.gz", stamped), config, tmp_path / "runs").total == 6

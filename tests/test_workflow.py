@@ -144,6 +144,19 @@ def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
     assert not list(work.rglob("*.tmp"))
 
 
+@pytest.mark.slow
+def test_the_readmes_re_verify_command_passes_on_every_ledger_the_workflow_writes(smoke, capsys):
+    """README: `bladefl chain verify <run>/chains/K5.json --summary <run>/summary.json` on any run
+    folder the workflow writes (no models kept: no --store)."""
+    from bladefl.cli import main
+
+    ledgers = sorted((smoke / "results/runs").rglob("chains/K*.json"))
+    assert len(ledgers) == 12  # 6 runs x K 1..2
+    for ledger in ledgers:
+        assert main(["chain", "verify", str(ledger), "--summary", str(ledger.parents[1] / "summary.json")]) == 0
+    assert capsys.readouterr().out.count("chain valid, its tip is the run's") == 12
+
+
 def test_paper_grid_dry_run_is_complete(tmp_path):
     """The paper grid's DAG (about 2,000 jobs) builds and holds every run once. (Not timed: the
     60 s limit only stops a hang; the guide keeps speed goals in benchmarks.)"""
@@ -276,7 +289,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     archive = tmp_path / "grid-tables.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:  # as scripts/gpu/run.sh packs them
         for f in sorted(runs.rglob("*")):
-            if f.name in ("rounds.csv", "summary.json", "detections.csv"):
+            if f.name in ("rounds.csv", "summary.json", "detections.csv") or f.parent.name == "chains":
                 tar.add(f, arcname="grid/" + f.relative_to(runs).as_posix())
     (tmp_path / "work").mkdir()
     work = smoke_dir(tmp_path / "work", data_root)
@@ -285,6 +298,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     proc = subprocess.run(["bladefl", "import-runs", "--archive", str(archive), "--configfile", "config/config.yaml",
                            "config/smoke.yaml"], cwd=work, env=venv_env(), capture_output=True, text=True)
     assert proc.returncode == 0 and "imported 6 run folders (mnist: 6)" in proc.stdout, proc.stderr
+    assert "ledgers verified for 6" in proc.stdout  # the same checks as chain verify --summary, per run
     dry = snakemake(work, "-n", *args, "--quiet", "rules")
     jobs = {line.split()[0] for line in dry.stdout.splitlines() if re.match(r"^\w+\s+\d+$", line)}
     assert dry.returncode == 0 and "summarize" in jobs and "run_cell" not in jobs and "reference" not in jobs

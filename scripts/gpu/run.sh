@@ -7,9 +7,13 @@
 #   check.txt            `bladefl device-check`: the mixed group (lazy, DP, detection, exclusion, several
 #                        runs ending together) on the device against the CPU (CHECK=0 skips it)
 #   bench.txt            what the run printed (the benchmark's rates and breakdown, the grid's wall time)
-#   grid-tables.tar.xz   every finished run folder's rounds.csv, summary.json and detections.csv (no
-#                        ledgers) and ABOUT.json (GPU, code version, dates, wall time, whether the grid
-#                        finished): what `make import-runs ARCHIVE=...` brings into a results folder
+#   grid-tables.tar.xz   every finished run folder's rounds.csv, summary.json and detections.csv (with
+#                        LEDGERS=1 also its ledgers chains/K*.json, which the import verifies) and
+#                        ABOUT.json (GPU, code version, dates, wall time, whether the grid finished):
+#                        what `make import-runs ARCHIVE=...` brings into a results folder
+# LEDGERS (default 0): 1 packs the ledgers too. The 20-seed grid's are 1.34 million transactions in
+#   69,280 blocks, about 670 MB of JSON and 160 MB xz-compressed (120 bytes a transaction, measured on
+#   N = 20 ledgers): more than a device call brings back (8 files of 16 MiB), so off by default there.
 # MODE=bench (default): `bladefl bench --device cuda` (unless BENCH=0), then every grid run through
 #   `bladefl bench --grid` (the engine without Snakemake).
 # MODE=snakemake: the documented command, `snakemake --profile profiles/gpu --configfile $GRID`, up
@@ -48,8 +52,15 @@ started=$(date -u +%FT%TZ)
 grid_s=""
 grid_budget=0
 finished=false
-# What comes back of a run folder (no ledgers, no models), and the archive's ABOUT.json.
-tables() { find "$1" \( -name rounds.csv -o -name summary.json -o -name detections.csv -o -name ABOUT.json \) -print0; }
+# What comes back of a run folder (no models; ledgers with LEDGERS=1), and the archive's ABOUT.json.
+tables() {
+  if [ "${LEDGERS:-0}" = 1 ]; then
+    find "$1" \( -name rounds.csv -o -name summary.json -o -name detections.csv -o -name ABOUT.json \
+      -o -path '*/chains/K*.json' \) -print0
+  else
+    find "$1" \( -name rounds.csv -o -name summary.json -o -name detections.csv -o -name ABOUT.json \) -print0
+  fi
+}
 pack() {
   python3 - "$grid_dir/ABOUT.json" <<EOF
 import json, subprocess, sys

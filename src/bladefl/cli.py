@@ -257,7 +257,8 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
     seeds = {int(t[t.status == "ok"].seed.nunique()) for t in summaries.values()}
     sensitivity = Path(args.out).parent / "sensitivity.html"
     out = pages.write_index(args.out, args.verdicts, args.pages, headline, line, comparisons=comparisons,
-                            runs_per_point=min(seeds) if seeds else None, sensitivity=sensitivity)
+                            runs_per_point=min(seeds) if seeds else None, sensitivity=sensitivity,
+                            summaries=summaries)
     print(f"wrote {out}")
     return 0
 
@@ -332,6 +333,21 @@ def _cmd_keep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _key_secret(path: str | None) -> bytes | None:
+    """The verifier's own copy of a key secret (``--key-secret``; None when not given): a regular,
+    non-empty file of at most 1 MiB, else a one-line error naming it."""
+    if path is None:
+        return None
+    from bladefl.chain.round import read_secret
+
+    if not path.strip():
+        raise ValueError("--key-secret: give the secret's file (an empty path gives no secret)")
+    try:
+        return read_secret(path)
+    except OSError as exc:
+        raise ValueError(f"--key-secret {path}: {exc.strerror or exc}") from None
+
+
 def _cmd_import_runs(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
     from bladefl.experiments import run_import
@@ -339,8 +355,9 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
     config = run_import.read_config(args.configfile, args.seeds)
     results = Path(args.results_dir or config["results_dir"])
     runs_root = results / "runs" / config.get("engine", "paper")
+    secret = _key_secret(args.key_secret)
     try:
-        imported = run_import.import_runs(Path(args.archive), config, runs_root, replace=args.replace)
+        imported = run_import.import_runs(Path(args.archive), config, runs_root, replace=args.replace, secret=secret)
     except run_import.ArchiveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -348,6 +365,8 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
     atomic.write_json(results / "imported.json", record)
     print(f"imported {imported.total} run folders ({', '.join(f'{d}: {n}' for d, n in imported.runs.items())}) "
           f"under {runs_root}" + (f", skipped {imported.skipped} runs of other seeds" if imported.skipped else "")
+          + f"; ledgers verified for {imported.verified}"
+          + (f", none carried by {imported.unverified} (packed without ledgers)" if imported.unverified else "")
           + f"; record in {results / 'imported.json'}")
     return 0
 
@@ -374,7 +393,17 @@ def _cmd_render_page(args: argparse.Namespace) -> int:
 def _cmd_chain_verify(args: argparse.Namespace) -> int:
     from bladefl.chain.verify import verify_chain
 
-    problem = verify_chain(args.path, store=args.store, summary=args.summary)
+    if args.key_secret is not None and not args.summary:
+        raise ValueError("--key-secret needs --summary (the run's seed and clients the keys derive from)")
+    secret = _key_secret(args.key_secret)
+    problem = verify_chain(args.path, store=args.store, summary=args.summary, secret=secret)
+    if problem is None and args.summary:  # the run's tau and status against its config's time model
+        from bladefl.chain.ledger_file import Problem
+        from bladefl.core import run_files
+        from bladefl.experiments.run_checks import time_model_problems
+
+        wrong = time_model_problems(run_files.read_summary(args.summary))
+        problem = Problem(0, f"summary {args.summary}: {wrong[0]}") if wrong else None
     if problem is None:
         print(f"{args.path}: chain valid" + (f", its tip is the run's ({args.summary})" if args.summary else ""))
         return 0

@@ -162,6 +162,8 @@ def add_import_runs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=int, nargs="+", help="only these run seeds of it (a partial grid: its first seeds)")
     p.add_argument("--results-dir", help="the results folder (default: the config's results_dir)")
     p.add_argument("--replace", action="store_true", help="overwrite run folders that exist")
+    p.add_argument("--key-secret", metavar="FILE",
+                   help="the verifier's copy of the runs' key secret (chain.key_secret_file), to verify their ledgers")
 
 
 def add_lay_out(p: argparse.ArgumentParser) -> None:
@@ -182,6 +184,9 @@ def add_chain(p: argparse.ArgumentParser) -> None:
     v.add_argument("path", help="a saved chain, e.g. results/run/chains/K5.json")
     v.add_argument("--store", help="content-addressed model store to re-hash (e.g. results/run/models)")
     v.add_argument("--summary", help="the run's summary.json: the ledger must end at the tip the run recorded")
+    v.add_argument("--key-secret", metavar="FILE",
+                   help="the verifier's own copy of the run's key secret (chain.key_secret_file), with --summary: "
+                        "the genesis keys are derived from it, never from the path the summary names")
 
 
 def add_device_check(p: argparse.ArgumentParser) -> None:

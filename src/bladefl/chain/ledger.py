@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bladefl.chain.pow import ZERO_HASH, BlockHeader, meets_target, merkle_root
-from bladefl.chain.transactions import Transaction, check, load_public
+from bladefl.chain.transactions import Transaction, block_signature_ok, check, load_public
 from bladefl.core import atomic
 
 FAULTS = ("random", "reject")
@@ -54,6 +54,7 @@ class Block:
     header: BlockHeader
     transactions: tuple[Transaction, ...]
     excluded: tuple[Exclusion, ...] = ()
+    signature: str = ""  # the miner's Ed25519 signature of the block's hash for the chain (signed outcome)
 
     @property
     def hash(self) -> str:
@@ -71,6 +72,8 @@ class Block:
         }
         if self.excluded:
             out["excluded"] = [e.__dict__ for e in self.excluded]
+        if self.signature:
+            out["signature"] = self.signature
         return out
 
 
@@ -121,6 +124,11 @@ def block_problem(block: Block, prev_hash: str, height: int, public_keys: list[s
         reason = check(tx, load_public(public_keys[tx.client]), payload)
         if reason:
             return f"transaction of client {tx.client}: {reason}"
+    if not 0 <= h.miner < len(public_keys):
+        return f"miner {h.miner} is not a registered client"
+    if not block_signature_ok(block.signature, load_public(public_keys[h.miner]), chain, block.hash):
+        return (f"block is not signed by its miner (client {h.miner}): its outcome (global model digest and "
+                "metrics) or another header field was changed, or it was mined without the miner's key")
     return None
 
 
@@ -184,4 +192,4 @@ def majority_accepts(block: Block, ledger: Ledger, validators: int, verified: fr
 
 def block_from_dict(d: dict) -> Block:
     return Block(BlockHeader(**d["header"]), tuple(Transaction(**t) for t in d["transactions"]),
-                 tuple(Exclusion(**e) for e in d.get("excluded", [])))
+                 tuple(Exclusion(**e) for e in d.get("excluded", [])), d.get("signature", ""))

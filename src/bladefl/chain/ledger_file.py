@@ -137,6 +137,11 @@ def parse_genesis(raw: Any) -> Genesis | Problem:
     return Genesis(raw.get("chain_id", ""), list(keys), list(counts), raw["difficulty_bits"])
 
 
+def _signature(raw: Any) -> str | None:
+    ok = isinstance(raw, str) and len(raw) == 128 and all(c in "0123456789abcdef" for c in raw)
+    return None if ok else f"field 'signature' must be 128 hex characters (got {shown(raw)})"
+
+
 def parse_block(raw: Any, height: int, clients: int) -> Block | Problem:
     """A block from its JSON, every field checked first; ``clients``: how many the genesis registers."""
     if not isinstance(raw, dict):
@@ -144,10 +149,13 @@ def parse_block(raw: Any, height: int, clients: int) -> Block | Problem:
     for name in ("hash", "header", "transactions"):
         if name not in raw:
             return Problem(height, f"field '{name}' is missing")
-    extra = sorted(set(raw) - {"hash", "header", "transactions", "excluded"})
+    extra = sorted(set(raw) - {"hash", "header", "transactions", "excluded", "signature"})
     if extra:
         return Problem(height, f"field '{extra[0]}' is not a field of a block")
-    wrong = HASH(raw["hash"])
+    if "signature" not in raw:
+        return Problem(height, "field 'signature' is missing: the block's outcome is not signed by its miner "
+                               "(a ledger written before blocks were signed, or one stripped of it)")
+    wrong = HASH(raw["hash"]) or _signature(raw["signature"])
     wrong = f"field 'hash' {wrong}" if wrong else _record(raw["header"], HEADER, "header", optional=frozenset(OUTCOME))
     if not wrong and raw["header"]["miner"] >= clients:
         wrong = f"field 'header.miner' is {raw['header']['miner']}, not a registered client (0..{clients - 1})"

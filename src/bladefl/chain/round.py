@@ -114,17 +114,20 @@ def sign_and_receive(state: ChainState, k: int, digests: list[str]) -> list[tran
 
 
 def _mine(ledger: Ledger, accepted: list[transactions.Transaction], miner: int, clock: float,
-          difficulty_bits: int, excluded: tuple[Exclusion, ...], outcome: Mapping[str, object] | None = None) -> Block:
+          difficulty_bits: int, excluded: tuple[Exclusion, ...], outcome: Mapping[str, object] | None = None,
+          key: Ed25519PrivateKey | None = None) -> Block:
     """Step 3: the race's winner searches a nonce for the block of the accepted transactions
     (less the excluded ones, which the block records with their reason) and the round's
-    ``outcome`` (:data:`bladefl.chain.pow.OUTCOME`: the global model's digest and metrics)."""
+    ``outcome`` (:data:`bladefl.chain.pow.OUTCOME`: the global model's digest and metrics), and
+    signs the block's hash with its ``key`` (so an outcome cannot be changed without it)."""
     left_out = {e.client for e in excluded}
     kept = tuple(tx for tx in accepted if tx.client not in left_out)
     draft = Block(BlockHeader(0, "", "", 0, 0.0, 0), kept, excluded)
     header = mine(BlockHeader(height=ledger.height, prev_hash=ledger.tip, merkle_root=merkle_root(draft.leaves()),
                               miner=miner, timestamp=round(clock, 9), difficulty_bits=difficulty_bits,
                               **(outcome or {})))
-    return Block(header, kept, excluded)
+    signature = transactions.sign_block(key, ledger.chain_id, header.hash()) if key is not None else ""
+    return Block(header, kept, excluded, signature)
 
 
 def append_block(state: ChainState, accepted: list[transactions.Transaction], flagged: tuple[int, ...],
@@ -140,7 +143,9 @@ def append_block(state: ChainState, accepted: list[transactions.Transaction], fl
     left_out = set(flagged)
     excluded = tuple(Exclusion(tx.client, tx.tx_hash(), f"flagged by {detector}") for tx in accepted
                      if tx.client in left_out)
-    block = _mine(state.ledger, accepted, won.winner, state.clock, state.difficulty_bits, excluded, outcome)
+    keys, _ = keyring(state.seed, state.N, state.secret)
+    block = _mine(state.ledger, accepted, won.winner, state.clock, state.difficulty_bits, excluded, outcome,
+                  keys[won.winner])
     ok, votes, reason = majority_accepts(block, state.ledger, validators=state.N,
                                          verified=frozenset(tx.tx_hash() for tx in accepted), faults=state.faults,
                                          rng=state.vote_rng, excluded=frozenset(left_out) if state.exclude else None)

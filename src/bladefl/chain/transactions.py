@@ -98,6 +98,24 @@ def signature_ok(tx: Transaction, public: Ed25519PublicKey) -> bool:
     return True
 
 
+def block_message(chain_id: str, block_hash: str) -> bytes:
+    """What a block's miner signs: the block's hash (its header: height, previous hash, Merkle root,
+    miner, proof of work and the round's outcome) for this chain."""
+    return f"bladefl-block/{chain_id}/{block_hash}".encode()
+
+
+def sign_block(key: Ed25519PrivateKey, chain_id: str, block_hash: str) -> str:
+    return key.sign(block_message(chain_id, block_hash)).hex()
+
+
+def block_signature_ok(signature: str, public: Ed25519PublicKey, chain_id: str, block_hash: str) -> bool:
+    try:
+        public.verify(bytes.fromhex(signature), block_message(chain_id, block_hash))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
 def check(tx: Transaction, public: Ed25519PublicKey, payload: bytes | None) -> str | None:
     """Why a receiver rejects ``tx`` (None if it accepts): bad signature or digest mismatch."""
     if not signature_ok(tx, public):

@@ -22,7 +22,6 @@ that runs are reproducible; whoever knows the seed can sign, re-mine and rewrite
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from collections.abc import Mapping
@@ -36,8 +35,8 @@ from bladefl.chain import transactions
 from bladefl.chain.ledger import Block, block_problem, chain_id
 from bladefl.chain.ledger_file import Genesis, Problem, parse_block, parse_genesis, read_json, shown
 from bladefl.chain.pow import ZERO_HASH
-from bladefl.chain.round import genesis_ledger, read_secret
-from bladefl.core.bounded_read import read_regular
+from bladefl.chain.round import genesis_ledger
+from bladefl.core import run_files
 
 
 def _payloads(block: Block, store: str | Path) -> dict[str, bytes]:
@@ -50,7 +49,7 @@ def _payloads(block: Block, store: str | Path) -> dict[str, bytes]:
 
 
 def verify_chain(path: str | Path, store: str | Path | None = None,
-                 summary: str | Path | None = None) -> Problem | None:
+                 summary: str | Path | None = None, secret: bytes | None = None) -> Problem | None:
     """Re-check a saved chain from scratch; return the first problem (height and reason). With the
     run's ``summary``, also hold the genesis, the file's K, every block hash and the tip against
     the run (see the module's docstring)."""
@@ -66,7 +65,7 @@ def verify_chain(path: str | Path, store: str | Path | None = None,
         return Problem(0, "field 'blocks' must be a list")
     run = None
     if summary is not None:
-        run = _run_record(summary, path, genesis)
+        run = _run_record(summary, path, genesis, secret)
         if isinstance(run, Problem):
             return run
     prev, last = ZERO_HASH, None
@@ -212,9 +211,9 @@ class RunRecord:
         return None
 
 
-def expected_genesis(config: Mapping[str, Any], K: int) -> Genesis:
-    """The genesis a run with ``config`` writes for its K (as :func:`bladefl.fl.chain_executor.new_chain_state`)."""
-    secret = read_secret(config["chain"].get("key_secret_file", ""))  # OSError: the verifier lacks the secret
+def expected_genesis(config: Mapping[str, Any], K: int, secret: bytes = b"") -> Genesis:
+    """The genesis a run with ``config`` writes for its K (as :func:`bladefl.fl.chain_executor.new_chain_state`),
+    its keys derived from the seed and ``secret`` (the verifier's own copy of the key secret)."""
     ledger = genesis_ledger(int(config["seed"]), int(config["partition"]["N"]), int(config["partition"]["n"]),
                             int(config["chain"]["difficulty_bits"]), chain_id(dict(config), K), secret)
     return Genesis(ledger.chain_id, ledger.public_keys, list(ledger.n_samples or []), ledger.difficulty_bits)
@@ -225,18 +224,15 @@ def _file_k(path: str | Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunRecord | Problem:
-    record = read_json(summary, f"summary {summary}")
-    if isinstance(record, Problem):
-        return record
-    if not isinstance(record, dict) or not isinstance(record.get("config"), dict) or not isinstance(
-            record.get("per_K"), list) or not all(isinstance(k, dict) for k in record["per_K"]):
-        return Problem(0, f"summary {summary}: fields 'config' (an object) and 'per_K' (a list of objects) are "
-                          "required")
+def _run_record(summary: str | Path, path: str | Path, genesis: Genesis, secret: bytes | None) -> RunRecord | Problem:
+    try:  # the run files read as everyone reads them (bladefl.core.run_files)
+        record = run_files.read_summary(summary)
+    except run_files.RunFileError as exc:
+        return Problem(0, str(exc))
     config = record["config"]
     if not genesis.chain_id:
         return Problem(0, "the ledger has no chain id (written before chain ids), so it cannot be matched to the run")
-    ks = [k.get("K") for k in record["per_K"] if type(k.get("K")) is int]
+    ks = [k["K"] for k in record["per_K"]]
     named = [k for k in ks if chain_id(config, k) == genesis.chain_id]
     file_k = _file_k(path)
     if not named:
@@ -249,62 +245,44 @@ def _run_record(summary: str | Path, path: str | Path, genesis: Genesis) -> RunR
     if type(N) is not int or N != len(genesis.public_keys):  # before deriving N keys (10**6 would run on)
         return Problem(0, f"field 'genesis.public_keys' holds {len(genesis.public_keys)} clients' keys, but "
                           f"summary {summary} has partition.N = {N!r}")
-    try:
-        expected = expected_genesis(config, K)
-    except OSError as exc:
-        return Problem(0, f"the run's keys derive from a secret (chain.key_secret_file) this verifier cannot read "
-                          f"({exc.strerror or exc}): only its holder can check the genesis")
+    named_secret = config.get("chain", {}).get("key_secret_file") if isinstance(config.get("chain"), dict) else None
+    if named_secret and secret is None:
+        return Problem(0, "the run's keys derive from a key secret (chain.key_secret_file): give the verifier its own "
+                          "copy (--key-secret FILE; the path the summary names is never read) to check the genesis")
+    try:  # the verifier's secret, never the file the summary under test names (a forger sets it to '')
+        expected = expected_genesis(config, K, secret or b"")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return Problem(0, f"summary {summary}: field 'config' lacks what the genesis derives from ({exc})")
     for name in ("public_keys", "n_samples", "difficulty_bits"):
         if getattr(genesis, name) != getattr(expected, name):
             wanted = shown(getattr(expected, name))
             return Problem(0, f"field 'genesis.{name}' is not what the run's config gives ({wanted})")
-    entry = next(k for k in record["per_K"] if k.get("K") == K)
-    blocks, tip = entry.get("blocks"), entry.get("tip")
-    if type(blocks) is not int or not isinstance(tip, str):
-        return Problem(0, f"summary {summary}: per_K entry of K={K} lacks 'blocks' and 'tip'")
+    entry = next(k for k in record["per_K"] if k["K"] == K)
+    if entry["status"] == "infeasible":
+        return Problem(0, f"summary {summary} records K={K} as infeasible (no blocks), yet here is its ledger")
+    blocks, tip = entry["blocks"], entry["tip"]
+    where = f"rounds.csv beside {summary}"
     try:
-        rows = _recorded_rounds(Path(summary).parent / "rounds.csv", K, blocks)
-    except (csv.Error, OSError, UnicodeDecodeError) as exc:
-        return Problem(0, f"rounds.csv beside {summary} is not a readable CSV ({exc})")
-    except ValueError as exc:
-        return Problem(0, f"rounds.csv beside {summary}: {exc}")
-    return RunRecord(K, blocks, tip, rows, entry)
+        rows = run_files.read_rounds(Path(summary).parent / "rounds.csv")
+        found = _recorded_rounds(rows, K, blocks)
+        run_files.check_together(record, rows, f"run {Path(summary).parent}", metrics=False)
+    except run_files.RunFileError as exc:
+        reason = str(exc)
+        return Problem(0, reason if reason.startswith(("rounds.csv", "run ")) else f"{where}: {reason}")
+    return RunRecord(K, blocks, tip, found, entry)
 
 
-ROUNDS_LIMIT = 512 * 2**20  # bytes
-CANONICAL_INT = re.compile(r"0|[1-9][0-9]*")
-
-
-def _recorded_rounds(rounds: Path, K: int, blocks: int) -> dict[int, dict[str, str]]:
-    """Round -> its row of one K in the run's ``rounds.csv``, read strictly: the file must be there
-    (the summary's anchor for every block), start with its header (no byte-order mark hiding the K
-    column), give every K and round as a plain integer (not ``3.0`` or `` 3``), and hold exactly one
-    row for each of the K's ``blocks`` rounds: no row twice, none for a round without a block, none
-    missing. ValueError naming the line otherwise."""
-    raw = read_regular(rounds, ROUNDS_LIMIT, "rounds.csv")
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raise ValueError("it starts with a byte-order mark (its first column would not read as K)")
-    reader = csv.DictReader(raw.decode("utf-8").splitlines())
-    if not reader.fieldnames or reader.fieldnames[:2] != ["K", "round"]:
-        raise ValueError(f"its header must start with K,round (got {(reader.fieldnames or [])[:2]})")
-    found: dict[int, dict[str, str]] = {}
-    for line, row in enumerate(reader, start=2):
-        k_text, round_text = row.get("K") or "", row.get("round") or ""
-        if not CANONICAL_INT.fullmatch(k_text) or not CANONICAL_INT.fullmatch(round_text):
-            raise ValueError(f"line {line}: K = {k_text!r}, round = {round_text!r}: each must be a plain integer")
-        if int(k_text) != K or row.get("status") == "infeasible":
-            continue
-        r = int(round_text)
-        if r in found:
-            raise ValueError(f"line {line}: a second row for K={K}, round {r}")
-        if not 1 <= r <= blocks:
-            raise ValueError(f"line {line}: a row for K={K}, round {r}, which has no block (blocks 1..{blocks})")
-        found[r] = row
+def _recorded_rounds(rows: dict[int, dict[int, dict[str, str]]], K: int, blocks: int) -> dict[int, dict[str, str]]:
+    """Round -> its row of one K in the run's ``rounds.csv`` (read strictly by
+    :func:`bladefl.core.run_files.read_rounds`): exactly one row for each of the K's ``blocks``
+    rounds: none for a round without a block, none missing."""
+    found = rows.get(K, {})
+    extra = sorted(r for r in found if not 1 <= r <= blocks)
+    if extra:
+        raise run_files.RunFileError(f"a row for K={K}, round {extra[0]}, which has no block (blocks 1..{blocks})")
     missing = sorted(set(range(1, blocks + 1)) - set(found))
     if missing:
-        raise ValueError(f"no row for K={K}, round(s) {missing[:5]}: rows deleted")
+        raise run_files.RunFileError(f"no row for K={K}, round(s) {missing[:5]}: rows deleted")
     return found
 
 

@@ -27,7 +27,6 @@ undefined; ``certificate.csv`` says per cell what no choice of constants can do
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,10 +35,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bladefl.core import atomic
+from bladefl.core import atomic, run_files
 from bladefl.data.partition import PartitionSpec
 from bladefl.experiments import run_id
 from bladefl.experiments.grid import Member
+from bladefl.experiments.run_checks import read_checked_run
 from bladefl.fl import engine, measured_constants
 from bladefl.fl.measured_constants import phi as phi_of
 from bladefl.fl.run_config import from_dict
@@ -199,7 +199,7 @@ def run_constants(rounds: pd.DataFrame, f_star: float) -> dict:
 def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> dict:
     """One run (its parsed ``summary.json`` and the ``rounds.csv`` beside it) against the bound."""
     cfg = from_dict(summary["config"])
-    rounds = pd.read_csv(summary_path.parent / "rounds.csv")
+    rounds = run_files.rounds_frame(summary_path.parent / "rounds.csv")
     consts = run_constants(rounds, ref.f_star)
     shape = engine.model_shape(cfg)
     w0 = engine.initial_model(cfg, shape)
@@ -272,7 +272,7 @@ def write_report(runs: Sequence[str | Path], members: Sequence[Member], referenc
     constants, fits, gaps, kstars, variant_frames = [], [], [], [], []
     cells: dict[str, dict] = {}
     for path in map(Path, runs):
-        summary = json.loads(path.read_text())
+        summary = read_checked_run(path).summary
         key = PartitionSpec(**summary["config"]["partition"]).key
         if key not in refs:
             raise ValueError(f"{path}: no reference for partition {key} among {sorted(refs)}")

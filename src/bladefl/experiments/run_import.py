@@ -2,18 +2,24 @@
 folder, so that the workflow's analyses and report use them without running them again.
 
 An archive holds run folders ``<prefix>/<dataset>/<cell>/seed~<seed>/`` with their ``rounds.csv``,
-``summary.json`` and, where detectors ran, ``detections.csv`` (no ledgers), and optionally one
-``ABOUT.json`` (where and how it was computed: device, wall time, commit). Every member is checked
-before anything is written: a regular file with one of those names, in a run of the workflow
-config, whose summary holds exactly the config that run would be given here (apart from where it
-ran: ``device`` and ``data_dir``) and every K finished; and every run of the config is present.
+``summary.json``, where detectors ran ``detections.csv``, and their ledgers ``chains/K<k>.json``
+(archives packed before ledgers were carried have none), and optionally one ``ABOUT.json`` (where
+and how it was computed: device, wall time, commit). Every member is checked before anything is
+written: a regular file with one of those names (each of a bounded size), in a run of the workflow
+config, whose files the strict reader takes (:mod:`bladefl.core.run_files`), whose summary holds
+exactly the config that run would be given here (apart from where it ran: ``device`` and
+``data_dir``) and the time model's tau, whose partition is the one made here; every run of the
+config is present; and a run that carries ledgers has one for every K that trained, each passing
+``bladefl chain verify --summary`` (the same checks), so its numbers are held to its blocks.
 """
 
 from __future__ import annotations
 
 import json
 import lzma
+import re
 import tarfile
+import tempfile
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,12 +27,14 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bladefl.core import atomic
+from bladefl.core import atomic, run_files
 from bladefl.data.datasets import sha256_file
-from bladefl.experiments import run_id
+from bladefl.experiments import run_checks, run_id
 from bladefl.experiments import workflow_config as wc
+from bladefl.experiments.grid import Cell
 
 RUN_FILES = ("rounds.csv", "summary.json", "detections.csv")
+LEDGER = re.compile(r"chains/K[1-9][0-9]{0,3}\.json")  # a run's ledger of one K
 ABOUT = "ABOUT.json"
 # Where a run computed, not what: may differ between the machine that ran it and this one.
 EXECUTION_FIELDS = ("device", "data_dir")
@@ -43,6 +51,8 @@ class Imported:
     runs: dict[str, int] = field(default_factory=dict)
     about: dict[str, Any] = field(default_factory=dict)
     skipped: int = 0  # runs of seeds the config does not hold (a partial grid imported by its first seeds)
+    verified: int = 0  # runs whose ledgers were verified against their files
+    unverified: int = 0  # runs that carry no ledgers (archives packed before ledgers were carried)
 
     @property
     def total(self) -> int:
@@ -87,17 +97,20 @@ def _member_run(name: str) -> tuple[run_id.RunId, str]:
     path = PurePosixPath(name)
     if path.is_absolute() or ".." in path.parts:
         raise ArchiveError(f"{name}: a path outside the archive's folder")
-    if path.name not in RUN_FILES:
-        raise ArchiveError(f"{name}: not a run file ({', '.join(RUN_FILES)}) nor {ABOUT}")
+    ledger = len(path.parts) >= 2 and LEDGER.fullmatch("/".join(path.parts[-2:])) is not None
+    if path.name not in RUN_FILES and not ledger:
+        raise ArchiveError(f"{name}: not a run file ({', '.join(RUN_FILES)}, chains/K<k>.json) nor {ABOUT}")
+    if ledger:
+        path = PurePosixPath(path.parent.parent, "chains", path.name)
     try:
-        run = run_id.from_path(path.parent)
+        run = run_id.from_path(path.parent.parent if ledger else path.parent)
     except ValueError as exc:
         raise ArchiveError(str(exc)) from None
-    return run, path.name
+    return run, f"chains/{path.name}" if ledger else path.name
 
 
 # Bytes a member may hold before its reading is refused (a summary is a few kB, a run's tables a few MB).
-MEMBER_LIMITS = {"summary.json": 16 * 2**20, ABOUT: 2**20}
+MEMBER_LIMITS = {"summary.json": 16 * 2**20, ABOUT: 2**20, "ledger": 256 * 2**20}
 MEMBER_LIMIT = 512 * 2**20
 
 
@@ -109,7 +122,7 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
         raise ArchiveError("no such file")
     try:
         tar = tarfile.open(archive, "r:*")
-    except (OSError, tarfile.TarError):
+    except (EOFError, OSError, tarfile.TarError, lzma.LZMAError, zlib.error):  # truncated at its very start too
         raise ArchiveError("not a readable tar archive (plain, gzip, bzip2 or xz)") from None
     try:
         with tar:
@@ -118,7 +131,8 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
                     continue
                 if not member.isfile():
                     raise ArchiveError(f"{member.name}: not a regular file (links and devices are refused)")
-                limit = MEMBER_LIMITS.get(PurePosixPath(member.name).name, MEMBER_LIMIT)
+                name = PurePosixPath(member.name).name
+                limit = MEMBER_LIMITS.get("ledger" if name.startswith("K") else name, MEMBER_LIMIT)
                 if member.size > limit:
                     raise ArchiveError(f"{member.name}: {member.size} bytes, more than such a file holds ({limit})")
                 data = tar.extractfile(member).read()  # type: ignore[union-attr]
@@ -148,25 +162,77 @@ def differences(got: Any, expected: Any, prefix: str = "") -> list[str]:
 
 
 def run_problems(files: Mapping[str, bytes], expected: Mapping[str, Any]) -> list[str]:
-    """Why one run's files cannot stand for the run ``expected`` describes (empty: they can)."""
+    """Why one run's files cannot stand for the run ``expected`` describes (empty: they can): read
+    as every reader reads them (:mod:`bladefl.core.run_files`, strict), held to each other and to
+    the time model, and their config to the workflow's."""
     if "summary.json" not in files or "rounds.csv" not in files:
         return ["rounds.csv or summary.json missing"]
-    summary = _json("summary.json", files["summary.json"])
-    if not isinstance(summary, dict) or not isinstance(summary.get("config"), dict):
-        return ["summary.json holds no run config"]
+    try:
+        summary = run_files.parse_summary(files["summary.json"])
+        rows = run_files.parse_rounds(files["rounds.csv"])
+        run_files.check_together(summary, rows, "its files")
+    except run_files.RunFileError as exc:
+        return [str(exc)]
     problems = []
     differ = differences(_without_execution(summary["config"]), json.loads(json.dumps(expected)))
     if differ:
         problems.append(f"its config differs from this workflow's in {', '.join(differ[:5])}")
-    per_k = summary.get("per_K")
-    if not isinstance(per_k, list) or [r.get("K") for r in per_k] != list(expected["time"]["K"]):
+    if [r["K"] for r in summary["per_K"]] != list(expected["time"]["K"]):
         problems.append("its summary does not hold every K of the cell")
-    elif any(r.get("status") not in ("ok", "infeasible") for r in per_k):
-        problems.append("a K did not finish")
-    return problems
+    return problems + run_checks.time_model_problems(summary)
 
 
-def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, replace: bool = False) -> Imported:
+def partition_problems(files: Mapping[str, bytes], config: Mapping[str, Any], dataset: str, cell: str,
+                       seed: int) -> list[str]:
+    """A run that names its partition's indices by their digest (``provenance.partition_sha256``)
+    must have trained on this workflow's draw: the manifest `bladefl partition` wrote here
+    (``<data_dir>/partitions/<dataset>/<key>.json``; `snakemake run_inputs` makes them). Runs
+    written before the digest was recorded are not checked."""
+    try:
+        recorded = json.loads(files["summary.json"]).get("provenance", {}).get("partition_sha256")
+    except (ValueError, KeyError, AttributeError):
+        return []  # run_problems has said why the summary is unreadable
+    if not recorded:
+        return []
+    spec = wc.partition_spec(config, Cell.from_key(cell).N, seed)
+    manifest = Path(config.get("data_dir", "data")) / "partitions" / dataset / f"{spec.key}.json"
+    try:
+        here = json.loads(manifest.read_text()).get("indices_sha256")
+    except (OSError, ValueError):
+        return [f"its partition {spec.key} is not made here ({manifest}: run `snakemake run_inputs` first), so the "
+                "draw it trained on cannot be checked"]
+    if here != recorded:
+        return [f"it trained on another draw of partition {spec.key} (indices {recorded[:12]}, here {str(here)[:12]})"]
+    return []
+
+
+def ledger_problems(files: Mapping[str, bytes], secret: bytes | None = None) -> list[str]:
+    """A run's ledgers (``chains/K<k>.json``) checked as ``bladefl chain verify --summary`` checks
+    them, in a scratch folder: one for each K that trained and none other, each verifying against
+    the run's summary and rounds.csv (``secret``: the verifier's copy of a key secret)."""
+    from bladefl.chain.verify import verify_chain
+
+    summary = run_files.parse_summary(files["summary.json"])  # sound: run_problems has read it
+    trained = {f"chains/K{e['K']}.json" for e in summary["per_K"] if e["status"] != "infeasible"}
+    ledgers = {n for n in files if LEDGER.fullmatch(n)}
+    if ledgers != trained:
+        odd = sorted(ledgers ^ trained)
+        return [f"its ledgers are not one per K that trained ({', '.join(odd[:3])} "
+                f"{'missing' if odd[0] in trained else 'extra'})"]
+    with tempfile.TemporaryDirectory(prefix="bladefl-import-") as scratch:
+        for name, data in files.items():
+            (Path(scratch) / name).parent.mkdir(parents=True, exist_ok=True)
+            (Path(scratch) / name).write_bytes(data)
+        for name in sorted(ledgers):
+            problem = verify_chain(Path(scratch) / name, summary=Path(scratch) / "summary.json", secret=secret)
+            if problem is not None:
+                return [f"{name}: {'genesis/file' if problem.height == 0 else f'block {problem.height}'}: "
+                        f"{problem.reason}"]
+    return []
+
+
+def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, replace: bool = False,
+                secret: bytes | None = None) -> Imported:
     """Check every member of ``archive`` against the workflow ``config`` (see the module's text),
     then write the run folders under ``runs_root`` (``results/runs/<engine>``). Runs of seeds the
     config does not hold are skipped (counted): a grid cut short is imported by its first seeds.
@@ -188,17 +254,27 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
             problems.append(f"{run_id.RunId(dataset, cell, seed).name} ({dataset}): not a run of this workflow config")
             continue
         found.add(folder)
-        problems += [f"{folder}: {p}" for p in run_problems(files, expected[folder])]
+        problems += [f"{folder}: {p}" for p in run_problems(files, expected[folder])
+                     + partition_problems(files, config, dataset, cell, seed)]
         if not replace and Path(folder).exists():
             problems.append(f"{folder}: exists already (pass replace to overwrite)")
     missing = sorted(set(expected) - found)
     if missing:
         problems.append(f"{len(missing)} of the config's {len(expected)} runs are not in the archive, "
                         f"e.g. {missing[0]} (import a config with fewer seeds)")
+    verified = 0
+    if not problems:  # the ledgers, once every run's files are known to be sound
+        for (dataset, cell, seed), files in sorted(runs.items()):
+            if (dataset, cell, seed) in skipped or not any(LEDGER.fullmatch(n) for n in files):
+                continue
+            folder = run_id.folder(runs_root, dataset, cell, seed)
+            problems += [f"{folder}: {p}" for p in ledger_problems(files, secret)]
+            verified += 1
     if problems:
         shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
         raise ArchiveError(f"{archive}: nothing imported:\n  " + "\n  ".join(shown))
-    result = Imported(about=about, skipped=len(skipped))
+    result = Imported(about=about, skipped=len(skipped), verified=verified,
+                      unverified=len(runs) - len(skipped) - verified)
     for (dataset, cell, seed), files in sorted(runs.items()):
         if (dataset, cell, seed) in skipped:
             continue
@@ -214,8 +290,10 @@ def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: 
     config and seeds, the runs per dataset and the archive's ABOUT.json (device, wall time, commit)."""
     return {"archive": str(archive), "sha256": sha256_file(archive),
             "imported": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "config": str(configfile),
-            "seeds": list(config["seeds"]), "runs": imported.runs, "about": imported.about}
+            "seeds": list(config["seeds"]), "runs": imported.runs, "ledgers_verified": imported.verified,
+            "without_ledgers": imported.unverified, "about": imported.about}
 
 
 __all__ = ["RUN_FILES", "ABOUT", "EXECUTION_FIELDS", "ArchiveError", "Imported", "with_seeds",
-           "read_config", "expected_configs", "read_archive", "differences", "run_problems", "import_runs", "record"]
+           "read_config", "expected_configs", "read_archive", "differences", "run_problems", "partition_problems",
+           "ledger_problems", "import_runs", "record"]

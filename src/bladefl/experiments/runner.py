@@ -103,10 +103,10 @@ def batches(jobs: list[CellJob], stack: bool, max_rows: int) -> list[list[tuple[
 
 
 def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict | None = None,
-              started: float | None = None) -> dict:
+              started: float | None = None, partition_sha256: str | None = None) -> dict:
     """Write one run folder from the results of its K values (in the order of ``cfg.time.K``);
     ``seconds`` gains ``write``, the seconds since ``started`` (default: now) when the summary,
-    written last, is written."""
+    written last, is written; the provenance names the partition's indices by their digest."""
     started = time.perf_counter() if started is None else started
     rows: list[dict] = []
     detections: list[dict] = []
@@ -123,7 +123,8 @@ def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict |
     summary = {
         "config": job.cfg.to_dict(),
         "per_K": [k_summary(r) for r in results],
-        "provenance": provenance.record(job.cfg.dataset, job.cfg.data_dir, job.cfg.device),
+        "provenance": {**provenance.record(job.cfg.dataset, job.cfg.data_dir, job.cfg.device),
+                       "partition_sha256": partition_sha256},
         "seconds": {**seconds, "write": round(time.perf_counter() - started, 4)},
         **({"group": group} if group else {}),
         **({"constants_against": measured_constants.AGAINST} if job.cfg.measure.constants else {}),
@@ -178,7 +179,7 @@ def run_cells(jobs: list[CellJob], data: ClientData, execution: Execution | None
                     if not stack:
                         timing["engine"] = engine.pop(j).breakdown()
                     summaries[j] = write_run(jobs[j], results.pop(j), timing, info if stack else None,
-                                             started=t)
+                                             started=t, partition_sha256=data.partition_sha256)
     return summaries
 
 

@@ -4,7 +4,6 @@ with its spread over seeds."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pandas as pd
 
 from bladefl.experiments import run_id
 from bladefl.experiments.grid import Member
+from bladefl.experiments.run_checks import read_checked_run
 
 COLUMNS = ["sweep", "feeds", "vary", "value", "cell", "alpha", "beta", "N", "eta", "lazy_ratio", "sigma2",
            "epsilon", "K", "tau", "seed", "partition", "train_loss", "test_loss", "test_accuracy", "training_time",
@@ -23,7 +23,7 @@ def read_run(summary_path: str | Path) -> pd.DataFrame:
     """Per-K final values of one run (cell key from its folder, :mod:`run_id`; partition = the
     seed of the partition draw it trained on)."""
     path = Path(summary_path)
-    data = json.loads(path.read_text())
+    data = read_checked_run(path).summary  # strict, and held to its rounds.csv and time model
     frame = pd.DataFrame(data["per_K"])
     frame["seed"] = data["config"]["seed"]
     frame["partition"] = data["config"].get("partition", {}).get("seed", 0)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from bladefl.data import datasets
-from bladefl.data.partition import make_partition
+from bladefl.data.partition import indices_digest, make_partition
 from bladefl.fl.run_config import RunConfig
 
 
@@ -18,6 +18,7 @@ class ClientData:
     y: torch.Tensor  # [N, n] int64
     x_test: torch.Tensor  # [T, d]
     y_test: torch.Tensor  # [T]
+    partition_sha256: str | None = None  # the digest of the partition's indices (None: made in memory)
 
     @property
     def N(self) -> int:
@@ -43,6 +44,7 @@ def client_data(train: datasets.ArrayDataset, test: datasets.ArrayDataset, indic
         y=torch.from_numpy(train.y[indices]).to(device),
         x_test=torch.from_numpy(test.x).to(device),
         y_test=torch.from_numpy(test.y).to(device),
+        partition_sha256=indices_digest(indices),
     )
 
 

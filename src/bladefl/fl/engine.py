@@ -127,6 +127,8 @@ def run_group(specs: list[RunSpec], data: ClientData, execution: Execution | Non
                 workers = stack.enter_context(worker_pool(execution.chain_processes))
             _train(feasible, data, times, execution, tamper=tamper, on_round=on_round,
                    workers=None if tamper is not None else workers)
+        for _, result in feasible:
+            result.mark_diverged()
     times.wall = time.perf_counter() - start
     return GroupResult(results, times)
 

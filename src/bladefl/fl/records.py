@@ -99,7 +99,7 @@ def round_record(metrics: RoundMetrics, outcome: ChainOutcome, N: int) -> RoundR
 class KResult:
     K: int
     allocation: Allocation
-    status: str  # ok | infeasible
+    status: str  # ok | infeasible | diverged (see mark_diverged)
     rounds: list[RoundRecord] = field(default_factory=list)
     sigma_dp: float = 0.0
     train_seconds: float = 0.0
@@ -112,6 +112,16 @@ class KResult:
     @property
     def final(self) -> RoundRecord | None:
         return self.rounds[-1] if self.rounds else None
+
+    def mark_diverged(self) -> None:
+        """A trained K whose loss or accuracy went non-finite in some round (an overflow: a huge
+        lazy noise, a tiny DP epsilon, a step too large) is ``diverged``, not ``ok``: so are those
+        rounds' rows, and the analyses leave it out of K* as they leave out an infeasible K."""
+        for record in self.rounds:
+            if not all(math.isfinite(v) for v in (record.train_loss, record.test_loss, record.test_accuracy)):
+                record.status = "diverged"
+        if self.status == "ok" and any(r.status == "diverged" for r in self.rounds):
+            self.status = "diverged"
 
 
 # The parts of a round end, in the order they run (seconds in GroupTimes; see bladefl.fl.round_end).

@@ -280,10 +280,12 @@ td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top}}table{{border-coll
 def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: Sequence[str | Path],
                 headline_png: str | Path | None = None, provenance: str = "",
                 title: str = "BLADE-FL reproduction report", comparisons: Mapping[str, pd.DataFrame] | None = None,
-                runs_per_point: int | None = None, sensitivity: str | Path | None = None) -> Path:
+                runs_per_point: int | None = None, sensitivity: str | Path | None = None,
+                summaries: Mapping[str, pd.DataFrame] | None = None) -> Path:
     """The report's front page: a banner where nothing could be judged, the verdict summary and
-    table, the best accuracy beside the paper's (with what the sensitivity study found, linked),
-    the headline figure (embedded), the pages grouped by dataset, and the provenance line."""
+    table, the runs that diverged (when any), the best accuracy beside the paper's (with what the
+    sensitivity study found, linked), the headline figure (embedded), the pages grouped by dataset,
+    and the provenance line."""
     path = Path(path)
     table = pd.concat([read_csv(p, VERDICT_COLUMNS) for p in verdict_tables], ignore_index=True)
     per_dataset = verdict_tally(table)
@@ -307,9 +309,34 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 <p><strong>{html.escape(per_dataset)}.</strong></p>
 {LEGEND}
 {_verdict_sections(table, comparisons)}
+{_diverged_section(summaries or {})}
 {gap}
 {figure}"""
     return _write_front_page(path, title, provenance, body, pages)
+
+
+def diverged_counts(summaries: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per dataset: the (cell, seed, K) that trained, and of them those that diverged (a non-finite
+    loss or accuracy)."""
+    rows = []
+    for dataset, table in summaries.items():
+        trained = table[table.status != "infeasible"].drop_duplicates(["cell", "seed", "K"])
+        diverged = trained[trained.status == "diverged"]
+        rows.append({"dataset": dataset, "trained": len(trained), "diverged": len(diverged),
+                     "cells": ", ".join(sorted(diverged.cell.unique())[:3])})
+    return pd.DataFrame(rows, columns=["dataset", "trained", "diverged", "cells"])
+
+
+def _diverged_section(summaries: Mapping[str, pd.DataFrame]) -> str:
+    counts = diverged_counts(summaries)
+    counts = counts[counts.diverged > 0]
+    if counts.empty:
+        return ""
+    items = "".join(f"<li>{html.escape(dataset_title(r.dataset))}: {r.diverged} of {r.trained} (cell, seed, K) "
+                    f"(e.g. <code>{html.escape(r.cells)}</code>)</li>" for r in counts.itertuples())
+    return (f"<h2>Runs that diverged</h2>\n<p>A loss or accuracy that went non-finite (an overflow) marks its K "
+            f"<em>diverged</em>: it counts as no result, left out of K* and of every verdict as an infeasible K "
+            f"is (status <code>diverged</code> in the summary tables).</p>\n<ul>{items}</ul>")
 
 
 # What the sensitivity study found about the accuracy gap (docs/sensitivity.md, measured 2026-11-26 on

@@ -72,7 +72,8 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
                      "code_version": prov.get("code_version"),
                      "torch": prov.get("torch"), "host": prov.get("host"), "device": prov.get("device"),
                      "seconds": s.get("seconds", {}).get("total"),
-                     "train_images_sha256": prov.get("data_sha256", {}).get("train-images-idx3-ubyte")})
+                     "train_images_sha256": prov.get("data_sha256", {}).get("train-images-idx3-ubyte"),
+                     "partition_sha256": prov.get("partition_sha256")})
     return pd.DataFrame(rows)
 
 
@@ -192,13 +193,16 @@ def csv_link(name: str, dataset: str, page: str) -> str:
 
 def provenance_view(prov: pd.DataFrame) -> pd.DataFrame:
     """The provenance table as a page shows it: run names that wrap (their settings spaced), the
-    data checksum shortened to 12 characters (the CSV keeps it whole)."""
+    data and partition checksums shortened to 12 characters (the CSV keeps them whole; a run written
+    before the partition's digest was recorded shows none)."""
     out = prov.copy()
     if "run" in out:
         out["run"] = out["run"].astype(str).str.replace("_", " ", regex=False)
-    if "train_images_sha256" in out:
-        out["train_images_sha256"] = out["train_images_sha256"].astype(str).str[:12]
-    return out.rename(columns={"train_images_sha256": "train images SHA-256", "code_version": "code"})
+    for column in ("train_images_sha256", "partition_sha256"):
+        if column in out:
+            out[column] = out[column].where(out[column].notna(), "").astype(str).str[:12]
+    return out.rename(columns={"train_images_sha256": "train images SHA-256", "partition_sha256": "partition SHA-256",
+                               "code_version": "code"})
 
 
 def verdict_units(r: object) -> str:
