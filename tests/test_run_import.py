@@ -197,3 +197,18 @@ def test_a_run_trained_on_another_draw_is_refused(config, tmp_path):
         ri.import_runs(archive(tmp_path / "a.tar.gz", stamped), config, tmp_path / "runs")
     manifest.write_text(json.dumps({"indices_sha256": "ab" * 32}))
     assert ri.import_runs(archive(tmp_path / "a.tar.gz", stamped), config, tmp_path / "runs").total == 6
+
+
+def test_a_run_file_given_twice_in_the_archive_is_refused(config, tmp_path):
+    """tar keeps both members of one name; which one a reader takes is arbitrary: refused."""
+    members = complete(config)
+    name = next(n for n in members if n.endswith("summary.json"))
+    path = tmp_path / "a.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for member, data in [*members.items(), (name, members[name])]:
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(ri.ArchiveError, match="holds this run file twice"):
+        ri.import_runs(path, config, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()

@@ -140,7 +140,10 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
                     about = _json(member.name, data)  # the archive's own, beside its dataset folders
                     continue
                 run, name = _member_run(member.name)
-                runs.setdefault((run.dataset, run.cell, run.seed), {})[name] = data
+                files = runs.setdefault((run.dataset, run.cell, run.seed), {})
+                if name in files:  # a second member of one name: which one a reader takes is arbitrary
+                    raise ArchiveError(f"{member.name}: the archive holds this run file twice")
+                files[name] = data
     except (EOFError, OSError, tarfile.TarError, lzma.LZMAError, zlib.error) as exc:
         raise ArchiveError(f"truncated or corrupt ({exc.__class__.__name__}: {exc})") from None
     return runs, about
