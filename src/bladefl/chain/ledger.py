@@ -8,8 +8,10 @@ transactions; :mod:`bladefl.chain.verify` re-checks one from scratch.
 What validation guarantees: every transaction in a block is signed by a registered client for
 this chain and this round, at most one per client, with the sample count the client registered
 (so no client can inflate its FedAvg weight or replay an upload from another run or round);
-the block extends the tip, its Merkle root covers exactly its transactions and its proof of
-work meets the difficulty. A block is appended when a strict majority of validators accepts it;
+the block extends the tip, its Merkle root covers exactly its transactions, its proof of
+work meets the difficulty, and its miner (a registered client) signed its hash, so the round's
+outcome the header commits cannot be changed without the miner's key. A block is appended
+when a strict majority of validators accepts it;
 ``faulty`` validators (a configurable fraction) vote at random or always reject.
 """
 
