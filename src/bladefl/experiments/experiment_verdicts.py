@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from bladefl.experiments.grid import Member
+from bladefl.experiments.tidy import draws_are_units, seeds_per_draw
 from bladefl.experiments.trend import (
     ALPHA,
     RELATIVE,
@@ -62,11 +63,10 @@ class Units:
     def from_table(cls, table: pd.DataFrame, runs: bool = False) -> Units:
         """Draws as units where every draw holds at least two seeds, else (or with ``runs``) runs."""
         ok = table[table.status == "ok"]
-        draws = ok.groupby("partition").seed.nunique() if "partition" in ok else pd.Series(dtype=int)
-        if not runs and len(draws) and int(draws.min()) >= 2:
+        if not runs and draws_are_units(ok):
             mean = ok.groupby(["cell", "partition", "K"], as_index=False)[["train_loss", "test_accuracy"]].mean()
             curves = Curves.from_table(mean.assign(seed=mean.partition, status="ok"))
-            return cls(curves, "draw", [f"draw {u}" for u in curves.seeds], int(draws.min()))
+            return cls(curves, "draw", [f"draw {u}" for u in curves.seeds], int(seeds_per_draw(ok).min()))
         curves = Curves.from_table(ok)
         return cls(curves, "run", [f"seed {u}" for u in curves.seeds], 1)
 
@@ -343,10 +343,10 @@ def per_draw(verdicts: pd.DataFrame, table: pd.DataFrame, members: Sequence[Memb
     two seeds; else the columns say that seed and draw cannot be told apart."""
     margins = margins or Margins()
     out = verdicts.copy()
-    seeds_on = table[table.status == "ok"].groupby("partition").seed.nunique() if "partition" in table else None
-    if seeds_on is None or len(seeds_on) < 2 or int(seeds_on.min()) < 2:
+    seeds_on = seeds_per_draw(table)
+    if len(seeds_on) < 2 or not draws_are_units(table):
         out["draws_holding"] = ""
-        out["across_partitions"] = ("one draw" if seeds_on is None or len(seeds_on) < 2
+        out["across_partitions"] = ("one draw" if len(seeds_on) < 2
                                     else "one seed per draw: seed and draw not separable")
         return out
     found: dict[str, list[str]] = {}

@@ -49,6 +49,20 @@ def collect(summary_paths: Sequence[str | Path], members: Sequence[Member]) -> p
                                                                     kind="stable", ignore_index=True)
 
 
+def seeds_per_draw(table: pd.DataFrame) -> pd.Series:
+    """Per partition draw, the run seeds that trained on it (rows with status ok); empty without a
+    ``partition`` column."""
+    ok = table[table.status == "ok"]
+    return ok.groupby("partition").seed.nunique() if "partition" in ok else pd.Series(dtype=int)
+
+
+def draws_are_units(table: pd.DataFrame) -> bool:
+    """The independent unit of the verdicts (and of the figures that show their units): a partition
+    draw, its seeds' mean, where every draw holds at least two run seeds; else a run."""
+    per = seeds_per_draw(table)
+    return bool(len(per)) and int(per.min()) >= 2
+
+
 def _argbest(group: pd.DataFrame, column: str, maximize: bool) -> pd.Series:
     ok = group[group.status == "ok"]
     row = ok.loc[ok[column].idxmax() if maximize else ok[column].idxmin()]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from bladefl.experiments import run_id
+from bladefl.experiments.tidy import draws_are_units
 from bladefl.report.inputs import ReportInputError, read_json
 from bladefl.report.tables import plus_minus
 
@@ -35,8 +36,7 @@ def sweep_units(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
     part = summary[(summary.sweep == sweep) & (summary.status == "ok")]
     if part.empty:
         raise ReportInputError(f"sweep {sweep!r} has no rows in the summary table")
-    per_draw = part.groupby("partition").seed.nunique() if "partition" in part else pd.Series(dtype=int)
-    kind = "draw" if len(per_draw) and int(per_draw.min()) >= 2 else "run"
+    kind = "draw" if draws_are_units(part) else "run"
     unit = part.partition if kind == "draw" else part.seed
     out = (part.assign(unit=unit).groupby(["unit", "value", "K"], as_index=False)
            .agg(loss=("train_loss", "mean"), accuracy=("test_accuracy", "mean"), tau=("tau", "first")))
