@@ -14,12 +14,18 @@ from bladefl.report.inputs import ReportInputError, read_json
 from bladefl.report.tables import plus_minus
 
 
-def sweep_curves(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
-    """Per (value, K): mean and std over seeds of the training loss and test accuracy, with tau and
-    the total local steps K tau of each K."""
+def _sweep_rows(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
+    """The rows of one sweep that trained to a result (status ok: not infeasible, not diverged)."""
     part = summary[(summary.sweep == sweep) & (summary.status == "ok")]
     if part.empty:
         raise ReportInputError(f"sweep {sweep!r} has no rows in the summary table")
+    return part
+
+
+def sweep_curves(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
+    """Per (value, K): mean and std over seeds of the training loss and test accuracy, with tau and
+    the total local steps K tau of each K."""
+    part = _sweep_rows(summary, sweep)
     out = (part.groupby(["value", "cell", "K"], as_index=False)
            .agg(loss=("train_loss", "mean"), loss_std=("train_loss", "std"), accuracy=("test_accuracy", "mean"),
                 accuracy_std=("test_accuracy", "std"), test_loss=("test_loss", "mean"), seeds=("seed", "nunique"),
@@ -33,9 +39,7 @@ def sweep_units(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
     (its seeds' mean) where every draw holds at least two seeds, else a run. Per (unit, value, K):
     the training loss, the test accuracy in %, tau and the total local steps K tau; ``unit_kind``
     ("draw" or "run") and ``units`` (how many) in every row."""
-    part = summary[(summary.sweep == sweep) & (summary.status == "ok")]
-    if part.empty:
-        raise ReportInputError(f"sweep {sweep!r} has no rows in the summary table")
+    part = _sweep_rows(summary, sweep)
     kind = "draw" if draws_are_units(part) else "run"
     unit = part.partition if kind == "draw" else part.seed
     out = (part.assign(unit=unit).groupby(["unit", "value", "K"], as_index=False)
