@@ -196,3 +196,14 @@ def test_the_papers_numbers_stand_beside_ours_for_k_star_and_time_claims_only():
     assert "paper β·K* 60, 64; ours 60, 56" in paper_beside("β·K* rises with beta", comparison)
     assert paper_beside("the loss grows with beta", comparison) == ""  # the paper gives a figure, no numbers
     assert paper_beside("K* falls as alpha grows", comparison) == ""  # no alpha table here
+
+
+def test_a_verdicts_units_read_as_english():
+    """"1 run", not "1 runs"; the seeds where a row names no unit."""
+    from types import SimpleNamespace
+
+    from bladefl.report.views import verdict_units
+
+    assert verdict_units(SimpleNamespace(units=1, unit="run", seeds=1)) == "1 run"
+    assert verdict_units(SimpleNamespace(units=5, unit="draw", seeds=20)) == "5 draws"
+    assert verdict_units(SimpleNamespace(units=float("nan"), unit="", seeds=1)) == "1 seed"

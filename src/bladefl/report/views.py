@@ -212,7 +212,8 @@ def provenance_view(prov: pd.DataFrame) -> pd.DataFrame:
 def verdict_units(r: object) -> str:
     """What a verdict row rests on: its independent units (e.g. "5 draws"), else its seeds."""
     units, unit = _number(getattr(r, "units", None)), getattr(r, "unit", "")
-    return f"{int(units)} {unit}s" if units == units and _is_text(unit) else f"{int(r.seeds)} seeds"  # type: ignore[attr-defined]
+    count, noun = (int(units), unit) if units == units and _is_text(unit) else (int(r.seeds), "seed")  # type: ignore[attr-defined]
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def derived_from(r: object) -> str:
