@@ -153,17 +153,6 @@ def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
-def _as_float(value: object) -> float | None:
-    """A recorded number as a float, None where it is none (a string, a bool, an integer too large
-    for a float: a forged field, not a number)."""
-    if type(value) not in (int, float):
-        return None
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except OverflowError:
-        return None
-
-
 @dataclass(frozen=True)
 class RunRecord:
     """What the run recorded about one K's ledger: its block count and tip, per round the block
@@ -189,10 +178,7 @@ class RunRecord:
             if name in row and _number_of(row[name]) != value:
                 return f"rounds.csv records {name} = {row[name]!r} in round {height}, the block holds {value}"
         for name in METRICS if block.header.model_sha256 else ():
-            try:
-                recorded = float(row.get(name) or "nan")
-            except (ValueError, OverflowError):
-                return f"rounds.csv holds {name} = {row.get(name)!r} in round {height}, not a number"
+            recorded = float(row.get(name) or "nan")  # a number: rounds.csv is read strictly (run_files)
             if not _same(recorded, float(getattr(block.header, name))):
                 return (f"rounds.csv records {name} = {recorded!r} in round {height}, the block commits "
                         f"{getattr(block.header, name)!r}")
@@ -202,10 +188,9 @@ class RunRecord:
         """The summary's final metrics of this K against the last block's commitment."""
         if last is None or not last.header.model_sha256:
             return None
-        for name in METRICS:
-            value = self.final.get(name)
-            number = _as_float(value)
-            if number is None or not _same(number, float(getattr(last.header, name))):
+        for name in METRICS:  # numbers for a K that trained: the summary is read strictly (run_files)
+            value = self.final[name]
+            if not _same(float(value), float(getattr(last.header, name))):
                 return (f"summary.json records {name} = {value!r} for K={self.K}, the last block commits "
                         f"{getattr(last.header, name)!r}")
         return None

@@ -52,10 +52,17 @@ class Run:
 
     summary: dict[str, Any]
     rows: dict[int, dict[int, dict[str, str]]]  # K -> round -> row (an infeasible K: round 0)
+    rounds_csv: bytes = b""  # the bytes the rows were read from
 
     @property
     def per_k(self) -> dict[int, dict[str, Any]]:
         return {int(k["K"]): k for k in self.summary["per_K"]}
+
+    def rounds_frame(self) -> pd.DataFrame:
+        """``rounds.csv`` as a pandas DataFrame (the analyses' view), from the bytes read strictly."""
+        import pandas as pd
+
+        return pd.read_csv(io.BytesIO(self.rounds_csv))
 
 
 def parse_rounds(raw: bytes, where: str = "rounds.csv") -> dict[int, dict[int, dict[str, str]]]:
@@ -164,20 +171,19 @@ def _check_entry(entry: Mapping[str, Any], where: str) -> None:
                            f"metrics {values} (a non-finite loss or accuracy is 'diverged')")
 
 
-def read_rounds(path: str | Path) -> dict[int, dict[int, dict[str, str]]]:
+def _read(path: str | Path, limit: int, name: str) -> bytes:
     try:
-        raw = read_regular(path, ROUNDS_LIMIT, "rounds.csv")
+        return read_regular(path, limit, name)
     except OSError as exc:
-        raise RunFileError(f"rounds.csv {path} unreadable ({getattr(exc, 'strerror', None) or exc})") from None
-    return parse_rounds(raw, f"rounds.csv {path}")
+        raise RunFileError(f"{name} {path} unreadable ({exc.strerror or exc})") from None
+
+
+def read_rounds(path: str | Path) -> dict[int, dict[int, dict[str, str]]]:
+    return parse_rounds(_read(path, ROUNDS_LIMIT, "rounds.csv"), f"rounds.csv {path}")
 
 
 def read_summary(path: str | Path) -> dict[str, Any]:
-    try:
-        raw = read_regular(path, SUMMARY_LIMIT, "summary.json")
-    except OSError as exc:
-        raise RunFileError(f"summary.json {path} unreadable ({getattr(exc, 'strerror', None) or exc})") from None
-    return parse_summary(raw, f"summary.json {path}")
+    return parse_summary(_read(path, SUMMARY_LIMIT, "summary.json"), f"summary.json {path}")
 
 
 def check_together(summary: Mapping[str, Any], rows: Mapping[int, Mapping[int, Mapping[str, str]]],
@@ -213,18 +219,12 @@ def check_together(summary: Mapping[str, Any], rows: Mapping[int, Mapping[int, M
 def read_run(summary_path: str | Path) -> Run:
     """A run folder's summary and rounds.csv (beside it), each read strictly and held to the other."""
     summary = read_summary(summary_path)
-    rows = read_rounds(Path(summary_path).parent / "rounds.csv")
+    path = Path(summary_path).parent / "rounds.csv"
+    raw = _read(path, ROUNDS_LIMIT, "rounds.csv")
+    rows = parse_rounds(raw, f"rounds.csv {path}")
     check_together(summary, rows, f"run {Path(summary_path).parent}")
-    return Run(summary, rows)
-
-
-def rounds_frame(path: str | Path) -> pd.DataFrame:
-    """``rounds.csv`` as a pandas DataFrame (the analyses' view), after the strict read."""
-    import pandas as pd
-
-    read_rounds(path)
-    return pd.read_csv(path)
+    return Run(summary, rows, raw)
 
 
 __all__ = ["STATUSES", "METRICS", "RunFileError", "Run", "parse_rounds", "parse_summary", "read_rounds",
-           "read_summary", "check_together", "read_run", "rounds_frame"]
+           "read_summary", "check_together", "read_run"]

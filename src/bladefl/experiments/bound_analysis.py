@@ -196,10 +196,11 @@ def run_constants(rounds: pd.DataFrame, f_star: float) -> dict:
     }
 
 
-def analyse_run(summary_path: Path, summary: dict, ref: reference.Reference) -> dict:
-    """One run (its parsed ``summary.json`` and the ``rounds.csv`` beside it) against the bound."""
+def analyse_run(run: run_files.Run, ref: reference.Reference) -> dict:
+    """One run (its ``summary.json`` and ``rounds.csv``, read strictly) against the bound."""
+    summary = run.summary
     cfg = from_dict(summary["config"])
-    rounds = run_files.rounds_frame(summary_path.parent / "rounds.csv")
+    rounds = run.rounds_frame()
     consts = run_constants(rounds, ref.f_star)
     shape = engine.model_shape(cfg)
     w0 = engine.initial_model(cfg, shape)
@@ -272,18 +273,18 @@ def write_report(runs: Sequence[str | Path], members: Sequence[Member], referenc
     constants, fits, gaps, kstars, variant_frames = [], [], [], [], []
     cells: dict[str, dict] = {}
     for path in map(Path, runs):
-        summary = read_checked_run(path).summary
-        key = PartitionSpec(**summary["config"]["partition"]).key
+        run = read_checked_run(path)
+        key = PartitionSpec(**run.summary["config"]["partition"]).key
         if key not in refs:
             raise ValueError(f"{path}: no reference for partition {key} among {sorted(refs)}")
-        res = analyse_run(path, summary, refs[key])
+        res = analyse_run(run, refs[key])
         ident = {"cell": run_id.from_path(path).cell, "seed": res["seed"]}
         constants.append({**ident, **res["constants"]})
         fits.append({**ident, **res["fit"]})
         kstars.append({**ident, **res["kstar"]})
         gaps.append(res["gaps"].assign(**ident))
         variant_frames.append(res["variants"].assign(**ident))
-        cfg = summary["config"]
+        cfg = run.summary["config"]
         cell = cells.setdefault(ident["cell"], {"cell": ident["cell"], "alpha": cfg["time"]["alpha"],
                                                 "beta": cfg["time"]["beta"], "t_sum": cfg["time"]["t_sum"],
                                                 "lazy": res["constants"]["M"] > 0, "k_experiment": []})

@@ -164,18 +164,20 @@ def differences(got: Any, expected: Any, prefix: str = "") -> list[str]:
     return [] if got == expected else [prefix.rstrip(".") or "(the whole config)"]
 
 
-def run_problems(files: Mapping[str, bytes], expected: Mapping[str, Any]) -> list[str]:
-    """Why one run's files cannot stand for the run ``expected`` describes (empty: they can): read
-    as every reader reads them (:mod:`bladefl.core.run_files`, strict), held to each other and to
-    the time model, and their config to the workflow's."""
+def read_run_files(files: Mapping[str, bytes]) -> dict[str, Any]:
+    """The summary of one run's archived files, read as every reader reads them
+    (:mod:`bladefl.core.run_files`, strict) and held to its rounds.csv; RunFileError otherwise."""
     if "summary.json" not in files or "rounds.csv" not in files:
-        return ["rounds.csv or summary.json missing"]
-    try:
-        summary = run_files.parse_summary(files["summary.json"])
-        rows = run_files.parse_rounds(files["rounds.csv"])
-        run_files.check_together(summary, rows, "its files")
-    except run_files.RunFileError as exc:
-        return [str(exc)]
+        raise run_files.RunFileError("rounds.csv or summary.json missing")
+    summary = run_files.parse_summary(files["summary.json"])
+    run_files.check_together(summary, run_files.parse_rounds(files["rounds.csv"]), "its files")
+    return summary
+
+
+def run_problems(summary: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """Why one run (its summary, read by :func:`read_run_files`) cannot stand for the run
+    ``expected`` describes (empty: it can): its config against the workflow's, its K values, and
+    its tau and status against the time model."""
     problems = []
     differ = differences(_without_execution(summary["config"]), json.loads(json.dumps(expected)))
     if differ:
@@ -185,16 +187,14 @@ def run_problems(files: Mapping[str, bytes], expected: Mapping[str, Any]) -> lis
     return problems + run_checks.time_model_problems(summary)
 
 
-def partition_problems(files: Mapping[str, bytes], config: Mapping[str, Any], dataset: str, cell: str,
+def partition_problems(summary: Mapping[str, Any], config: Mapping[str, Any], dataset: str, cell: str,
                        seed: int) -> list[str]:
     """A run that names its partition's indices by their digest (``provenance.partition_sha256``)
     must have trained on this workflow's draw: the manifest `bladefl partition` wrote here
     (``<data_dir>/partitions/<dataset>/<key>.json``; `snakemake run_inputs` makes them). Runs
     written before the digest was recorded are not checked."""
-    try:
-        recorded = json.loads(files["summary.json"]).get("provenance", {}).get("partition_sha256")
-    except (ValueError, KeyError, AttributeError):
-        return []  # run_problems has said why the summary is unreadable
+    provenance = summary.get("provenance")
+    recorded = provenance.get("partition_sha256") if isinstance(provenance, Mapping) else None
     if not recorded:
         return []
     spec = wc.partition_spec(config, Cell.from_key(cell).N, seed)
@@ -205,7 +205,8 @@ def partition_problems(files: Mapping[str, bytes], config: Mapping[str, Any], da
         return [f"its partition {spec.key} is not made here ({manifest}: run `snakemake run_inputs` first), so the "
                 "draw it trained on cannot be checked"]
     if here != recorded:
-        return [f"it trained on another draw of partition {spec.key} (indices {recorded[:12]}, here {str(here)[:12]})"]
+        return [f"it trained on another draw of partition {spec.key} (indices {str(recorded)[:12]}, here "
+                f"{str(here)[:12]})"]
     return []
 
 
@@ -215,7 +216,7 @@ def ledger_problems(files: Mapping[str, bytes], secret: bytes | None = None) -> 
     the run's summary and rounds.csv (``secret``: the verifier's copy of a key secret)."""
     from bladefl.chain.verify import verify_chain
 
-    summary = run_files.parse_summary(files["summary.json"])  # sound: run_problems has read it
+    summary = run_files.parse_summary(files["summary.json"])  # sound: read_run_files has read it
     trained = {f"chains/K{e['K']}.json" for e in summary["per_K"] if e["status"] != "infeasible"}
     ledgers = {n for n in files if LEDGER.fullmatch(n)}
     if ledgers != trained:
@@ -257,8 +258,13 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
             problems.append(f"{run_id.RunId(dataset, cell, seed).name} ({dataset}): not a run of this workflow config")
             continue
         found.add(folder)
-        problems += [f"{folder}: {p}" for p in run_problems(files, expected[folder])
-                     + partition_problems(files, config, dataset, cell, seed)]
+        try:
+            summary = read_run_files(files)
+        except run_files.RunFileError as exc:
+            problems.append(f"{folder}: {exc}")
+        else:
+            problems += [f"{folder}: {p}" for p in run_problems(summary, expected[folder])
+                         + partition_problems(summary, config, dataset, cell, seed)]
         if not replace and Path(folder).exists():
             problems.append(f"{folder}: exists already (pass replace to overwrite)")
     missing = sorted(set(expected) - found)
@@ -298,5 +304,5 @@ def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: 
 
 
 __all__ = ["RUN_FILES", "ABOUT", "EXECUTION_FIELDS", "ArchiveError", "Imported", "with_seeds",
-           "read_config", "expected_configs", "read_archive", "differences", "run_problems", "partition_problems",
-           "ledger_problems", "import_runs", "record"]
+           "read_config", "expected_configs", "read_archive", "differences", "read_run_files", "run_problems",
+           "partition_problems", "ledger_problems", "import_runs", "record"]
