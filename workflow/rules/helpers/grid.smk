@@ -67,19 +67,17 @@ def group_plan_json(wildcards):
     )
 
 
-def _group_name_of_run(wildcards):
-    return GROUP_OF_RUN[(wildcards.dataset, wildcards.cell, int(wildcards.seed))]
-
-
 def group_of_run(wildcards):
     """The folder of the group job that computes run (dataset, cell, seed)."""
-    return f"{GROUP_RUNS}/{_group_name_of_run(wildcards)}"
+    group = GROUP_OF_RUN[(wildcards.dataset, wildcards.cell, int(wildcards.seed))]
+    return f"{GROUP_RUNS}/{group}"
 
 
 def run_in_group(wildcards):
     """Where run (dataset, cell, seed) lies in its group's folder."""
-    root = f"{GROUP_RUNS}/{_group_name_of_run(wildcards)}"
-    return run_id.folder(root, wildcards.dataset, wildcards.cell, wildcards.seed)
+    return run_id.folder(
+        group_of_run(wildcards), wildcards.dataset, wildcards.cell, wildcards.seed
+    )
 
 
 def run_inputs():
