@@ -42,8 +42,8 @@ def venv_env() -> dict[str, str]:
 def snakemake(cwd: Path, *args: str, timeout: int = 600):
     import subprocess
 
-    return subprocess.run(["snakemake", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env=venv_env())
+    return subprocess.run(["snakemake", "--show-failed-logs", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=venv_env())
 
 
 def copy_workflow(dest: Path, extra: tuple[str, ...] = ()) -> Path:
@@ -85,8 +85,8 @@ def smoke(tmp_path_factory) -> Path:
     import sys
 
     work = copy_workflow(tmp_path_factory.mktemp("smoke"))
-    proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--configfile",
-                           "config/smoke.yaml"], cwd=work, capture_output=True, text=True, timeout=900,
+    proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--show-failed-logs",
+                           "--configfile", "config/smoke.yaml"], cwd=work, capture_output=True, text=True, timeout=900,
                           env=bare_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     return work

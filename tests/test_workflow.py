@@ -322,7 +322,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     assert proc.returncode == 0 and "imported 6 run folders (mnist: 6)" in proc.stdout, proc.stderr
 
     (tmp_path / "other").mkdir()
-    other = copy_workflow(tmp_path / "other", extra=("Makefile",))
+    other = copy_workflow(tmp_path / "other", extra=("Makefile", "profiles"))  # as a user has it
     (other / "reference").mkdir()
     (work / "reference/smoke").rename(other / "reference/smoke")
     proc = subprocess.run(["make", "reference-report", "REF=reference/smoke", "CORES=2", f"VENV={sys.prefix}",

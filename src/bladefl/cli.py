@@ -390,6 +390,21 @@ def _cmd_render_page(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run_page(args: argparse.Namespace) -> int:
+    from bladefl.report.execution import execute_notebook, read_parameters
+    from bladefl.report.pages import render_html
+
+    try:
+        parameters = read_parameters(args.parameters)
+    except (OSError, ValueError) as exc:
+        print(f"error: --parameters: {exc}", file=sys.stderr)
+        return 1
+    execute_notebook(args.notebook, args.executed, parameters)
+    print(f"wrote {args.executed}")
+    print(f"wrote {render_html(args.executed, args.out, args.index)}")
+    return 0
+
+
 def _cmd_chain_verify(args: argparse.Namespace) -> int:
     from bladefl.chain.verify import verify_chain
 
@@ -478,6 +493,8 @@ def _commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None
          _cmd_lay_out),
         ("render-page", "an executed report notebook as a stand-alone HTML page",
          cli_args.add_render_page, _cmd_render_page),
+        ("run-page", "a report notebook executed with its parameters (a kernel of its own), then rendered",
+         cli_args.add_run_page, _cmd_run_page),
         ("chain", "ledger tools", cli_args.add_chain, _cmd_chain_verify),
         ("device-check", "a device's results against the CPU's (the mixed group, or two run tables)",
          cli_args.add_device_check, _cmd_device_check),

@@ -178,6 +178,14 @@ def add_render_page(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True, help="the report's front page (linked from the page)")
 
 
+def add_run_page(p: argparse.ArgumentParser) -> None:
+    p.add_argument("notebook", help="the report notebook (notebooks/*.ipynb)")
+    p.add_argument("--parameters", required=True, help="its parameters (YAML mapping, as papermill -f reads)")
+    p.add_argument("--executed", required=True, help="the executed notebook to write (.ipynb)")
+    p.add_argument("--out", required=True, help="the HTML page")
+    p.add_argument("--index", required=True, help="the report's front page (linked from the page)")
+
+
 def add_chain(p: argparse.ArgumentParser) -> None:
     chain_sub = p.add_subparsers(dest="chain_command", required=True)
     v = chain_sub.add_parser("verify", help="re-check a saved chain from scratch")

@@ -39,10 +39,10 @@ if duplicates := wc_cfg.duplicate_key_errors(workflow.configfiles):
     raise wc_cfg.ConfigError("invalid config:\n  - " + "\n  - ".join(duplicates))
 wc_cfg.check(config)
 
-# The tools (`bladefl`, `papermill`) of the environment that runs the workflow, found by every job
+# The `bladefl` tool of the environment that runs the workflow, found by every job
 # without `.venv/bin` on the caller's PATH (a cluster node, `.venv/bin/snakemake` run directly): the
 # folder of this Python's executable goes first on each job's PATH. With the conda deployment
-# method each job's own environment provides them instead.
+# method each job's own environment provides it instead.
 if not any(
     "conda" in str(m).lower() for m in workflow.deployment_settings.deployment_method
 ):

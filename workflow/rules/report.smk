@@ -1,6 +1,7 @@
 # The report: parameterised notebooks executed by papermill (parameters from a YAML file that
-# lists every input file explicitly), each rendered to a stand-alone HTML page, and a front page
-# with the verdicts, a headline figure and a provenance line.
+# lists every input file explicitly; `bladefl run-page` gives each its own kernel on private sockets,
+# so pages run side by side without racing for TCP ports), each rendered to a stand-alone HTML
+# page, and a front page with the verdicts, a headline figure and a provenance line.
 
 
 include: "helpers/report.smk"
@@ -72,8 +73,8 @@ rule notebook:
         index=page_index,
     shell:
         "mkdir -p {output.figures} {output.tables} && "
-        "papermill {input.notebook} {output.executed} -k python3 -f {input.parameters} > {log} 2>&1 && "
-        "bladefl render-page {output.executed} --out {output.html} --index {params.index} >> {log} 2>&1"
+        "bladefl run-page {input.notebook} --parameters {input.parameters} --executed {output.executed} "
+        "--out {output.html} --index {params.index} > {log} 2>&1"
 
 
 rule report_index:

@@ -1,0 +1,57 @@
+"""Report notebooks executed by papermill, each on a kernel of its own that talks over Unix sockets
+in a private temporary folder rather than TCP ports.
+
+Why not papermill's default: a kernel's five TCP ports are picked by binding port 0 and closing it
+again before the kernel binds them, so two kernels started at once on one machine (two report jobs,
+``--cores 2``) can be handed the same port; one then dies before it answers ("Kernel died before
+replying to kernel_info") and its page fails at random. Sockets in a folder no other kernel uses
+cannot collide.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bladefl.core import strict_yaml
+
+# A Unix socket's path must fit in sun_path (108 bytes with its NUL); a kernel's sockets are named
+# "<folder>/kernel-<n>", so the folder's path is kept well below that.
+_MAX_SOCKET_FOLDER = 80
+
+
+def read_parameters(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A page's parameter file (written by the workflow's ``notebook_parameters`` rule): a mapping."""
+    values = strict_yaml.load(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(values, dict):
+        raise ValueError(f"{path}: the parameters must be a mapping of names to values, not {type(values).__name__}")
+    return values
+
+
+def socket_parent() -> str:
+    """The folder to make the kernel's socket folder in: the system's temporary folder, or ``/tmp``
+    where that path is too long for a socket (some clusters set ``TMPDIR`` deep in a job folder)."""
+    base = tempfile.gettempdir()
+    return base if len(base) <= _MAX_SOCKET_FOLDER - 24 else "/tmp"
+
+
+def execute_notebook(notebook: str | os.PathLike[str], executed: str | os.PathLike[str],
+                     parameters: Mapping[str, Any], *, progress_bar: bool = True,
+                     start_timeout: int = 60) -> Path:
+    """Run ``notebook`` with ``parameters`` injected (papermill) into ``executed``, on a fresh
+    ``python3`` kernel with IPC transport in a private folder removed afterwards. A failing cell
+    raises papermill's ``PapermillExecutionError`` (the executed notebook shows where)."""
+    import papermill
+    from traitlets.config import Config
+
+    with tempfile.TemporaryDirectory(prefix="bladefl-kernel-", dir=socket_parent()) as folder:
+        config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(folder) / "kernel")}})
+        papermill.execute_notebook(str(notebook), str(executed), parameters=dict(parameters), kernel_name="python3",
+                                   progress_bar=progress_bar, start_timeout=start_timeout, config=config)
+    return Path(executed)
+
+
+__all__ = ["execute_notebook", "read_parameters", "socket_parent"]
