@@ -170,6 +170,9 @@ def privacy_figure(table, title: str) -> Figure:  # noqa: ANN001 - DataFrame fro
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].yaxis.set_major_locator(MaxNLocator(integer=True))
+    ks = np.asarray(table.K_star_loss, dtype=float)
+    if np.isfinite(ks).any():  # whole rounds from 0 up: one K* alone would get ticks like 0.995, 1.005
+        axes[0].set_ylim(0, float(np.nanmax(ks)) + 1)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
