@@ -27,7 +27,7 @@ lint: install
 	ruff check src tests notebooks
 
 test: install lint
-	$(PY) -m pytest -ra $(PYTEST_ARGS)
+	$(PY) -m pytest -ra --durations=15 $(PYTEST_ARGS)
 
 bench: install
 	bladefl bench

@@ -13,6 +13,7 @@ import pandas as pd
 import papermill
 import pytest
 
+from bladefl.report.execution import execute_notebook
 from conftest import REPO, snakemake
 
 pytestmark = pytest.mark.slow
@@ -124,11 +125,10 @@ def test_notebook_with_bad_input_fails_with_path_and_reason(tmp_path, content, r
     bad = tmp_path / "summary.csv"
     if content is not None:
         bad.write_text(content)
-    with pytest.raises(papermill.PapermillExecutionError) as info:
-        papermill.execute_notebook(
-            str(REPO / "notebooks/02_sweeps.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
-            parameters={"summary": str(bad), "comparison": str(bad), "figures_dir": str(tmp_path / "f"),
-                        "tables_dir": str(tmp_path / "t")}, progress_bar=False, cwd=str(REPO))
+    with pytest.raises(papermill.PapermillExecutionError) as info:  # as the workflow's run-page executes it
+        execute_notebook(REPO / "notebooks/02_sweeps.ipynb", tmp_path / "out.ipynb",
+                         {"summary": str(bad), "comparison": str(bad), "figures_dir": str(tmp_path / "f"),
+                          "tables_dir": str(tmp_path / "t")}, progress_bar=False)
     assert "ReportInputError" in info.value.ename
     assert str(bad) in info.value.evalue and reason in info.value.evalue
 
