@@ -138,19 +138,12 @@ def global_model_problem(block: Block, store: str | Path, uploads: Mapping[str, 
 # --- the ledger against the run that wrote it ----------------------------------------------------------
 
 
-METRICS = ("train_loss", "test_loss", "test_accuracy")
-
-
 def _number_of(text: str | None) -> float:
     """A rounds.csv cell as a number (pandas writes an integer column with a gap as floats: 1.0)."""
     try:
         return float(text or "nan")
     except ValueError:
         return math.nan
-
-
-def _same(a: float, b: float) -> bool:
-    return a == b or (math.isnan(a) and math.isnan(b))
 
 
 @dataclass(frozen=True)
@@ -177,9 +170,9 @@ class RunRecord:
         for name, value in held.items():
             if name in row and _number_of(row[name]) != value:
                 return f"rounds.csv records {name} = {row[name]!r} in round {height}, the block holds {value}"
-        for name in METRICS if block.header.model_sha256 else ():
+        for name in run_files.METRICS if block.header.model_sha256 else ():
             recorded = float(row.get(name) or "nan")  # a number: rounds.csv is read strictly (run_files)
-            if not _same(recorded, float(getattr(block.header, name))):
+            if not run_files.same_number(recorded, float(getattr(block.header, name))):
                 return (f"rounds.csv records {name} = {recorded!r} in round {height}, the block commits "
                         f"{getattr(block.header, name)!r}")
         return None
@@ -188,9 +181,9 @@ class RunRecord:
         """The summary's final metrics of this K against the last block's commitment."""
         if last is None or not last.header.model_sha256:
             return None
-        for name in METRICS:  # numbers for a K that trained: the summary is read strictly (run_files)
+        for name in run_files.METRICS:  # numbers for a K that trained: the summary is read strictly (run_files)
             value = self.final[name]
-            if not _same(float(value), float(getattr(last.header, name))):
+            if not run_files.same_number(float(value), float(getattr(last.header, name))):
                 return (f"summary.json records {name} = {value!r} for K={self.K}, the last block commits "
                         f"{getattr(last.header, name)!r}")
         return None

@@ -102,6 +102,11 @@ def parse_rounds(raw: bytes, where: str = "rounds.csv") -> dict[int, dict[int, d
     return rows
 
 
+def same_number(a: float, b: float) -> bool:
+    """Two recorded numbers are the same: equal, or both NaN (a diverged round's metric)."""
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -211,7 +216,7 @@ def check_together(summary: Mapping[str, Any], rows: Mapping[int, Mapping[int, M
             last = by_round[K]
             for name in METRICS:
                 recorded, final = float(last.get(name) or "nan"), float(entry[name])
-                if not (recorded == final or (math.isnan(recorded) and math.isnan(final))):
+                if not same_number(recorded, final):
                     raise RunFileError(f"{where}: the summary records {name} = {final!r} for K={K}, its last "
                                        f"round in rounds.csv {recorded!r}")
 
@@ -226,5 +231,5 @@ def read_run(summary_path: str | Path) -> Run:
     return Run(summary, rows, raw)
 
 
-__all__ = ["STATUSES", "METRICS", "RunFileError", "Run", "parse_rounds", "parse_summary", "read_rounds",
+__all__ = ["STATUSES", "METRICS", "RunFileError", "Run", "same_number", "parse_rounds", "parse_summary", "read_rounds",
            "read_summary", "check_together", "read_run"]
