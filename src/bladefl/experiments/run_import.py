@@ -100,8 +100,6 @@ def _member_run(name: str) -> tuple[run_id.RunId, str]:
     ledger = len(path.parts) >= 2 and LEDGER.fullmatch("/".join(path.parts[-2:])) is not None
     if path.name not in RUN_FILES and not ledger:
         raise ArchiveError(f"{name}: not a run file ({', '.join(RUN_FILES)}, chains/K<k>.json) nor {ABOUT}")
-    if ledger:
-        path = PurePosixPath(path.parent.parent, "chains", path.name)
     try:
         run = run_id.from_path(path.parent.parent if ledger else path.parent)
     except ValueError as exc:
