@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bladefl import __version__
 from bladefl.experiments import provenance
+from conftest import write_run_folder
 
 SRC = Path(provenance.__file__).resolve().parents[2]
 
@@ -57,13 +58,12 @@ def test_each_run_records_its_device_and_the_front_page_names_hosts_and_devices(
     assert provenance.device_name("cpu").startswith("cpu (")
     assert provenance.record("mnist", None, "cpu")["device"] == provenance.device_name("cpu")
     paths = []
-    for seed, device in ((0, "NVIDIA H100 80GB HBM3"), (1, None)):
-        run = tmp_path / f"runs/mnist/cell/seed~{seed}"
-        run.mkdir(parents=True)
+    for seed, device in ((0, "NVIDIA H100 80GB HBM3"), (1, None)):  # run folders as the engine writes them
+        path = write_run_folder(tmp_path / f"runs/mnist/cell/seed~{seed}", seed,
+                                [{"train_loss": 1.0, "test_loss": 1.1, "test_accuracy": 0.5}])
         prov = {"code_version": "0.1.0+abc", "host": "gpu1", **({"device": device} if device else {})}
-        (run / "summary.json").write_text(json.dumps({"config": {"seed": seed}, "provenance": prov,
-                                                      "seconds": {"total": 2.0}}))
-        paths.append(run / "summary.json")
+        path.write_text(json.dumps({**json.loads(path.read_text()), "provenance": prov, "seconds": {"total": 2.0}}))
+        paths.append(path)
     table = views.provenance(paths)
     assert list(table.device.fillna("-")) == ["NVIDIA H100 80GB HBM3", "-"]
     line = pages.provenance_line({"mnist": table}, [], [0, 1])

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from bladefl.core import run_files
 from bladefl.experiments import run_id
 from bladefl.experiments.tidy import draws_are_units
-from bladefl.report.inputs import ReportInputError, read_json
+from bladefl.report.inputs import ReportInputError
 from bladefl.report.tables import plus_minus
 
 
@@ -67,9 +68,11 @@ def privacy_table(optimum: pd.DataFrame) -> pd.DataFrame:
 
 
 def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
+    """One row per run: where and with what it ran, from its summary (read strictly, as every run
+    file is: :mod:`bladefl.core.run_files`)."""
     rows = []
     for p in summary_paths:
-        s = read_json(p)
+        s = run_files.read_summary(p)
         prov = s.get("provenance", {})
         rows.append({"run": run_id.from_path(p).name, "seed": s["config"]["seed"],
                      "partition": s["config"].get("partition", {}).get("seed"),
