@@ -8,7 +8,7 @@ SNAKEMAKE_ARGS ?=
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
-.PHONY: install run test lint bench clean-results import-runs keep reference-report
+.PHONY: install run test lint bench clean-results import-runs keep reference-report rejudge
 
 $(STAMP): pyproject.toml envs/requirements.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -50,8 +50,12 @@ keep: install
 	@test -n "$(NAME)" || { echo "usage: make keep NAME=paper-20seeds [CONFIG=...] [RESULTS=...]"; exit 2; }
 	snakemake reference/$(NAME)/MANIFEST.json --cores $(CORES) --configfile $(CONFIG) --config results_dir=$(RESULTS)
 
+# A kept bundle's verdict tables derived again from its own tables by this code (no runs), manifest updated.
+rejudge: install
+	bladefl rejudge $(REF)
+
 # The report rendered from a kept bundle alone, nothing run: results/kept/<name>/report/index.html.
-REF ?= reference/default-2seeds
+REF ?= reference/paper-20seeds
 KEPT = results/kept/$(notdir $(REF))
 reference-report: install
 	rm -rf $(KEPT)

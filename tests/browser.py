@@ -4,7 +4,11 @@ links that do not resolve, Python reprs printed on the page (``PosixPath(``, ``a
 ``<Figure``), tables wider than the page, and empty figures (nothing but axes drawn: no coloured
 pixel). Also usable by hand::
 
-    python tests/browser.py results/report/index.html results/report/mnist/*.html [--screenshot DIR]
+    python tests/browser.py results/report/index.html results/report/mnist/*.html [--screenshot DIR] [--units N]
+
+Also: a page taller than its kind allows (:data:`HEIGHT_LIMITS`, details folded), a number printed
+in scientific notation for (numerical) zero (``6.684e-19``), and, with ``--units N`` (the bundle's
+independent units), a caption counting its means over another number of runs or draws.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +38,14 @@ Promise.all([...document.images].map(img => img.decode()
 LINKS_JS = "[...document.querySelectorAll('a[href]')].map(a => a.href)"
 REPRS = ("PosixPath(", "WindowsPath(", "array(", "<Figure", "<matplotlib", "<Axes", "dtype=", "DataFrame(")
 TEXT_JS = "document.body ? document.body.innerText : ''"
+HEIGHT_JS = "document.documentElement.scrollHeight"
+# The tallest a page of each kind may be at 1280 px with its details folded (index: the front page).
+HEIGHT_LIMITS = {"index": 5000, "00_verdicts": 8000, "01_data": 5000, "02_sweeps": 13000, "03_bound": 6500,
+                 "04_privacy": 3000, "05_lazy": 4000, "06_sensitivity": 9000}
+# A number in scientific notation whose exponent is -10 or below: round-off printed as a number.
+TINY = re.compile(r"(?<![\w.])\d(?:\.\d+)?e-(?:1\d|[2-9]\d|\d{3})(?![\w])")
+# "the mean over 20 runs", "over the 5 partition draws": a caption's count of what its band is over.
+COUNTED = re.compile(r"over (?:the )?(\d+) (partition draws|draws|runs|seeds)\b")
 # tables whose right edge lies beyond the page's width (a reader scrolls sideways or loses columns)
 WIDE_TABLES_JS = """
 [...document.querySelectorAll('table')].map((t, i) => ({index: i, width: Math.round(t.scrollWidth),
@@ -75,6 +88,29 @@ class PageCheck:
     text: str = ""
     wide_tables: list[dict] = field(default_factory=list)
     colours: list[dict] = field(default_factory=list)
+    height: int = 0
+    units: int | None = None  # the bundle's independent units, when the caller knows them
+
+    @property
+    def kind(self) -> str:
+        return "index" if self.path.stem == "index" else self.path.stem
+
+    @property
+    def too_tall(self) -> str:
+        limit = HEIGHT_LIMITS.get(self.kind)
+        return f"page {self.height} px tall (a {self.kind} page: at most {limit})" if limit and (
+            self.height > limit) else ""
+
+    @property
+    def tiny_numbers(self) -> list[str]:
+        return sorted(set(TINY.findall(self.text)))
+
+    @property
+    def miscounted(self) -> list[str]:
+        """Captions that count their means over another number than the bundle's units."""
+        if self.units is None:
+            return []
+        return [f"{n} {what}" for n, what in COUNTED.findall(self.text) if int(n) != self.units]
 
     @property
     def reprs(self) -> list[str]:
@@ -91,7 +127,10 @@ class PageCheck:
                 + [f"unresolved link {u}" for u in self.unresolved_links()]
                 + [f"printed repr {r!r}" for r in self.reprs]
                 + [f"table wider than the page ({t['width']} > {t['page']} px): {t['head']}" for t in self.wide_tables]
-                + [f"empty figure {s}" for s in self.empty_figures])
+                + [f"empty figure {s}" for s in self.empty_figures]
+                + ([self.too_tall] if self.too_tall else [])
+                + [f"number in scientific notation for zero: {t}" for t in self.tiny_numbers]
+                + [f"caption counts over {m}, the bundle has {self.units} units" for m in self.miscounted])
 
     @property
     def broken_images(self) -> list[dict]:
@@ -162,12 +201,14 @@ class Browser:
             self._ws.settimeout(max(0.1, deadline - time.monotonic()))
             self._events.append(json.loads(self._ws.recv()))
 
-    def check(self, page: str | Path, screenshot: str | Path | None = None) -> PageCheck:
+    def check(self, page: str | Path, screenshot: str | Path | None = None, units: int | None = None) -> PageCheck:
         path = Path(page).resolve()
         self._events.clear()
         self.call("Page.navigate", url=path.as_uri())
         self._wait_event("Page.loadEventFired")
-        result = PageCheck(path)
+        result = PageCheck(path, units=units)
+        result.height = int(self.call("Runtime.evaluate", expression=HEIGHT_JS, returnByValue=True)["result"]
+                            .get("value", 0))
         images = self.call("Runtime.evaluate", expression=IMAGES_JS, awaitPromise=True, returnByValue=True)
         result.images = images["result"].get("value", [])
         links = self.call("Runtime.evaluate", expression=LINKS_JS, returnByValue=True)
@@ -219,14 +260,19 @@ def main(argv: list[str]) -> int:
         shots = Path(argv[i + 1])
         shots.mkdir(parents=True, exist_ok=True)
         argv = argv[:i] + argv[i + 2:]
+    units = None
+    if "--units" in argv:
+        i = argv.index("--units")
+        units = int(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
     failed = 0
     with Browser() as browser:
         for page in argv:
             shot = shots / (Path(page).parent.name + "_" + Path(page).stem + ".png") if shots else None
-            r = browser.check(page, shot)
+            r = browser.check(page, shot, units)
             problems = r.problems()
             failed += bool(problems)
-            print(f"{page}: {len(r.images)} images, {len(r.links)} links, {len(problems)} problems")
+            print(f"{page}: {len(r.images)} images, {len(r.links)} links, {r.height} px, {len(problems)} problems")
             for p in problems:
                 print(f"  {p}")
     return 1 if failed else 0

@@ -38,35 +38,50 @@ def test_the_proofs_reading_of_corollary_4_fails_where_the_statement_holds():
         assert not on_bound(proof, params, VALUES["eta"], integer=False).holds
 
 
-def test_the_reports_corollaries_on_the_bound_are_judged_on_its_real_minimiser():
-    """verdicts.bound_corollaries judges each corollary on claims.on_bound's real-valued minimiser
-    (continuous tau) and shows the integer K* beside it; M/N and sigma2 are judged on a lazy cell."""
+def _cells():
     import numpy as np
 
-    from bladefl.experiments.bound_verdicts import BoundCell, CellFit, _corollaries_on
-    from bladefl.experiments.grid import expand
+    from bladefl.experiments.verdicts.bound import BoundCell, CellFit
     from bladefl.theory.fit import Fit
 
-    grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
-            "sweeps": [{"name": "alpha", "vary": "alpha", "values": [1, 2, 5], "with": {"beta": 6}},
-                       {"name": "eta", "vary": "eta", "values": [0.005, 0.01, 0.05], "with": {"beta": 6}},
-                       {"name": "sigma2", "vary": "sigma2", "values": [0.01, 0.3], "with": {"lazy_ratio": 0.2}}]}
-    members = expand(grid)
     common = dict(alpha=1, beta=6, eta=0.005, L=2.0, xi=1.0, delta=0.5, t_sum=100, M=0, N=20, theta=0.0, sigma2=0.0)
-    fit = CellFit(BoundCell("c", 1, 6, 0.005, 100, 0, 20, 0.0), np.arange(1, 15.0), np.ones(14),
-                  {"delta": 0.5, "theta": 0.0}, common, Fit(0.5, 3.0, ("phi", "eps2"), 0.0))
+    plain = CellFit(BoundCell("c", 1, 6, 0.005, 100, 0, 20, 0.0), np.arange(1, 15.0), np.ones(14),
+                    {"delta": 0.5, "theta": 0.0}, common, Fit(0.5, 3.0, ("phi", "eps2"), 0.0))
     lazy = CellFit(BoundCell("lazy", 1, 6, 0.01, 100, 8, 20, 0.01), np.arange(1, 15.0), np.ones(14),
                    {"delta": 0.5, "theta": 0.3}, {**common, "M": 8, "theta": 0.3, "sigma2": 0.01},
                    Fit(0.5, 3.0, ("phi", "eps2"), 0.0))
-    out = _corollaries_on([fit, lazy], members)
+    return common, plain, lazy
+
+
+def _reps():
+    from bladefl.experiments.verdicts.vocabulary import Replicates
+
+    return Replicates(2, "run", 2, "2 runs")
+
+
+def test_the_corollaries_on_the_fitted_bound_are_readings_judged_on_its_real_minimiser():
+    """verdicts.fitted_corollaries judges each corollary on claims.on_bound's real-valued minimiser
+    (continuous tau) of the fitted bound, a reading under the corollary's statement; M/N and sigma2
+    on a lazy cell; eta L >= 1 and a K* below one round are said."""
+    from bladefl.experiments.grid import expand
+    from bladefl.experiments.verdicts.bound import fitted_corollaries
+
+    grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
+            "sweeps": [{"name": "alpha", "vary": "alpha", "values": [1, 2, 5], "with": {"beta": 6}},
+                       {"name": "eta", "vary": "eta", "values": [0.005, 0.01, 0.05, 0.6], "with": {"beta": 6}},
+                       {"name": "sigma2", "vary": "sigma2", "values": [0.01, 0.3], "with": {"lazy_ratio": 0.2}}]}
+    common, plain, lazy = _cells()
+    rows = {r["claim"]: r for r in fitted_corollaries([[plain, lazy]], expand(grid), _reps())}
     base = {**{k: common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")}, "phi": 0.5, "eps2": 3.0,
             "M": 0, "N": 20, "theta": 0.0, "sigma2": 0.0}
-    for name in ("K* falls as alpha grows", "K* rises with eta", "K* rises with delta"):
-        holds, values, real, integer, _, on, finite_eps2, at = out[name]
-        assert real == [round(y, 3) for y in on_bound(corollary(name), base, values, integer=False).y]
-        assert integer == on_bound(corollary(name), base, values).y and on.cell.cell == "c" and at == base
-        assert holds == on_bound(corollary(name), base, values, integer=False).holds
-    assert out["K* falls as sigma2 grows"][5].cell.cell == "lazy" and finite_eps2  # theta, noise: on the lazy cell
+    alpha = rows["K* falls as alpha grows (on the fitted bound)"]
+    expected = on_bound(corollary("K* falls as alpha grows"), base, [1, 2, 5], integer=False)
+    assert alpha["role"] == "reading" and alpha["statement"] == "cor1-alpha" and alpha["basis"] == "bound"
+    assert str([round(y, 3) for y in expected.y]) in alpha["evidence"]
+    assert (alpha["verdict"] == "reproduced") == expected.holds
+    eta = rows["K* rises with eta (on the fitted bound)"]
+    assert "outside Lemma 1's eta L < 1, at eta = 0.6 (eta L = 1.2)" in eta["evidence"]
+    assert "cell lazy" in rows["K* falls as sigma2 grows (on the fitted bound)"]["evidence"]
 
 
 def test_the_real_minimiser_is_the_brute_force_minimiser_of_the_continuous_bound():
@@ -109,44 +124,49 @@ def test_monotone_tolerates_steps_within_the_noise():
 
 def test_a_fitted_bound_without_its_lazy_term_is_not_applicable_to_the_lazy_corollaries():
     import math
+    from dataclasses import replace
 
-    import numpy as np
-
-    from bladefl.experiments.bound_verdicts import BoundCell, CellFit, bound_corollaries
     from bladefl.experiments.grid import expand
+    from bladefl.experiments.verdicts.bound import fitted_corollaries
     from bladefl.theory.fit import Fit
 
     grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
             "sweeps": [{"name": "sigma2", "vary": "sigma2", "values": [0.01, 0.3], "with": {"lazy_ratio": 0.2}},
                        {"name": "beta", "vary": "beta", "values": [6, 10]}]}
-    common = dict(alpha=1, beta=6, eta=0.005, L=2.0, xi=1.0, delta=0.5, t_sum=100, M=0, N=20, theta=0.0, sigma2=0.0)
-    plain = CellFit(BoundCell("c", 1, 6, 0.005, 100, 0, 20, 0.0), np.arange(1, 15.0), np.ones(14),
-                    {"delta": 0.5, "theta": 0.0}, common, Fit(0.5, 3.0, ("phi", "eps2"), 0.0))
-    lazy = CellFit(BoundCell("lazy", 1, 6, 0.01, 100, 8, 20, 0.01), np.arange(1, 15.0), np.ones(14),
-                   {"delta": 0.5, "theta": 0.3}, {**common, "M": 8}, Fit(0.5, math.inf, ("phi", "eps2"), 0.0))
-    out = bound_corollaries([[plain, lazy]], expand(grid), seeds=2).set_index("claim")
-    row = out.loc["K* falls as sigma2 grows (on the bound)"]
-    assert row.verdict == "not applicable" and "eps2 = inf" in row.evidence
-    assert out.loc["K* falls as beta grows (on the bound)"].verdict != "not applicable"
+    _, plain, lazy = _cells()
+    lazy = replace(lazy, fit=Fit(0.5, math.inf, ("phi", "eps2"), 0.0))
+    rows = {r["claim"]: r for r in fitted_corollaries([[plain, lazy]], expand(grid), _reps())}
+    row = rows["K* falls as sigma2 grows (on the fitted bound)"]
+    assert row["verdict"] == "not applicable" and "eps2 = inf" in row["evidence"]
+    assert rows["K* falls as beta grows (on the fitted bound)"]["verdict"] != "not applicable"
 
 
-def test_corollary_4s_second_part_is_a_bound_row_judged_at_every_k():
-    import numpy as np
+def test_corollary_4s_second_part_is_judged_as_mathematics_with_the_fitted_bound_a_reading():
+    """Judged only where the fitted bound is defined, Corollary 4's second part can look true; over
+    a scan of valid constants it fails, with a witness whose G indeed rises with eta at fixed K:
+    the counted row is the mathematics, not the fitted bound."""
+    import math
 
-    from bladefl.experiments.bound_verdicts import ETA_CLAIM, BoundCell, CellFit, eta_claim
     from bladefl.experiments.grid import expand
-    from bladefl.theory.fit import Fit
+    from bladefl.experiments.verdicts.bound import ETA_CLAIM, eta_fitted
+    from bladefl.experiments.verdicts.mathematics import theorem_rows
+    from bladefl.theory import theorem_scans
+    from bladefl.theory.bound import upper_bound
 
     grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
-            "sweeps": [{"name": "eta", "vary": "eta", "values": [0.001, 0.002, 0.005, 0.01], "with": {"beta": 6}}]}
-    common = dict(alpha=1, beta=6, eta=0.005, L=2.0, xi=1.0, delta=0.5, t_sum=100, M=0, N=20, theta=0.0, sigma2=0.0)
-    fit = CellFit(BoundCell("c", 1, 6, 0.005, 100, 0, 20, 0.0), np.arange(1, 15.0), np.ones(14),
-                  {"delta": 0.5, "theta": 0.0}, common, Fit(0.5, 3.0, ("phi", "eps2"), 0.0))
-    row = eta_claim([[fit]], expand(grid), seeds=2).iloc[0]
-    assert row.claim == ETA_CLAIM and row.verdict in ("reproduced", "refuted") and "eta L < 1" in row.evidence
-    manual = all(bound_falls_with_eta({**common, "phi": 0.5, "eps2": 3.0}, [0.001, 0.002, 0.005, 0.01], float(k)).holds
-                 for k in range(1, 15))
-    assert (row.verdict == "reproduced") == manual or "undefined" in row.evidence
+            "sweeps": [{"name": "eta", "vary": "eta", "values": [0.005, 0.01, 0.05, 0.1], "with": {"beta": 6}}]}
+    common, plain, _ = _cells()
+    members = expand(grid)
+    fitted = eta_fitted([[plain]], members, _reps())[0]
+    assert fitted["role"] == "reading" and fitted["statement"] == "cor4-bound-eta"
+    counted = {r["claim"]: r for r in theorem_rows([plain], members, settings=400)}[ETA_CLAIM]
+    assert counted["role"] == "claim" and counted["basis"] == "mathematics" and counted["verdict"] == "refuted"
+    check = theorem_scans.bound_falls_with_eta({**common, "phi": math.nan, "eps2": math.nan},
+                                               [0.005, 0.01, 0.05, 0.1], settings=400)
+    w = check.witness_at
+    G = [upper_bound(w["K"], **{k: w[k] for k in ("L", "xi", "delta", "phi", "eps2")}, alpha=1, beta=6, t_sum=100,
+                     eta=e, tau_rule="real") for e in (0.005, 0.01, 0.05, 0.1)]
+    assert 0.1 * w["L"] < 1 and any(b >= a for a, b in zip(G, G[1:], strict=False)), G
 
 
 def test_the_vectorised_real_miniser_agrees_with_one_setting_at_a_time():

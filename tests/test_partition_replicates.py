@@ -16,7 +16,7 @@ from bladefl.experiments import readings as rd
 from bladefl.experiments import workflow_config as wc
 from bladefl.experiments.grid import expand
 from bladefl.experiments.tidy import k_star_spread
-from bladefl.experiments.verdicts import all_verdicts
+from bladefl.experiments.verdicts.table import all_verdicts
 from bladefl.report.pages import write_index
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def test_the_front_page_shows_the_draws_and_links_each_claim_to_its_page(tmp_pat
     out.to_csv(tmp_path / "mnist.csv", index=False)
     page = write_index(tmp_path / "index.html", [tmp_path / "mnist.csv"], [])
     text = page.read_text()
-    assert "<th>partition draws</th>" in text and "differs between draws (1/2)" in text
+    assert "draws: differs between draws (1/2)" in text
     assert "href='mnist/02_sweeps.html'" in text
 
 

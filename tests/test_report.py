@@ -19,7 +19,7 @@ from conftest import REPO, snakemake
 pytestmark = pytest.mark.slow
 
 FIGURES = {
-    "01_data": ["partition_classes4_N4_n64_seed0"],
+    "01_data": ["partitions_N4"],
     "02_sweeps": ["sweep_beta", "sweep_lazy_ratio", "sweep_epsilon"],
     "03_bound": ["fig3_bound_vs_experiment"],
     "04_privacy": ["privacy"],
@@ -83,14 +83,15 @@ def test_tables_are_built_from_the_smoke_results(smoke):
 def test_index_opens_with_the_verdicts_and_links_every_notebook(smoke):
     index = (smoke / "results/report/index.html").read_text()
     verdicts = pd.read_csv(smoke / "results/verdicts/mnist.csv")
-    for claim in verdicts.claim:
-        assert html.escape(claim) in index
-    assert index.index("findings stand") < index.index("Best accuracy beside the paper") < index.index("<h2>Pages")
+    for claim in verdicts[verdicts.role.isin(["claim", "paper error", "reading"])].claim:
+        assert html.escape(claim) in index, claim
+    assert index.index("<h2>Findings") < index.index("<h2>Pages") < index.index("judged once") < index.index(
+        "Best accuracy beside the paper")
     # one seed: nothing can be judged, and the page says where the verdicts are (before any table)
     assert index.index("No verdicts here") < index.index("<table") and "make reference-report" in index
     for nb in ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"):
         assert f"href='mnist/{nb}.html'" in index
-    assert "MNIST: sweeps: Tables II-VII, Figs. 4-9</a>" in index
+    assert "href='mnist/02_sweeps.html'>sweeps</a>" in index
     assert "data:image/png;base64," in index
     prov = index[index.index("class=\"prov\""):]
     for part in ("code 0.1.0", "config config/smoke.yaml", "seeds [0]", "MNIST train images ba891046e650", "UTC on",
@@ -134,29 +135,17 @@ def test_notebook_with_bad_input_fails_with_path_and_reason(tmp_path, content, r
 
 
 def test_every_judged_claim_carries_the_papers_words():
-    """The front page quotes the paper beside each claim: every experiment claim, its readings, every
-    corollary on the bound and Corollary 4's second part have words kept, each from the tex."""
-    from pathlib import Path
-
-    from bladefl.experiments.bound_verdicts import ETA_CLAIM
-    from bladefl.experiments.experiment_verdicts import claims
-    from bladefl.report.paper import CLAIM_QUOTES, claim_quote
+    """Every row of a verdict table carries the words of the statement it judges, from the inventory
+    (whose fragments tests/test_statements.py finds in the tex), and every experiment claim, corollary
+    and the paper's errors name a statement of the inventory."""
+    from bladefl.experiments.verdicts.experiment_claims import claims
+    from bladefl.experiments.verdicts.statements import read_inventory
     from bladefl.theory.claims import COROLLARIES
 
-    names = [c.name for c in claims()] + [f"{c.name} (on the bound)" for c in COROLLARIES] + [ETA_CLAIM]
-    assert [n for n in names if not claim_quote(n)] == []
-    assert claim_quote("K* falls as beta grows (K* by accuracy)") == CLAIM_QUOTES["K* falls as beta grows"]
-    tex = Path(__file__).resolve().parents[2] / "shared" / "paper" / "blade-fl-paper.tex"
-    if tex.is_file():  # the words are the paper's (up to its LaTeX): each quoted fragment occurs in the tex
-        text = " ".join(tex.read_text(errors="replace").split())
-        for quote in CLAIM_QUOTES.values():  # its longest run of plain lower-case words, math left out
-            runs, run = [], []
-            for word in quote.split():
-                plain = word.isascii() and word.isalpha() and word.islower()
-                run = [*run, word] if plain else []
-                runs.append(run)
-            longest = " ".join(max(runs, key=len))
-            assert len(longest.split()) >= 2 and longest in text, (quote, longest)
+    inventory = read_inventory(REPO / "config" / "paper_statements.yaml")
+    named = [c.statement for c in claims()] + [c.statement for c in COROLLARIES]
+    assert [s for s in named if inventory.get(s) is None] == []
+    assert all(inventory.get(s).quote for s in named)
 
 
 def test_sweep_units_are_the_verdicts_units_and_accuracy_is_in_percent():
@@ -176,23 +165,26 @@ def test_sweep_units_are_the_verdicts_units_and_accuracy_is_in_percent():
 
 
 def test_the_accuracy_gap_is_each_tables_best_beside_the_papers():
-    from bladefl.report.pages import accuracy_gap
+    from bladefl.report.front_page import accuracy_gap, accuracy_line
 
     comparison = pd.DataFrame({"table": ["Table II", "Table II", "Table III"], "parameter": ["alpha", "alpha", "beta"],
-                               "max_accuracy": [70.0, 72.5, 60.0], "paper_max_accuracy": [87.4, 82.2, float("nan")]})
+                               "max_accuracy": [70.0, 72.5, 60.0], "max_accuracy_sd": [1.0, 2.5, 3.0],
+                               "paper_max_accuracy": [87.4, 82.2, float("nan")]})
     gap = accuracy_gap({"mnist": comparison})
     assert gap.to_dict("records") == [{"dataset": "mnist", "table": "Table II", "parameter": "alpha", "ours": 72.5,
-                                       "paper": 87.4, "difference": 72.5 - 87.4}]
+                                       "sd": 2.5, "paper": 87.4, "difference": 72.5 - 87.4}]
+    line = html.unescape(accuracy_line({"mnist": comparison}))
+    assert line == "MNIST 72.5 ± 2.5% against the paper's 87.4% (-14.9 points)."
 
 
 def test_the_papers_numbers_stand_beside_ours_for_k_star_and_time_claims_only():
-    from bladefl.report.pages import paper_beside
+    from bladefl.report.front_page import paper_beside
 
     comparison = pd.DataFrame({"table": "Table III", "parameter": "beta", "value": [8.0, 6.0],
                                "paper_quantity": "mining_time", "paper_value": [64.0, 60.0], "quantity": [56.0, 60.0],
                                "paper_K_star": [8.0, 10.0], "K_star": [7.0, 10.0]})
     assert paper_beside("K* falls as beta grows", comparison) == (
-        "beta = 6, 8: paper K* 10, 8; ours 10, 7 (Table III; ? = not in the paper or no integer K*)")
+        "β = 6, 8: paper K* 10, 8; ours 10, 7 (Table III; ? = not in the paper or no integer K*)")
     assert "paper β·K* 60, 64; ours 60, 56" in paper_beside("β·K* rises with beta", comparison)
     assert paper_beside("the loss grows with beta", comparison) == ""  # the paper gives a figure, no numbers
     assert paper_beside("K* falls as alpha grows", comparison) == ""  # no alpha table here

@@ -82,3 +82,42 @@ def test_the_checker_catches_a_printed_repr_a_table_wider_than_the_page_and_an_e
     assert len(found["wide"]) == 1 and found["wide"][0].startswith("table wider than the page")
     assert len(found["empty"]) == 1 and found["empty"][0].startswith("empty figure")
     assert found["clean"] == []
+
+
+def test_the_checker_catches_a_tall_page_a_miscounted_caption_and_round_off_printed_as_a_number(tmp_path, browser):
+    """A front page taller than 5,000 px, a caption saying "the mean over 20 runs" in a bundle of 5
+    draws, and a gap of 6.684e-19 printed as a number are each caught; p = 1.5e-06 and a caption
+    over the right count are not."""
+    pages = {"index": "<div style='height:5600px'>tall</div>",
+             "02_sweeps": "<p>Each line is the mean over 20 runs, the band one sd over them.</p>",
+             "03_bound": "<table><tr><td>6.684e-19</td><td>p = 1.5e-06</td></tr></table>",
+             "04_privacy": "<p>The band is one sd over the 5 partition draws; p = 1.5e-06.</p>"}
+    found = {}
+    for name, body in pages.items():
+        (tmp_path / f"{name}.html").write_text(f"<html><body>{body}</body></html>")
+        found[name] = browser.check(tmp_path / f"{name}.html", units=5).problems()
+    assert len(found["index"]) == 1 and "at most 5000" in found["index"][0]
+    assert found["02_sweeps"] == ["caption counts over 20 runs, the bundle has 5 units"]
+    assert found["03_bound"] == ["number in scientific notation for zero: 6.684e-19"]
+    assert found["04_privacy"] == []
+
+
+def test_the_kept_reports_pass_the_checks_a_referee_would_make(tmp_path, browser):
+    """Both kept bundles render (nothing run) to pages with no problem a browser shows, the front
+    page of each under 5,000 px with its findings first; captions count the bundle's own units."""
+    import subprocess
+
+    from conftest import REPO, venv_env
+
+    for name, units in (("paper-20seeds", 5), ("default-2seeds", 2)):
+        out = tmp_path / name
+        proc = subprocess.run(["make", "-s", "reference-report", f"REF=reference/{name}", f"KEPT={out}"], cwd=REPO,
+                              capture_output=True, text=True, timeout=900, env=venv_env())
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        pages = [out / "report" / "index.html", *sorted((out / "report").glob("*/*.html"))]
+        for page in pages:
+            check = browser.check(page, units=units)
+            assert check.problems() == [], (page, check.problems())
+        front = (out / "report" / "index.html").read_text()
+        assert front.index("<h2>Findings</h2>") < front.index("<h2>Pages</h2>") < front.index("judged once")
+        assert ("A look, not the verdicts" in front) == (units == 2)

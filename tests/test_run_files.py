@@ -177,7 +177,7 @@ def test_a_diverged_k_is_read_left_out_of_k_star_and_shown_on_the_front_page(tmp
     assert int(tidy.optimum(table).K_star_loss.iloc[0]) == 1  # the diverged K = 2 (loss nan) is no candidate
     counts = pages.diverged_counts({"mnist": table})
     assert (counts.trained.iloc[0], counts.diverged.iloc[0]) == (2, 1)
-    from bladefl.experiments.verdicts import all_verdicts
+    from bladefl.experiments.verdicts.table import all_verdicts
 
     verdicts = tmp_path / "verdicts.csv"
     out = all_verdicts(table, [Member("beta", "Table III", "beta", 10, cell)], 30.0, [], None, None, resamples=20)

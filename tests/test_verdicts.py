@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bladefl.experiments.experiment_verdicts import EXPERIMENT_VERDICTS, experiment_verdicts, per_draw
 from bladefl.experiments.grid import expand
-from bladefl.experiments.trend import Margins, min_p, parse_margins, trend_test, units_needed
-from bladefl.experiments.verdicts import VERDICTS, all_verdicts
+from bladefl.experiments.verdicts.experiment import EXPERIMENT_VERDICTS, experiment_verdicts, per_draw
+from bladefl.experiments.verdicts.table import VERDICTS, all_verdicts
+from bladefl.experiments.verdicts.trend import Margins, min_p, parse_margins, trend_test, units_needed
 from bladefl.report.pages import verdict_tally
 from bladefl.report.paper import paper_comparison, paper_k_star
 
@@ -115,7 +115,8 @@ def test_two_units_and_two_values_say_too_few_runs():
     members = [m for m in beta_members() if m.value in (6, 8)]
     curves = {m.cell.key: [bowl(12 - m.value / 2) + 0.3 * s for s in range(2)] for m in members}
     k = row(judged(curves, members), "K* falls as beta grows")
-    assert k.verdict == "too few runs" and "at least" in k.evidence and k.units == 2
+    assert k.verdict == "too few runs" and "cannot reach p < 0.05 after adjustment" in k.evidence and k.units == 2
+    assert k.decided_by.startswith("too few runs") and "every run (2) in the claimed direction" in k.decided_by
     assert min_p(2, 2) == 0.25 and units_needed(2) == 5 and units_needed(4) == 2
 
 
@@ -140,14 +141,16 @@ def test_derived_claims_carry_their_source_verdict_and_are_not_counted():
     rng = np.random.default_rng(1)
     curves = {m.cell.key: [bowl(rng.integers(3, 8)) + rng.normal(0, 0.1, 14) for _ in range(4)] for m in members}
     out = all_verdicts(table_from(curves, members), members, 100.0, [], None, None)
-    derived = out[out.derived_from.fillna("") != ""]
+    derived = out[out.role == "derived"]
     assert set(derived.claim) == {"τ·α·K* rises with alpha", "τ·α·K* rises with M/N", "τ·α·K* rises with sigma2"}
     for r in derived.itertuples():
-        assert r.verdict == row(out, r.derived_from).verdict
+        base = row(out, r.derived_from)
+        assert r.verdict == base.verdict and r.p_claim == base.p_claim and r.statement == base.statement
     tally = verdict_tally(out.assign(dataset="mnist"))
-    readings = out[out.reading_of.fillna("") != ""]
-    primary = out[(out.derived_from.fillna("") == "") & (out.reading_of.fillna("") == "")]
-    assert f"experiment {len(primary)} claims" in tally and len(primary) == len(out) - 3 - len(readings)
+    primary = out[(out.role == "claim") & (out.basis == "experiment")]
+    assert f"experiment {len(primary)} statements" in tally
+    assert primary.statement.is_unique  # one counted row per statement; the proof's reading under its paper error
+    assert set(out[out.basis == "experiment"].statement) - set(primary.statement) == {"cor4-proof"}
 
 
 def test_each_k_star_claim_is_read_again_by_accuracy_on_its_own_test_and_not_counted():
@@ -170,18 +173,19 @@ def test_each_k_star_claim_is_read_again_by_accuracy_on_its_own_test_and_not_cou
     alone = experiment_verdicts(table.assign(test_accuracy=0.5), members, 100.0)
     np.testing.assert_array_equal(alone[alone.reading_of.fillna("") == ""].p_claim, without.p_claim)  # apart
     tally = verdict_tally(out.assign(dataset="mnist", seeds=6, support=np.nan))
-    counted = without[without.derived_from.fillna("") == ""]
-    assert f"experiment {len(counted)} claims" in tally
+    counted = without[without.role == "claim"]
+    assert f"experiment {len(counted)} statements" in tally
 
 
 CLAIMS = [
     "K* falls as alpha grows", "τ·α·K* rises with alpha", "K* falls as beta grows", "β·K* rises with beta",
     "K* falls as N grows", "K* settles for N >= 20", "the loss falls as N grows", "K* rises with eta",
-    "K* falls as eta grows (Corollary 4's proof)", "the loss falls as eta grows below 0.1",
+    "K* falls as eta grows (Corollary 4's proof, on the experiment)", "the loss falls as eta grows below 0.1",
     "the loss rises again at eta = 0.1", "K* falls as M/N grows", "τ·α·K* rises with M/N",
     "K* falls as sigma2 grows", "τ·α·K* rises with sigma2", "the loss grows with alpha", "the loss grows with beta",
-    "the loss grows with M/N", "the loss grows with sigma2", "accuracy rises with epsilon",
-    "K* does not depend on epsilon", "the training loss is convex in K",
+    "the loss rises and the accuracy falls as M/N grows", "the loss rises and the accuracy falls as sigma2 grows",
+    "accuracy rises with epsilon", "the loss falls and the accuracy rises as epsilon grows",
+    "K* does not depend on epsilon", "the training loss is convex in K (every cell of the grid)",
 ]
 
 
@@ -193,7 +197,7 @@ def test_every_claim_has_a_verdict_row():
     assert set(CLAIMS) <= set(out.claim)
     assert set(out.verdict) <= set(EXPERIMENT_VERDICTS)
     assert (out.seeds == 3).all() and out.evidence.str.len().gt(0).all()
-    tested = out[out.claim != "the training loss is convex in K"]
+    tested = out[~out.claim.str.startswith("the training loss is convex in K")]
     assert tested.p_claim.between(0, 1).all()
 
 
@@ -201,7 +205,7 @@ def test_identical_units_show_no_equivalence_until_a_sign_test_could():
     """Two units with the very same change have a zero-width t-interval: that shows nothing, so a
     claim of change is not refuted as negligible on it; five identical units inside the margin
     (0.5^5 < 0.05) do show it."""
-    from bladefl.experiments.trend import effect
+    from bladefl.experiments.verdicts.trend import effect
 
     assert not effect(np.array([[10, 10, 10], [10, 10, 10]]), margin=1.0).equivalent
     assert effect(np.array([[10, 10, 10]] * 5), margin=1.0).equivalent
@@ -261,7 +265,8 @@ def test_a_bound_that_is_undefined_somewhere_is_not_applicable_not_refuted():
     the K* claim's evidence says what no choice of constants can do."""
     import pandas as pd
 
-    from bladefl.experiments.verdicts import BoundCell, bound_claims, cell_fit
+    from bladefl.experiments.verdicts.bound import BoundCell, bound_claims, cell_fit
+    from bladefl.experiments.verdicts.vocabulary import Replicates
 
     cell = BoundCell("fig3a", alpha=1, beta=6, eta=0.005, t_sum=100, M=0, N=20, sigma2=0.0)
     Ks = np.arange(1, 15)
@@ -271,9 +276,9 @@ def test_a_bound_that_is_undefined_somewhere_is_not_applicable_not_refuted():
     constants = pd.DataFrame([{"cell": "fig3a", "seed": s, "L": 20.0, "xi": 5.0, "delta": 5.0, "theta": 0.0,
                                "phi_measured": 0.2, "eps2_measured": 1e-2} for s in (0, 1)])
     fit = cell_fit(gaps, constants, cell, [0, 1])
-    out = bound_claims([[fit]], [[8.0]], seeds=2).set_index("claim")
+    out = bound_claims([[fit]], [[8.0]], Replicates(2, "run", 2, "2 runs")).set_index("claim")
     some = out.loc["the bound is within 5% of the experiment at some K (the other reading)"]
-    assert "smallest relative excess" in some.evidence and some.verdict in VERDICTS
+    assert "smallest relative excess" in some.evidence and some.verdict == "vacuous" and some.role == "reading"
     above = out.loc["the bound is above the experiment at every K"]
     assert above.verdict == "not applicable" and np.isnan(above.support)
     assert "fig3a at K = [1, 2" in above.evidence
@@ -286,17 +291,15 @@ def test_a_bound_that_is_undefined_somewhere_is_not_applicable_not_refuted():
 
 def test_corollary_4_is_judged_under_both_of_the_papers_statements():
     """The statement says K* rises with eta, the proof that it falls: a clear rise is reproduced
-    under the first and refuted under the second."""
-    from bladefl.report.paper import paper_inconsistencies
-
+    under the statement (counted) and refuted under the proof (a reading of that paper error)."""
     members = [m for m in expand(GRID) if m.sweep == "eta"]
     rng = np.random.default_rng(2)
     rising = {m.cell.key: [bowl(3 + 40 * m.value) + rng.normal(0, 0.02, 14) for _ in range(4)] for m in members}
     out = judged(rising, members)
-    assert row(out, "K* rises with eta").verdict == "reproduced"
-    assert row(out, "K* falls as eta grows (Corollary 4's proof)").verdict == "refuted"
-    where = [row["where"] for row in paper_inconsistencies()]
-    assert any("Corollary 4" in w for w in where) and any("Definition 1" in w for w in where)
+    stated = row(out, "K* rises with eta")
+    assert stated.verdict == "reproduced" and stated.role == "claim" and stated.statement == "tab5-eta"
+    proof = row(out, "K* falls as eta grows (Corollary 4's proof, on the experiment)")
+    assert proof.verdict == "refuted" and proof.role == "reading" and proof.statement == "cor4-proof"
 
 
 def test_the_verdict_view_reads_at_a_glance():
@@ -307,19 +310,22 @@ def test_the_verdict_view_reads_at_a_glance():
     curves = {m.cell.key: [bowl(rng.integers(3, 8)) + rng.normal(0, 0.1, 14) for _ in range(4)] for m in members}
     out = all_verdicts(table_from(curves, members), members, 100.0, [], None, None)
     view = verdict_view(out)
-    assert list(view.columns) == ["claim", "verdict", "test", "effect [95% CI]", "units", "per draw", "evidence"]
+    assert list(view.columns) == ["claim", "verdict", "decided by", "what the data show", "units", "per draw",
+                                  "evidence"]
     first = view.iloc[0]
-    assert first.claim == "K* falls as alpha grows (Corollary 1, Table II)" and first.test.startswith("p = ")
-    assert first.units == "4 runs" and "[" in first["effect [95% CI]"]
+    assert first.claim == "K* falls as alpha grows (Table II text (Corollary 1))"
+    assert first["decided by"].startswith("Page test over 4 runs: p (") and "FDR-adjusted" in first["decided by"]
+    assert first.units == "4 runs" and first["what the data show"].startswith("K* ")
     derived = view[view.claim.str.startswith("τ·α·K* rises with alpha")].iloc[0]
     assert "derived from “K* falls as alpha grows”, not counted" in derived.verdict
-    assert view[view.claim.str.startswith("the training loss is convex")].iloc[0].test.startswith("p (against)")
+    convex = view[view.claim.str.startswith("the training loss is convex")].iloc[0]
+    assert "p (against)" in convex["decided by"] or convex["decided by"].startswith("one-sided")
 
 
 def test_the_bound_verdicts_use_the_minimax_fit_and_each_ks_theta():
     """The verdict path fits as the README and the bound page report: minimax, and in a lazy cell
     theta at each K's last round (the seeds' median), not one mean theta."""
-    from bladefl.experiments.verdicts import BoundCell, cell_fit
+    from bladefl.experiments.verdicts.bound import BoundCell, cell_fit
     from bladefl.theory.fit import fit_minimax
 
     cell = BoundCell("lazy", alpha=1, beta=6, eta=0.01, t_sum=100, M=8, N=20, sigma2=0.01)
@@ -332,3 +338,93 @@ def test_the_bound_verdicts_use_the_minimax_fit_and_each_ks_theta():
     assert np.allclose(fit.common["theta"], 0.1 * Ks + 1)  # the median seed's per-K theta
     expected = fit_minimax(Ks.astype(float), fit.gap, **fit.common)
     assert fit.fit.phi == pytest.approx(expected.phi) and fit.fit.residual == pytest.approx(expected.residual)
+
+
+FIG3 = {"name": "fig3", "feeds": "Fig. 3", "cells": [{"beta": 6, "eta": 0.005}, {"beta": 6, "lazy_ratio": 0.4,
+                                                                               "sigma2": 0.01}]}
+
+
+def full_grid_verdicts(units: int = 5, seed: int = 4, **kwargs) -> tuple[pd.DataFrame, list]:
+    """A verdict table of the whole paper grid with Fig. 3's cells and their bound files
+    (synthetic), scans kept small."""
+    from bladefl.experiments.verdicts.table import bound_cells_of
+
+    grid = {**GRID, "sweeps": [*GRID["sweeps"], FIG3]}
+    members = expand(grid)
+    rng = np.random.default_rng(seed)
+    curves = {m.cell.key: [bowl(rng.integers(4, 9)) + rng.normal(0, 0.05, 14) for _ in range(units)] for m in members}
+    cells = bound_cells_of(members, "fig3", 100.0)
+    gaps = pd.DataFrame([{"cell": c.cell, "seed": s, "K": k, "gap": 0.2 + 0.01 * (k - 8) ** 2 + 0.002 * s,
+                          "theta_last": 0.5} for c in cells for s in range(units) for k in range(1, 15)])
+    constants = pd.DataFrame([{"cell": c.cell, "seed": s, "L": 16.0, "xi": 3.0, "delta": 6.5, "theta": 0.6,
+                               "noise_norm": 45.0, "phi_measured": 0.1, "eps2_measured": 1.0,
+                               "against": "honest aggregate"} for c in cells for s in range(units)])
+    from bladefl.experiments.verdicts.statements import read_inventory
+    from bladefl.report.paper import paper_tables
+
+    inventory = read_inventory(REPO / "config" / "paper_statements.yaml")
+    out = all_verdicts(table_from(curves, members), members, 100.0, cells, gaps, constants, bound_resamples=20,
+                       inventory=inventory, paper_tables=paper_tables(REPO / "config" / "paper_values.yaml"),
+                       scan_settings=300, **kwargs)
+    return out, members
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def eta_pair_table(change: list[float], units: int = 5) -> tuple[pd.DataFrame, list]:
+    """The paper grid with noise everywhere, and the minimal loss at eta = 0.1 changed from eta = 0.05
+    by ``change[u]`` (relative) in unit u."""
+    members = expand(GRID)
+    rng = np.random.default_rng(7)
+    curves = {m.cell.key: [bowl(rng.integers(3, 8)) + rng.normal(0, 0.3, 14) for _ in range(units)] for m in members}
+    eta = {m.value: m.cell.key for m in members if m.sweep == "eta"}
+    curves[eta[0.05]] = [bowl(6) for _ in range(units)]
+    curves[eta[0.1]] = [bowl(6) * (1 + change[u]) for u in range(units)]
+    return table_from(curves, members), members
+
+
+def test_a_two_value_claim_every_unit_contradicts_is_refuted():
+    """"The loss rises again at eta = 0.1" where it falls by 15-20% in every unit: the paired t-test
+    over the units decides it (a sign test over 5 units never could after adjustment)."""
+    table, members = eta_pair_table([-0.18, -0.16, -0.2, -0.15, -0.19])
+    r = row(experiment_verdicts(table, members, 100.0), "the loss rises again at eta = 0.1")
+    assert r.verdict == "refuted" and r.p_opposite < 0.05 and "paired t test over 5 runs" in r.decided_by
+
+
+def test_a_design_that_cannot_reach_significance_after_adjustment_says_too_few_runs():
+    """Identical changes in 5 units leave the t-test undefined; the sign test's floor 1/32, adjusted
+    with ~40 other p-values, cannot reach 0.05: too few runs, with the units' directions."""
+    table, members = eta_pair_table([-0.18] * 5)
+    r = row(experiment_verdicts(table, members, 100.0), "the loss rises again at eta = 0.1")
+    assert r.verdict == "too few runs" and "every run (5) opposite" in r.decided_by
+    assert "smallest adjusted p this design reaches" in r.decided_by
+
+
+def test_a_reading_that_holds_for_every_fit_is_not_counted_and_a_false_statement_is_not_reproduced():
+    """The 'at some K' reading of "within 5%" cannot fail: listed as vacuous, in no tally. Corollary
+    4's second part fails over the scan: refuted (with a witness), whatever the fitted bound shows."""
+    out, _ = full_grid_verdicts()
+    some = row(out, "the bound is within 5% of the experiment at some K (the other reading)")
+    assert some.verdict == "vacuous" and some.role == "reading"
+    assert some.reading_of == "the bound is within 5% of the experiment at every K"
+    eta = row(out, "the bound falls as eta grows while eta L < 1 (Corollary 4)")
+    assert eta.role == "claim" and eta.basis == "mathematics" and eta.verdict == "refuted" and "witness" in eta.evidence
+    tally = verdict_tally(out.assign(dataset="mnist"))
+    counted = out[out.role == "claim"]
+    assert f"bound {len(counted[counted.basis == 'bound'])} statements" in tally and "vacuous" not in tally
+
+
+def test_the_evidence_states_the_rows_own_p_values():
+    """Every experiment row's evidence prints the same adjusted p-values as its columns (the
+    derived rows once printed their base claim's, swapped)."""
+    out, _ = full_grid_verdicts(seed=9)
+    rows = out[(out.basis == "experiment") & out.p_claim.notna()]
+    assert len(rows) > 20
+    for r in rows.itertuples():
+        direction = "either direction" if math.isnan(r.p_opposite) else None
+        if direction:
+            assert f"BH-adjusted: p (either direction) = {r.p_claim:.3g}" in r.evidence, r.claim
+        else:
+            tail = r.evidence.split("BH-adjusted")[-1]
+            assert f"= {r.p_claim:.3g}, p (opposite) = {r.p_opposite:.3g}" in tail, (r.claim, tail)

@@ -265,23 +265,30 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
 
 def _cmd_verdicts(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
+    from bladefl.experiments import provenance
     from bladefl.experiments.grid import members_from_json
-    from bladefl.experiments.verdicts import all_verdicts, bound_cells_of
+    from bladefl.experiments.verdicts.statements import problems, read_inventory
+    from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
+    from bladefl.experiments.verdicts.trend import parse_margins
     from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
+    from bladefl.report.pages import verdict_tally
+    from bladefl.report.paper import paper_tables
 
+    config = provenance.project_root() / "config"
+    inventory = read_inventory(args.statements or config / "paper_statements.yaml")
+    tables = paper_tables(args.paper_values or config / "paper_values.yaml")
     members = members_from_json(_json_text(args.members))
     table = read_csv(args.summary, SUMMARY_COLUMNS)
     gaps = read_csv(args.gaps) if args.gaps else None
     constants = read_csv(args.constants) if args.constants else None
     cells = bound_cells_of(members, args.bound_sweep, args.t_sum)
-    from bladefl.experiments.trend import parse_margins
-
     margins = parse_margins(args.margins)
     frame = all_verdicts(table, members, args.t_sum, cells, gaps, constants, resamples=args.resamples,
-                         bound_resamples=args.bound_resamples, margins=margins)
-    from bladefl.report.pages import verdict_tally
-
+                         bound_resamples=args.bound_resamples, margins=margins, dataset=args.dataset,
+                         inventory=inventory, paper_tables=tables, fig3_sweep=args.bound_sweep)
     frame = frame.assign(dataset=args.dataset)
+    for problem in problems(frame, inventory, args.dataset):
+        print(f"warning: {problem}", file=sys.stderr)
     atomic.write_csv(args.out, frame)
     print(f"wrote {args.out}: {verdict_tally(frame)} (derived rows and other readings not counted)")
     return 0
@@ -383,6 +390,16 @@ def _cmd_lay_out(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_rejudge(args: argparse.Namespace) -> int:
+    from bladefl.experiments import kept_results
+
+    manifest = kept_results.rejudge(args.bundle, args.statements, args.paper_values)
+    record = manifest["about"]["rejudged"][-1]
+    print(f"re-derived {', '.join(record['files'])} of {args.bundle} with code {record['code_version']}; "
+          f"manifest updated")
+    return 0
+
+
 def _cmd_render_page(args: argparse.Namespace) -> int:
     from bladefl.report.pages import render_html
 
@@ -479,7 +496,7 @@ def _commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None
         ("summarize", "tidy summary and optimum tables over the grid's runs", cli_args.add_summarize, _cmd_summarize),
         ("report-index", "the report's front page: verdicts, headline figure, pages by dataset",
          cli_args.add_report_index, _cmd_report_index),
-        ("verdicts", "every claim's verdict on one dataset (bootstrap over seeds)",
+        ("verdicts", "every statement of the paper judged once on one dataset",
          cli_args.add_verdicts, _cmd_verdicts),
         ("paper-comparison", "the paper's Tables II-VII beside ours, one row per table row",
          cli_args.add_paper_comparison, _cmd_paper_comparison),
@@ -491,6 +508,8 @@ def _commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None
          cli_args.add_import_runs, _cmd_import_runs),
         ("lay-out", "a kept bundle's files laid out as a results folder (for the report)", cli_args.add_lay_out,
          _cmd_lay_out),
+        ("rejudge", "a kept bundle's verdict tables derived again from its own tables by this code",
+         cli_args.add_rejudge, _cmd_rejudge),
         ("render-page", "an executed report notebook as a stand-alone HTML page",
          cli_args.add_render_page, _cmd_render_page),
         ("run-page", "a report notebook executed with its parameters (a kernel of its own), then rendered",

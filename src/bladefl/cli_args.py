@@ -119,10 +119,14 @@ def add_verdicts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--constants", help="results/bound/<dataset>/constants.csv")
     p.add_argument("--margins", nargs="*", default=[], metavar="QUANTITY=MARGIN",
                    help="equivalence margins of the experiment's claims: K (rounds), mining_time and min_loss "
-                        "(relative), max_accuracy (absolute); defaults: bladefl.experiments.trend.Margins")
+                        "(relative), max_accuracy (absolute); defaults: bladefl.experiments.verdicts.trend.Margins")
     p.add_argument("--resamples", type=int, default=1000, help="(unused: the experiment's claims are tested, "
                    "not resampled; kept for old command lines)")
     p.add_argument("--bound-resamples", type=int, default=100, help="bootstrap resamples of the bound claims")
+    p.add_argument("--statements", default=None, help="config/paper_statements.yaml: the paper's statements, each "
+                   "judged once (default: the project's)")
+    p.add_argument("--paper-values", default=None, help="config/paper_values.yaml: the paper's tables, for the rows "
+                   "of the paper's own errors (default: the project's)")
     p.add_argument("--out", required=True)
 
 
@@ -170,6 +174,12 @@ def add_lay_out(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundle", help="a kept bundle, e.g. reference/paper-20seeds")
     p.add_argument("--results-dir", required=True, help="where its results/ files go")
     p.add_argument("--data-dir", required=True, help="where its data/ files go")
+
+
+def add_rejudge(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundle", help="a kept bundle, e.g. reference/paper-20seeds")
+    p.add_argument("--statements", default="config/paper_statements.yaml", help="the paper's statements")
+    p.add_argument("--paper-values", default="config/paper_values.yaml", help="the paper's tables")
 
 
 def add_render_page(p: argparse.ArgumentParser) -> None:

@@ -33,6 +33,8 @@ rule verdicts:
         unpack(verdict_bound_inputs),
         summary=f"{RESULTS}/summary/{{dataset}}.csv",
         members=MEMBERS,
+        statements="config/paper_statements.yaml",
+        paper_values="config/paper_values.yaml",
     output:
         f"{RESULTS}/verdicts/{{dataset}}.csv",
     log:
@@ -50,4 +52,5 @@ rule verdicts:
         bound=verdict_bound_options,
     shell:
         "bladefl verdicts --dataset {wildcards.dataset} --summary {input.summary} "
-        "--members @{input.members} --t-sum {params.t_sum} {params.bound} --out {output} > {log} 2>&1"
+        "--members @{input.members} --t-sum {params.t_sum} {params.bound} --statements {input.statements} "
+        "--paper-values {input.paper_values} --out {output} > {log} 2>&1"

@@ -59,6 +59,8 @@ use rule verdicts as reading_verdicts with:
     input:
         summary=f"{SENS}/{{reading}}/summary/{{dataset}}.csv",
         members=MEMBERS,
+        statements="config/paper_statements.yaml",
+        paper_values="config/paper_values.yaml",
     output:
         f"{SENS}/{{reading}}/verdicts/{{dataset}}.csv",
     log:

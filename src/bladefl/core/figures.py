@@ -12,10 +12,11 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from bladefl.core.atomic import atomic_path  # noqa: E402
 
+DPI = 150  # every PNG the report embeds
 
 def _write(fig: Figure, path: Path) -> None:
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=110)
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=DPI)
 
 
 def save_figure(fig: Figure, path: str | Path) -> None:

@@ -161,7 +161,86 @@ def lay_out(bundle: str | Path, results_dir: str | Path, data_dir: str | Path) -
     return count
 
 
-__all__ = ["MANIFEST", "CONFIG", "bundle_path", "about_runs", "keep", "read_manifest", "problems", "lay_out"]
+def replace_files(bundle: str | Path, files: Mapping[str, str], record: Mapping[str, Any]) -> dict:
+    """Write ``files`` (bundle-relative path -> text) into a checked bundle and its manifest: each
+    file's SHA-256 and size, and ``record`` appended to ``about.rejudged`` (what re-derived them,
+    when). The bundle must match its manifest first (ValueError listing the problems); each file
+    and the manifest are written atomically, the manifest last and write-protected again."""
+    bundle = Path(bundle)
+    found = problems(bundle)
+    if found:
+        raise ValueError(f"{bundle}: " + "; ".join(found[:5]))
+    manifest = read_manifest(bundle)
+    for rel in files:
+        if rel not in manifest["files"] or not rel.startswith("results/"):
+            raise ValueError(f"{bundle}: {rel} is not a results file the bundle holds")
+    for rel, text in sorted(files.items()):
+        target = bundle / rel
+        atomic.write_text(target, text)
+        target.chmod(0o644)
+        manifest["files"][rel] = {"sha256": sha256_file(target), "bytes": target.stat().st_size}
+    about = dict(manifest.get("about", {}))
+    about["rejudged"] = [*about.get("rejudged", []), dict(record)]
+    manifest["about"] = about
+    path = bundle / MANIFEST
+    if path.exists():
+        path.chmod(0o644)
+    atomic.write_json(path, manifest)
+    path.chmod(0o444)
+    return manifest
+
+
+def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path, scan_settings: int = 2000,
+            log: Any = print) -> dict:
+    """A kept bundle's verdict tables derived again from its own tables by this code (no runs
+    needed): per dataset the summary, the bound's gaps and constants and the config's grid, judged
+    as ``bladefl verdicts`` does; the bundle's verdict files and manifest replaced
+    (:func:`replace_files`). Returns the new manifest."""
+    from bladefl.experiments import provenance, workflow_config
+    from bladefl.experiments.verdicts.statements import read_inventory
+    from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
+
+    bundle = Path(bundle)
+    config = workflow_config.read_configs([bundle / CONFIG], default=None)
+    members = workflow_config.members(config)
+    inventory = read_inventory(statements)
+    tables = yaml_tables(paper_values)
+    sweep = config.get("bound_sweep", "fig3")
+    margins = _margins(config)
+    files = {}
+    for dataset in config["datasets"]:
+        results = bundle / "results"
+        table = pd.read_csv(results / "summary" / f"{dataset}.csv")
+        bound = results / "bound" / dataset
+        gaps = pd.read_csv(bound / "gaps.csv") if (bound / "gaps.csv").is_file() else None
+        constants = pd.read_csv(bound / "constants.csv") if (bound / "constants.csv").is_file() else None
+        frame = all_verdicts(table, members, float(config["t_sum"]), bound_cells_of(members, sweep, config["t_sum"]),
+                             gaps, constants, margins=margins, dataset=dataset, inventory=inventory,
+                             paper_tables=tables, fig3_sweep=sweep, scan_settings=scan_settings)
+        files[f"results/verdicts/{dataset}.csv"] = frame.assign(dataset=dataset).to_csv(index=False)
+        log(f"{dataset}: {len(frame)} rows")
+    record = {"code_version": provenance.code_version(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+              "files": sorted(files)}
+    return replace_files(bundle, files, record)
+
+
+def yaml_tables(path: str | Path) -> list[dict]:
+    """The paper's tables (``config/paper_values.yaml``), each with the document's t_sum."""
+    import yaml
+
+    doc = yaml.safe_load(Path(path).read_text())
+    return [{"t_sum": doc.get("t_sum", 100), **table} for table in doc["tables"]]
+
+
+def _margins(config: Mapping[str, Any]) -> Any:
+    from bladefl.experiments.verdicts.trend import parse_margins
+
+    given = config.get("verdicts", {}).get("margins", {}) or {}
+    return parse_margins([f"{k}={v}" for k, v in sorted(given.items())])
+
+
+__all__ = ["MANIFEST", "CONFIG", "bundle_path", "about_runs", "keep", "read_manifest", "problems", "lay_out",
+           "replace_files", "rejudge"]
 
 
 def imported_archive(record: Mapping[str, Any], bundle: str | Path | None = None) -> Path | None:

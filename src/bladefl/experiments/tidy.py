@@ -58,9 +58,10 @@ def seeds_per_draw(table: pd.DataFrame) -> pd.Series:
 
 def draws_are_units(table: pd.DataFrame) -> bool:
     """The independent unit of the verdicts (and of the figures that show their units): a partition
-    draw, its seeds' mean, where every draw holds at least two run seeds; else a run."""
+    draw, its seeds' mean, where two or more draws each hold at least two run seeds; else a run
+    (with one draw, its runs: the authors' design, speaking for that one partition)."""
     per = seeds_per_draw(table)
-    return bool(len(per)) and int(per.min()) >= 2
+    return len(per) >= 2 and int(per.min()) >= 2
 
 
 def _argbest(group: pd.DataFrame, column: str, maximize: bool) -> pd.Series:

@@ -11,9 +11,36 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from bladefl.core.figures import save_png_svg
+
+# The swept parameters as a reader names them.
+PARAM_NAMES = {"alpha": "α", "beta": "β", "eta": "η", "lazy_ratio": "M/N", "sigma2": "σ²", "epsilon": "ε", "N": "N",
+               "delta": "δ"}
+PALETTE = "colorblind"  # seaborn's colour-blind safe palette, with a marker and a dash per line besides
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+LEGEND_SIZE = 8
+
+
+def param_name(vary: str) -> str:
+    return PARAM_NAMES.get(vary, vary)
+
+
+def value_label(vary: str, value: float) -> str:
+    """``sigma2``, 0.1 -> "σ² = 0.1"; epsilon inf -> "no DP"."""
+    if vary == "epsilon" and not np.isfinite(value):
+        return "no DP"
+    return f"{param_name(vary)} = {value:g}"
+
+
+def plain_log_axis(ax, axis: str = "y") -> None:  # noqa: ANN001 - Axes
+    """A log axis with plain numbers at its ticks (0.5, 1, 2, 5, ...), not 2x10^0."""
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_formatter(NullFormatter())
 
 
 def show(fig: Figure, name: str, folder: str | Path) -> list[Path]:
@@ -29,29 +56,58 @@ def show(fig: Figure, name: str, folder: str | Path) -> list[Path]:
 def _by_unit(ax, data, x: str, y: str, vary: str, legend: bool) -> dict[str, object]:  # noqa: ANN001 - Axes, DataFrame
     """Seaborn's line per swept value over the units of ``data`` (:func:`bladefl.report.views.sweep_units`):
     the mean, a band of +-1 sd over the units; returns each value's colour by label."""
-    labelled = data.assign(label=[f"{vary}={v:g}" for v in data.value]).sort_values(["value", x])
+    labelled = data.assign(label=[value_label(vary, v) for v in data.value]).sort_values(["value", x])
     order = list(dict.fromkeys(labelled.label))
-    palette = dict(zip(order, sns.color_palette("tab10", len(order)), strict=True))
-    sns.lineplot(data=labelled, x=x, y=y, hue="label", hue_order=order, palette=palette, errorbar="sd", marker="o",
-                 markersize=4, ax=ax, legend=legend)
+    palette = dict(zip(order, sns.color_palette(PALETTE, len(order)), strict=True))
+    markers = {label: MARKERS[i % len(MARKERS)] for i, label in enumerate(order)}
+    sns.lineplot(data=labelled, x=x, y=y, hue="label", hue_order=order, palette=palette, style="label",
+                 style_order=order, markers=markers, dashes=True, errorbar="sd", markersize=5, ax=ax, legend=legend)
     if legend:
-        ax.get_legend().set_title(None)
+        ax.legend(title=None, fontsize=LEGEND_SIZE)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     return palette
 
 
-def sweep_figure(units, vary: str, title: str) -> Figure:  # noqa: ANN001 - DataFrame from views.sweep_units
+def _paper_marks(acc_ax, loss_ax, paper, colours: dict, vary: str) -> bool:  # noqa: ANN001 - Axes, rows
+    """The paper's optimum of each swept value in its colour: a star at (its K*, its best accuracy),
+    a dashed line at its K* on the loss; a dotted level where its K* is not an integer. Whether any
+    mark was drawn."""
+    drawn = False
+    for ref in paper or []:
+        colour = colours.get(value_label(vary, float(ref["value"])))
+        accuracy, k = float(ref.get("paper_max_accuracy", np.nan)), float(ref.get("paper_K_star", np.nan))
+        if colour is None or not np.isfinite(accuracy):
+            continue
+        drawn = True
+        if not np.isfinite(k):
+            acc_ax.axhline(accuracy, color=colour, ls=":", lw=1.2)
+            continue
+        loss_ax.axvline(k, color=colour, ls="--", lw=1)
+        acc_ax.plot([k], [accuracy], marker="*", ms=13, ls="none", color=colour, markeredgecolor="black")
+    return drawn
+
+
+def sweep_figure(units, vary: str, title: str, paper=None) -> Figure:  # noqa: ANN001 - DataFrame, rows
     """Loss and accuracy (%) versus K (top) and versus the total local steps K tau (bottom: tau's
     floor explains the kinks against K), one line per swept value: the mean over the units (draws
-    or runs), the band +-1 sd over them."""
+    or runs), the band +-1 sd over them; ``paper``: the paper's optimum per swept value (rows with
+    value, paper_K_star, paper_max_accuracy in %), marked on the top panels."""
     fig, axes = plt.subplots(2, 2, figsize=(10, 7))
-    for row, (x, xlabel) in enumerate((("K", "K (integrated rounds)"), ("steps", "K·tau (local steps in all)"))):
+    colours: dict = {}
+    for row, (x, xlabel) in enumerate((("K", "K (integrated rounds)"), ("steps", "K·τ (local steps in all)"))):
         for col, (y, ylabel) in enumerate((("loss", "training loss F(w)"), ("accuracy", "test accuracy (%)"))):
-            _by_unit(axes[row, col], units, x, y, vary, legend=(row, col) == (0, 1))
+            colours = _by_unit(axes[row, col], units, x, y, vary, legend=(row, col) == (0, 1))
             axes[row, col].set(xlabel=xlabel, ylabel=ylabel)
+    marked = _paper_marks(axes[0, 1], axes[0, 0], paper, colours, vary)
+    if marked:
+        marks = [Line2D([], [], marker="*", ms=12, ls="none", color="0.4", markeredgecolor="black",
+                        label="the paper's K* and best accuracy"),
+                 Line2D([], [], ls="--", color="0.4", label="the paper's K*"),
+                 Line2D([], [], ls=":", color="0.4", label="the paper's best accuracy, its K* not an integer")]
+        fig.legend(handles=marks, loc="lower center", ncol=3, fontsize=LEGEND_SIZE + 1, frameon=False)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04 if marked else 0, 1, 1))
     return fig
 
 
@@ -81,13 +137,13 @@ def k_star_spread_figure(spread, title: str) -> Figure:  # noqa: ANN001 - DataFr
             if label not in missing:
                 ax.errorbar(x[shown] + offset, part.K_star.to_numpy()[shown], yerr=err[shown], fmt="none",
                             ecolor=color, capsize=3, lw=1.5, label=f"+-1 std over {label}")
-        ax.set_xticks(x, [f"{v:g}" for v in part.value])
-        ax.set_xlabel(str(part.vary.iloc[0]))
+        ax.set_xticks(x, ["no DP" if not np.isfinite(v) else f"{v:g}" for v in part.value])
+        ax.set_xlabel(param_name(str(part.vary.iloc[0])))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     for row in grid:
         row[0].set_ylabel("K* (by training loss)")
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=LEGEND_SIZE)
     if missing:  # say why an interval is not drawn instead of drawing nothing
         fig.text(0.5, 0.005, "; ".join(f"no spread over {label}: {reason}" for label, reason in missing.items()),
                  ha="center", va="bottom", fontsize=8, color="0.3")
@@ -109,17 +165,26 @@ def bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:  # noqa: A
         if finite.any():
             ax.plot(part.K[finite], part.G_measured[finite], "^:", label="bound, measured constants")
         ax.set_yscale("log")
+        plain_log_axis(ax)
+        for column, marker in (("gap", "o"), ("G_fit", "s")):
+            values = part[column].where(np.isfinite(part[column]))
+            if values.notna().any():  # each curve's minimum, the K* Fig. 3's claim is about
+                best = values.idxmin()
+                ax.plot([part.K[best]], [values[best]], marker=marker, ms=11, mfc="none", mec="black", mew=1.5,
+                        ls="none")
+        ax.plot([], [], marker="o", ms=9, mfc="none", mec="black", ls="none", label="minimum (K*)")
         ax.set_title(labels[cell], fontsize=9)
         ax.set_xlabel("K (integrated rounds)")
         ax.set_ylabel("loss gap F(w^K) - F* (log scale)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=LEGEND_SIZE)
         ax.grid(alpha=0.3)
-        axes[1, j].bar(part.K, part.rel_gap_fit)
-        axes[1, j].axhline(0.05, color="r", lw=0.8, ls="--")
-        axes[1, j].axhline(-0.05, color="r", lw=0.8, ls="--")
+        axes[1, j].bar(part.K, 100 * part.rel_gap_fit)
+        axes[1, j].axhline(5, color="r", lw=0.8, ls="--", label="the paper's 5%")
+        axes[1, j].axhline(-5, color="r", lw=0.8, ls="--")
         axes[1, j].set_xlabel("K (integrated rounds)")
-        axes[1, j].set_ylabel("(G fitted - gap) / gap")
+        axes[1, j].set_ylabel("(G fitted − gap) / gap, %")
+        axes[1, j].legend(fontsize=LEGEND_SIZE)
         axes[1, j].xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title)
     fig.tight_layout()
@@ -142,37 +207,46 @@ def normalised_bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:
                 k_min = part.K[values.idxmin()]
                 ax.axvline(k_min, color=ax.lines[-1].get_color(), lw=0.8, alpha=0.6)
         ax.set_yscale("log")
+        plain_log_axis(ax)
         ax.set_title(labels[cell], fontsize=9)
         ax.set_xlabel("K (integrated rounds)")
         ax.set_ylabel("value / its minimum (log scale; line: where)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=LEGEND_SIZE)
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
 
 
-def privacy_figure(table, title: str) -> Figure:  # noqa: ANN001 - DataFrame from report.privacy_table
-    """Optimal K, minimal loss and maximal accuracy (already in %) versus the privacy budget epsilon."""
-    finite = table[np.isfinite(table.epsilon)]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
-    for ax, col, label, scale in ((axes[0], "K_star_loss", "optimal K (by loss)", 1),
-                                  (axes[1], "min_train_loss", "minimal training loss", 1),
-                                  (axes[2], "max_accuracy", "maximal test accuracy (%)", 1)):
-        ax.plot(finite.epsilon, scale * finite[col], "o-")
-        nodp = table[~np.isfinite(table.epsilon)]
-        if not nodp.empty:
-            ax.axhline(scale * float(nodp[col].iloc[0]), color="gray", ls="--", label="no DP")
-            ax.legend(fontsize=8)
-        ax.set_xscale("log")
-        ax.set_xlabel("epsilon (privacy budget, log scale)")
+def privacy_figure(table, title: str, units=None) -> Figure:  # noqa: ANN001 - DataFrames
+    """Optimal K, minimal loss and maximal accuracy (%) versus the privacy budget epsilon, each epsilon
+    at its own place on the axis and "no DP" at the right (so epsilon = 1000 is not hidden under it);
+    with ``units`` (:func:`bladefl.report.views.privacy_units`), each unit's value as a faint line and a
+    band of +-1 sd over the units."""
+    ordered = table.sort_values("epsilon")
+    labels = ["no DP" if not np.isfinite(e) else f"{e:g}" for e in ordered.epsilon]
+    x = np.arange(len(ordered))
+    position = {float(e): i for i, e in enumerate(ordered.epsilon)}
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for ax, col, label in ((axes[0], "K_star_loss", "optimal K (by loss)"),
+                           (axes[1], "min_train_loss", "minimal training loss"),
+                           (axes[2], "max_accuracy", "maximal test accuracy (%)")):
+        if units is not None and len(units):
+            stats = units.groupby("epsilon")[col].agg(["mean", "std"]).reindex(ordered.epsilon)
+            xs = [position[float(e)] for e in stats.index]
+            ax.fill_between(xs, stats["mean"] - stats["std"].fillna(0), stats["mean"] + stats["std"].fillna(0),
+                            color="C0", alpha=0.2, label="±1 sd over the units")
+        ax.plot(x, ordered[col], "o-", color="C0", label="mean curve's optimum")
+        ax.set_xticks(x, labels)
+        ax.set_xlabel("ε (privacy budget)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].yaxis.set_major_locator(MaxNLocator(integer=True))
-    ks = np.asarray(table.K_star_loss, dtype=float)
+    ks = np.asarray(ordered.K_star_loss, dtype=float)
     if np.isfinite(ks).any():  # whole rounds from 0 up: one K* alone would get ticks like 0.995, 1.005
         axes[0].set_ylim(0, float(np.nanmax(ks)) + 1)
+    axes[2].legend(fontsize=LEGEND_SIZE)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -188,7 +262,7 @@ def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list o
     and ``paper`` (rows with ``value``, ``paper_K_star``, ``paper_max_accuracy`` in percent)."""
     datasets = list(dict.fromkeys(p["dataset"] for p in panels))
     cols = max(sum(p["dataset"] == d for p in panels) for d in datasets)
-    fig, axes = plt.subplots(2 * len(datasets), cols, figsize=(4.2 * cols, 2.9 * 2 * len(datasets)),
+    fig, axes = plt.subplots(2 * len(datasets), cols, figsize=(4.2 * cols, 2.5 * 2 * len(datasets) + 0.4),
                              squeeze=False)
     for ax in axes.flat:
         ax.set_visible(False)
@@ -200,7 +274,7 @@ def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list o
         colours = _by_unit(acc_ax, panel["units"], "K", "accuracy", panel["vary"], legend=True)
         _by_unit(loss_ax, panel["units"], "K", "loss", panel["vary"], legend=False)
         for ref in panel["paper"]:
-            colour = colours.get(f"{panel['vary']}={float(ref['value']):g}")
+            colour = colours.get(value_label(panel["vary"], float(ref["value"])))
             if colour is None or not np.isfinite(ref["paper_max_accuracy"]):
                 continue
             if not np.isfinite(ref["paper_K_star"]):  # its K* is inconsistent, its accuracy is not
@@ -209,22 +283,28 @@ def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list o
             loss_ax.axvline(ref["paper_K_star"], color=colour, ls="--", lw=1)
             acc_ax.plot([ref["paper_K_star"]], [ref["paper_max_accuracy"]], marker="*", ms=13, ls="none",
                         color=colour, markeredgecolor="black")
-        acc_ax.set_title(f"{panel['dataset']}: sweep {panel['sweep']}", fontsize=10)
+        figure = f" (Fig. {panel['figure']})" if panel.get("figure") else ""
+        acc_ax.set_title(f"{panel['dataset']}: {param_name(panel['vary'])}{figure}", fontsize=10)
         acc_ax.set(ylabel="test accuracy (%)", xlabel="K (integrated rounds)")
-        acc_ax.legend(fontsize=7, loc="lower right")
+        acc_ax.legend(fontsize=LEGEND_SIZE, loc="lower right")
         loss_ax.set(ylabel="training loss F(w)", xlabel="K (integrated rounds)")
         acc_ax.set_visible(True)
         loss_ax.set_visible(True)
+    marks = [Line2D([], [], marker="*", ms=12, ls="none", color="0.4", markeredgecolor="black",
+                    label="the paper's K* and best accuracy"),
+             Line2D([], [], ls="--", color="0.4", label="the paper's K* (loss panels)"),
+             Line2D([], [], ls=":", color="0.4", label="the paper's best accuracy, its K* not an integer")]
+    fig.legend(handles=marks, loc="lower center", ncol=3, fontsize=LEGEND_SIZE + 1, frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
 def roc_figure(roc, title: str) -> Figure:  # noqa: ANN001 - DataFrame from detection_analysis.roc_table
     """One panel per detector: the ROC curve of every cell with lazy clients (pooled over seeds, K
     and rounds), the chance diagonal dashed."""
-    data = roc.assign(cell=[f"M/N={r:g}, sigma2={s:g}" for r, s in zip(roc.lazy_ratio, roc.sigma2, strict=True)])
+    data = roc.assign(cell=[f"M/N = {r:g}, σ² = {s:g}" for r, s in zip(roc.lazy_ratio, roc.sigma2, strict=True)])
     g = sns.relplot(data=data, x="fpr", y="tpr", hue="cell", col="detector", kind="line", sort=False,
                     estimator=None, height=4, aspect=1.05, facet_kws={"xlim": (-0.02, 1.02), "ylim": (-0.02, 1.02)})
     for ax in g.axes.flat:
@@ -241,7 +321,9 @@ def exclusion_figure(curves, title: str) -> Figure:  # noqa: ANN001 - DataFrame 
     and without lazy clients (the same dashed line in every panel); band = +-1 std over seeds."""
     ratios = sorted(v for v in curves.value.unique() if v > 0)
     fig, axes = plt.subplots(1, len(ratios), figsize=(4.2 * len(ratios), 3.8), squeeze=False, sharey=True)
-    styles = {"lazy clients": ("o-", "C3"), "lazy, flagged excluded": ("s-", "C2"), "no lazy clients": ("--", "k")}
+    blind = sns.color_palette(PALETTE)
+    styles = {"lazy clients": ("o-", blind[3]), "lazy, flagged excluded": ("s-", blind[2]),
+              "no lazy clients": ("--", "k")}
     for ax, ratio in zip(axes[0], ratios, strict=True):
         for condition, (style, color) in styles.items():
             value = 0 if condition == "no lazy clients" else ratio
@@ -256,7 +338,7 @@ def exclusion_figure(curves, title: str) -> Figure:  # noqa: ANN001 - DataFrame 
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("test accuracy (%)")
-    axes[0, -1].legend(fontsize=7)
+    axes[0, -1].legend(fontsize=LEGEND_SIZE)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -303,3 +385,28 @@ def sensitivity_curves_figure(curves, points, title: str) -> Figure:  # noqa: AN
     g.figure.suptitle(f"{title} (dashed: the paper's max accuracy; star: at its K*)")
     g.tight_layout()
     return g.figure
+
+
+def heatmap_grid(hists, titles, title: str, cols: int = 5) -> Figure:  # noqa: ANN001 - arrays, labels
+    """Partitions' label histograms (clients by labels) side by side on one colour scale, so one colour
+    means one sample count on every panel."""
+    n = len(hists)
+    cols = max(1, min(cols, n))
+    rows = -(-n // cols)
+    height = max(max(h.shape[0] for h in hists) * 0.12 + 1.0, 2.2)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols + 1.2, height * rows + 0.6), squeeze=False)
+    vmax = max(float(np.max(h)) for h in hists)
+    image = None
+    for ax, hist, label in zip(axes.flat, hists, titles, strict=False):
+        image = ax.imshow(hist, aspect="auto", cmap="viridis", interpolation="nearest", vmin=0, vmax=vmax)
+        ax.set_title(label, fontsize=9)
+        ax.set_xticks(range(hist.shape[1]))
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("label", fontsize=8)
+        ax.set_ylabel("client", fontsize=8)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    if image is not None:
+        fig.colorbar(image, ax=axes.ravel().tolist(), label="samples", shrink=0.8)
+    fig.suptitle(title)
+    return fig

@@ -18,10 +18,15 @@ def escape(text: object) -> str:
     return out
 
 
+ZERO = 1e-12  # a float this close to 0 is printed as 0 (round-off, e.g. a gap of 6.7e-19, is not a number to read)
+
+
 def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     def cell(v: object) -> str:
         if isinstance(v, float):
-            return "" if math.isnan(v) else f"{v:.{digits}g}"
+            if math.isnan(v):
+                return ""
+            return "0" if abs(v) < ZERO else f"{v:.{digits}g}"
         return escape(v)
 
     head = "| " + " | ".join(escape(c) for c in frame.columns) + " |"

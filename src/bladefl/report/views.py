@@ -3,9 +3,11 @@ runs' provenance."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bladefl.core import run_files
@@ -48,6 +50,24 @@ def sweep_units(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
     return out.assign(accuracy=100 * out.accuracy, steps=out.K * out.tau, unit_kind=kind, units=out.unit.nunique())
 
 
+def unit_description(summary: pd.DataFrame) -> str:
+    """What a figure's mean and band are over, from the runs (never a constant): "the 5 partition
+    draws (each the mean of its 4 seeds)", "the 2 runs (one seed on each partition draw)", "the 20
+    runs on one partition draw"."""
+    ok = summary[summary.status == "ok"]
+    per = ok.groupby("partition").seed.nunique() if "partition" in ok else pd.Series(dtype=int)
+    seeds = int(ok.seed.nunique())
+    if draws_are_units(ok):
+        lo, hi = int(per.min()), int(per.max())
+        each = f"{lo} seeds" if lo == hi else f"{lo}-{hi} seeds"
+        return f"the {len(per)} partition draws (each the mean of its {each})"
+    if len(per) == 1 and seeds > 1:
+        return f"the {seeds} runs on one partition draw"
+    if seeds == 1:
+        return "the 1 run"
+    return f"the {seeds} runs" + (" (one seed on each partition draw)" if len(per) > 1 else "")
+
+
 def k_star_spread(optimum: pd.DataFrame) -> pd.DataFrame:
     """Per (sweep, value) of the sweeps that vary a parameter: K* (by loss, seed-mean curve of every
     run), its spread over run seeds on one partition draw and over partition draws, as the optimum
@@ -84,10 +104,13 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["derived_from", "reading_of", "not_counted", "effect_text", "fig3_labels", "readable", "csv_link", "HEADERS",
+__all__ = ["verdict_view", "provenance_summary", "variants_summary", "kstar_summary", "constants_summary",
+           "unit_description", "derived_from", "reading_of", "role",
+           "not_counted", "effect_text", "fig3_labels", "readable", "csv_link", "HEADERS",
            "seed_means", "provenance_view",
-           "sweep_curves", "sweep_units", "k_star_spread", "privacy_table", "provenance", "detection_quality_table",
-           "exclusion_table", "detection_worst_rounds"]
+           "sweep_curves", "sweep_units", "k_star_spread", "privacy_table", "privacy_units", "provenance",
+           "detection_quality_table",
+           "exclusion_table", "detection_worst_rounds", "lazy_explanations"]
 
 
 def detection_quality_table(quality: pd.DataFrame) -> pd.DataFrame:
@@ -231,13 +254,25 @@ def reading_of(r: object) -> str:
     return value if _is_text(value) else ""
 
 
+def role(r: object) -> str:
+    """A verdict row's role: claim (counted), reading, derived or paper error; a table written
+    before roles were recorded: from its derived_from and reading_of columns."""
+    value = getattr(r, "role", "")
+    if _is_text(value):
+        return str(value)
+    return "derived" if derived_from(r) else "reading" if reading_of(r) else "claim"
+
+
 def not_counted(r: object) -> str:
-    """Why a verdict row is in no tally ("" where it is counted): derived from, or another reading of,
-    another row's claim."""
-    if derived := derived_from(r):
-        return f"derived from “{derived}”, not counted"
-    if read := reading_of(r):
-        return f"another reading of “{read}”, not counted"
+    """Why a verdict row is in no tally of claims ("" where it is counted): derived from, or another
+    reading of, another row's claim; a paper error (tallied apart)."""
+    kind = role(r)
+    if kind == "derived":
+        return f"derived from “{derived_from(r)}”, not counted"
+    if kind == "reading":
+        return f"another reading of “{reading_of(r)}”, not counted" if reading_of(r) else "another reading, not counted"
+    if kind == "paper error":
+        return "the paper's own error"
     return ""
 
 
@@ -259,17 +294,141 @@ def effect_text(r: object) -> str:
 
 
 def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
-    """The verdict table as a reader takes it in: the claim and where the paper makes it, the
-    verdict (rows in no tally say why), the test (:func:`verdict_test`), the effect with its 95%
-    interval, the units, the per-draw view and the evidence."""
+    """The verdict table as a reader takes it in: the statement and where the paper makes it, the
+    verdict (rows in no tally say why), the number that decided it, what the data show, the units,
+    the per-draw view and the evidence."""
     rows = []
     for r in table.itertuples():
-        shown = effect_text(r)
         aside = not_counted(r)
         draws = " ".join(x for x in (getattr(r, "across_partitions", ""), f"({getattr(r, 'draws_holding', '')})")
-                         if _is_text(x) and x != "()")
+                         if _is_text(x) and x != "()" and x != "(nan)")
+        decided = getattr(r, "decided_by", "")
         rows.append({"claim": f"{r.claim} ({r.source})",
                      "verdict": r.verdict + (f", {aside}" if aside else ""),
-                     "test": verdict_test(r), "effect [95% CI]": shown, "units": verdict_units(r),
-                     "per draw": draws, "evidence": r.evidence})
+                     "decided by": decided if _is_text(decided) else verdict_test(r),
+                     "what the data show": getattr(r, "finding", "") if _is_text(getattr(r, "finding", "")) else "",
+                     "units": verdict_units(r) if _number(getattr(r, "units", None)) == _number(
+                         getattr(r, "units", None)) else "", "per draw": draws, "evidence": r.evidence})
     return pd.DataFrame(rows)
+
+
+def provenance_summary(prov: pd.DataFrame) -> pd.DataFrame:
+    """The runs' provenance in one row per code version, device and data checksum: how many runs,
+    seeds and partition draws, and their run time (each run's share of its job's wall time, summed)."""
+    frame = prov.copy()
+    for column in ("code_version", "device", "train_images_sha256", "partition"):
+        if column not in frame:
+            frame[column] = ""
+    frame["train_images_sha256"] = frame.train_images_sha256.fillna("").astype(str).str[:12]
+    grouped = frame.fillna({"code_version": "", "device": ""}).groupby(
+        ["code_version", "device", "train_images_sha256"], as_index=False)
+    out = grouped.agg(runs=("run", "size"), seeds=("seed", "nunique"), draws=("partition", "nunique"),
+                      seconds=("seconds", "sum"))
+    return out.rename(columns={"code_version": "code", "train_images_sha256": "train images SHA-256",
+                               "seconds": "run time (s, each run's share of its job)"})
+
+
+def _range(values: pd.Series, fmt: str) -> str:
+    """"median (min-max)" of finite values; "undefined" where none is finite."""
+    finite = pd.to_numeric(values, errors="coerce")
+    finite = finite[np.isfinite(finite)]
+    if finite.empty:
+        return "undefined"
+    lo, mid, hi = finite.min(), finite.median(), finite.max()
+    return f"{mid:{fmt}}" if lo == hi else f"{mid:{fmt}} ({lo:{fmt}}-{hi:{fmt}})"
+
+
+def _mode(values: pd.Series) -> str:
+    counts = values.astype(str).value_counts()
+    return "" if counts.empty else str(counts.index[0]) + ("" if len(counts) == 1 else f" ({counts.iloc[0]} of "
+                                                                                     f"{int(counts.sum())})")
+
+
+def variants_summary(variants: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
+    """One row per cell and way of choosing the constants (the per-run rows stay in the CSV): the
+    largest excess over the experiment in % (median and range over runs), the bound's K* and where
+    it is undefined (the most common, with how many runs), the experiment's K*."""
+    rows = []
+    for (cell, variant), part in variants.groupby(["cell", "variant"], sort=False):
+        rows.append({"condition": labels.get(cell, cell), "constants": variant, "runs": len(part),
+                     "largest (G − gap) / gap, %": _range(100 * pd.to_numeric(part.max_rel_excess), ".0f"),
+                     "bound's K*": _mode(part.K_star.map(lambda v: "undefined" if v != v else f"{v:g}")),
+                     "undefined at K": _mode(part.undefined_at.fillna("none")),
+                     "experiment's K*": _mode(part.K_experiment.map(lambda v: f"{v:g}"))})
+    return pd.DataFrame(rows)
+
+
+def kstar_summary(kstar: pd.DataFrame, variants: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
+    """Per cell: K* of the closed form (Theorem 3), of the fitted and of the measured bound (with the K
+    where the measured bound is undefined: its K* is a minimum over the rest only), and of the
+    experiment, medians and ranges over the runs."""
+    rows = []
+    for cell, part in kstar.groupby("cell", sort=False):
+        undefined = variants[(variants.cell == cell) & (variants.variant == "measured")].undefined_at
+        where = _mode(undefined.fillna("none")) if len(undefined) else ""
+        measured = _range(part.K_exact_measured, "g")
+        if where and not where.startswith("none"):
+            measured = f"{measured} (undefined at K = {where}: the minimum over the other K)"
+        rows.append({"condition": labels.get(cell, cell), "runs": len(part),
+                     "closed form (Thm. 3)": _range(part.K_closed_form, ".3g"),
+                     "fitted bound": _range(part.K_exact_fit, "g"), "measured bound": measured,
+                     "experiment": _range(part.K_experiment, "g"),
+                     "largest (G fitted − gap) / gap, %": _range(100 * pd.to_numeric(part.max_rel_gap_fit), ".0f")})
+    return pd.DataFrame(rows)
+
+
+def constants_summary(table: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
+    """Per cell: each constant's median and range over the runs."""
+    columns = [c for c in ("L", "xi", "delta", "phi_measured", "eps2_measured", "phi_fit", "eps2_fit", "theta",
+                           "f_star") if c in table]
+    rows = []
+    for cell, part in table.groupby("cell", sort=False):
+        rows.append({"condition": labels.get(cell, cell), "runs": len(part),
+                     **{HEADERS.get(c, c): _range(part[c], ".3g") for c in columns}})
+    return pd.DataFrame(rows)
+
+
+def privacy_units(summary: pd.DataFrame) -> pd.DataFrame:
+    """The epsilon sweep per independent unit (as the verdicts take them): per (unit, epsilon) the
+    K* of the unit's mean loss curve, its minimal training loss and maximal test accuracy (%)."""
+    units = sweep_units(summary, "epsilon") if (summary.sweep == "epsilon").any() else pd.DataFrame()
+    if units.empty:
+        return pd.DataFrame(columns=["unit", "epsilon", "K_star_loss", "min_train_loss", "max_accuracy"])
+    rows = []
+    for (unit, value), part in units.groupby(["unit", "value"]):
+        best = part.loc[part.loss.idxmin()]
+        rows.append({"unit": unit, "epsilon": float(value), "K_star_loss": float(best.K),
+                     "min_train_loss": float(part.loss.min()), "max_accuracy": float(part.accuracy.max())})
+    return pd.DataFrame(rows)
+
+
+def lazy_explanations(quality: pd.DataFrame, exclusion: pd.DataFrame, model_size: int) -> str:
+    """Markdown: what the detection numbers mean, from them: a detector whose ROC AUC is below 0.5
+    (it ranks lazy uploads below honest ones) and why; how much of what lazy clients cost the
+    exclusion recovers, and why not all of it."""
+    lines = []
+    auc = quality.groupby("detector").auc.mean()
+    for detector, value in auc.items():
+        if value < 0.5 and detector == "near_duplicate":
+            sigma2 = float(quality.sigma2.median())
+            lines.append(f"- **{detector}**: ROC AUC {value:.2f}, below chance: it scores an upload by how close its "
+                         f"nearest other upload is (relative to the median distance). A lazy upload is a copy plus "
+                         f"noise of norm σ√P (≈ {math.sqrt(sigma2 * model_size):.0f} at σ² = {sigma2:g} over the "
+                         f"model's P = {model_size:,} parameters), far larger than the honest uploads' differences, "
+                         f"so it sits *farther* from every other upload than the honest ones: the score ranks lazy "
+                         f"uploads below honest ones.")
+        elif value < 0.5:
+            lines.append(f"- **{detector}**: ROC AUC {value:.2f}, below chance: it ranks lazy uploads below honest "
+                         f"ones at these settings.")
+    for ratio, part in exclusion.groupby("lazy_ratio"):
+        by = part.set_index("condition").max_accuracy
+        if {"lazy clients", "lazy, flagged excluded", "no lazy clients"} <= set(by.index):
+            lazy, excluded, clean = (100 * float(by[c]) for c in ("lazy clients", "lazy, flagged excluded",
+                                                                   "no lazy clients"))
+            share = (excluded - lazy) / (clean - lazy) if clean != lazy else math.nan
+            lines.append(f"- **M/N = {ratio:g}**: best accuracy {lazy:.1f}% with lazy clients, {excluded:.1f}% with "
+                         f"the flagged uploads excluded, {clean:.1f}% without lazy clients: the exclusion recovers "
+                         f"{share:.0%} of the loss. Excluding an upload removes the lazy client's noise, not its "
+                         f"absence: its own shard of the data is never trained on, so the aggregate averages "
+                         f"{1 - ratio:.0%} of the clients' data however well the validators detect.")
+    return "\n".join(lines)

@@ -66,21 +66,23 @@ class Corollary:
     param: str  # the swept parameter: alpha, beta, delta, N, eta, lazy_ratio, sigma2
     quantity: str  # K | mining_time (beta K*)
     direction: str  # rises | falls
+    statement: str = ""  # its id in config/paper_statements.yaml
 
 
 # The one table of the corollaries: the verdicts judge each on the experiment (where a sweep
 # varies its parameter) and on the fitted bound; the tests test these entries.
 COROLLARIES = (
-    Corollary("K* falls as alpha grows", "Corollary 1", "alpha", "K", "falls"),
-    Corollary("K* falls as beta grows", "Corollary 1", "beta", "K", "falls"),
-    Corollary("β·K* rises with beta", "Corollary 1", "beta", "mining_time", "rises"),
-    Corollary("K* rises with delta", "Corollary 2", "delta", "K", "rises"),
-    Corollary("K* falls as N grows", "Corollary 3", "N", "K", "falls"),
-    Corollary("K* rises with eta", "Corollary 4", "eta", "K", "rises"),
-    # the proof of Corollary 4 concludes the opposite of its statement: both are judged
-    Corollary("K* falls as eta grows (Corollary 4's proof)", "Appendix, proof of Corollary 4", "eta", "K", "falls"),
-    Corollary("K* falls as M/N grows", "Corollary 5", "lazy_ratio", "K", "falls"),
-    Corollary("K* falls as sigma2 grows", "Corollary 5", "sigma2", "K", "falls"),
+    Corollary("K* falls as alpha grows", "Corollary 1", "alpha", "K", "falls", "cor1-alpha"),
+    Corollary("K* falls as beta grows", "Corollary 1", "beta", "K", "falls", "cor1-beta"),
+    Corollary("β·K* rises with beta", "Corollary 1", "beta", "mining_time", "rises", "cor1-mining"),
+    Corollary("K* rises with delta", "Corollary 2", "delta", "K", "rises", "cor2-delta"),
+    Corollary("K* falls as N grows", "Corollary 3", "N", "K", "falls", "cor3-N"),
+    Corollary("K* rises with eta", "Corollary 4", "eta", "K", "rises", "cor4-eta"),
+    # the proof of Corollary 4 concludes the opposite of its statement: judged under that paper error
+    Corollary("K* falls as eta grows (Corollary 4's proof)", "Appendix, proof of Corollary 4", "eta", "K", "falls",
+              "cor4-proof"),
+    Corollary("K* falls as M/N grows", "Corollary 5", "lazy_ratio", "K", "falls", "cor5-MN"),
+    Corollary("K* falls as sigma2 grows", "Corollary 5", "sigma2", "K", "falls", "cor5-sigma"),
 )
 
 

@@ -9,7 +9,9 @@ redrawn so that eta L is log-uniform in (1e-3, 1) at the largest eta the sweep r
 at every swept value, and counts the settings where K* does not move as claimed. Settings where
 the bound is undefined (its bracket never positive) at some swept value say nothing, nor do those
 whose K* sits on the edge of the feasible range (tau = 1, K = t_sum/(alpha+beta)) at some value:
-the corollaries set the derivative to zero, an interior minimum; both are counted apart. One
+the corollaries set the derivative to zero, an interior minimum; both are counted apart, as are
+settings where K* moves less than the minimiser's numerical resolution over the whole sweep
+(``unresolved``: a term too small to move it measurably, not a move against the claim). One
 failing setting is kept as a witness.
 """
 
@@ -27,6 +29,8 @@ from bladefl.theory.claims import Corollary, monotone, sweep_point
 
 SCANNED = ("L", "xi", "delta", "phi", "eps2", "theta")
 ETA_L_RANGE = (1e-3, 1.0)
+RESOLUTION = 1e-8  # relative: the real minimiser's golden-section search resolves K* to about sqrt(eps) of itself
+FLAT = 1e-6  # relative: a K* that moves less than this over the whole sweep is not resolved (unresolved)
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class Scan:
     values: tuple[float, ...]
     witness: dict[str, float] | None = None  # the constants of one failing setting
     witness_k: tuple[float, ...] = ()  # its K* at each swept value
+    unresolved: int = 0  # of the defined inside the range, where K* moves less than the solver resolves
 
     @property
     def holds(self) -> bool:
@@ -46,7 +51,7 @@ class Scan:
 
     @property
     def judged(self) -> int:
-        return self.defined - self.edge
+        return self.defined - self.edge - self.unresolved
 
     def summary(self) -> str:
         if self.judged == 0:
@@ -54,12 +59,15 @@ class Scan:
                     f"swept value")
         head = (f"as mathematics, over {self.judged} of {self.settings} scanned settings of ({', '.join(SCANNED)}) "
                 f"with eta L < 1, the bound defined and K* inside the range at every value "
-                f"({self.settings - self.defined} undefined, {self.edge} on the edge): ")
+                f"({self.settings - self.defined} undefined, {self.edge} on the edge"
+                + (f", {self.unresolved} where K* moves less than {FLAT:g} of itself over the sweep, below the "
+                   f"solver's "
+                   f"resolution" if self.unresolved else "") + "): ")
         if self.failing == 0:
             return head + "holds in every one"
         w = ", ".join(f"{k} = {v:.3g}" for k, v in (self.witness or {}).items())
         ks = ", ".join(f"{k:.4g}" for k in self.witness_k)
-        return (head + f"fails (K* moves against the claim or not at all) in {self.failing / self.judged:.0%} "
+        return (head + f"fails (K* moves against the claim) in {self.failing / self.judged:.0%} "
                        f"({self.failing}); witness {w}: "
                        f"K* = [{ks}] at {list(self.values)}")
 
@@ -96,13 +104,17 @@ def scan(claim: Corollary, base: Mapping[str, float], values: Sequence[float], *
         k_at.append(k * p["beta"] if claim.quantity == "mining_time" else k)
     K = np.stack(k_at, axis=1)  # [settings, values]
     defined = np.isfinite(K).all(axis=1)
-    failing = [i for i in np.flatnonzero(defined & ~edge)
-               if not monotone(claim.name, "bound", list(values), K[i], claim.direction,
-                               tolerance=1e-6 * float(np.abs(K[i]).max())).holds]
+    safe = np.where(defined[:, None], K, 1.0)  # undefined settings are left out below
+    tol = RESOLUTION * np.abs(safe).max(axis=1)  # per step between neighbouring values
+    flat = defined & (safe.max(axis=1) - safe.min(axis=1) <= FLAT / RESOLUTION * tol)
+    inside = defined & ~edge & ~flat
+    failing = [i for i in np.flatnonzero(inside)
+               if not monotone(claim.name, "bound", list(values), K[i], claim.direction, tolerance=tol[i]).holds]
     witness = None if not failing else {k: float(drawn[k][failing[0]]) for k in SCANNED}
     return Scan(claim.name, settings, int(defined.sum()), int((defined & edge).sum()), len(failing),
                 tuple(float(v) for v in values), witness,
-                tuple(float(k) for k in K[failing[0]]) if failing else ())
+                tuple(float(k) for k in K[failing[0]]) if failing else (), int((defined & ~edge & flat).sum()))
+
 
 
 __all__ = ["Scan", "scan", "SCANNED"]

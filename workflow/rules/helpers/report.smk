@@ -65,10 +65,18 @@ def notebook_parameters(wildcards):
             "summary": f"{RESULTS}/summary/{d}.csv",
             "optimum": optimum,
             "comparison": f"{RESULTS}/tables/{d}_paper_comparison.csv",
+            "verdicts": f"{RESULTS}/verdicts/{d}.csv",
             "config_file": f"{REPORT}/config.yaml",
         },
-        "03_bound": {k: bound.get(k) for k in BOUND_PAGE_FILES},
-        "04_privacy": {"optimum": optimum},
+        "03_bound": {
+            **{k: bound.get(k) for k in BOUND_PAGE_FILES},
+            "verdicts": f"{RESULTS}/verdicts/{d}.csv",
+        },
+        "04_privacy": {
+            "optimum": optimum,
+            "summary": f"{RESULTS}/summary/{d}.csv",
+            "verdicts": f"{RESULTS}/verdicts/{d}.csv",
+        },
         "05_lazy": detection_files(d) if DETECTING else {},
         "06_sensitivity": sensitivity_files(d) if SENSITIVITY else {},
     }[nb]

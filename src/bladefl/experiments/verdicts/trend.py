@@ -9,15 +9,17 @@ unit's partition and seed), so the design is blocked: a claim's direction is tes
 units, and the offset between units (a draw's level) cancels.
 
 - **Trend:** Page's test for ordered alternatives (:func:`scipy.stats.page_trend_test`, units as
-  blocks, exact p-values for small designs) with three or more sweep values; with two, the sign
-  test on the units' changes (:func:`scipy.stats.binomtest`). Both directions are tested.
+  blocks, exact p-values for small designs) with three or more sweep values; with two, the paired
+  t-test on the units' changes (:func:`scipy.stats.ttest_1samp`) where at least three units
+  change by different amounts, else the sign test (:func:`scipy.stats.binomtest`: identical
+  changes leave the t-test undefined). Both directions are tested.
 - **Effect:** per unit, the change over the sweep (last value minus first; relative to the first
   for a loss); its mean, range and a 95% t-interval over the units.
 - **Equivalence:** a claim of change is refuted by an effect shown inside a margin (the 90%
   t-interval of the mean change inside +-margin: two one-sided tests at 5%).
 - **Few units:** the smallest p-value a design can give is (1/k!)^m for m units and k values
-  (0.5^m for the sign test); where it exceeds the threshold no verdict but "too few runs" is
-  possible from the trend test.
+  (0.5^m for the sign test, none for the t-test); a claim is "too few runs" when that floor,
+  adjusted with the other claims' p-values (:func:`reachable`), cannot reach the threshold.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ RELATIVE = ("mining_time", "min_loss")  # quantities whose effect is relative to
 class Trend:
     """A trend test of a [units, values] table (values in increasing order of the swept parameter)."""
 
-    test: str  # "Page" | "sign" | "none"
+    test: str  # "Page" | "paired t" | "sign" | "none"
     statistic: float
     p_rises: float
     p_falls: float
@@ -84,7 +86,7 @@ class Trend:
 
 
 def min_p(units: int, values: int) -> float:
-    """The smallest one-sided p-value of a within-unit trend test: (1/k!)^m (0.5^m for k = 2)."""
+    """The smallest one-sided p-value of a rank trend test: (1/k!)^m (the sign test's 0.5^m for k = 2)."""
     if units < 1 or values < 2:
         return 1.0
     return float(math.factorial(values)) ** -units
@@ -105,30 +107,98 @@ def trend_test(table: np.ndarray) -> Trend:
     if m < 2 or k < 2:
         return Trend("none", math.nan, 1.0, 1.0, m, floor)
     if k == 2:
-        change = table[:, 1] - table[:, 0]
-        up, down = int((change > 0).sum()), int((change < 0).sum())
-        n = up + down
-        if n == 0:
-            return Trend("sign", 0.0, 1.0, 1.0, m, floor)
-        p_up = stats.binomtest(up, n, 0.5, alternative="greater").pvalue
-        p_down = stats.binomtest(down, n, 0.5, alternative="greater").pvalue
-        return Trend("sign", float(up - down), float(p_up), float(p_down), m, floor)
+        return _two_values(table[:, 1] - table[:, 0], m, floor)
     method = "exact" if m * k <= 60 else "auto"
     rising = stats.page_trend_test(table, predicted_ranks=list(range(1, k + 1)), method=method)
     falling = stats.page_trend_test(table, predicted_ranks=list(range(k, 0, -1)), method=method)
     return Trend("Page", float(rising.statistic), float(rising.pvalue), float(falling.pvalue), m, floor)
 
 
+def _two_values(change: np.ndarray, m: int, floor: float) -> Trend:
+    """Two sweep values: the paired t-test on the units' changes where three or more units change
+    by different amounts (its p-values have no floor), else the sign test."""
+    if m >= 3 and float(np.std(change)) > 1e-12 * max(1.0, float(np.abs(change).max())):
+        up = stats.ttest_1samp(change, 0.0, alternative="greater")
+        down = stats.ttest_1samp(change, 0.0, alternative="less")
+        return Trend("paired t", float(up.statistic), float(up.pvalue), float(down.pvalue), m, 0.0)
+    rises, falls = int((change > 0).sum()), int((change < 0).sum())
+    n = rises + falls
+    if n == 0:
+        return Trend("sign", 0.0, 1.0, 1.0, m, floor)
+    p_up = stats.binomtest(rises, n, 0.5, alternative="greater").pvalue
+    p_down = stats.binomtest(falls, n, 0.5, alternative="greater").pvalue
+    return Trend("sign", float(rises - falls), float(p_up), float(p_down), m, floor)
+
+
+def reachable(raw: list[float], index: int, floor: float) -> float:
+    """The smallest adjusted p-value entry ``index`` of a family of raw p-values could get: its
+    design's floor adjusted (Benjamini-Hochberg) together with the others as they are. Above
+    ALPHA, no outcome of this design could be significant: too few runs."""
+    trial = list(raw)
+    trial[index] = floor
+    return fdr_adjust(trial)[index]
+
+
+def directions(change: np.ndarray, direction: str, noun: str = "unit") -> str:
+    """How the units moved, in words: "every unit (5) opposite", "4 of 5 units in the claimed
+    direction, 1 opposite" (``direction``: rises | falls; ``noun``: what a unit is)."""
+    change = np.asarray(change, dtype=float)
+    change = change[np.isfinite(change)]
+    m = len(change)
+    with_ = int((change > 0).sum() if direction == "rises" else (change < 0).sum())
+    against = int((change < 0).sum() if direction == "rises" else (change > 0).sum())
+    flat = m - with_ - against
+    if m and with_ == m:
+        return f"every {noun} ({m}) in the claimed direction"
+    if m and against == m:
+        return f"every {noun} ({m}) opposite"
+    if m and flat == m:
+        return f"no {noun} ({m}) changed"
+    parts = [f"{with_} of {m} {noun}s in the claimed direction"] + [f"{against} opposite"] * bool(against) + [
+        f"{flat} unchanged"] * bool(flat)
+    return ", ".join(parts)
+
+
+def updown(change: np.ndarray, noun: str = "unit") -> str:
+    """How the units moved, neutrally: "every draw (5) down", "3 draws up, 2 unchanged"."""
+    change = np.asarray(change, dtype=float)
+    change = change[np.isfinite(change)]
+    counts = {"up": int((change > 0).sum()), "down": int((change < 0).sum()), "unchanged": int((change == 0).sum())}
+    m = len(change)
+    for word, n in counts.items():
+        if m and n == m:
+            return f"every {noun} ({m}) {word}"
+    return ", ".join(f"{n} {noun}{'s' * (n != 1)} {word}" for word, n in counts.items() if n)
+
+
+def shape(series: np.ndarray) -> str:
+    """What a series over the sweep did: "rises", "falls", "stays", "rises then falls",
+    "falls then rises" or "goes up and down"."""
+    steps = np.sign(np.round(np.diff(np.asarray(series, dtype=float)), 12))
+    moves = [int(s) for s in steps if s != 0]
+    if not moves:
+        return "stays"
+    runs = [moves[0]] + [b for a, b in zip(moves, moves[1:], strict=False) if b != a]
+    names = {1: "rises", -1: "falls"}
+    if len(runs) == 1:
+        return names[runs[0]]
+    if len(runs) == 2:
+        return f"{names[runs[0]]} then {names[runs[1]]}"
+    return "goes up and down"
+
+
 @dataclass(frozen=True)
 class Effect:
-    """Per-unit change over the sweep: the values, their mean and range, a 95% interval and
-    whether the 90% interval lies inside +-margin (equivalence)."""
+    """Per-unit change over the sweep: the values, their mean and range, a 95% interval, the 90%
+    interval of the equivalence test and whether it lies inside +-margin (equivalence)."""
 
     per_unit: tuple[float, ...]
     mean: float
     low: float  # 95% t-interval (nan with one unit)
     high: float
     equivalent: bool
+    low90: float = math.nan
+    high90: float = math.nan
 
 
 def effect(table: np.ndarray, margin: float, relative: bool = False) -> Effect:
@@ -151,7 +221,8 @@ def effect(table: np.ndarray, margin: float, relative: bool = False) -> Effect:
         equivalent = bool(mean - half90 > -margin and mean + half90 < margin)
     else:  # identical units: the t-interval is degenerate; the sign test (every unit inside, 0.5^m < ALPHA)
         equivalent = bool(np.all(np.abs(change) < margin)) and 0.5 ** len(change) < ALPHA
-    return Effect(tuple(float(c) for c in change), mean, mean - half95, mean + half95, equivalent)
+    return Effect(tuple(float(c) for c in change), mean, mean - half95, mean + half95, equivalent,
+                  mean - half90, mean + half90)
 
 
 def fdr_adjust(pvalues: list[float]) -> list[float]:

@@ -1,0 +1,11 @@
+"""The verdict path, one folder: the paper's statements judged on a grid's tables.
+
+Owns: the inventory of the paper's statements (``statements``), the verdict vocabulary and its
+columns (``vocabulary``), the independent units (``units``), the paired trend tests and the false
+discovery rate (``trend``), the experiment's claims (``experiment_claims``, ``experiment``,
+``convexity``), the bound fitted to the runs (``bound``), the bound's formula as mathematics
+(``mathematics``), the paper's own errors (``paper_errors``), and the table that assembles them
+(``table``: start there). It imports from the wings below (core, fl, theory) and from
+``experiments`` modules outside it (``grid``, ``tidy``, ``bound_analysis``, ``paper_tables``),
+never from ``report``.
+"""

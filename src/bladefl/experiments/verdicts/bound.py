@@ -1,0 +1,375 @@
+"""Fig. 3's statements and the Remark on the bound fitted to the runs, and the corollaries' readings
+on that fitted bound: per bound cell and bootstrap resample of the independent units, judged by
+:func:`.vocabulary.claim_row` (bootstrap support).
+
+The bound is fitted to the unit-mean gap F(w^K) - F* of each resample as the tightest upper bound
+by its largest relative excess (``theory.fit.fit_minimax``, the fit the bound page reports), with
+the median of the resampled runs' measured constants and, in a lazy cell, theta at each K's last
+round; where the measured bound is undefined (its bracket not positive) a claim about it is ``not
+applicable``. The corollaries themselves are statements about the bound's formula and are counted
+as mathematics (:mod:`.mathematics`); their values on this fitted bound are readings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from bladefl.experiments.bound_analysis import BoundOn, bound_on, defined_where_measured
+from bladefl.experiments.grid import Member
+from bladefl.experiments.verdicts.vocabulary import Replicates, claim_row, fmt, sweep_varying
+from bladefl.fl import measured_constants
+from bladefl.fl.timemodel import tau_for
+from bladefl.theory.bound import k_star_closed_form
+from bladefl.theory.certificate import certificate
+from bladefl.theory.claims import COROLLARIES, Corollary, Verdict, bound_falls_with_eta, on_bound, sweep_point
+from bladefl.theory.fit import Fit, fit_minimax
+
+MEASURED = ("L", "xi", "delta", "theta", "phi_measured", "eps2_measured", "noise_norm")
+
+
+@dataclass(frozen=True)
+class BoundCell:
+    cell: str
+    alpha: float
+    beta: float
+    eta: float
+    t_sum: float
+    M: float
+    N: float
+    sigma2: float
+
+
+@dataclass(frozen=True)
+class CellFit:
+    """One bound cell on one (re)sample: the mean gap per K, the median measured constants, the
+    bound's fixed arguments, and its upper fit (None where none exists)."""
+
+    cell: BoundCell
+    K: np.ndarray
+    gap: np.ndarray
+    constants: dict[str, float]
+    common: dict[str, float]
+    fit: Fit | None
+    bound: BoundOn | None = None  # the fit and the measured bound against the gaps (bound_analysis.bound_on)
+    against: str = measured_constants.AGAINST  # what L, xi, delta were measured against (constants.csv)
+
+
+def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds: Sequence[int]) -> CellFit:
+    """``seeds``: the runs of the (re)sample, a run as often as it was drawn."""
+    part = gaps[gaps.cell == cell.cell]
+    per_seed = {s: part[part.seed == s].set_index("K").gap for s in set(seeds)}
+    Ks = sorted(set().union(*(set(v.index) for v in per_seed.values())))
+    gap = np.array([np.nanmean([per_seed[s].get(k, np.nan) for s in seeds]) for k in Ks])
+    consts = constants[(constants.cell == cell.cell) & constants.seed.isin(seeds)]
+    c = {k: float(consts[k].median()) if k in consts else math.nan for k in MEASURED}
+    common = dict(alpha=cell.alpha, beta=cell.beta, eta=cell.eta, L=c["L"], xi=c["xi"], delta=c["delta"],
+                  t_sum=cell.t_sum, M=cell.M, N=cell.N, theta=c["theta"], sigma2=cell.sigma2)
+    K = np.asarray(Ks, dtype=float)
+    if cell.M > 0 and "theta_last" in part:  # the plagiarism distance at each K's last round, as the bound page
+        per_k = part[part.seed.isin(seeds)].groupby("K").theta_last.median()
+        common = {**common, "theta": np.array([float(per_k.get(k, c["theta"])) for k in Ks])}
+    bound = bound_on(K, gap, common, c["phi_measured"], c["eps2_measured"], fitter=fit_minimax)
+    against = (", ".join(sorted(map(str, consts.against.unique()))) if "against" in consts
+               else measured_constants.LEGACY)
+    return CellFit(cell, K, gap, c, common, bound.fit, bound, against)
+
+
+def _fig3_checks(f: CellFit, exp_k: float) -> dict:
+    """Fig. 3's checks of one cell on one resample."""
+    b = f.bound if f.bound is not None else bound_on(f.K, f.gap, f.common, f.constants["phi_measured"],
+                                                     f.constants["eps2_measured"])
+    rel = np.abs(np.asarray(b.fitted.relative_gap, dtype=float))
+    G = np.asarray(b.G_fit, dtype=float)
+    finite = np.isfinite(G)
+    with np.errstate(invalid="ignore"):
+        d2 = G[:-2] - 2 * G[1:-1] + G[2:]
+    triple = finite[:-2] & finite[1:-1] & finite[2:]
+    concave = [int(k) for k, bad in zip(f.K[1:-1], triple & (d2 < -1e-9 * np.abs(G[1:-1])), strict=True) if bad]
+    steps = {int(k): int(k) * tau_for(int(k), f.cell.alpha, f.cell.beta, f.cell.t_sum) for k in f.K}
+    drops = [k for k in concave if steps.get(k, 0) < steps.get(k - 1, 0) or steps.get(k + 1, 0) < steps.get(k, 0)]
+    closest = float(np.nanmin(rel)) if np.isfinite(rel).any() else math.inf
+    return {"within": b.fitted.max_relative_gap, "closest": closest,
+            "above": b.measured.bound_above_everywhere and defined_where_measured(b.G_measured, f.gap),
+            "k_fit": b.k_star_fit, "k_exp": exp_k, "undefined": b.undefined_measured,
+            "convex": f.fit is not None and not concave, "concave_at": concave, "at_drops": drops}
+
+
+def _g(x: float) -> str:
+    return f"{x:g}"
+
+
+def _runs(ks: Sequence[int]) -> str:
+    """[1, 2, 3, 5] -> "1-3, 5"."""
+    out: list[str] = []
+    for k in sorted(ks):
+        if out and k == int(out[-1].split("-")[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{k}"
+        else:
+            out.append(str(k))
+    return ", ".join(out)
+
+
+def certificate_of(cell: BoundCell, k_experiment: float, eta_L: float | None = None) -> str:
+    """What no choice of constants can do in ``cell`` (:mod:`bladefl.theory.certificate`), and the
+    sharper fact at the cell's measured eta L (the other constants free)."""
+    cert = certificate(alpha=cell.alpha, beta=cell.beta, t_sum=cell.t_sum, lazy=cell.M > 0)
+    text = f"{cell.cell}: {cert.summary(k_experiment)}"
+    if eta_L is not None and np.isfinite(eta_L):
+        if eta_L >= 1:
+            text += f"; the measured eta L = {eta_L:.3g} is outside the lemma's eta L < 1"
+        else:
+            at = certificate(alpha=cell.alpha, beta=cell.beta, t_sum=cell.t_sum, lazy=cell.M > 0,
+                             eta_L=np.array([eta_L]))
+            text += (f"; at the measured eta L = {eta_L:.3g}, no constants give K* > {at.largest_if_defined_at_1} "
+                     f"with the bound defined at K = 1")
+    return text
+
+
+def _fit_note(fits: Sequence[CellFit]) -> str:
+    fitted = [(f.cell.cell, f.fit) for f in fits]
+    shown = "; ".join(f"{name}: phi {fit.phi:.3g}, eps2 {fit.eps2:.3g}" if fit else f"{name}: none"
+                      for name, fit in fitted)
+    no_term = [name for name, fit in fitted if fit is not None and not np.isfinite(fit.eps2)]
+    return f"minimax fit per cell ({shown})" + (
+        f"; eps2 = inf in {', '.join(no_term)}: that fitted bound has no xi-delta term and no lazy term at all"
+        if no_term else "") + "".join(f"; {f.cell.cell}: L, xi, delta measured against the {f.against}"
+                                     for f in fits if f.cell.M > 0)
+
+
+def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[float]], reps: Replicates,
+                 within: float = 0.05) -> pd.DataFrame:
+    """Fig. 3's statements over the bound cells (``fits[d][c]``, ``k_exp[d][c]``: resample d, the
+    full sample first, bound cell c): within ``within`` at every K (the closest K: a reading that
+    cannot fail), above at every K (every constant measured), convex in K, the same K*."""
+    results = [[_fig3_checks(f, k) for f, k in zip(row, ks, strict=True)] for row, ks in zip(fits, k_exp, strict=True)]
+    full = results[0]
+    names = ", ".join(f.cell.cell for f in fits[0])
+    empty = [f"{f.cell.cell} at K = {x['undefined']}" for f, x in zip(fits[0], full, strict=True) if x["undefined"]]
+    empty_reason = ("with every constant measured the bound's bracket eta phi - xi h(tau) / (tau eps2) is not "
+                    "positive, so the bound is undefined (bounds nothing), in " + "; ".join(empty)) if empty else ""
+    note = _fit_note(fits[0])
+    certified = [certificate_of(f.cell, x["k_exp"], f.common["L"] * f.cell.eta) for f, x in zip(fits[0], full,
+                                                                                                strict=True)]
+    excess = [round(x["within"], 3) for x in full]
+    labels = [f"({chr(ord('a') + i)})" for i in range(len(full))]
+
+    def per_cell(values: Sequence[object]) -> str:
+        return ", ".join(f"{v} {label}" for v, label in zip(values, labels, strict=True))
+
+    undefined = [_runs(x["undefined"]) or "nowhere" for x in full]
+    specs = [
+        ("fig3-close", "claim", f"the bound is within {within:.0%} of the experiment at every K", "Fig. 3",
+         lambda r: all(x["within"] <= within for x in r),
+         f"largest relative excess (G - gap) / gap of the upper fit per cell: {excess} "
+         f"({', '.join(f'{100 * e:.0f}%' for e in excess)} against the paper's 5%); {note}", "",
+         f"the tightest upper fit exceeds the experiment by up to {per_cell([f'{100 * e:.0f}%' for e in excess])}"),
+        ("fig3-above", "claim", "the bound is above the experiment at every K", "Fig. 3",
+         lambda r: all(x["above"] for x in r),
+         f"measured-constants bound above and defined at every K, per cell: {[x['above'] for x in full]}",
+         empty_reason, f"with every constant measured the bound is undefined at K = {per_cell(undefined)}"),
+        ("fig3-convex-bound", "claim", "the fitted bound is convex in K (Fig. 3's cells)", "Fig. 3",
+         lambda r: all(x["convex"] for x in r),
+         f"second differences of the upper fit at the K and tau the runs used; negative at K = "
+         f"{[x['concave_at'] for x in full]} per cell, of them where the time model's K·tau drops (tau's floor): "
+         f"{[x['at_drops'] for x in full]}; {note}", "",
+         f"the fitted bound bends down at K = {per_cell([_runs(x['concave_at']) or 'none' for x in full])}"),
+        ("fig3-kstar", "claim", "the bound's K* is the experiment's K*", "Fig. 3, Theorem 3",
+         lambda r: all(x["k_fit"] == x["k_exp"] for x in r),
+         f"K* of the upper fit {[x['k_fit'] for x in full]} vs experiment {[x['k_exp'] for x in full]}; for any "
+         f"constants: {' / '.join(certified)}", "",
+         f"the fitted bound's K* {per_cell([_g(x['k_fit']) for x in full])} against the experiment's "
+         f"{per_cell([_g(x['k_exp']) for x in full])}"),
+    ]
+    rows = [claim_row(name, source, "bound", [holds(r) for r in results], reps, f"{evidence} (cells: {names})", why,
+                      statement=statement, role=role, finding=found)
+            for statement, role, name, source, holds, evidence, why, found in specs]
+    closest = [round(x["closest"], 3) for x in full]
+    rows.append({**claim_row(f"the bound is within {within:.0%} of the experiment at some K (the other reading)",
+                             "Fig. 3", "bound", [all(x["closest"] <= within for x in r) for r in results], reps,
+                             f"smallest relative excess of the upper fit over K per cell: {closest}; a tightest upper "
+                             f"fit touches the experiment at some K by construction, so this reading holds for any "
+                             f"such fit: it cannot fail and is not evidence (cells: {names})",
+                             statement="fig3-close", role="reading",
+                             finding=f"the upper fit touches the experiment at some K in every cell ({closest})"),
+                 "verdict": "vacuous", "reading_of": f"the bound is within {within:.0%} of the experiment at every K",
+                 "decided_by": "cannot fail: a tightest upper fit touches the curve at some K by construction"})
+    return pd.DataFrame(rows)
+
+
+LAZY_PARAMS = ("lazy_ratio", "sigma2")  # judged on a lazy bound cell's constants (theta, sigma2 > 0)
+
+
+def base_cell(fits: Sequence[CellFit], param: str) -> CellFit:
+    """The bound cell a corollary is judged on: a lazy cell (M > 0) for M/N and sigma2, whose
+    theta and noise the lazy terms need; the first cell otherwise."""
+    if param in LAZY_PARAMS:
+        return next((f for f in fits if f.cell.M > 0), fits[0])
+    return fits[0]
+
+
+def corollary_values(members: Sequence[Member], param: str, delta: float) -> list[float]:
+    """The values a corollary is judged at: its sweep's; delta, which no sweep varies, at half,
+    once and twice the measured value."""
+    sweep = sweep_varying(members, param)
+    return sweep.values if sweep else ([0.5 * delta, delta, 2 * delta] if param == "delta" else [])
+
+
+def fitted_base(f: CellFit) -> dict[str, float]:
+    c = f.constants
+    return {**{k: f.common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")},
+            "phi": f.fit.phi if f.fit else math.nan, "eps2": f.fit.eps2 if f.fit else math.nan, "M": f.cell.M,
+            "N": f.cell.N, "theta": c["theta"], "sigma2": f.cell.sigma2}
+
+
+def _k_values(claim: Corollary, base: dict[str, float], v: Verdict) -> list[float]:
+    """K* at each swept value of a corollary's verdict (beta K* divided back by beta)."""
+    return [round(y if claim.quantity == "K" else y / sweep_point(base, claim.param, x)["beta"], 3)
+            for x, y in zip(v.x, v.y, strict=True)]
+
+
+def _caveats(claim: Corollary, base: dict[str, float], values: Sequence[float], real: Sequence[float]) -> str:
+    """Where the fitted bound's reading leaves the theory: eta L >= 1 (outside Lemma 1), a real K*
+    below one round (outside the feasible K >= 1)."""
+    notes = []
+    etas = values if claim.param == "eta" else [base["eta"]]
+    outside = [f"{fmt(e)} (eta L = {e * base['L']:.2g})" for e in etas if e * base["L"] >= 1]
+    if outside:
+        notes.append(f"eta L >= 1, outside Lemma 1's eta L < 1, at eta = {', '.join(outside)}")
+    below = [k for k in real if math.isfinite(k) and k < 1]
+    if below:
+        notes.append(f"real K* below one round ({', '.join(f'{k:g}' for k in below)}): outside the feasible K >= 1")
+    return "; ".join(notes)
+
+
+def fitted_corollaries(fits: Sequence[Sequence[CellFit]], members: Sequence[Member], reps: Replicates) -> list[dict]:
+    """Each corollary on the bound fitted to the runs (its real-valued minimiser, the integer K* of
+    the time model beside it), a reading under the corollary's statement: support over the resamples."""
+    rows = []
+    for claim in COROLLARIES:
+        f = base_cell(fits[0], claim.param)
+        values = corollary_values(members, claim.param, f.constants["delta"])
+        if f.fit is None or len(values) < 2:
+            continue
+        base = fitted_base(f)
+        real, integer = on_bound(claim, base, values, integer=False), on_bound(claim, base, values, integer=True)
+        holds = []
+        for resample in fits:
+            g = base_cell(resample, claim.param)
+            holds.append(g.fit is not None and on_bound(claim, fitted_base(g), values, integer=False).holds)
+        k_real = _k_values(claim, base, real)
+        caveat = _caveats(claim, base, values, k_real)
+        vacuous = "" if np.isfinite(f.fit.eps2) else (
+            f"the fitted bound of {f.cell.cell} has eps2 = inf (its minimax fit): no xi-delta term and no lazy term, "
+            f"so it cannot speak to {claim.param}")
+        assumption = {"N": "; delta assumed to fall as sqrt(N0/N) (the paper's argument; no sweep measures it)",
+                      "delta": "; delta at half, once and twice its measured value (no sweep varies it)"}
+        rows.append({**claim_row(
+            f"{claim.name} (on the fitted bound)", claim.source, "bound", holds, reps,
+            f"{claim.param} = {[fmt(x) for x in values]} -> the fitted bound's real-valued K* = {k_real} "
+            f"({real.detail}); integer K* of the time model = {_k_values(claim, base, integer)}; cell {f.cell.cell}"
+            f"{assumption.get(claim.param, '')}" + (f"; {caveat}" if caveat else ""), vacuous,
+            statement=claim.statement, role="reading",
+            finding=f"the fitted bound's real K* {k_real[0]:g} → {k_real[-1]:g} over {claim.param} "
+                    f"{fmt(values[0])} → {fmt(values[-1])}" + (f" ({caveat})" if caveat else "")),
+            "reading_of": f"{claim.name} (on the bound)"})
+    return rows
+
+
+ETA_CLAIM = "the bound falls as eta grows while eta L < 1 (Corollary 4)"
+
+
+def _falls_with_eta(f: CellFit, etas: Sequence[float]) -> tuple[bool, str]:
+    """Corollary 4's second part on one resample's fitted bound (M = 0 cell): at every feasible K
+    where it is defined, G over the swept etas with eta L < 1 (the fitted phi and eps2 held)."""
+    if f.fit is None or not np.isfinite(f.fit.eps2):
+        return False, "no fitted bound with a finite eps2"
+    params = {**{k: f.common[k] for k in ("alpha", "beta", "L", "xi", "delta", "t_sum")}, "phi": f.fit.phi,
+              "eps2": f.fit.eps2}
+    checks = {int(k): bound_falls_with_eta(params, etas, float(k)) for k in f.K}
+    undefined = [k for k, v in checks.items() if not np.isfinite(v.y).all()]
+    failing = [k for k, v in checks.items() if k not in undefined and not v.holds]
+    kept = [fmt(e) for e in etas if e * params["L"] < 1]
+    where = f" (undefined at K = {undefined}: not judged there)" if undefined else ""
+    return not failing, (f"eta = {kept} (eta L < 1): G falls at every K where it is defined{where}" if not failing
+                         else f"eta = {kept} (eta L < 1): G does not fall at K = {failing}{where}")
+
+
+def eta_fitted(fits: Sequence[Sequence[CellFit]], members: Sequence[Member], reps: Replicates) -> list[dict]:
+    """Corollary 4's second part on the fitted bound: a reading (the statement is judged as
+    mathematics); none without an eta sweep."""
+    sweep = sweep_varying(members, "eta")
+    if sweep is None or len(sweep.values) < 2:
+        return []
+    results = [_falls_with_eta(row[0], sweep.values) for row in fits]
+    return [{**claim_row(f"{ETA_CLAIM} (on the fitted bound, where defined)", "Corollary 4", "bound",
+                         [ok for ok, _ in results], reps, f"{results[0][1]}; cell {fits[0][0].cell.cell}, minimax fit",
+                         statement="cor4-bound-eta", role="reading", finding=results[0][1]), "reading_of": ETA_CLAIM}]
+
+
+def closed_form_readings(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[float]],
+                         reps: Replicates) -> list[dict]:
+    """Theorem 3's closed form at each bound cell's measured L beside the experiment's K* and the
+    fitted bound's: readings under Theorem 3 (it holds when the closed form rounds to the experiment's K*)."""
+    rows = []
+    for c, f in enumerate(fits[0]):
+        def closed(g: CellFit) -> float:
+            return k_star_closed_form(alpha=g.cell.alpha, beta=g.cell.beta, eta=g.cell.eta, L=g.constants["L"],
+                                      t_sum=g.cell.t_sum)
+
+        holds = [round(closed(row[c])) == ks[c] for row, ks in zip(fits, k_exp, strict=True)]
+        k_fit = f.bound.k_star_fit if f.bound is not None else math.nan
+        tau = (f.cell.t_sum / closed(f) - f.cell.beta) / f.cell.alpha
+        rows.append({**claim_row(
+            f"Theorem 3's closed form gives the experiment's K* ({f.cell.cell})", "Theorem 3", "bound", holds, reps,
+            f"closed form at the measured L = {f.constants['L']:.3g}: K* = {closed(f):.3g}; the experiment's K* = "
+            f"{k_exp[0][c]:g}, the fitted bound's {k_fit:g}; its precondition eta L tau = "
+            f"{f.cell.eta * f.constants['L'] * tau:.2g} there (the theorem needs << 1)",
+            statement="thm3", role="reading",
+            finding=f"closed form {closed(f):.3g} against the experiment's {k_exp[0][c]:g} (eta L tau = "
+                    f"{f.cell.eta * f.constants['L'] * tau:.2g})"),
+            "reading_of": "Theorem 3's closed form is the bound's minimiser"})
+    return rows
+
+
+def remark_rows(fits: Sequence[Sequence[CellFit]], reps: Replicates) -> list[dict]:
+    """The Remark: plagiarism (M/N theta) outweighs the artificial noise, on the lazy bound cells:
+    counted with the noise the proof bounds, sqrt(M) ||n|| / N (the measured noise norm per lazy
+    upload); as written, sqrt(M) sigma2 / N, a reading."""
+    lazy = [c for c, f in enumerate(fits[0]) if f.cell.M > 0]
+    if not lazy:
+        return []
+
+    def terms(f: CellFit) -> tuple[float, float, float]:
+        M, N = f.cell.M, f.cell.N
+        root = math.sqrt(M) / N
+        return M / N * f.constants["theta"], root * f.constants["noise_norm"], root * f.cell.sigma2
+
+    rows = []
+    for role, index, name in (("claim", 1, "plagiarism outweighs the artificial noise (the noise as measured)"),
+                              ("reading", 2, "plagiarism outweighs the artificial noise (the noise term as written)")):
+        holds = [all(terms(row[c])[0] > terms(row[c])[index] for c in lazy) for row in fits]
+        shown = "; ".join(f"{fits[0][c].cell.cell}: (M/N) theta = {terms(fits[0][c])[0]:.3g} against "
+                          f"{terms(fits[0][c])[index]:.3g}" for c in lazy)
+        what = ("sqrt(M) ||n|| / N with the measured noise norm ||n|| per lazy upload (sigma sqrt(P))" if index == 1
+                else "sqrt(M) sigma2 / N, Theorem 4's term as written")
+        missing = "" if all(math.isfinite(terms(fits[0][c])[index]) for c in lazy) else (
+            "the runs' constants table has no noise_norm (measured before it was recorded)")
+        row = claim_row(name, "Remark (Section V-C)", "bound", holds, reps,
+                        f"theta measured (median over the resampled runs), noise {what}: {shown}", missing,
+                        statement="remark-plagiarism", role=role, finding=shown.split(": ", 1)[-1])
+        rows.append({**row, "reading_of": "" if role == "claim" else rows[0]["claim"]})
+    return rows
+
+
+def bound_cells_of(members: Sequence[Member], sweep: str, t_sum: float) -> list[BoundCell]:
+    cells = [m.cell for m in members if m.sweep == sweep]
+    return [BoundCell(c.key, c.alpha, c.beta, c.eta, t_sum, round(c.lazy_ratio * c.N), c.N, c.sigma2) for c in cells]
+
+
+__all__ = ["BoundCell", "CellFit", "cell_fit", "certificate_of", "bound_claims", "fitted_corollaries", "eta_fitted",
+           "closed_form_readings", "remark_rows", "bound_cells_of", "base_cell", "corollary_values", "fitted_base"]

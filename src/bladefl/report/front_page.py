@@ -1,0 +1,370 @@
+"""The report's front page, computed from the bundle's tables: the findings first (what reproduced,
+what was refuted and why, what is not settled, the paper's own errors, the accuracy beside the
+paper's), the pages, then every statement of the paper with each dataset's verdict and the number
+that decided it (its readings and evidence folded), the headline figure with a caption that says
+what its lines and bands are over, and the accuracy table with its spread."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from bladefl.report.views import role
+
+DATASET_TITLES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
+COLOURS = {"reproduced": "#d9f2d9", "refuted": "#f8d7d7", "inconclusive": "#fff3c4", "too few runs": "#e8e8e8",
+           "not applicable": "#dde8f5", "vacuous": "#e8e8e8", "paper error": "#eedcf5", "single seed": "#e8e8e8"}
+BASIS_TITLES = {"experiment": "On the experiment: paired tests over the independent units, FDR-controlled",
+                "bound": "On the bound fitted to the runs: bootstrap over the units",
+                "mathematics": "The bound's formula as mathematics: a scan of valid constants",
+                "paper": "The paper's own errors"}
+UNSETTLED = ("inconclusive", "too few runs", "not applicable")
+STYLE = """body{font-family:sans-serif;max-width:80em;margin:1.2em auto;padding:0 1em;font-size:15px}
+h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin:1em 0 .4em}
+td,th{border:1px solid #ccc;padding:.25em .4em;vertical-align:top}table{border-collapse:collapse}
+.prov{color:#555;font-size:80%;margin:.2em 0 .6em}.small{font-size:85%}.muted{color:#555}
+.findings{background:#f7f9fc;border:1px solid #c9d6e8;padding:.5em .9em;margin:.4em 0}
+.findings p{margin:.25em 0}.v{font-weight:bold;padding:0 .3em;border-radius:3px;white-space:nowrap}
+.statements td{font-size:86%}.statements th{background:#f0f0f0}.section td{background:#f6f6f6;font-weight:bold}
+details summary{cursor:pointer;color:#235}.links{margin:.3em 0}"""
+
+
+def dataset_title(name: str) -> str:
+    return DATASET_TITLES.get(name, name)
+
+
+def counted(table: pd.DataFrame) -> pd.DataFrame:
+    """The counted rows (one per statement and dataset) and the paper's errors."""
+    return table[[role(r) in ("claim", "paper error") for r in table.itertuples()]]
+
+
+def _units(table: pd.DataFrame) -> int:
+    experiment = table[table.basis == "experiment"]
+    units = pd.to_numeric(experiment.get("units", pd.Series(dtype=float)), errors="coerce").dropna()
+    return int(units.max()) if len(units) else 0
+
+
+def _replication(table: pd.DataFrame) -> str:
+    if "replication" not in table:
+        return ""
+    values = [str(v) for v in table[table.basis == "experiment"].replication.dropna().unique() if str(v)]
+    return values[0] if values else ""
+
+
+def banner(table: pd.DataFrame) -> str:
+    """Where nothing can be judged (one run), or a design of two units judges little: say what the
+    bundle is and the command that renders the kept 20-draw report."""
+    units = _units(table)
+    where = ("<code>make reference-report REF=reference/paper-20seeds</code> renders the kept report of "
+             "<code>config/paper.yaml</code>'s grid from its tables, nothing run")
+    if units >= 3:
+        return ""
+    if units < 2:
+        head = ("No verdicts here: this grid has one run per point, too few to test any claim (every row says "
+                "why).")
+    else:
+        head = (f"A look, not the verdicts: {html.escape(_replication(table) or '2 units')}. With two independent "
+                f"units most statements cannot reach significance after the false-discovery correction, and a "
+                f"verdict that does rests on two runs.")
+    return (f"<p style='background:#fff3cd;border:1px solid #e0c36a;padding:.5em .8em'><strong>{head}</strong> "
+            f"The verdicts: {where}.</p>")
+
+
+def _names(rows: pd.DataFrame, datasets: Sequence[str]) -> dict[str, dict[str, pd.Series]]:
+    """Per statement (in table order), each dataset's counted row."""
+    out: dict[str, dict[str, pd.Series]] = {}
+    for _, r in rows.iterrows():
+        out.setdefault(str(r.statement), {})[str(r.dataset)] = r
+    return {s: v for s, v in out.items() if any(d in v for d in datasets)}
+
+
+def _where(by: Mapping[str, pd.Series], datasets: Sequence[str], verdicts: Sequence[str]) -> str:
+    """"" where the statement has a verdict of ``verdicts`` on every dataset that judges it, else
+    the datasets that do."""
+    judged = [d for d in datasets if d in by]
+    hit = [d for d in judged if by[d].verdict in verdicts]
+    if len(hit) == len(judged) and len(datasets) > 1 and len(judged) == len(datasets):
+        return ""
+    return ", ".join(dataset_title(d) for d in hit)
+
+
+def _short(text: object, limit: int = 150) -> str:
+    text = "" if text is None or text != text else str(text)
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _has(by: Mapping[str, pd.Series], dataset: str, verdicts: Sequence[str]) -> bool:
+    return dataset in by and by[dataset].verdict in verdicts
+
+
+def findings(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None = None) -> str:
+    """The findings block: counts, what reproduced (names), what was refuted and why (one line each),
+    what is not settled, the paper's own errors, the best accuracy beside the paper's."""
+    rows = counted(table)
+    datasets = list(dict.fromkeys(table.dataset))
+    by = _names(rows, datasets)
+    statements = [s for s, v in by.items() if next(iter(v.values())).verdict != "paper error"]
+    lead = _lead(table, rows, datasets)
+    parts = [f"<p>{lead}</p>"]
+    for label, verdicts in (("Reproduced", ("reproduced",)), ("Refuted", ("refuted",)),
+                            ("Not settled", UNSETTLED)):
+        hits = [s for s in statements if any(by[s][d].verdict in verdicts for d in by[s])]
+        if not hits:
+            continue
+        counts = " · ".join(f"{dataset_title(d)} {sum(_has(by[s], d, verdicts) for s in hits)}" for d in datasets)
+        if label == "Reproduced":
+            items = "; ".join(html.escape(str(next(iter(by[s].values())).claim))
+                              + (f" <span class='muted'>({html.escape(w)})</span>"
+                                 if (w := _where(by[s], datasets, verdicts)) else "") for s in hits)
+            parts.append(f"<p><span class='v' style='background:{COLOURS['reproduced']}'>{label}</span> "
+                         f"<span class='muted small'>({counts})</span>: {items}.</p>")
+            continue
+        lines = []
+        for s in hits:
+            first = next(r for d in datasets if (r := by[s].get(d)) is not None and r.verdict in verdicts)
+            where = _where(by[s], datasets, verdicts)
+            aside = ", ".join(x for x in (where, str(first.verdict) if label == "Not settled" else "") if x)
+            lines.append(f"<li><b>{html.escape(str(first.claim))}</b>"
+                         + (f" <span class='muted'>({html.escape(aside)})</span>" if aside else "")
+                         + f" — {html.escape(_short(first.finding))}</li>")
+        colour = COLOURS["refuted" if label == "Refuted" else "inconclusive"]
+        parts.append(f"<p><span class='v' style='background:{colour}'>{label}</span> "
+                     f"<span class='muted small'>({counts})</span>:</p><ul class='small' style='margin:.1em 0'>"
+                     + "".join(lines) + "</ul>")
+    errors = [s for s, v in by.items() if next(iter(v.values())).verdict == "paper error"]
+    if errors:
+        items = "; ".join(html.escape(str(next(iter(by[s].values())).claim)) for s in errors)
+        parts.append(f"<p><span class='v' style='background:{COLOURS['paper error']}'>The paper's own errors</span> "
+                     f"<span class='muted small'>({len(errors)})</span>: {items}.</p>")
+    gap = accuracy_line(comparisons or {})
+    if gap:
+        parts.append(f"<p><b>Best accuracy</b>: {gap}</p>")
+    return "<div class='findings'>" + "\n".join(parts) + "</div>"
+
+
+def _lead(table: pd.DataFrame, rows: pd.DataFrame, datasets: Sequence[str]) -> str:
+    one = rows[rows.dataset == datasets[0]] if len(datasets) else rows
+    kinds = [f"{int((one.basis == b).sum())} on the {b}" if b != "mathematics" else f"{int((one.basis == b).sum())} "
+             f"as mathematics" for b in ("experiment", "bound", "mathematics") if (one.basis == b).any()]
+    replication = _replication(table)
+    over = f"; the experiment over {html.escape(replication)}" if replication else ""
+    names = " and ".join(dataset_title(d) for d in datasets)
+    return (f"<b>{int((one.verdict != 'paper error').sum())} statements</b> of the paper judged on {names}: "
+            f"{', '.join(kinds)}{over}. Each is counted once (other readings are judged beside it, not counted).")
+
+
+def accuracy_gap(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per dataset and paper table: our best accuracy (%) over the table's rows, its spread (sd over
+    runs at that row), the paper's best, the difference."""
+    rows = []
+    for dataset, frame in comparisons.items():
+        for table, part in frame.groupby("table", sort=False):
+            ours, paper = pd.to_numeric(part.max_accuracy), pd.to_numeric(part.paper_max_accuracy)
+            if ours.notna().any() and paper.notna().any():
+                best = ours.idxmax()
+                sd = pd.to_numeric(part.max_accuracy_sd).get(best, math.nan) if "max_accuracy_sd" in part else math.nan
+                rows.append({"dataset": dataset, "table": table, "parameter": part.parameter.iloc[0],
+                             "ours": float(ours.max()), "sd": float(sd), "paper": float(paper.max()),
+                             "difference": float(ours.max() - paper.max())})
+    return pd.DataFrame(rows, columns=["dataset", "table", "parameter", "ours", "sd", "paper", "difference"])
+
+
+def accuracy_line(comparisons: Mapping[str, pd.DataFrame]) -> str:
+    """One line per dataset: our best accuracy over all tables beside the paper's, and the range of
+    the per-table differences."""
+    gap = accuracy_gap(comparisons)
+    parts = []
+    for dataset, part in gap.groupby("dataset", sort=False):
+        best = part.loc[part.ours.idxmax()]
+        spread = f" ± {best.sd:.1f}" if math.isfinite(best.sd) else ""
+        lo, hi = part.difference.min(), part.difference.max()
+        per = f"{lo:+.1f} points" if lo == hi else f"per table {lo:+.1f} to {hi:+.1f} points"
+        parts.append(f"{dataset_title(str(dataset))} {best.ours:.1f}{spread}% against the paper's "
+                     f"{part.paper.max():.1f}% ({per})")
+    return html.escape("; ".join(parts) + "." if parts else "")
+
+
+def paper_beside(claim: str, comparison: pd.DataFrame | None) -> str:
+    """For an experiment claim about K* or a table's time quantity: the paper's numbers over the
+    sweep beside ours (the paper-comparison table: its K* and time per swept value, ours from the
+    mean curves); "" where the paper gives no numbers for it (a loss read off its figures)."""
+    from bladefl.experiments.verdicts.experiment_claims import claims
+    from bladefl.report.plots import param_name
+
+    found = next((c for c in claims() if c.name == claim), None)
+    if found is None or comparison is None or found.quantity not in ("K", "mining_time", "training_time"):
+        return ""
+    part = comparison[comparison.parameter == found.param].sort_values("value")
+    if part.empty:
+        return ""
+    if found.quantity != "K" and not (part.paper_quantity == found.quantity).all():
+        return ""
+    paper, ours = ((part.paper_K_star, part.K_star) if found.quantity == "K" else (part.paper_value, part.quantity))
+
+    def shown(values: pd.Series) -> str:
+        return ", ".join("?" if pd.isna(v) else f"{float(v):g}" for v in values)
+
+    name = "K*" if found.quantity == "K" else "β·K*" if found.quantity == "mining_time" else "τ·α·K*"
+    return (f"{param_name(found.param)} = {shown(part.value)}: paper {name} {shown(paper)}; ours {shown(ours)} "
+            f"({str(part.table.iloc[0])}; ? = not in the paper or no integer K*)")
+
+
+def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame | None = None) -> str:
+    if r is None:
+        return "<td class='muted'>not stated for this dataset</td>"
+    colour = COLOURS.get(str(r.verdict), "#fff")
+    extra = "".join(f"<li>{html.escape(str(x.claim))}: <b>{html.escape(str(x.verdict))}</b> — "
+                    f"{html.escape(_short(x.decided_by, 220))}</li>" for x in readings.itertuples())
+    folded = (f"<details><summary>{'readings (' + str(len(readings)) + '), ' if len(readings) else ''}evidence"
+              f"</summary>{'<ul>' + extra + '</ul>' if extra else ''}<p>{html.escape(str(r.evidence))}</p></details>")
+    decided = html.escape(_short(r.decided_by, 200))
+    found = html.escape(_short(r.finding, 200)) if isinstance(r.finding, str) and r.finding != r.decided_by else ""
+    draws = _draws(r)
+    found = " · ".join(x for x in (found, f"draws: {html.escape(draws)}" if draws else "") if x)
+    beside = paper_beside(str(r.claim), comparison) if r.basis == "experiment" else ""
+    found += f"<br>{html.escape(beside)}" if beside else ""
+    return (f"<td><span class='v' style='background:{colour}'>{html.escape(str(r.verdict))}</span> "
+            f"<span class='small'>{decided}</span>" + (f"<br><span class='small muted'>{found}</span>" if found else "")
+            + folded + "</td>")
+
+
+def _draws(r: pd.Series) -> str:
+    """Whether the statement holds on each partition draw, where draws are the units ("" else)."""
+    label = str(getattr(r, "across_partitions", "") or "")
+    holding = str(getattr(r, "draws_holding", "") or "")
+    if label in ("", "nan", "one draw", "not applicable", "vacuous", "mathematics: no units") or label.startswith(
+            "one seed per draw"):
+        return ""
+    return label + (f" ({holding})" if holding and holding != "nan" else "")
+
+
+def statement_table(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None = None) -> str:
+    """Every counted statement, grouped by what it is judged on, one column per dataset: the
+    verdict, the number that decided it, what the data show, readings and evidence folded."""
+    datasets = list(dict.fromkeys(table.dataset))
+    rows = counted(table)
+    is_reading = [role(x) == "reading" for x in table.itertuples()]
+    readings = {key: part for key, part in table[is_reading].groupby(["dataset", "statement"], sort=False)}
+    empty = table.iloc[0:0]
+    head = "".join(f"<th>{html.escape(dataset_title(d))}</th>" for d in datasets)
+    out = [f"<table class='statements'><tr><th style='width:30%'>the paper's statement</th>{head}</tr>"]
+    for basis, title in BASIS_TITLES.items():
+        part = rows[rows.basis == basis]
+        if part.empty:
+            continue
+        out.append(f"<tr class='section'><td colspan='{1 + len(datasets)}'>{html.escape(title)}</td></tr>")
+        for statement, by in _names(part, datasets).items():
+            first = next(iter(by.values()))
+            quote = str(getattr(first, "quote", "") or "")
+            page = str(getattr(first, "page", "") or "")
+            name = html.escape(str(first.claim))
+            if page:
+                name = f"<a href='{html.escape(f'{first.dataset}/{page}.html')}'>{name}</a>"
+            cells = "".join(_cell(by.get(d), readings.get((d, statement), empty), (comparisons or {}).get(d))
+                            for d in datasets)
+            out.append(f"<tr><td>{name}<br><span class='small muted'>{html.escape(str(first.source))}"
+                       + (f": <i>“{html.escape(quote)}”</i>" if quote else "") + f"</span></td>{cells}</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def verdict_table_html(part: pd.DataFrame) -> str:
+    """A dataset's verdict rows as an HTML table: the statement and where the paper makes it, its
+    role (rows in no tally say why), the verdict and the number that decided it, what the data show,
+    the units and the per-draw view; the evidence folded."""
+    from bladefl.report.views import not_counted, verdict_units
+
+    rows = []
+    for r in part.itertuples():
+        colour = COLOURS.get(str(r.verdict), "#fff")
+        aside = not_counted(r)
+        units = verdict_units(r) if str(getattr(r, "unit", "") or "") not in ("", "nan") else ""
+        draws = _draws(pd.Series(r._asdict()))
+        rows.append(f"<tr><td>{html.escape(str(r.claim))}<br><span class='muted'>{html.escape(str(r.source))}</span>"
+                    + (f"<br><i>{html.escape(aside)}</i>" if aside else "") + "</td>"
+                    f"<td><span class='v' style='background:{colour}'>{html.escape(str(r.verdict))}</span><br>"
+                    f"{html.escape(str(getattr(r, 'decided_by', '') or ''))}</td>"
+                    f"<td>{html.escape(str(getattr(r, 'finding', '') or ''))}</td>"
+                    f"<td>{html.escape(units)}{'<br>' + html.escape(draws) if draws else ''}</td>"
+                    f"<td><details><summary>evidence</summary>{html.escape(str(r.evidence))}</details></td></tr>")
+    return ("<table style='font-size:85%'><tr><th style='width:28%'>statement</th><th style='width:24%'>verdict, "
+            "decided by</th><th>what the data show</th><th>units, per draw</th><th>evidence</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+LEGEND = ("<details class='small muted'><summary>what each verdict means</summary><p><b>reproduced</b>: the claimed "
+          "direction significant (experiment: p &lt; 0.05 "
+          "after the false-discovery correction; bound: in &ge; 90% of bootstrap resamples; mathematics: in every "
+          "valid setting scanned). <b>refuted</b>: the opposite significant, the change shown inside a stated "
+          "equivalence margin, in &le; 10% of resamples, or a valid setting where it fails (the witness is in the "
+          "evidence). <b>inconclusive</b>: neither; never called refuted. <b>too few runs</b>: this design cannot "
+          "reach p &lt; 0.05 after the correction. <b>not applicable</b>: the bound's preconditions fail. "
+          "<b>vacuous</b>: a reading that holds whatever the data. Rows in no tally: other readings of a statement "
+          "and rows derived from another.</p></details>")
+
+
+def headline_caption(summaries: Mapping[str, pd.DataFrame]) -> str:
+    """What the headline figure's lines and bands are over, from the tables (never a constant)."""
+    from bladefl.report.views import unit_description
+
+    described = {unit_description(s) for s in summaries.values()}
+    over = "; ".join(sorted(described))
+    return (f"Test accuracy and training loss versus K for the main sweeps. Each line is the mean over {over}, "
+            f"the band ±1 standard deviation over them. In each swept value's colour: a star marks the paper's K* "
+            f"and best accuracy, a dashed line the paper's K* on the loss panel, a dotted line the paper's best "
+            f"accuracy where its K* is not an integer at the table's stated beta. The paper's K* is derived from "
+            f"its tables by each table's own formula.")
+
+
+def figure_section(png: str | Path | None, caption: str) -> str:
+    if png is None:
+        return ""
+    data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
+    return (f"<h2>Accuracy and loss versus K, beside the paper's optimum</h2>\n<p class='small'>{html.escape(caption)}"
+            f"</p>\n<img src='data:image/png;base64,{data}' alt='accuracy and loss versus K for the main sweeps' "
+            f"style='max-width:70%'>")
+
+
+def accuracy_section(comparisons: Mapping[str, pd.DataFrame], sensitivity: str | None, docs: str | None) -> str:
+    """Per paper table, each dataset's best accuracy (± its spread) beside the paper's."""
+    from bladefl.report.plots import param_name
+
+    gap = accuracy_gap(comparisons)
+    if gap.empty:
+        return ""
+    datasets = list(dict.fromkeys(gap.dataset))
+    head = "".join(f"<th colspan='3'>{html.escape(dataset_title(d))}</th>" for d in datasets)
+    sub = "<th>ours, %</th><th>paper, %</th><th>ours &minus; paper</th>" * len(datasets)
+    rows = []
+    for table, part in gap.groupby("table", sort=False):
+        cells = []
+        for d in datasets:
+            mine = part[part.dataset == d]
+            if mine.empty:
+                cells.append("<td></td><td></td><td></td>")
+                continue
+            r = mine.iloc[0]
+            spread = f" ± {r.sd:.1f}" if math.isfinite(r.sd) else ""
+            cells.append(f"<td>{r.ours:.1f}{spread}</td><td>{r.paper:.1f}</td><td>{r.difference:+.1f}</td>")
+        rows.append(f"<tr><td>{html.escape(str(table))} ({html.escape(param_name(str(part.parameter.iloc[0])))})</td>"
+                    + "".join(cells) + "</tr>")
+    where = (f"<a href='{html.escape(sensitivity)}'>this run's sensitivity study</a>" if sensitivity else
+             "the sensitivity study (<code>snakemake --configfile config/sensitivity.yaml --cores all</code>; not "
+             "part of this bundle)")
+    doc = f", <a href='{html.escape(docs)}'>docs/sensitivity.md</a>" if docs else ""
+    return f"""<h2>Best accuracy beside the paper's</h2>
+<p class='small'>Our best test accuracy over each table's rows (the mean curve's maximum, ± its standard deviation
+over the runs at that row), beside the paper's, in points. The paper does not say how it splits the data non-IID,
+nor its batch size or input scaling: {where}{doc} runs the grid under each reading of them.</p>
+<table class='small'><tr><th rowspan='2'>table (swept)</th>{head}</tr><tr>{sub}</tr>
+{"".join(rows)}
+</table>"""
+
+
+__all__ = ["paper_beside", "verdict_table_html", "banner", "findings", "statement_table", "headline_caption", "figure_section",
+           "accuracy_section", "accuracy_gap", "accuracy_line", "LEGEND", "STYLE", "counted"]

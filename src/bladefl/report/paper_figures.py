@@ -1,0 +1,100 @@
+"""The paper's figures as the report cites them, from the one table of them
+(``config/paper_statements.yaml``'s ``figures``, checked against the tex's order by a test): a
+sweep's figure number and table, the sweeps in the paper's order, and under each figure a note
+where our runs differ from the paper's statements about it, computed from the verdict table."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from functools import lru_cache
+
+import pandas as pd
+
+from bladefl.experiments import provenance
+from bladefl.experiments.verdicts.experiment_claims import claims
+from bladefl.experiments.verdicts.statements import Figure, Inventory, read_inventory
+from bladefl.report.plots import param_name
+
+
+@lru_cache(maxsize=1)
+def inventory() -> Inventory:
+    """The project's inventory of the paper's statements and figures."""
+    return read_inventory(provenance.project_root() / "config" / "paper_statements.yaml")
+
+
+def figure_of(vary: str, dataset: str | None = None) -> Figure | None:
+    return inventory().figure_of(vary, dataset)
+
+
+def sweep_order(varies: Sequence[str], dataset: str | None = None) -> list[str]:
+    """Swept parameters in the order of the paper's figures (those with none last, as given)."""
+    def key(vary: str) -> tuple[int, int]:
+        fig = figure_of(vary, dataset)
+        return (fig.number if fig else 99, list(varies).index(vary))
+
+    return sorted(dict.fromkeys(varies), key=key)
+
+
+def heading(vary: str, values: Sequence[float], dataset: str | None = None) -> str:
+    """"Fig. 4 (Table II): α = 1, 2, 5"."""
+    fig = figure_of(vary, dataset)
+    where = f"Fig. {fig.number}" + (f" ({fig.table})" if fig.table else "") if fig else "not in the paper"
+    shown = ", ".join("no DP" if v != v or v == float("inf") else f"{v:g}" for v in values)
+    return f"{where}: {param_name(vary)} = {shown}"
+
+
+def differs_note(verdicts: pd.DataFrame, vary: str) -> str:
+    """Markdown under a sweep's figure: each counted statement about this sweep that the runs do not
+    reproduce, with its verdict, what the data show and the likely reason (the inventory's
+    ``if_differs``); "" where every one is reproduced."""
+    statements = {c.statement for c in claims() if c.param == vary}
+    rows = verdicts[verdicts.statement.isin(statements) & (verdicts.role == "claim")
+                    & (verdicts.basis == "experiment") & (verdicts.verdict != "reproduced")]
+    if rows.empty:
+        return ""
+    lines = []
+    for r in rows.itertuples():
+        s = inventory().get(str(r.statement))
+        reason = f" *Likely:* {_md(s.if_differs)}." if s is not None and s.if_differs else ""
+        lines.append(f"- **{_md(r.claim)}** ({_md(s.where if s else r.source)}): **{r.verdict}**: "
+                     f"{_md(r.finding)}.{reason}")
+    return "**Where this differs from the paper:**\n\n" + "\n".join(lines)
+
+
+def _md(text: object) -> str:
+    """Text for a Markdown line: HTML escaped, and the asterisks of K* kept literal."""
+    return html.escape(str(text)).replace("*", "\\*")
+
+
+def cited(sweep: str, vary: str | None, dataset: str | None = None) -> str:
+    """Where the paper shows a sweep: "Fig. 4, Table II"; the bound's cells: "Fig. 3"."""
+    fig = figure_of(vary, dataset) if vary else next((f for f in inventory().figures if f.sweep == sweep), None)
+    if fig is None:
+        return "not in the paper"
+    return f"Fig. {fig.number}" + (f", {fig.table}" if fig.table else "")
+
+
+def settings_view(setup: pd.DataFrame, dataset: str | None = None) -> pd.DataFrame:
+    """The sweeps' settings as a reader reads them: the paper's figure and table from the one table of
+    the paper's figures (not the config's free text), swept parameters by their names."""
+    out = setup.copy()
+    if "sweep" in out:
+        varies = [str(v).split(" in ")[0] if isinstance(v, str) and " in " in v else "" for v in out.get(
+            "varies", [""] * len(out))]
+        out["feeds"] = [cited(str(s), v or None, dataset) for s, v in zip(out.sweep, varies, strict=True)]
+        out["varies"] = [str(v).replace(vary, param_name(vary), 1) if vary else v
+                         for v, vary in zip(out.get("varies", [""] * len(out)), varies, strict=True)]
+        out = out.rename(columns={"feeds": "the paper's"})
+    return out
+
+
+def paper_points(comparison: pd.DataFrame, sweep: str) -> list[dict]:
+    """The paper's optimum per swept value of ``sweep`` (for the figure's marks)."""
+    part = comparison[comparison.parameter == sweep].sort_values("value")
+    return [{"value": float(r.value), "paper_K_star": float(r.paper_K_star),
+             "paper_max_accuracy": float(r.paper_max_accuracy)} for r in part.itertuples()]
+
+
+__all__ = ["inventory", "figure_of", "sweep_order", "heading", "differs_note", "paper_points", "cited",
+           "settings_view"]
