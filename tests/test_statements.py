@@ -89,3 +89,22 @@ def test_the_inventory_quotes_the_tex_and_numbers_its_figures_in_source_order():
     assert missing == []
     live = "\n".join(line for line in tex.splitlines() if not line.lstrip().startswith("%"))
     assert re.findall(r"\\label\{(graph_framework|fig_\w+)\}", live) == labels
+
+
+def test_every_figure_and_table_the_report_cites_is_the_papers_number_for_it():
+    """A claim's source names the figure and table of its sweep as the inventory numbers them (the
+    tex's order), so the sweeps page, the front page and the verdict table cite one numbering."""
+    from bladefl.experiments.verdicts.experiment_claims import claims
+    from bladefl.report.paper_figures import heading, sweep_order
+
+    inventory = read_inventory(INVENTORY)
+    for claim in claims():
+        for number in re.findall(r"Fig\. (\d+)", claim.source):
+            figure = inventory.figures[int(number) - 1]
+            assert figure.sweep == claim.param, (claim.name, claim.source, figure)
+        for table in re.findall(r"(Table [IVX]+)", claim.source):
+            assert inventory.figure_of(claim.param).table == table, (claim.name, table)
+    assert sweep_order(["N", "sigma2", "alpha", "epsilon", "beta", "eta", "lazy_ratio"], "mnist") == [
+        "alpha", "beta", "N", "eta", "lazy_ratio", "sigma2", "epsilon"]
+    assert heading("N", [10.0, 15.0], "mnist") == "Fig. 6 (Table IV): N = 10, 15"
+    assert heading("epsilon", [10.0, float("inf")], "fashion_mnist") == "Fig. 11: ε = 10, no DP"

@@ -24,6 +24,7 @@ BASIS_TITLES = {"experiment": "On the experiment: paired tests over the independ
                 "mathematics": "The bound's formula as mathematics: a scan of valid constants",
                 "paper": "The paper's own errors"}
 UNSETTLED = ("inconclusive", "too few runs", "not applicable")
+FOLD_AFTER = 12  # a findings list longer than this is folded under its count
 STYLE = """body{font-family:sans-serif;max-width:80em;margin:1.2em auto;padding:0 1em;font-size:15px}
 h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin:1em 0 .4em}
 td,th{border:1px solid #ccc;padding:.25em .4em;vertical-align:top}table{border-collapse:collapse}
@@ -133,9 +134,12 @@ def findings(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None
                          + (f" <span class='muted'>({html.escape(aside)})</span>" if aside else "")
                          + f" — {html.escape(_short(first.finding))}</li>")
         colour = COLOURS["refuted" if label == "Refuted" else "inconclusive"]
-        parts.append(f"<p><span class='v' style='background:{colour}'>{label}</span> "
-                     f"<span class='muted small'>({counts})</span>:</p><ul class='small' style='margin:.1em 0'>"
-                     + "".join(lines) + "</ul>")
+        listed = "<ul class='small' style='margin:.1em 0'>" + "".join(lines) + "</ul>"
+        head = f"<span class='v' style='background:{colour}'>{label}</span> <span class='muted small'>({counts})</span>"
+        if len(lines) > FOLD_AFTER:  # a long list (a design too small to settle much) folded under its count
+            parts.append(f"<details><summary>{head}: {len(lines)} statements</summary>{listed}</details>")
+        else:
+            parts.append(f"<p>{head}:</p>{listed}")
     errors = [s for s, v in by.items() if next(iter(v.values())).verdict == "paper error"]
     if errors:
         items = "; ".join(html.escape(str(next(iter(by[s].values())).claim)) for s in errors)
@@ -220,14 +224,15 @@ def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame 
     colour = COLOURS.get(str(r.verdict), "#fff")
     extra = "".join(f"<li>{html.escape(str(x.claim))}: <b>{html.escape(str(x.verdict))}</b> — "
                     f"{html.escape(_short(x.decided_by, 220))}</li>" for x in readings.itertuples())
-    folded = (f"<details><summary>{'readings (' + str(len(readings)) + '), ' if len(readings) else ''}evidence"
-              f"</summary>{'<ul>' + extra + '</ul>' if extra else ''}<p>{html.escape(str(r.evidence))}</p></details>")
+    beside = paper_beside(str(r.claim), comparison) if r.basis == "experiment" else ""
+    summary = ", ".join(x for x in (f"readings ({len(readings)})" if len(readings) else "",
+                                    "the paper's numbers" if beside else "", "evidence") if x)
+    folded = (f"<details><summary>{summary}</summary>{'<p>' + html.escape(beside) + '</p>' if beside else ''}"
+              f"{'<ul>' + extra + '</ul>' if extra else ''}<p>{html.escape(str(r.evidence))}</p></details>")
     decided = html.escape(_short(r.decided_by, 200))
     found = html.escape(_short(r.finding, 200)) if isinstance(r.finding, str) and r.finding != r.decided_by else ""
     draws = _draws(r)
     found = " · ".join(x for x in (found, f"draws: {html.escape(draws)}" if draws else "") if x)
-    beside = paper_beside(str(r.claim), comparison) if r.basis == "experiment" else ""
-    found += f"<br>{html.escape(beside)}" if beside else ""
     return (f"<td><span class='v' style='background:{colour}'>{html.escape(str(r.verdict))}</span> "
             f"<span class='small'>{decided}</span>" + (f"<br><span class='small muted'>{found}</span>" if found else "")
             + folded + "</td>")
@@ -366,5 +371,5 @@ nor its batch size or input scaling: {where}{doc} runs the grid under each readi
 </table>"""
 
 
-__all__ = ["paper_beside", "verdict_table_html", "banner", "findings", "statement_table", "headline_caption", "figure_section",
-           "accuracy_section", "accuracy_gap", "accuracy_line", "LEGEND", "STYLE", "counted"]
+__all__ = ["paper_beside", "verdict_table_html", "banner", "findings", "statement_table", "headline_caption",
+           "figure_section", "accuracy_section", "accuracy_gap", "accuracy_line", "LEGEND", "STYLE", "counted"]

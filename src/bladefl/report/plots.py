@@ -126,12 +126,13 @@ def k_star_spread_figure(spread, title: str) -> Figure:  # noqa: ANN001 - DataFr
         ("K_star_loss_std_seeds", "run seeds", "one run seed per draw"),
         ("K_star_loss_std_partitions", "partition draws", "one partition draw"))
         if not np.isfinite(spread[col].to_numpy(dtype=float)).any()}
+    blind = sns.color_palette(PALETTE)
     for ax, sweep in zip(axes, sweeps, strict=False):
         part = spread[spread.sweep == sweep].sort_values("value")
         x = np.arange(len(part))
-        ax.plot(x, part.K_star, "o", color="tab:green", ms=5, label="K* (all runs)")
-        for offset, col, color, label in ((-0.12, "K_star_loss_std_seeds", "tab:blue", "run seeds"),
-                                          (0.12, "K_star_loss_std_partitions", "tab:orange", "partition draws")):
+        ax.plot(x, part.K_star, "o", color=blind[2], ms=5, label="K* (all runs)")
+        for offset, col, color, label in ((-0.12, "K_star_loss_std_seeds", blind[0], "run seeds"),
+                                          (0.12, "K_star_loss_std_partitions", blind[1], "partition draws")):
             err = part[col].to_numpy(dtype=float)
             shown = np.isfinite(err)
             if label not in missing:
