@@ -51,7 +51,7 @@ def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(ma
     proc = run_script(machine, tmp_path / "out", MODE="snakemake", CHECK="0", BUDGET_S="500", LEDGERS="1")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     out = proc.stdout + proc.stderr
-    assert "rule run_group:" in out and "mnist_N4_draw0_block0" in out  # profiles/gpu: grouped, stacked jobs
+    assert "rule run_group:" in out and "mnist_N4_block0" in out  # profiles/gpu: grouped, stacked jobs
     about, names = packed(tmp_path / "out")
     assert about["finished"] and about["mode"] == "snakemake" and about["code_version"] == "abc1234"
     assert about["grid_wall_s"] > 0

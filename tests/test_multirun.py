@@ -325,3 +325,147 @@ def test_execution_is_resolved_once_from_the_device_and_the_options():
     assert resolve("cpu", block_rows=0).rows_per_step(40) == 40 and cpu.rows_per_step(40) == 16
     if gpu is not None:
         assert gpu.stack and gpu.block_rows == 0 and gpu.draw_threads > 0
+
+
+def test_runs_of_several_partition_draws_stack_and_equal_each_run_on_its_draw_alone():
+    """Three partition draws (different clients' samples) stacked as one group's data: runs of
+    every draw, mixed (lazy clients, DP, detection with exclusion, the bound's constants against a
+    reference), train as one computation and each equals the run alone on its own draw's data; the
+    runs' data digests are their draws'."""
+    from dataclasses import replace
+
+    from bladefl.fl.client_data import ClientData, stack_draws
+
+    pool = synthetic(N=12, seed=11)  # one dataset and test set; three draws of 4 clients from it
+    draws = [ClientData(pool.x[4 * i:4 * i + 4], pool.y[4 * i:4 * i + 4], pool.x_test, pool.y_test, f"draw{i}")
+             for i in range(3)]
+    data = stack_draws(draws)
+    assert data.N == 4 and data.draws == 3 and data.sha256(2) == "draw2"
+    reference = torch.zeros(mlp.Shape(d=30, h=16).size)
+    picks = [(0, {}, 3), (1, {"seed": 1, "lazy": {"ratio": 0.5, "sigma2": 0.01}}, 3), (2, {"seed": 2}, 2),
+             (1, {"seed": 3, "privacy": {"epsilon": 50.0, "clip": 5.0}}, 3),
+             (2, {"seed": 4, "lazy": {"ratio": 0.25, "sigma2": 0.01, "detectors": ["gaussian_difference"],
+                                      "exclude": True}}, 3),
+             (0, {"seed": 5, "measure": {"constants": True}, "lazy": {"ratio": 0.25, "sigma2": 0.01,
+                                                                      "counterfactual": True}}, 3)]
+    specs = [RunSpec(small_cfg(**{**over, "partition": {"seed": d}}), K, None,
+                     reference if over.get("measure") else None, d) for d, over, K in picks]
+    group = run_group(specs, data, resolve("cpu", threads=2))
+    assert group.times.round_ends == 3 + 2  # the K = 3 runs of all three draws end each round together
+    for spec, a in zip(specs, group.results, strict=True):
+        b = run_k(spec.cfg, draws[spec.draw], spec.K, reference=spec.reference)
+        _same(a, b)
+        for r, s in zip(a.rounds, b.rounds, strict=True):
+            assert r.block_hash == s.block_hash
+            assert r.delta_mean == pytest.approx(s.delta_mean, rel=1e-4) or r.delta_mean != r.delta_mean
+            assert r.dist_ref == pytest.approx(s.dist_ref, rel=1e-5) or r.dist_ref != r.dist_ref
+    other = [replace(s, draw=0) for s in specs]  # the same runs on draw 0's data give other results
+    assert not torch.allclose(run_group(other[2:3], data).results[0].model, group.results[2].model)
+
+
+def test_a_run_on_a_draw_the_data_does_not_hold_or_two_seeds_on_one_draw_is_refused():
+    from bladefl.fl.client_data import stack_draws
+
+    data = stack_draws([synthetic(seed=1), synthetic(seed=2)])
+    errors = group_errors([RunSpec(small_cfg(partition={"seed": 0}), 3, draw=0),
+                           RunSpec(small_cfg(partition={"seed": 5}), 3, draw=2),
+                           RunSpec(small_cfg(partition={"seed": 1}), 3, draw=0)], data.draws)
+    assert any("draw 2 is not one of the data's 2 partition draws" in e for e in errors)
+    assert any("draw 0 holds partition seed 0, this run's is 1" in e for e in errors)
+    with pytest.raises(ValueError, match="not one of the data's"):
+        run_group([RunSpec(small_cfg(), 3, draw=4)], data)
+
+
+def test_a_reduced_grid_stacked_across_draws_writes_the_run_folders_one_run_at_a_time_writes(tmp_path, data_root):
+    """On real data: 2 datasets x 2 cells x 4 partition draws x 1 seed (seed i on draw i), computed
+    by `bladefl run-group` as one stacked group per dataset (the runs of all 4 draws together) and
+    by `bladefl run` one run at a time: the same run folders, the same numbers, each run's summary
+    naming its own draw's indices."""
+    from bladefl.cli import main
+
+    keys = [f"classes4_N4_n64_seed{d}" for d in range(4)]
+    common = ["--set", f"data_dir={data_root}", "--set", "partition.scheme=classes", "--set", "partition.N=4",
+              "--set", "partition.n=64", "--set", "partition.classes_per_client=4", "--set", "time.t_sum=30",
+              "--set", "time.K=[1,2]", "--set", "model.hidden=16", "--set", "chain.difficulty_bits=6",
+              "--set", "device=cpu"]
+    cells = {"a": ["time.beta=10"], "b": ["time.beta=12", "lazy.ratio=0.25", "lazy.sigma2=0.01"]}
+    for dataset in ("mnist", "fashion_mnist"):
+        parts = tmp_path / "partitions"
+        for key in keys:
+            assert main(["partition", "--dataset", dataset, "--key", key, "--root", str(data_root),
+                         "--out", str(parts)]) == 0
+        files = [str(parts / dataset / f"{key}.npy") for key in keys]
+        runs = [(cell, d, [*sets, f"seed={d}", f"partition.seed={d}", f"dataset={dataset}"])
+                for cell, sets in cells.items() for d in range(4)]
+        plan = [{"out": str(tmp_path / "stacked" / dataset / f"{cell}_{d}"), "set": sets} for cell, d, sets in runs]
+        assert main(["run-group", "--plan", json.dumps(plan), "--partition", *files, "--quiet", *common,
+                     "--chain-processes", "0"]) == 0
+        for cell, d, sets in runs:
+            out = tmp_path / "single" / dataset / f"{cell}_{d}"
+            assert main(["run", "--out", str(out), "--partition", files[d], "--quiet", *common,
+                         *[x for s in sets for x in ("--set", s)]]) == 0
+            a = json.loads((tmp_path / "stacked" / dataset / f"{cell}_{d}" / "summary.json").read_text())
+            b = json.loads((out / "summary.json").read_text())
+            assert a["config"] == b["config"] and a["config"]["partition"]["seed"] == d
+            assert a["provenance"]["partition_sha256"] == b["provenance"]["partition_sha256"]
+            for ka, kb in zip(a["per_K"], b["per_K"], strict=True):
+                assert ka["status"] == kb["status"] and ka.get("tip") == kb.get("tip")
+                if ka["status"] == "ok":
+                    assert ka["train_loss"] == pytest.approx(kb["train_loss"], abs=1e-5)
+                    assert ka["test_accuracy"] == pytest.approx(kb["test_accuracy"], abs=1e-6)
+        digests = {json.loads((tmp_path / "stacked" / dataset / f"a_{d}" / "summary.json").read_text())
+                   ["provenance"]["partition_sha256"] for d in range(4)}
+        assert len(digests) == 4  # four draws, four index sets
+
+
+def test_round_ends_reuse_host_buffers_and_give_the_same_runs(monkeypatch):
+    """With the round ends' host copies into buffers kept across round ends (the GPU's default, here
+    on the CPU): the same results as without, and the buffers allocated once, at the first round
+    end of a group with many (every allocation that could be pinned counted: no other)."""
+    import inspect
+
+    import bladefl.fl.host_buffers as hb
+
+    made = []
+    real_empty = torch.empty
+
+    def counting_empty(*args, **kwargs):
+        caller = Path(inspect.stack()[1].filename).name
+        if "pin_memory" in kwargs and caller in ("host_buffers.py", "round_end.py"):  # the round ends' host copies
+            made.append(caller)
+        return real_empty(*args, **kwargs)
+
+    data = synthetic()
+    specs = [RunSpec(cfg, K) for cfg, K in TOGETHER] + [RunSpec(small_cfg(seed=9), 2)]
+    plain = run_group(specs, data, resolve("cpu", threads=2)).results
+    monkeypatch.setattr(hb.torch, "empty", counting_empty)
+    kept = run_group(specs, data, resolve("cpu", threads=2, host_buffers=True))
+    monkeypatch.undo()
+    assert kept.times.round_ends == 5 and kept.times.host_allocations == hb.DEPTH == len(made)
+    for a, b in zip(plain, kept.results, strict=True):
+        _same(a, b)
+        assert [r.block_hash for r in a.rounds] == [r.block_hash for r in b.rounds]
+
+
+def test_host_buffers_are_made_once_reused_and_waited_for():
+    import threading
+
+    from bladefl.fl.host_buffers import HostBuffers, Lease
+
+    pool = HostBuffers(100, pin=False, depth=2)
+    first = pool.take(80)
+    second = pool.take(100)
+    assert pool.allocations == 2 and first.numel() == second.numel() == 100
+    lease = Lease(pool, first, users=2)
+    taken = []
+    waiter = threading.Thread(target=lambda: taken.append(pool.take(50)))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and not taken  # every buffer in use: the round end waits
+    lease.done()
+    assert waiter.is_alive()  # one of its two readers is done
+    lease.done()
+    waiter.join(5)
+    assert taken and taken[0] is first and pool.allocations == 2  # the first buffer again, nothing made
+    with pytest.raises(ValueError, match="needs 101 host entries"):
+        pool.take(101)

@@ -265,7 +265,7 @@ def test_grouped_jobs_write_the_same_runs_as_one_job_per_cell(smoke, tmp_path, d
     proc = snakemake(work, "--cores", "2", "results/summary/mnist.csv", "--configfile", "config/smoke.yaml",
                      "--config", "grouping=partition", "seeds_per_job=1")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert [p.name for p in (work / "logs/run_group/authors-code").iterdir()] == ["mnist_N4_draw0_block0.log"]
+    assert [p.name for p in (work / "logs/run_group/authors-code").iterdir()] == ["mnist_N4_block0.log"]
     assert not (work / "logs/run").exists()
     keys = ["sweep", "cell", "K", "seed"]
     grouped = pd.read_csv(work / "results/summary/mnist.csv").sort_values(keys).reset_index(drop=True)

@@ -107,7 +107,7 @@ if [ "${CHECK:-1}" != 0 ]; then
 fi
 if [ "$mode" = bench ] && [ "${BENCH:-1}" != 0 ]; then
   # At most BENCH_S seconds (default 240), and never fatal: the grid runs whatever the bench did.
-  timeout --signal=INT "${BENCH_S:-240}" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw \
+  timeout --signal=INT "${BENCH_S:-240}" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-before \
     ${SEEDS:+--seeds $SEEDS} 2>&1 | tee "$out/bench.txt" || echo "bench: failed or stopped (rc $?)" | tee -a "$out/bench.txt"
 fi
 grid_budget=$((budget - SECONDS - 30))  # SECONDS: since the script started (bash)
@@ -132,7 +132,7 @@ if [ "$mode" = snakemake ]; then
     (cd "$runs" && tables . | tar cf - --null -T -) | tar xf - -C "$grid_dir"
   fi
 else
-  timeout --signal=INT "$grid_budget" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw \
+  timeout --signal=INT "$grid_budget" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-before \
     --grid "$grid" --grid-only ${GRID_SEEDS:+--grid-seeds $GRID_SEEDS} --out "$grid_dir" 2>&1 | tee -a "$out/bench.txt" || rc=$?
 fi
 grid_s=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$t0")

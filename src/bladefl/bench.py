@@ -83,12 +83,15 @@ GRID_WALL_SECONDS = Target(300, at_least=False)  # config/paper.yaml, 20 seeds, 
 
 
 def breakdown_line(times: GroupTimes) -> str:
-    """Where a wall went, in seconds and shares."""
+    """Where a wall went, in seconds and shares; the host copy's share, and the waits for the
+    compute stream at the clock's marks (inside the parts) apart."""
     parts = times.breakdown()
     wall = parts["wall"] or math.nan
     shown = [f"{k} {parts[k]:.2f} s ({parts[k] / wall:.0%})" for k in ("train", "orders", *ROUND_END_PARTS,
                                                                           "chain_wait", "other")]
-    return ", ".join(shown) + f"; {times.round_ends} round ends, {times.run_rounds} run-rounds"
+    return (", ".join(shown) + f"; {times.round_ends} round ends, {times.run_rounds} run-rounds; host copy "
+            f"{times.host_copy / wall:.1%} of the wall, sync waits {times.sync / wall:.1%}, "
+            f"{times.host_allocations} host buffers allocated")
 
 
 def cuda_main(args: argparse.Namespace) -> int:
@@ -118,6 +121,11 @@ def cuda_main(args: argparse.Namespace) -> int:
               f"{train_rate:>14,.0f} {raw:>13,.0f} {wall_rate / raw:>9.2f} {train_rate / raw:>10.2f} "
               f"{times.chain_share:>12.1%} {times.wall:>7.1f}")
         print(f"      wall: {breakdown_line(times)}")
+        if args.host_copy_before and device.type == "cuda" and seeds == max(args.seeds or [1, 6, 23]):
+            # before: each round end's host copy into pinned memory allocated for it; measured beside
+            before = stacked_engine(cfg, data, seeds, host_buffers=False)
+            print(f"      before (pinned memory per round end): wall/raw {times.model_steps / before.wall / raw:.2f} "
+                  f"(after {wall_rate / raw:.2f}); {breakdown_line(before)}")
         lines.append((f"engine wall/raw at {seeds} seeds ({max_rows} rows)", wall_rate / raw, ENGINE_WALL_OF_RAW))
         lines.append((f"chain share of wall at {seeds} seeds", times.chain_share, CHAIN_SHARE_STACKED))
     lines += [] if args.grid_only else drag_lines()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -56,6 +57,19 @@ def _partition_indices(path: str, spec, dataset: str):  # noqa: ANN001, ANN202 -
     if problems:
         raise ValueError(f"--partition {path}: " + "; ".join(problems))
     return indices
+
+
+def _by_draw(paths: list[str], specs: list, option: str) -> dict:  # noqa: ANN001 - PartitionSpec keys
+    """Each partition draw's file among ``paths``: the one named by the draw's key (``<key>.npy``,
+    ``<key>.npz``, as the workflow names them); a single file for a single draw."""
+    if len(paths) == 1 and len(specs) == 1:
+        return {specs[0]: paths[0]}
+    by_key = {Path(p).stem: p for p in paths}
+    missing = [spec.key for spec in specs if spec.key not in by_key]
+    if missing:
+        raise ValueError(f"{option}: no file named for draw {missing[0]} (give one {option} per partition draw, "
+                         f"named <key>: {', '.join(spec.key for spec in specs)})")
+    return {spec: by_key[spec.key] for spec in specs}
 
 
 def _writable_folder(path: str | Path, option: str) -> None:
@@ -112,25 +126,33 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     cfgs = [load_config(args.config, [*args.set, *item["set"]]) for item in plan]  # all validated first
     if not cfgs:
         raise ValueError("--plan lists no runs")
-    from bladefl.fl.engine import load_client_data
+    from bladefl.fl.client_data import load_draws
     from bladefl.fl.execution import resolve
 
     execution = resolve(cfgs[0].device, threads=args.threads, max_rows=args.max_rows,
                         chain_processes=None if args.chain_processes < 0 else args.chain_processes)
     execution.apply()
 
-    shared = cfgs[0].partition
-    if any(c.partition != shared or c.dataset != cfgs[0].dataset for c in cfgs):
-        raise ValueError("--plan: every run of a group must share the dataset and the partition")
-    indices = _partition_indices(args.partition, shared, cfgs[0].dataset)
-    reference = None
-    if args.reference:
+    specs = list(dict.fromkeys(c.partition for c in cfgs))  # the group's partition draws, in plan order
+    if any(c.dataset != cfgs[0].dataset for c in cfgs) or len({dataclasses.replace(p, seed=0) for p in specs}) > 1:
+        raise ValueError("--plan: every run of a group must share the dataset and the partition scheme, N and n "
+                         "(its draws may differ)")
+    paths = _by_draw(args.partition, specs, "--partition")
+    references = _by_draw(args.reference, specs, "--reference") if args.reference else {}
+    indices = [_partition_indices(paths[spec], spec, cfgs[0].dataset) for spec in specs]
+    loaded = {}
+    if references:
         from bladefl.theory.reference import load
 
-        reference = load(args.reference).w_star
-    jobs = [CellJob(cfg, Path(item["out"]), reference if item.get("reference") else None)
-            for cfg, item in zip(cfgs, plan, strict=True)]
-    data = load_client_data(cfgs[0], indices)
+        loaded = {spec: load(path).w_star for spec, path in references.items()}
+    draw = {spec: i for i, spec in enumerate(specs)}
+    jobs = [CellJob(cfg, Path(item["out"]), loaded.get(cfg.partition) if item.get("reference") else None,
+                    draw[cfg.partition]) for cfg, item in zip(cfgs, plan, strict=True)]
+    missing = [str(j.out) for j, item in zip(jobs, plan, strict=True) if item.get("reference") and j.reference is None]
+    if missing:
+        raise ValueError(f"--reference: no reference optimum for the draw of {missing[0]}"
+                         + (f" and {len(missing) - 1} more runs" if len(missing) > 1 else ""))
+    data = load_draws(cfgs[0], indices)
     summaries = run_cells(jobs, data, execution, progress=not args.quiet, resume=True)
     done = sum(s is not None for s in summaries)
     print(f"{done} run folders written, {len(jobs) - done} already finished (of {len(jobs)})")

@@ -38,8 +38,11 @@ def add_run_group(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
     p.add_argument("--plan", required=True,
                    help='JSON list (or @file) of {"out": folder, "set": [KEY=VALUE, ...], "reference": bool}')
-    p.add_argument("--partition", required=True, help="client index file [N, n] shared by every run")
-    p.add_argument("--reference", help="reference optimum .npz for the runs whose plan entry asks for it")
+    p.add_argument("--partition", required=True, nargs="+",
+                   help="client index file(s) [N, n]: one per partition draw the plan's runs train on, each named "
+                        "<key>.npy (the runs of several draws of one dataset and N train as one group)")
+    p.add_argument("--reference", nargs="+", default=[],
+                   help="reference optimum .npz of each draw (named <key>.npz) for the runs whose plan entry asks")
     p.add_argument("--threads", type=int, default=0, help="torch threads and chain threads (default: torch's)")
     p.add_argument("--chain-processes", type=int, default=-1,
                    help="worker processes for the chain's proof of work and signatures (default: half the "
@@ -227,6 +230,9 @@ def add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid-seeds", type=int, help="only the grid's first seeds (a partial grid)")
     p.add_argument("--grid-only", action="store_true", help="with --grid: only the grid (no stacked groups, no drag)")
     p.add_argument("--out", default="results/bench-grid", help="where --grid writes its run folders")
+    p.add_argument("--host-copy-before", action="store_true",
+                   help="cuda: also time the largest group with each round end's host copy into pinned memory "
+                        "allocated for it (the engine before host buffers were kept): before and after in one call")
     p.add_argument("--chain-drag", action="store_true",
                    help="only measure how much the chain slows the thread driving the training, with the chain's "
                         "GIL-bound part in threads vs in worker processes (also part of --device cuda)")

@@ -85,8 +85,9 @@ if not GROUPED:
 
 else:
 
-    # grouping: partition (the GPU profile, profiles/gpu): one job per dataset x N x draw x block of seeds, all its
-    # cells, seeds and K stacked as one computation (see docs/gpu.md). It writes its runs into a
+    # grouping: partition (the GPU profile, profiles/gpu): one job per dataset x N x block of seeds, all its
+    # cells, seeds and K stacked as one computation, whatever partition draws its seeds train on (see
+    # docs/gpu.md). It writes its runs into a
     # folder of its own (kept until each run is copied to its place in the grid, then removed), so
     # that one wildcard rule holds every group and a profile can set its resources by name.
     localrules:

@@ -61,11 +61,13 @@ def k_summary(result: KResult) -> dict:
 
 @dataclass(frozen=True)
 class CellJob:
-    """One run folder to write: a cell's config (all its K) and, for the bound's cells, w*."""
+    """One run folder to write: a cell's config (all its K), for the bound's cells w*, and which of
+    the data's partition draws it trains on."""
 
     cfg: RunConfig
     out: Path
     reference: torch.Tensor | None = None
+    draw: int = 0
 
 
 def finished(job: CellJob) -> bool:
@@ -88,7 +90,7 @@ def batches(jobs: list[CellJob], stack: bool, max_rows: int) -> list[list[tuple[
     current: list[tuple[int, RunSpec]] = []
     for j, job in enumerate(jobs):
         store = job.out / "models" if job.cfg.chain.save_models else None
-        specs = [(j, RunSpec(job.cfg, K, store, job.reference)) for K in job.cfg.time.K]
+        specs = [(j, RunSpec(job.cfg, K, store, job.reference, job.draw)) for K in job.cfg.time.K]
         if not stack:
             out.extend([s] for s in specs)
             continue
@@ -135,8 +137,9 @@ def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict |
 
 def run_cells(jobs: list[CellJob], data: ClientData, execution: Execution | None = None, *, progress: bool = True,
               resume: bool = False, load_seconds: float | None = None) -> list[dict | None]:
-    """Run every K of every job on shared data (one dataset and partition) and write one folder per
-    job; returns the summaries (None for a job skipped by ``resume`` because it is finished).
+    """Run every K of every job on shared data (one dataset and N, one or several partition draws:
+    a job's ``draw``) and write one folder per job; returns the summaries (None for a job skipped
+    by ``resume`` because it is finished).
     ``load_seconds``: the time it took to load the data, recorded in each summary and its total.
 
     ``execution`` (default: :func:`bladefl.fl.execution.resolve` for the data's device): with
@@ -158,7 +161,8 @@ def run_cells(jobs: list[CellJob], data: ClientData, execution: Execution | None
     seconds: dict[int, float] = {}
     engine: dict[int, GroupTimes] = {}
     load = {} if load_seconds is None else {"load": round(load_seconds, 3)}
-    desc = f"{jobs[0].cfg.dataset} N={jobs[0].cfg.partition.N}: {len(todo)} cells" if jobs else ""
+    desc = (f"{jobs[0].cfg.dataset} N={jobs[0].cfg.partition.N}: {len(todo)} cells"
+            + (f" on {data.draws} draws" if data.draws > 1 else "")) if jobs else ""
     with (tqdm(total=total, unit="iter", desc=desc, disable=not progress, mininterval=2.0) as bar,
           worker_pool(execution.chain_processes if plan else 0) as workers):  # started once for every batch
         for number, batch in enumerate(plan):
@@ -179,7 +183,7 @@ def run_cells(jobs: list[CellJob], data: ClientData, execution: Execution | None
                     if not stack:
                         timing["engine"] = engine.pop(j).breakdown()
                     summaries[j] = write_run(jobs[j], results.pop(j), timing, info if stack else None,
-                                             started=t, partition_sha256=data.partition_sha256)
+                                             started=t, partition_sha256=data.sha256(jobs[j].draw))
     return summaries
 
 

@@ -183,10 +183,13 @@ def raw_step_rate(rows: int, batch: int, shape: mlp.Shape, device: torch.device,
     return gemm_rate(rows, batch, shape, repeat, device, calls=10) * 1e9 / step_flops(1, batch, shape)
 
 
-def stacked_engine(cfg: RunConfig, data: ClientData, seeds: int) -> GroupTimes:
-    """One group: every K of ``cfg``'s cell for ``seeds`` seeds, stacked."""
+def stacked_engine(cfg: RunConfig, data: ClientData, seeds: int, host_buffers: bool | None = None) -> GroupTimes:
+    """One group: every K of ``cfg``'s cell for ``seeds`` seeds, stacked; ``host_buffers`` False:
+    each round end's host copy into pinned memory allocated for it (the engine before buffers were
+    kept), None: the device's default."""
     specs = [RunSpec(from_dict({**cfg.to_dict(), "seed": s}), K) for s in range(seeds) for K in cfg.time.K]
-    return run_group(specs, data, resolve(data.x.device, stack=True, threads=8)).times
+    execution = resolve(data.x.device, stack=True, threads=8, host_buffers=host_buffers)
+    return run_group(specs, data, execution).times
 
 
 def first_seeds(config: dict, seeds: int) -> dict:
@@ -201,7 +204,8 @@ def first_seeds(config: dict, seeds: int) -> dict:
 def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: int | None
                  ) -> tuple[float, int, GroupTimes, float]:
     """Every grid run of a workflow config (its datasets, cells and seeds; no reference optima),
-    each dataset x N x partition draw as stacked groups on ``device``, written under ``out`` (run
+    each dataset x N as stacked groups on ``device`` (the runs of every partition draw together),
+    written under ``out`` (run
     folders already finished there with the same config are skipped): (wall seconds, runs computed,
     the groups' times summed, seconds writing the run folders)."""
     import json
@@ -210,6 +214,7 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     from bladefl.data.partition import make_partition
     from bladefl.experiments import workflow_config as wc
     from bladefl.experiments.runner import CellJob, run_cells
+    from bladefl.fl.client_data import stack_draws
     from bladefl.fl.engine import client_data, resolve_device
 
     config = wc.read_configs([config_path])  # on top of config/config.yaml, as Snakemake reads it
@@ -218,17 +223,21 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     wc.check(config)
     start, runs, summed, write = time.perf_counter(), 0, GroupTimes(), 0.0
     loaded = {d: tuple(datasets.load(d, data_dir, split, True) for split in (True, False)) for d in config["datasets"]}
-    groups = wc.partition_jobs({**config, "seeds_per_job": len(config["seeds"])})
-    # Draw by draw (both datasets, every N): a grid stopped early holds every run of the seeds on the
-    # draws it finished, which import as a partial grid (`bladefl import-runs --seeds`).
+    # Blocks of seeds (a group holds the runs of every draw its seeds train on), block by block over
+    # both datasets and every N: a grid stopped early holds every run of the seeds of the blocks it
+    # finished, which import as a partial grid (`bladefl import-runs --seeds`).
+    groups = wc.partition_jobs(config)
     order = {d: i for i, d in enumerate(config["datasets"])}
-    for group in sorted(groups, key=lambda g: (g.draw, order[g.dataset], g.N)):
+    for group in sorted(groups, key=lambda g: (g.block, order[g.dataset], g.N)):
         dataset = group.dataset
         train, test = loaded[dataset]
         plan = json.loads(wc.group_plan(config, group, out))  # what a grouping: partition job runs
-        jobs = [CellJob(load_config(wc.engine_path(config), [*item["set"], f"device={device}"]), Path(item["out"]))
-                for item in plan]
-        data = client_data(train, test, make_partition(train.y, jobs[0].cfg.partition), resolve_device(device))
+        cfgs = [load_config(wc.engine_path(config), [*item["set"], f"device={device}"]) for item in plan]
+        specs = list(dict.fromkeys(c.partition for c in cfgs))
+        jobs = [CellJob(c, Path(item["out"]), draw=specs.index(c.partition))
+                for c, item in zip(cfgs, plan, strict=True)]
+        data = stack_draws([client_data(train, test, make_partition(train.y, spec), resolve_device(device))
+                            for spec in specs])
         t = time.perf_counter()
         execution = resolve(device).with_(chain_threads=8)
         # resume: a grid run again into the same folder skips the run folders already finished
@@ -238,7 +247,8 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
         batches = {s["group"]["batch"]: s["group"]["breakdown"] for s in summaries if "group" in s}
         for b in [*batches.values(), *(s["seconds"]["engine"] for s in summaries if "group" not in s)]:
             summed = add_breakdown(summed, b)  # a stacked batch once; an unstacked job's own groups
-        print(f"  {dataset} N={group.N} draw {group.draw} (seeds {list(group.seeds)}): {len(jobs)} cells x seeds, "
+        print(f"  {dataset} N={group.N} draws {list(group.draws)} (seeds {list(group.seeds)}): {len(jobs)} "
+              f"cells x seeds, "
               f"{len(summaries)} run, {time.perf_counter() - t:.1f} s", flush=True)
     return time.perf_counter() - start, runs, summed, write
 

@@ -183,38 +183,37 @@ def run_sets(config: Mapping[str, Any], cell: Cell, dataset: str, seed: int) -> 
 
 @dataclass(frozen=True)
 class PartitionJob:
-    """One grid job under ``grouping: partition``: every cell with this N, for a block of seeds
-    that train on the same partition draw, computed as one stacked group (they share the data:
-    dataset and partition)."""
+    """One grid job under ``grouping: partition``: every cell with this N, for a block of seeds,
+    computed as one stacked group whatever partition draws the seeds train on (each run gathers
+    its own draw's clients; the dataset and N are shared)."""
 
     dataset: str
     N: int
     block: int
     seeds: tuple[int, ...]
     cells: tuple[str, ...]  # cell keys
-    draw: int = 0  # the partition draw (its seed)
+    draws: tuple[int, ...] = (0,)  # the partition draws its seeds train on (their seeds), in seed order
 
     @property
     def name(self) -> str:
-        return f"{self.dataset}_N{self.N}_draw{self.draw}_block{self.block}"
+        return f"{self.dataset}_N{self.N}_block{self.block}"
 
     def run_dirs(self, runs_root: str) -> list[str]:
         return [run_id.folder(runs_root, self.dataset, c, s) for c in self.cells for s in self.seeds]
 
 
 def partition_jobs(config: Mapping[str, Any]) -> list[PartitionJob]:
-    """The grid's jobs under ``grouping: partition``: per dataset, N and partition draw, blocks of
-    ``seeds_per_job`` of the seeds on that draw."""
+    """The grid's jobs under ``grouping: partition``: per dataset and N, blocks of ``seeds_per_job``
+    of the seeds (in the config's order), each holding the runs of every draw its seeds train on."""
     seeds = [int(s) for s in config.get("seeds", [0])]
     per = int(config.get("seeds_per_job", len(seeds)))
     by_n: dict[int, list[str]] = {}
     for cell in all_cells(config):
         by_n.setdefault(cell.N, []).append(cell.key)
-    on_draw = {d: [s for s in seeds if partition_draw(config, s) == d] for d in dict.fromkeys(partition_draws(config))}
-    return [PartitionJob(d, N, b, tuple(ss[i : i + per]), tuple(keys), draw)
+    blocks = [tuple(seeds[i : i + per]) for i in range(0, len(seeds), per)]
+    return [PartitionJob(d, N, b, block, tuple(keys), tuple(dict.fromkeys(partition_draw(config, s) for s in block)))
             for d in config.get("datasets", []) for N, keys in sorted(by_n.items())
-            for draw, ss in on_draw.items() if ss
-            for b, i in enumerate(range(0, len(ss), per))]
+            for b, block in enumerate(blocks)]
 
 
 def group_plan(config: Mapping[str, Any], group: PartitionJob, runs_root: str) -> str:

@@ -160,11 +160,16 @@ class ChainLine:
 
 def _job(previous: Future | None, initial: ChainState, k: int, models: torch.Tensor, ready: Callable[[], None],
          flagging: Flagging, rows: list[dict], K: int, workers: ProcessPoolExecutor | None,
-         store: Path | None, global_model: torch.Tensor | None, metrics: RoundMetrics) -> ChainDone:
-    state = initial if previous is None else previous.result().state
-    start = time.perf_counter()
-    ready()  # the host copies of the uploads and the global model have landed
-    outcome, state = chain_job(state, k, models, flagging, workers, store, global_model, metrics)
+         store: Path | None, global_model: torch.Tensor | None, metrics: RoundMetrics,
+         release: Callable[[], None] | None = None) -> ChainDone:
+    try:
+        state = initial if previous is None else previous.result().state
+        start = time.perf_counter()
+        ready()  # the host copies of the uploads and the global model have landed
+        outcome, state = chain_job(state, k, models, flagging, workers, store, global_model, metrics)
+    finally:
+        if release is not None:  # the uploads' host buffer is read: the next round ends may reuse it
+            release()
     return ChainDone(outcome, state, detection_rows(K, rows, outcome.excluded), time.perf_counter() - start)
 
 
@@ -179,12 +184,13 @@ class ChainExecutor:
 
     def submit(self, line: ChainLine, k: int, models: torch.Tensor, ready: Callable[[], None],
                flagging: Flagging, rows: list[dict], metrics: RoundMetrics,
-               global_model: torch.Tensor | None = None) -> None:
+               global_model: torch.Tensor | None = None, release: Callable[[], None] | None = None) -> None:
         """Round k of ``line`` without an attacker: the uploads ``models`` [N, P] and the global
         model [P] on the host (once ``ready`` returns), the detectors' verdict, the round end's
-        measurements (the block commits the global model's digest and metrics)."""
+        measurements (the block commits the global model's digest and metrics); ``release`` is
+        called once the job has read them."""
         line.tail = self.pool.submit(_job, line.tail, line.initial, k, models, ready, flagging, rows, line.K,
-                                     self.workers, line.store, global_model, metrics)
+                                     self.workers, line.store, global_model, metrics, release)
         self.pending.append((line, line.tail, metrics))
 
     def attacked(self, line: ChainLine, k: int, models: torch.Tensor, tamper: Tamper,

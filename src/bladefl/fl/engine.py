@@ -32,8 +32,9 @@ import torch
 from bladefl.fl import mlp, trainer
 from bladefl.fl.chain_executor import ChainExecutor, Tamper, chain_job, new_chain_state, worker_pool
 from bladefl.fl.client_data import ClientData, client_data, load_client_data, resolve_device
-from bladefl.fl.evaluation import eval_set, evaluate
+from bladefl.fl.evaluation import EvalSets, eval_set, evaluate
 from bladefl.fl.execution import Execution, default_chain_processes, resolve
+from bladefl.fl.host_buffers import HostBuffers
 from bladefl.fl.prefetch import NoiseDraws, OrderJob, draw_orders
 from bladefl.fl.records import GroupResult, GroupTimes, KResult, RoundRecord, RunSpec
 from bladefl.fl.round_end import Clock, EndPlan, RoundEnds, end_round, noise_job, plan
@@ -46,8 +47,11 @@ __all__ = ["ClientData", "Execution", "GroupResult", "GroupTimes", "KResult", "R
            "initial_model", "load_client_data", "model_shape", "new_chain_state", "resolve", "resolve_device",
            "run_group", "run_k", "worker_pool"]
 
-# Settings every run of a group shares: they fix the data and the shapes of the stacked step.
-SHARED = ("dataset", "data_dir", "normalize", "partition", "model", "train.iteration", "train.batch_size", "device")
+# Settings every run of a group shares: they fix the data and the shapes of the stacked step. Runs
+# may train on different draws of the partition (its seed): the group's data holds each draw.
+SHARED = ("dataset", "data_dir", "normalize", "partition.scheme", "partition.N", "partition.n",
+          "partition.shards_per_client", "partition.classes_per_client", "partition.dirichlet_alpha", "model",
+          "train.iteration", "train.batch_size", "device")
 
 def _setting(cfg: RunConfig, dotted: str) -> object:
     node: object = cfg
@@ -56,14 +60,25 @@ def _setting(cfg: RunConfig, dotted: str) -> object:
     return node
 
 
-def group_errors(specs: list[RunSpec]) -> list[str]:
-    """Why ``specs`` cannot train as one stacked computation (empty when they can)."""
+def group_errors(specs: list[RunSpec], draws: int | None = None) -> list[str]:
+    """Why ``specs`` cannot train as one stacked computation (empty when they can); with ``draws``
+    (the partition draws the group's data holds), a run's draw must be one of them, and the runs
+    on one draw must share its partition seed."""
     if not specs:
         return ["a group needs at least one run"]
     first = specs[0].cfg
-    return [f"run {i} (seed {s.cfg.seed}, K={s.K}): {name} is {_setting(s.cfg, name)!r}, the group's first run "
-            f"has {_setting(first, name)!r}"
-            for i, s in enumerate(specs) for name in SHARED if _setting(s.cfg, name) != _setting(first, name)]
+    errors = [f"run {i} (seed {s.cfg.seed}, K={s.K}): {name} is {_setting(s.cfg, name)!r}, the group's first run "
+              f"has {_setting(first, name)!r}"
+              for i, s in enumerate(specs) for name in SHARED if _setting(s.cfg, name) != _setting(first, name)]
+    if draws is not None:
+        errors += [f"run {i} (seed {s.cfg.seed}, K={s.K}): draw {s.draw} is not one of the data's {draws} partition "
+                   f"draws" for i, s in enumerate(specs) if not 0 <= s.draw < draws]
+    seeds: dict[int, object] = {}
+    for i, s in enumerate(specs):
+        if seeds.setdefault(s.draw, s.cfg.partition.seed) != s.cfg.partition.seed:
+            errors.append(f"run {i} (seed {s.cfg.seed}, K={s.K}): draw {s.draw} holds partition seed "
+                          f"{seeds[s.draw]!r}, this run's is {s.cfg.partition.seed!r}")
+    return errors
 
 
 @contextlib.contextmanager
@@ -110,7 +125,7 @@ def run_group(specs: list[RunSpec], data: ClientData, execution: Execution | Non
     across groups: starting worker processes takes seconds); ``draw_threads`` draw the epoch
     orders and the round ends' noise ahead; ``block_rows`` rows step together (0: all; on the CPU
     a block's weights must stay in cache across an epoch's minibatches)."""
-    errors = group_errors(specs)
+    errors = group_errors(specs, data.draws)
     if errors:
         raise ValueError("these runs cannot train as one group: " + "; ".join(errors))
     start = time.perf_counter()
@@ -141,7 +156,7 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
     runs, layout = lay_out(feasible, data.N, data.n, shape, dev)
     n, batch, epoch = data.n, cfg0.train.batch_size, cfg0.train.iteration == "epoch"
     offsets = (layout.clients * n).to(torch.int32).unsqueeze(1)
-    x_rows, y_rows = data.x.reshape(data.N * n, -1), data.y.reshape(-1)
+    x_rows, y_rows = data.x.reshape(data.x.shape[0] * n, -1), data.y.reshape(-1)
     x_full = None if epoch else data.x.index_select(0, layout.clients)
     y_full = None if epoch else data.y.index_select(0, layout.clients)
     ends = _round_ends(runs, dev)
@@ -152,8 +167,12 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
     with (ThreadPoolExecutor(max_workers=max(1, execution.chain_threads), thread_name_prefix="chain") as pool,
           _threads(execution.draw_threads, "draws") as draws_pool):
         executor = ChainExecutor(pool, workers, times, on_round)
-        ctx = RoundEnds(layout, data, shape, executor, times, eval_set(data), tamper,
-                        torch.cuda.Stream(device=dev) if dev.type == "cuda" else None)
+        buffers = None
+        if execution.host_buffers and tamper is None and ends:  # sized for the largest round end, made once
+            need = max(len(end.runs) * (data.N + 1) * shape.size for _, end, _ in ends)
+            buffers = HostBuffers(need, pin=dev.type == "cuda")
+        ctx = RoundEnds(layout, data, shape, executor, times, EvalSets(data), tamper,
+                        torch.cuda.Stream(device=dev) if dev.type == "cuda" else None, buffers)
         clock = Clock(times, dev)
         orders = None if not epoch else draw_orders(
             [OrderJob(r.cfg.seed, r.K, k, r.tau, r.N, r.rows, torch.as_tensor(r.trainers))
@@ -185,6 +204,7 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
                 clock.mark("train", sync=False)
         clock.mark("train")
         executor.collect(wait=True)
+        times.host_allocations += 0 if buffers is None else buffers.allocations
     total = sum(r.iterations * len(r.trainers) for r in runs)
     for run in runs:
         run.result.train_seconds = times.train * run.iterations * len(run.trainers) / total

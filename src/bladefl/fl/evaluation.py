@@ -25,9 +25,37 @@ class EvalSet:
     train: int
 
 
-def eval_set(data: ClientData) -> EvalSet:
-    x = torch.cat([data.x.reshape(data.N * data.n, -1), data.x_test])
-    return EvalSet(x, torch.cat([data.y.reshape(-1), data.y_test]), data.N * data.n)
+def eval_set(data: ClientData, draw: int = 0) -> EvalSet:
+    """Draw ``draw``'s clients' samples and the test set."""
+    x = torch.cat([data.draw_x(draw).reshape(data.N * data.n, -1), data.x_test])
+    return EvalSet(x, torch.cat([data.draw_y(draw).reshape(-1), data.y_test]), data.N * data.n)
+
+
+class EvalSets:
+    """Each partition draw's evaluation set (:func:`eval_set`), made when first needed."""
+
+    def __init__(self, data: ClientData) -> None:
+        self.data = data
+        self._sets: dict[int, EvalSet] = {}
+
+    def get(self, draw: int) -> EvalSet:
+        if draw not in self._sets:
+            self._sets[draw] = eval_set(self.data, draw)
+        return self._sets[draw]
+
+
+def evaluate_draws(models: torch.Tensor, groups: list[tuple[int, torch.Tensor]], sets: EvalSets, shape: mlp.Shape
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`evaluate` of R models [R, P] whose runs train on several partition draws: ``groups``
+    lists each draw with the positions of its models; each group is evaluated on its own draw's
+    clients (and the shared test set), the results put back in the models' order."""
+    if len(groups) == 1:
+        return evaluate(models, sets.get(groups[0][0]), shape)
+    out = [torch.empty(models.shape[0], device=models.device) for _ in range(3)]
+    for draw, where in groups:
+        for target, part in zip(out, evaluate(models.index_select(0, where), sets.get(draw), shape), strict=True):
+            target.index_copy_(0, where, part)
+    return out[0], out[1], out[2]
 
 
 def evaluate(models: torch.Tensor, samples: EvalSet, shape: mlp.Shape

@@ -43,6 +43,7 @@ class Execution:
     chain_threads: int = 2
     chain_processes: int = 0
     draw_threads: int = 0
+    host_buffers: bool = False  # the round ends' host copies into buffers kept across round ends (GPU default)
 
     @property
     def cuda(self) -> bool:
@@ -62,13 +63,14 @@ class Execution:
 
 def resolve(device: str | torch.device = "cpu", *, threads: int | None = None, stack: bool | None = None,
             max_rows: int | None = None, block_rows: int | None = None, chain_processes: int | None = None,
-            draw_threads: int | None = None) -> Execution:
+            draw_threads: int | None = None, host_buffers: bool | None = None) -> Execution:
     """The settings for ``device`` (``"auto"``: a GPU when there is one): by default runs are
     stacked on a GPU (one launch for many models) and computed one at a time on the CPU (where
     more rows no longer fit the cache); on a GPU every row steps at once, on the CPU in blocks of
     :data:`CPU_BLOCK_ROWS`; ``threads`` sets torch's threads and the chain's threads; the chain's
     GIL-bound part runs in :func:`default_chain_processes` worker processes when stacked; orders
-    and noise are drawn by :data:`DRAW_THREADS` threads on a GPU. Any option given wins."""
+    and noise are drawn by :data:`DRAW_THREADS` threads on a GPU; on a GPU the round ends copy to
+    host buffers kept across them (``host_buffers``). Any option given wins."""
     name = str(device)
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
@@ -79,4 +81,5 @@ def resolve(device: str | torch.device = "cpu", *, threads: int | None = None, s
         block_rows=(0 if cuda else CPU_BLOCK_ROWS) if block_rows is None else block_rows,
         torch_threads=threads, chain_threads=max(1, threads or 2),
         chain_processes=default_chain_processes(stacked) if chain_processes is None else chain_processes,
-        draw_threads=(DRAW_THREADS if cuda else 0) if draw_threads is None else draw_threads)
+        draw_threads=(DRAW_THREADS if cuda else 0) if draw_threads is None else draw_threads,
+        host_buffers=cuda if host_buffers is None else host_buffers)

@@ -19,12 +19,14 @@ from bladefl.fl.timemodel import Allocation
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of a group: a config, its K, and where its uploads are stored / its reference optimum."""
+    """One run of a group: a config, its K, where its uploads are stored / its reference optimum,
+    and which of the group data's partition draws it trains on."""
 
     cfg: RunConfig
     K: int
     store: Path | None = None
     reference: torch.Tensor | None = None
+    draw: int = 0
 
 
 @dataclass(frozen=True)
@@ -152,9 +154,11 @@ class GroupTimes:
     evaluation: float = 0.0
     chain_wait: float = 0.0
     chain_busy: float = 0.0
+    sync: float = 0.0  # waiting for the compute stream at the clock's marks (inside the parts above)
     model_steps: int = 0  # SGD steps of single models: rows x minibatches, summed over iterations
     round_ends: int = 0  # iterations at which at least one run ended a round
     run_rounds: int = 0  # rounds ended, summed over runs
+    host_allocations: int = 0  # host buffers allocated for the round ends' copies (none after the first)
 
     @property
     def rounds(self) -> float:
@@ -171,8 +175,9 @@ class GroupTimes:
                  **{part: getattr(self, part) for part in ROUND_END_PARTS}, "chain_wait": self.chain_wait}
         parts["other"] = self.wall - sum(parts.values())
         return {"wall": round(self.wall, 4), **{k: round(v, 4) for k, v in parts.items()},
-                "chain_busy": round(self.chain_busy, 4), "model_steps": self.model_steps,
-                "round_ends": self.round_ends, "run_rounds": self.run_rounds}
+                "chain_busy": round(self.chain_busy, 4), "sync": round(self.sync, 4), "model_steps": self.model_steps,
+                "round_ends": self.round_ends, "run_rounds": self.run_rounds,
+                "host_allocations": self.host_allocations}
 
 
 @dataclass

@@ -6,7 +6,8 @@ are the chain's, :mod:`bladefl.fl.chain_executor`):
 1. the uploads [R, N, P]: the honest clients' trained rows, gathered at once; each lazy client
    copies a random honest model of its run's round and adds N(0, sigma2) noise; local DP clips
    and noises the uploads of the runs that use it (noise drawn ahead, :mod:`bladefl.fl.prefetch`);
-2. their copy to the host for the chain (pinned memory, on a side stream on a GPU), and the
+2. their copy to the host for the chain (into pinned buffers kept across round ends, on a side
+   stream on a GPU: :mod:`bladefl.fl.host_buffers`), and the
    validators' lazy-client detectors, the statistics of all detecting runs together;
 3. FedAvg of every run's block members (weights 0 for excluded uploads), the runs' rows reset to
    their new global models, the bound's constants where measured (against the honest clients'
@@ -34,7 +35,8 @@ from bladefl.core.rng import numpy_rng
 from bladefl.fl import aggregation, detection, lazy, measured_constants, mlp, privacy
 from bladefl.fl.chain_executor import ChainExecutor, Tamper
 from bladefl.fl.client_data import ClientData
-from bladefl.fl.evaluation import EvalSet, evaluate
+from bladefl.fl.evaluation import EvalSets, evaluate_draws
+from bladefl.fl.host_buffers import HostBuffers, Lease
 from bladefl.fl.prefetch import Noise, NoiseJob
 from bladefl.fl.records import GroupTimes, RoundMetrics
 from bladefl.fl.stacked import Layout, RunState
@@ -69,11 +71,13 @@ class EndPlan:
     detecting: dict[tuple[str, ...], tuple[tuple[int, ...], torch.Tensor]]  # detectors -> runs (and index)
     measuring: tuple[int, ...]  # runs that measure the bound's constants
     honest_rows: tuple[torch.Tensor, ...]  # per measuring run, its honest clients' trained positions
-    honest_clients: tuple[torch.Tensor, ...]  # per measuring run, its honest clients
+    honest_clients: tuple[torch.Tensor, ...]  # per measuring run, its honest clients (rows of the group's data)
+    measure_draws: tuple[int, ...]  # per measuring run, its partition draw
     referenced: tuple[int, ...]  # runs with a reference optimum
     referenced_index: torch.Tensor | None  # the same, as an index tensor
     references: torch.Tensor | None  # [those runs, P]
     weights: np.ndarray = field(repr=False)  # [R, N] every client's sample count (FedAvg, nothing excluded)
+    eval_groups: tuple[tuple[int, torch.Tensor], ...] = ()  # per partition draw, its runs' positions
 
     @property
     def N(self) -> int:
@@ -129,10 +133,13 @@ def plan(runs: list[RunState], device: torch.device) -> EndPlan:
         dp=dp, dp_index=_index(list(dp), device) if dp else None,
         dp_std=per_run([runs[i].sigma_dp for i in dp]), dp_clip=per_run([runs[i].cfg.privacy.clip for i in dp]),
         detecting=detecting, measuring=measuring, honest_rows=tuple(_index(taken[i], device) for i in measuring),
-        honest_clients=tuple(_index(runs[i].roles.honest, device) for i in measuring), referenced=referenced,
+        honest_clients=tuple(_index(runs[i].base + runs[i].roles.honest, device) for i in measuring),
+        measure_draws=tuple(runs[i].draw for i in measuring), referenced=referenced,
         referenced_index=_index(list(referenced), device) if referenced else None,
         references=torch.stack([runs[i].spec.reference for i in referenced]).to(device) if referenced else None,
-        weights=np.full((len(runs), N), float(runs[0].n)))
+        weights=np.full((len(runs), N), float(runs[0].n)),
+        eval_groups=tuple((d, _index([i for i, r in enumerate(runs) if r.draw == d], device))
+                          for d in dict.fromkeys(r.draw for r in runs)))
 
 
 def noise_job(end: EndPlan, ks: list[int], P: int) -> NoiseJob:
@@ -156,31 +163,39 @@ def flagging(cfg_exclude: bool, k: int, clients: list[int], found: list[detectio
 
 class Clock:
     """Adds the seconds since the last mark to a part of :class:`GroupTimes`; on a GPU it first
-    waits for the queued kernels, so they count in the part that launched them."""
+    waits for the compute stream's queued kernels (not the device: the host copies on their side
+    stream go on), so they count in the part that launched them; the waits are summed in ``sync``."""
 
     def __init__(self, times: GroupTimes, device: torch.device) -> None:
-        self.times, self.cuda = times, device.type == "cuda"
+        self.times, self.cuda, self.device = times, device.type == "cuda", device
         self.last = time.perf_counter()
 
     def mark(self, part: str, sync: bool = True) -> None:
         if sync and self.cuda:
-            torch.cuda.synchronize()
+            start = time.perf_counter()
+            torch.cuda.current_stream(self.device).synchronize()
+            self.times.sync += time.perf_counter() - start
         now = time.perf_counter()
         setattr(self.times, part, getattr(self.times, part) + now - self.last)
         self.last = now
 
 
-def host_copy(uploads: torch.Tensor, stream: torch.cuda.Stream | None) -> tuple[torch.Tensor, Callable[[], None]]:
-    """The uploads on the host for the chain, and a function that returns once they have landed:
-    on a GPU a copy into pinned memory on the side ``stream`` (it overlaps the next iterations'
-    training); on the CPU the tensor itself (nothing writes it afterwards)."""
+def host_copy(src: torch.Tensor, stream: torch.cuda.Stream | None, out: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor, Callable[[], None]]:
+    """``src`` on the host for the chain, and a function that returns once it has landed: into
+    ``out`` (a kept host buffer, :mod:`bladefl.fl.host_buffers`) when given, else into pinned
+    memory allocated here; on a GPU on the side ``stream`` (it overlaps the next iterations'
+    training); on the CPU ``src`` itself, or a plain copy into ``out``."""
     if stream is None:
-        return uploads, lambda: None
-    stream.wait_stream(torch.cuda.current_stream(uploads.device))
-    host = torch.empty(uploads.shape, dtype=uploads.dtype, pin_memory=True)
+        if out is None:
+            return src, lambda: None
+        out.copy_(src)
+        return out, lambda: None
+    stream.wait_stream(torch.cuda.current_stream(src.device))
+    host = torch.empty(src.shape, dtype=src.dtype, pin_memory=True) if out is None else out
     with torch.cuda.stream(stream):
-        host.copy_(uploads, non_blocking=True)
-        uploads.record_stream(stream)  # its memory is not reused before the copy is done
+        host.copy_(src, non_blocking=True)
+        src.record_stream(stream)  # its memory is not reused before the copy is done
         landed = torch.cuda.Event()
         landed.record(stream)
     return host, landed.synchronize
@@ -195,9 +210,10 @@ class RoundEnds:
     shape: mlp.Shape
     executor: ChainExecutor
     times: GroupTimes
-    samples: EvalSet  # the clients' samples and the test set, for evaluation
+    samples: EvalSets  # each draw's clients' samples and the test set, for evaluation
     tamper: Tamper | None = None
     stream: torch.cuda.Stream | None = None  # the host copies' side stream (GPU)
+    buffers: HostBuffers | None = None  # host buffers kept across round ends (GPU; CPU when asked)
 
 
 def _uploads(end: EndPlan, trained: torch.Tensor, ks: list[int], noise: Noise
@@ -276,7 +292,14 @@ def end_round(ctx: RoundEnds, end: EndPlan, ks: list[int], noise: Noise, clock: 
     trained = mlp.gather(layout.views, end.trained_rows)
     uploads, noise_norms, distances = _uploads(end, trained, ks, noise)
     clock.mark("uploads")
-    host, ready = host_copy(uploads, ctx.stream)
+    R, N, P = uploads.shape
+    lease = None
+    up_view = new_view = None
+    if ctx.buffers is not None and ctx.tamper is None:
+        buffer = ctx.buffers.take(R * (N + 1) * P)
+        lease = Lease(ctx.buffers, buffer, users=R)  # given back once each run's chain job has read it
+        up_view, new_view = buffer[: R * N * P].view(R, N, P), buffer[R * N * P : R * (N + 1) * P].view(R, P)
+    host, ready = host_copy(uploads, ctx.stream, up_view)
     clock.mark("host_copy")
     previous = layout.models.index_select(0, end.index)
     weights = end.weights.copy()
@@ -288,27 +311,28 @@ def end_round(ctx: RoundEnds, end: EndPlan, ks: list[int], noise: Noise, clock: 
         flags, members = [], _attacked(ctx, end, ks, uploads, host, previous, weights)
     clock.mark("detection")
     new = aggregation.fedavg_many(uploads, torch.from_numpy(weights))
-    host_new, new_ready = host_copy(new, ctx.stream)  # for the block's commitment of the round
+    host_new, new_ready = host_copy(new, ctx.stream, new_view)  # for the block's commitment of the round
     layout.models.index_copy_(0, end.index, new)
     mlp.scatter(layout.views, end.trained_rows, new, end.row_run, shape)
     clock.mark("aggregate")
     measured = {}
-    for i, rows, sel in zip(end.measuring, end.honest_rows, end.honest_clients, strict=True):
+    for i, rows, sel, draw in zip(end.measuring, end.honest_rows, end.honest_clients, end.measure_draws,
+                                  strict=True):
         local = trained.index_select(0, rows)
         # against the honest clients' aggregate, not the block's (lazy noise, DP noise, exclusions):
         # the same additions as the block's FedAvg, so identical to it where every client is honest
         honest = aggregation.fedavg_many(local[None], torch.full((1, local.shape[0]), float(end.runs[i].n)))[0]
         measured[i] = dataclasses.asdict(measured_constants.measure(
-            honest, local, data.x[sel], data.y[sel], data.x, data.y, shape))
+            honest, local, data.x[sel], data.y[sel], data.draw_x(draw), data.draw_y(draw), shape))
     clock.mark("constants")
-    parts = list(evaluate(new, ctx.samples, shape))
+    parts = list(evaluate_draws(new, list(end.eval_groups), ctx.samples, shape))
     optional = [noise_norms, distances,
                 None if end.references is None else (new.index_select(0, end.referenced_index)
                                                      - end.references).norm(dim=1)]
     values = torch.cat([t.float() for t in parts + [t for t in optional if t is not None]]).tolist()
     clock.mark("evaluation")
     _hand_over(ctx, end, ks, values, optional, measured, members, host, lambda: (ready(), new_ready()), flags,
-               host_new)
+               host_new, lease)
 
 
 def _per_run(values: list[float], runs: tuple[int, ...], end: EndPlan, only: Callable[[int], bool]
@@ -326,8 +350,10 @@ def _per_run(values: list[float], runs: tuple[int, ...], end: EndPlan, only: Cal
 def _hand_over(ctx: RoundEnds, end: EndPlan, ks: list[int], values: list[float], optional: list,
                measured: dict[int, dict], members: list[tuple[int, ...]], host: torch.Tensor,
                ready: Callable[[], None],
-               flags: list[tuple[list[dict], Flagging]], global_models: torch.Tensor) -> None:
-    """Each run's round measurements, and its block to the chain executor."""
+               flags: list[tuple[list[dict], Flagging]], global_models: torch.Tensor, lease: Lease | None = None
+               ) -> None:
+    """Each run's round measurements, and its block to the chain executor (each job gives its part
+    of the host buffer back, ``lease``, once it has read it)."""
     R = len(end.runs)
     train_loss, test_loss, test_accuracy = values[:R], values[R : 2 * R], values[2 * R : 3 * R]
     rest = values[3 * R :]
@@ -350,7 +376,8 @@ def _hand_over(ctx: RoundEnds, end: EndPlan, ks: list[int], values: list[float],
         run.k = ks[i]
         if ctx.tamper is None:
             rows, flag = flags[i]
-            ctx.executor.submit(run.line, ks[i], host[i], ready, flag, rows, metrics, global_models[i])
+            ctx.executor.submit(run.line, ks[i], host[i], ready, flag, rows, metrics, global_models[i],
+                                release=None if lease is None else lease.done)
         else:
             ctx.executor.record(run.line, run.line.tail, metrics)
     ctx.times.round_ends += 1

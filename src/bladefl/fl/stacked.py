@@ -45,6 +45,15 @@ class RunState:
     k: int = 0  # rounds ended
 
     @property
+    def draw(self) -> int:
+        """The partition draw it trains on (its clients are rows draw N .. draw N + N - 1 of the data)."""
+        return self.spec.draw
+
+    @property
+    def base(self) -> int:
+        return self.spec.draw * self.N
+
+    @property
     def cfg(self) -> RunConfig:
         return self.spec.cfg
 
@@ -82,7 +91,7 @@ class Layout:
     size, and the runs' global models [runs, P] (in the runs' order: longest first)."""
 
     views: mlp.Views
-    clients: torch.Tensor  # [rows] long
+    clients: torch.Tensor  # [rows] long: each row's client in the group's data (its draw's offset added)
     eta: torch.Tensor  # [rows]
     models: torch.Tensor  # [runs, P]
 
@@ -104,6 +113,6 @@ def lay_out(specs: list[tuple[RunSpec, KResult]], N: int, n: int, shape: mlp.Sha
     models = torch.stack([initial_model(r.cfg, shape) for r in runs]).to(device)
     counts = torch.as_tensor([len(r.trainers) for r in runs], device=device)
     stacked = models.repeat_interleave(counts, dim=0)
-    clients = torch.as_tensor(np.concatenate([r.trainers for r in runs]), device=device)
+    clients = torch.as_tensor(np.concatenate([r.base + r.trainers for r in runs]), device=device)
     eta = torch.cat([torch.full((len(r.trainers),), float(r.cfg.train.eta)) for r in runs]).to(device)
     return runs, Layout(mlp.contiguous_views(stacked, shape), clients, eta, models)

@@ -12,7 +12,7 @@ GROUP_RUNS = (
 
 
 wildcard_constraints:
-    group=r"[a-z_]+_N\d+_draw\d+_block\d+",
+    group=r"[a-z_]+_N\d+_block\d+",
 
 
 def dataset_run_summaries(wildcards):
@@ -48,17 +48,27 @@ def group_raw_files(wildcards):
     return raw_files(GROUPS_BY_NAME[wildcards.group].dataset)
 
 
+def group_partition_keys(group):
+    """The partition (one per draw) of each of a group's seeds, once each, in seed order."""
+    return list(dict.fromkeys(partition_key(group.N, s) for s in group.seeds))
+
+
 def group_partition(wildcards):
+    """Every partition draw a group's runs train on (its seeds' draws)."""
     group = GROUPS_BY_NAME[wildcards.group]
-    return f"{PARTITIONS}/{group.dataset}/{partition_key(group.N, group.seeds[0])}.npy"
+    return [
+        f"{PARTITIONS}/{group.dataset}/{key}.npy" for key in group_partition_keys(group)
+    ]
 
 
 def group_reference(wildcards):
-    """The reference optimum of a group's partition when one of its cells is a bound cell."""
+    """The reference optimum of each of a group's draws when one of its cells is a bound cell."""
     group = GROUPS_BY_NAME[wildcards.group]
     if not any(c in BOUND_CELLS for c in group.cells):
         return []
-    return f"{REFERENCES}/{group.dataset}/{partition_key(group.N, group.seeds[0])}.npz"
+    return [
+        f"{REFERENCES}/{group.dataset}/{key}.npz" for key in group_partition_keys(group)
+    ]
 
 
 def group_plan_json(wildcards):
