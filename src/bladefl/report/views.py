@@ -110,7 +110,7 @@ __all__ = ["verdict_view", "provenance_summary", "variants_summary", "kstar_summ
            "seed_means", "provenance_view",
            "sweep_curves", "sweep_units", "k_star_spread", "privacy_table", "privacy_units", "provenance",
            "detection_quality_table",
-           "exclusion_table", "detection_worst_rounds", "lazy_explanations"]
+           "exclusion_table", "detection_worst_rounds", "lazy_explanations", "percent"]
 
 
 def detection_quality_table(quality: pd.DataFrame) -> pd.DataFrame:
@@ -167,7 +167,8 @@ HEADERS = {"K_star": "K*", "K_experiment": "K* experiment", "K_closed_form": "K*
            "K_exact_fit": "K* of fitted bound", "K_exact_measured": "K* of measured bound",
            "largest_K_star_if_defined_at_1": "largest K* (bound defined at K = 1)", "gap": "gap F(w^K) - F*",
            "G_fit": "G fitted", "G_measured": "G measured", "rel_gap_fit": "(G fitted - gap) / gap",
-           "rel_gap_measured": "(G measured - gap) / gap", "eta_L_below_1": "eta L < 1",
+           "rel_gap_measured": "(G measured - gap) / gap", "rel_gap_fit_pct": "(G fitted - gap) / gap, %",
+           "rel_gap_measured_pct": "(G measured - gap) / gap, %", "eta_L_below_1": "eta L < 1",
            "bracket_measured_positive": "bracket > 0 (measured)", "bracket_fit_positive": "bracket > 0 (fitted)",
            "theta_last": "theta (last round)", "eps2_of_K": "eps2 of K", "phi_measured": "phi measured",
            "eps2_measured": "eps2 measured", "phi_fit": "phi fitted", "eps2_fit": "eps2 fitted",
@@ -432,3 +433,12 @@ def lazy_explanations(quality: pd.DataFrame, exclusion: pd.DataFrame, model_size
                          f"absence: its own shard of the data is never trained on, so the aggregate averages "
                          f"{1 - ratio:.0%} of the clients' data however well the validators detect.")
     return "\n".join(lines)
+
+
+def percent(frame: pd.DataFrame, columns: Sequence[str] = ("rel_gap_fit", "rel_gap_measured")) -> pd.DataFrame:
+    """Relative gaps (fractions) as percent, to stand beside the paper's "5%"."""
+    out = frame.copy()
+    for c in columns:
+        if c in out:
+            out[c] = 100 * pd.to_numeric(out[c], errors="coerce")
+    return out.rename(columns={c: f"{c}_pct" for c in columns if c in out})
