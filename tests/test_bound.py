@@ -152,7 +152,7 @@ def test_the_bounds_tau_is_the_engines_tau_for_every_decimal_setting():
 def test_an_undefined_bound_is_not_above_the_experiment():
     import numpy as np
 
-    from bladefl.experiments.bound_analysis import defined_where_measured
+    from bladefl.experiments.tables.bound_analysis import defined_where_measured
 
     assert not defined_where_measured(np.array([1.0, np.inf]), np.array([0.5, 0.4]))
     assert defined_where_measured(np.array([1.0, np.inf]), np.array([0.5, np.nan]))  # no gap there: not judged

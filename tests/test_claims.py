@@ -63,7 +63,7 @@ def test_the_corollaries_on_the_fitted_bound_are_readings_judged_on_its_real_min
     """verdicts.fitted_corollaries judges each corollary on claims.on_bound's real-valued minimiser
     (continuous tau) of the fitted bound, a reading under the corollary's statement; M/N and sigma2
     on a lazy cell; eta L >= 1 and a K* below one round are said."""
-    from bladefl.experiments.grid import expand
+    from bladefl.experiments.plan.grid import expand
     from bladefl.experiments.verdicts.bound import fitted_corollaries
 
     grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
@@ -126,7 +126,7 @@ def test_a_fitted_bound_without_its_lazy_term_is_not_applicable_to_the_lazy_coro
     import math
     from dataclasses import replace
 
-    from bladefl.experiments.grid import expand
+    from bladefl.experiments.plan.grid import expand
     from bladefl.experiments.verdicts.bound import fitted_corollaries
     from bladefl.theory.fit import Fit
 
@@ -147,7 +147,7 @@ def test_corollary_4s_second_part_is_judged_as_mathematics_with_the_fitted_bound
     the counted row is the mathematics, not the fitted bound."""
     import math
 
-    from bladefl.experiments.grid import expand
+    from bladefl.experiments.plan.grid import expand
     from bladefl.experiments.verdicts.bound import ETA_CLAIM, eta_fitted
     from bladefl.experiments.verdicts.mathematics import theorem_rows
     from bladefl.theory import theorem_scans

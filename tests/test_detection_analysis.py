@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bladefl.experiments import detection_analysis as da
-from bladefl.experiments.grid import Cell, Member
+from bladefl.experiments.plan.grid import Cell, Member
+from bladefl.experiments.tables import detection_analysis as da
 from bladefl.fl.detection import roc_auc
 from conftest import write_run_folder
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pandas as pd
 
-from bladefl.experiments import device_check as dc
+from bladefl.experiments.runs import device_check as dc
 from bladefl.fl.engine import run_group
 from bladefl.fl.execution import resolve
 

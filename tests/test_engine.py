@@ -12,14 +12,14 @@ import torch
 from bladefl.chain.pow import meets_target
 from bladefl.chain.transactions import derive_key
 from bladefl.chain.verify import verify_chain
-from bladefl.experiments.device_check import small_config, synthetic_data
-from bladefl.experiments.runner import run_cell
+from bladefl.experiments.runs.device_check import small_config, synthetic_data
+from bladefl.experiments.runs.runner import run_cell
 from bladefl.fl import lazy, mlp, privacy, trainer
 from bladefl.fl.engine import ClientData, run_k
 
 
 def synthetic(N=4, n=48, d=30, c=10, T=64, seed=0) -> ClientData:
-    """Gaussian class clusters (:func:`bladefl.experiments.device_check.synthetic_data`)."""
+    """Gaussian class clusters (:func:`bladefl.experiments.runs.device_check.synthetic_data`)."""
     return synthetic_data(N=N, n=n, d=d, classes=c, T=T, seed=seed)
 
 
@@ -66,7 +66,7 @@ def test_batched_trainer_matches_per_client_reference(iteration, activation):
 
 
 def small_cfg(**over):
-    """A small run config on the CPU (:func:`bladefl.experiments.device_check.small_config`)."""
+    """A small run config on the CPU (:func:`bladefl.experiments.runs.device_check.small_config`)."""
     return small_config(over.pop("device", "cpu"), **over)
 
 

@@ -158,7 +158,7 @@ def test_a_changed_data_file_is_refused_unless_allowed_and_the_files_read_are_re
     import shutil
 
     from bladefl.data import datasets
-    from bladefl.experiments import provenance
+    from bladefl.experiments.runs import provenance
 
     source = datasets.MNIST.raw_dir(data_root)
     copy = tmp_path / "MNIST" / "raw"

@@ -95,7 +95,7 @@ JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**20, 
 @FUZZ
 @given(path=st.sampled_from(CONFIG_PATHS), value=JSONISH)
 def test_workflow_config_values_are_taken_or_refused_by_name(path, value, monkeypatch):
-    from bladefl.experiments.workflow_config import ConfigError, check, schema_errors
+    from bladefl.experiments.plan.workflow_config import ConfigError, check, schema_errors
 
     monkeypatch.chdir(REPO)
     config = copy.deepcopy(DEFAULT)
@@ -119,7 +119,7 @@ def test_workflow_config_values_are_taken_or_refused_by_name(path, value, monkey
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):
     """A real run of the engine (4 clients, K = 2 and 3) with its ledgers, summary and rounds.csv."""
-    from bladefl.experiments.runner import run_cell
+    from bladefl.experiments.runs.runner import run_cell
     from test_engine import small_cfg, synthetic
 
     out = tmp_path_factory.mktemp("fuzzrun")
@@ -208,7 +208,7 @@ def tar_bytes(members: dict[str, bytes]) -> bytes:
                                                     "../escape", "/abs", "grid/ABOUT.json", "grid/mnist/c/seed~0"]),
                                    min_size=1, max_size=3))
 def test_mutated_archives_are_refused_by_name(edits, names, tmp_path_factory):
-    from bladefl.experiments import run_import as ri
+    from bladefl.experiments.bundles import run_import as ri
 
     folder = tmp_path_factory.mktemp("archive")
     archive = folder / "a.tar.gz"
@@ -223,7 +223,7 @@ def test_mutated_archives_are_refused_by_name(edits, names, tmp_path_factory):
 @FUZZ
 @given(manifest=JSONISH | st.dictionaries(st.sampled_from(["files", "about", "config"]), JSONISH, max_size=3))
 def test_a_kept_bundle_with_any_manifest_lays_out_or_is_refused_by_name(manifest, tmp_path_factory):
-    from bladefl.experiments import kept_results
+    from bladefl.experiments.bundles import kept_results
 
     folder = tmp_path_factory.mktemp("bundle")
     (folder / "MANIFEST.json").write_text(json.dumps(manifest))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bladefl.data.datasets import FILES
-from bladefl.experiments import run_import
+from bladefl.experiments.bundles import run_import
 from conftest import copy_workflow, venv_env
 
 REPO = Path(__file__).resolve().parents[1]

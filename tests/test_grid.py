@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from bladefl.experiments.grid import Cell, expand, unique_cells
-from bladefl.experiments.tidy import collect, optimum
+from bladefl.experiments.plan.grid import Cell, expand, unique_cells
+from bladefl.experiments.tables.tidy import collect, optimum
 from conftest import write_run_folder
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Results kept for good (bladefl.experiments.kept_results): a bundle with a manifest, checked
+"""Results kept for good (bladefl.experiments.bundles.kept_results): a bundle with a manifest, checked
 whole before it is laid out again for the report."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bladefl.experiments import kept_results as kr
+from bladefl.experiments.bundles import kept_results as kr
 
 
 @pytest.fixture

@@ -2,7 +2,12 @@
 
     core < data < chain < fl < theory < experiments < report < entry points (cli, bench)
 
-A lower wing importing a higher one (at module level or inside a function) is a failure."""
+and inside ``experiments`` its sub-wings the same way:
+
+    plan < runs < tables < verdicts < bundles
+
+A lower wing (or sub-wing) importing a higher one (at module level or inside a function) is a
+failure."""
 
 from __future__ import annotations
 
@@ -13,16 +18,22 @@ from conftest import REPO
 
 WINGS = ("core", "data", "chain", "fl", "theory", "experiments", "report")
 ENTRY_POINTS = ("cli", "cli_args", "bench", "__main__")
+SUB_WINGS = {"experiments": ("plan", "runs", "tables", "verdicts", "bundles")}
 
 
-def rank(module: str) -> int | None:
-    """Position of a ``bladefl`` module in the layering; None outside the package."""
+def rank(module: str) -> tuple[int, int] | None:
+    """Position of a ``bladefl`` module in the layering, (wing, sub-wing); None outside the
+    package. A wing's own ``__init__`` sits below its sub-wings (-1)."""
     parts = module.split(".")
     if parts[0] != "bladefl":
         return None
     if len(parts) == 1 or (parts[1].startswith("__") and parts[1] not in ENTRY_POINTS):
-        return -1  # the package root (its __version__) sits below everything
-    return WINGS.index(parts[1]) if parts[1] in WINGS else len(WINGS)
+        return (-1, -1)  # the package root (its __version__) sits below everything
+    if parts[1] not in WINGS:
+        return (len(WINGS), -1)
+    subs = SUB_WINGS.get(parts[1], ())
+    sub = subs.index(parts[2]) if len(parts) > 2 and parts[2] in subs else -1
+    return (WINGS.index(parts[1]), sub)
 
 
 def module_name(path: Path, src: Path) -> str:
@@ -73,6 +84,17 @@ def test_every_module_lives_in_a_wing_or_is_an_entry_point():
     assert folders == set(WINGS)
 
 
+def test_every_experiments_module_lives_in_a_sub_wing_with_a_docstring():
+    for wing, subs in SUB_WINGS.items():
+        folder = REPO / "src" / "bladefl" / wing
+        assert {p.stem for p in folder.glob("*.py")} == {"__init__"}
+        found = {p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("__")}
+        assert found == set(subs)
+        for sub in subs:
+            doc = ast.get_docstring(ast.parse((folder / sub / "__init__.py").read_text()))
+            assert doc and len(doc) > 80, f"{wing}/{sub}/__init__.py says nothing of what it owns"
+
+
 def test_the_check_catches_a_lower_wing_importing_a_higher_one(tmp_path):
     pkg = tmp_path / "bladefl"
     for wing in ("data", "report", "fl"):
@@ -89,3 +111,20 @@ def test_the_check_catches_a_lower_wing_importing_a_higher_one(tmp_path):
     assert any("data.absolute imports bladefl.report.plots" in v for v in found)
     assert any("data.relative imports bladefl.report.plots.x" in v for v in found)
     assert any("data.plain imports bladefl.fl.engine" in v for v in found)
+
+
+def test_the_check_catches_a_sub_wing_importing_a_later_one(tmp_path):
+    pkg = tmp_path / "bladefl"
+    for folder in ("experiments/plan", "experiments/tables", "experiments/bundles", "theory"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "experiments" / "__init__.py").write_text("")
+    (pkg / "experiments" / "plan" / "grid.py").write_text("from bladefl.experiments.tables import tidy\n")
+    (pkg / "experiments" / "tables" / "tidy.py").write_text("from bladefl.experiments.plan import grid\n")
+    (pkg / "experiments" / "bundles" / "keep.py").write_text("from ..tables import tidy\n")
+    (pkg / "theory" / "scan.py").write_text("from bladefl.experiments.plan import grid\n")
+    found = violations(tmp_path)
+    assert len(found) == 2, found
+    assert any("experiments.plan.grid imports bladefl.experiments.tables.tidy" in v for v in found)
+    assert any("theory.scan imports bladefl.experiments.plan.grid" in v for v in found)

@@ -21,7 +21,7 @@ from bladefl.chain.ledger import block_from_dict, chain_id
 from bladefl.chain.pow import BlockHeader, merkle_root, mine
 from bladefl.chain.verify import verify_chain
 from bladefl.cli import main
-from bladefl.experiments.runner import run_cell
+from bladefl.experiments.runs.runner import run_cell
 
 
 @pytest.fixture(scope="module")
@@ -502,7 +502,7 @@ SUMMARY_FORGERIES = {
 def test_summary_forgeries_the_blocks_cannot_see_are_caught(copy_of, capsys, name):
     """Fields the analyses use but no block records (tau, status, the count of blocks, a duplicate
     entry): each forgery exits 1 with one line naming it, as the analyses refuse it too."""
-    from bladefl.experiments.run_checks import read_checked_run
+    from bladefl.experiments.runs.run_checks import read_checked_run
 
     forge, reason = SUMMARY_FORGERIES[name]
     forge(copy_of)
@@ -573,7 +573,7 @@ def test_an_imported_runs_ledgers_are_verified_as_chain_verify_does(copy_of):
     """bladefl import-runs holds a run's ledgers to its files with the verifier's checks: a real run
     passes; a block's accuracy forged (re-mined, re-signed with the seed's keys) is named, and so
     is a run missing the ledger of a K that trained."""
-    from bladefl.experiments.run_import import ledger_problems
+    from bladefl.experiments.bundles.run_import import ledger_problems
 
     def files(folder):
         return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")

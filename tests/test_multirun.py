@@ -11,14 +11,14 @@ import pytest
 import torch
 from tests.test_engine import small_cfg, synthetic
 
-from bladefl.experiments import device_check
-from bladefl.experiments.runner import CellJob, batches, finished, run_cells
+from bladefl.experiments.runs import device_check
+from bladefl.experiments.runs.runner import CellJob, batches, finished, run_cells
 from bladefl.fl import mlp
 from bladefl.fl.engine import RunSpec, group_errors, run_group, run_k
 from bladefl.fl.execution import resolve
 
 # K, seeds, eta, lazy (with and without the counterfactual), DP, detection with exclusion, another time
-# model, an infeasible K: the group the GPU check runs too (bladefl.experiments.device_check.MIXED)
+# model, an infeasible K: the group the GPU check runs too (bladefl.experiments.runs.device_check.MIXED)
 MIXED = [(small_cfg(**over), K) for over, K in device_check.MIXED]
 
 
@@ -137,7 +137,7 @@ def test_a_killed_group_resumes_without_redoing_finished_jobs(tmp_path):
 def test_grid_groups_cover_every_run_once_and_the_bound_cells_measure():
     import yaml
 
-    from bladefl.experiments import workflow_config as wc
+    from bladefl.experiments.plan import workflow_config as wc
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
     config = {**config, "seeds": [0, 1, 2], "seeds_per_job": 2}
@@ -191,7 +191,7 @@ def test_chain_in_worker_processes_and_orders_drawn_beside_give_the_same_runs(tm
 def test_chain_drag_measures_a_loop_beside_real_chain_rounds():
     """The benchmark's drag measurement runs real chain rounds (inline and in a worker process)
     beside a Python loop and returns the loop's relative speed and the chain's wall time."""
-    from bladefl.experiments.timing import chain_drag
+    from bladefl.experiments.runs.timing import chain_drag
 
     for processes in (0, 1):
         speed, wall = chain_drag(N=4, P=1000, runs=2, rounds=2, processes=processes, threads=2)
@@ -309,7 +309,7 @@ def test_summaries_record_where_the_wall_went(tmp_path):
 def test_the_round_end_proxy_times_real_shared_round_ends():
     """The bench's CPU proxy: R runs end each round together; it times real round ends (a smoke
     test of the measurement: its ratio is the bench's to print, not a test's to assert)."""
-    from bladefl.experiments.timing import round_end_seconds
+    from bladefl.experiments.runs.timing import round_end_seconds
 
     times = round_end_seconds(4, rounds=3, repeat=1)
     assert times.round_ends == 3 and times.run_rounds == 12 and times.rounds > 0

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from tests.test_verdicts import GRID, bowl, table_from
 
-from bladefl.experiments import readings as rd
-from bladefl.experiments import workflow_config as wc
-from bladefl.experiments.grid import expand
-from bladefl.experiments.tidy import k_star_spread
+from bladefl.experiments.plan import readings as rd
+from bladefl.experiments.plan import workflow_config as wc
+from bladefl.experiments.plan.grid import expand
+from bladefl.experiments.tables.tidy import k_star_spread
 from bladefl.experiments.verdicts.table import all_verdicts
 from bladefl.report.pages import write_index
 
@@ -157,7 +157,7 @@ def test_a_draw_is_judged_by_the_pooled_rule_for_noise():
 def test_a_partial_grid_keeps_each_seeds_draw():
     """The bench's partial grid (its first seeds) keeps every seed on the draw it has in the whole
     grid and passes the config's checks (no draw without a run seed)."""
-    from bladefl.experiments.timing import first_seeds
+    from bladefl.experiments.runs.timing import first_seeds
 
     paper = wc.read_configs([ROOT / "config/paper.yaml"], default=ROOT / "config/config.yaml")
     cut = first_seeds(paper, 2)

@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 
 from bladefl import __version__
-from bladefl.experiments import provenance
+from bladefl.experiments.runs import provenance
 from conftest import write_run_folder
 
 SRC = Path(provenance.__file__).resolve().parents[2]
 
 
 def _version_of_copy(where: Path, env: dict[str, str]) -> str:
-    code = "from bladefl.experiments.provenance import code_version; print(code_version())"
+    code = "from bladefl.experiments.runs.provenance import code_version; print(code_version())"
     out = subprocess.run([sys.executable, "-c", code], cwd=where, env={**env, "PYTHONPATH": str(where / "src")},
                          capture_output=True, text=True, timeout=120, check=True)
     return out.stdout.strip()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bladefl.experiments.grid import Cell, cell_errors
+from bladefl.experiments.plan.grid import Cell, cell_errors
 from bladefl.fl.ranges import RANGES
 from bladefl.fl.run_config import ConfigError, from_dict
 

@@ -1,5 +1,5 @@
 """The one strict reader of run files (bladefl.core.run_files), the time-model check on top of it
-(bladefl.experiments.run_checks), and diverged runs: marked by the engine, read by the analyses,
+(bladefl.experiments.runs.run_checks), and diverged runs: marked by the engine, read by the analyses,
 shown on the front page."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import pytest
 
 from bladefl.core import run_files as rf
-from bladefl.experiments import run_checks
+from bladefl.experiments.runs import run_checks
 
 HEADER = "K,round,tau,status,train_loss,test_loss,test_accuracy"
 
@@ -159,8 +159,8 @@ def test_a_k_whose_loss_went_non_finite_is_marked_diverged():
 
 
 def test_a_diverged_k_is_read_left_out_of_k_star_and_shown_on_the_front_page(tmp_path):
-    from bladefl.experiments import tidy
-    from bladefl.experiments.grid import Cell, Member
+    from bladefl.experiments.plan.grid import Cell, Member
+    from bladefl.experiments.tables import tidy
     from bladefl.report import pages
 
     times = {"training_time": 20.0, "mining_time": 10.0}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bladefl.experiments import run_id
+from bladefl.experiments.plan import run_id
 
 
 def test_a_folder_and_its_files_read_back_as_the_run_that_made_them():

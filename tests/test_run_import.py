@@ -1,5 +1,5 @@
 """Run folders computed elsewhere brought into a results folder: every member checked before
-anything is written (bladefl.experiments.run_import)."""
+anything is written (bladefl.experiments.bundles.run_import)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bladefl.experiments import run_id
-from bladefl.experiments import run_import as ri
-from bladefl.experiments import workflow_config as wc
+from bladefl.experiments.bundles import run_import as ri
+from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan import workflow_config as wc
 
 REPO = Path(__file__).resolve().parents[1]
 

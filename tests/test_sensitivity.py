@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from bladefl.experiments import readings as rd
-from bladefl.experiments import workflow_config as wc
+from bladefl.experiments.plan import readings as rd
+from bladefl.experiments.plan import workflow_config as wc
 from bladefl.report import sensitivity as sens
 from conftest import copy_workflow, snakemake
 
@@ -67,7 +67,7 @@ def _summary(k_star: dict[float, int], accuracy: float, seeds=(0, 1)) -> pd.Data
 
 
 def _optimum(summary: pd.DataFrame) -> pd.DataFrame:
-    from bladefl.experiments.tidy import optimum
+    from bladefl.experiments.tables.tidy import optimum
 
     return optimum(summary)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bladefl.experiments.grid import expand
+from bladefl.experiments.plan.grid import expand
 from bladefl.experiments.verdicts.experiment import EXPERIMENT_VERDICTS, experiment_verdicts, per_draw
 from bladefl.experiments.verdicts.table import VERDICTS, all_verdicts
 from bladefl.experiments.verdicts.trend import Margins, min_p, parse_margins, trend_test, units_needed

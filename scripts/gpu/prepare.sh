@@ -39,6 +39,6 @@ for class in MNIST FashionMNIST; do
   done
 done
 # The commit this copy of the source comes from (the GPU machine gets no git history): results
-# record it as their code version (BLADEFL_CODE_VERSION, see bladefl.experiments.provenance).
+# record it as their code version (BLADEFL_CODE_VERSION, see bladefl.experiments.runs.provenance).
 git describe --always --dirty --tags >"$out/CODE_VERSION" 2>/dev/null || echo unknown >"$out/CODE_VERSION"
 du -sh "$out"

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bladefl.experiments.timing import (
+from bladefl.experiments.runs.timing import (
     bench_data,
     chain_drag,
     chain_share,

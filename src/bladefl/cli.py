@@ -81,7 +81,7 @@ def _writable_folder(path: str | Path, option: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from bladefl.experiments.runner import run_cell
+    from bladefl.experiments.runs.runner import run_cell
     from bladefl.fl.execution import resolve
     from bladefl.fl.run_config import load_config
 
@@ -115,7 +115,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_run_group(args: argparse.Namespace) -> int:
     import json
 
-    from bladefl.experiments.runner import CellJob, run_cells
+    from bladefl.experiments.runs.runner import CellJob, run_cells
     from bladefl.fl.run_config import load_config
 
     plan = json.loads(_json_text(args.plan))
@@ -162,8 +162,8 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
 def _cmd_detection(args: argparse.Namespace) -> int:
 
     from bladefl.core import atomic
-    from bladefl.experiments import detection_analysis as da
-    from bladefl.experiments.grid import members_from_json
+    from bladefl.experiments.plan.grid import members_from_json
+    from bladefl.experiments.tables import detection_analysis as da
 
     members = members_from_json(_json_text(args.members))
     detections = da.read_detections(args.runs)
@@ -222,8 +222,8 @@ def _cmd_sensitivity_index(args: argparse.Namespace) -> int:
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
-    from bladefl.experiments.grid import members_from_json
-    from bladefl.experiments.tidy import collect, optimum
+    from bladefl.experiments.plan.grid import members_from_json
+    from bladefl.experiments.tables.tidy import collect, optimum
 
     table = collect(args.runs, members_from_json(_json_text(args.members)))
     atomic.write_csv(args.table, table)
@@ -253,8 +253,8 @@ def _cmd_reference(args: argparse.Namespace) -> int:
 
 
 def _cmd_bound(args: argparse.Namespace) -> int:
-    from bladefl.experiments.bound_analysis import write_report
-    from bladefl.experiments.grid import members_from_json
+    from bladefl.experiments.plan.grid import members_from_json
+    from bladefl.experiments.tables.bound_analysis import write_report
 
     written = write_report(args.runs, members_from_json(_json_text(args.members)), args.references, args.out_dir)
     print("wrote " + ", ".join(str(p) for p in written))
@@ -287,8 +287,8 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
 
 def _cmd_verdicts(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
-    from bladefl.experiments import provenance
-    from bladefl.experiments.grid import members_from_json
+    from bladefl.experiments.plan.grid import members_from_json
+    from bladefl.experiments.runs import provenance
     from bladefl.experiments.verdicts.statements import problems, read_inventory
     from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
     from bladefl.experiments.verdicts.trend import parse_margins
@@ -343,7 +343,7 @@ def _cmd_provenance(args: argparse.Namespace) -> int:
 def _cmd_keep(args: argparse.Namespace) -> int:
     import json
 
-    from bladefl.experiments import kept_results
+    from bladefl.experiments.bundles import kept_results
 
     about = kept_results.about_runs(args.provenance)
     archive = None
@@ -379,7 +379,7 @@ def _key_secret(path: str | None) -> bytes | None:
 
 def _cmd_import_runs(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
-    from bladefl.experiments import run_import
+    from bladefl.experiments.bundles import run_import
 
     config = run_import.read_config(args.configfile, args.seeds)
     results = Path(args.results_dir or config["results_dir"])
@@ -401,7 +401,7 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
 
 
 def _cmd_lay_out(args: argparse.Namespace) -> int:
-    from bladefl.experiments import kept_results
+    from bladefl.experiments.bundles import kept_results
 
     try:
         count = kept_results.lay_out(args.bundle, args.results_dir, args.data_dir)
@@ -413,7 +413,7 @@ def _cmd_lay_out(args: argparse.Namespace) -> int:
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
-    from bladefl.experiments import kept_results
+    from bladefl.experiments.bundles import kept_results
 
     manifest = kept_results.rejudge(args.bundle, args.statements, args.paper_values)
     record = manifest["about"]["rejudged"][-1]
@@ -454,7 +454,7 @@ def _cmd_chain_verify(args: argparse.Namespace) -> int:
     if problem is None and args.summary:  # the run's tau and status against its config's time model
         from bladefl.chain.ledger_file import Problem
         from bladefl.core import run_files
-        from bladefl.experiments.run_checks import time_model_problems
+        from bladefl.experiments.runs.run_checks import time_model_problems
 
         wrong = time_model_problems(run_files.read_summary(args.summary))
         problem = Problem(0, f"summary {args.summary}: {wrong[0]}") if wrong else None
@@ -470,7 +470,7 @@ def _cmd_device_check(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from bladefl.core import atomic
-    from bladefl.experiments import device_check
+    from bladefl.experiments.runs import device_check
 
     if args.tables:
         check = device_check.summary_check(*(pd.read_csv(p) for p in args.tables))

@@ -9,9 +9,9 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from bladefl.experiments import readings as rd
-from bladefl.experiments import run_id
-from bladefl.experiments import workflow_config as wc_cfg
+from bladefl.experiments.plan import readings as rd
+from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan import workflow_config as wc_cfg
 from bladefl.core.atomic import write_logged, write_yaml_logged
 from bladefl.data.datasets import FILES, get_spec
 

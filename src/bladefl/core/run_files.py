@@ -14,7 +14,7 @@ with the file, line and field named (:class:`RunFileError`, a ValueError):
   infeasible K as one round-0 row, a trained K as rows 1..K, its last row's metrics the summary's.
 
 What the config implies (tau from the time model, the chain id) is checked where those live:
-:mod:`bladefl.experiments.run_checks` and :mod:`bladefl.chain.verify`.
+:mod:`bladefl.experiments.runs.run_checks` and :mod:`bladefl.chain.verify`.
 """
 
 from __future__ import annotations

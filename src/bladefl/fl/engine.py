@@ -218,5 +218,5 @@ def run_k(cfg: RunConfig, data: ClientData, K: int, *, store: Path | None = None
     """Run BLADE-FL with K integrated rounds (a group of one run); an infeasible K (tau < 1) is
     reported, not raised. With a ``reference`` optimum w*, each round records ||w^k - w*|| (a
     diagnostic of the bound's cells; eps2 itself comes from the loss gap, see
-    :mod:`bladefl.experiments.bound_analysis`)."""
+    :mod:`bladefl.experiments.tables.bound_analysis`)."""
     return run_group([RunSpec(cfg, K, store, reference)], data, tamper=tamper, on_round=on_round).results[0]

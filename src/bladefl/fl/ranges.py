@@ -1,6 +1,6 @@
 """The allowed values of a grid cell's parameters, in one table: the run config checks its fields
 with it (:mod:`bladefl.fl.run_config`), the grid checks its cells with it
-(:func:`bladefl.experiments.grid.cell_errors`), and a test holds the workflow's schema
+(:func:`bladefl.experiments.plan.grid.cell_errors`), and a test holds the workflow's schema
 (``workflow/schemas/config.schema.yaml``, ``definitions.cell``) to it.
 """
 

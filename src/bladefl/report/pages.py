@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from bladefl.core import atomic
-from bladefl.experiments import provenance as provenance_module
+from bladefl.experiments.runs import provenance as provenance_module
 from bladefl.report.inputs import read_csv
 from bladefl.report.views import role
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from bladefl.experiments.paper_tables import (  # noqa: F401 - re-exported: the report reads them here
+from bladefl.experiments.tables.paper_tables import (  # noqa: F401 - re-exported: the report reads them here
     DEFAULT_BETA,
     inconsistency,
     paper_k_star,

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import pandas as pd
 
-from bladefl.experiments import provenance
+from bladefl.experiments.runs import provenance
 from bladefl.experiments.verdicts.experiment_claims import claims
 from bladefl.experiments.verdicts.statements import Figure, Inventory, read_inventory
 from bladefl.report.plots import param_name

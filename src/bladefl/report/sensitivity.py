@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from bladefl.experiments.tidy import optimum
+from bladefl.experiments.tables.tidy import optimum
 from bladefl.report.paper import paper_comparison, table_row_k_star
 from bladefl.report.tables import plus_minus
 

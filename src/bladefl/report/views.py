@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from bladefl.core import run_files
-from bladefl.experiments import run_id
-from bladefl.experiments.tidy import draws_are_units
+from bladefl.experiments.plan import run_id
+from bladefl.experiments.tables.tidy import draws_are_units
 from bladefl.report.inputs import ReportInputError
 from bladefl.report.tables import plus_minus
 
@@ -71,7 +71,7 @@ def unit_description(summary: pd.DataFrame) -> str:
 def k_star_spread(optimum: pd.DataFrame) -> pd.DataFrame:
     """Per (sweep, value) of the sweeps that vary a parameter: K* (by loss, seed-mean curve of every
     run), its spread over run seeds on one partition draw and over partition draws, as the optimum
-    table holds them (:func:`bladefl.experiments.tidy.optimum`)."""
+    table holds them (:func:`bladefl.experiments.tables.tidy.optimum`)."""
     varying = optimum[optimum.vary.notna() & (optimum.vary.astype(str) != "")]
     return varying.rename(columns={"K_star_loss": "K_star"})[
         ["sweep", "vary", "value", "cell", "seeds", "K_star", "partitions", "K_star_loss_std_seeds",

@@ -5,7 +5,7 @@ columns (``vocabulary``), the independent units (``units``), the paired trend te
 discovery rate (``trend``), the experiment's claims (``experiment_claims``, ``experiment``,
 ``convexity``), the bound fitted to the runs (``bound``), the bound's formula as mathematics
 (``mathematics``), the paper's own errors (``paper_errors``), and the table that assembles them
-(``table``: start there). It imports from the wings below (core, fl, theory) and from
-``experiments`` modules outside it (``grid``, ``tidy``, ``bound_analysis``, ``paper_tables``),
-never from ``report``.
+(``table``: start there). It imports from the wings below (core, fl, theory) and from the
+sub-wings before it: ``plan`` (the grid's cells, ``plan.grid``) and ``tables`` (``tidy``,
+``bound_analysis``, ``paper_tables``); never from ``bundles`` or ``report``.
 """

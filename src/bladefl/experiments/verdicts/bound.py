@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bladefl.experiments.bound_analysis import BoundOn, bound_on, defined_where_measured
-from bladefl.experiments.grid import Member
+from bladefl.experiments.plan.grid import Member
+from bladefl.experiments.tables.bound_analysis import BoundOn, bound_on, defined_where_measured
 from bladefl.experiments.verdicts.vocabulary import Replicates, claim_row, fmt, sweep_varying
 from bladefl.fl import measured_constants
 from bladefl.fl.timemodel import tau_for

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from bladefl.experiments.grid import Member
+from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.verdicts.trend import ALPHA
 from bladefl.experiments.verdicts.units import Units
 from bladefl.fl.timemodel import tau_for

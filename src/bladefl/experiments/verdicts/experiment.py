@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bladefl.experiments.grid import Member
-from bladefl.experiments.tidy import draws_are_units, seeds_per_draw
+from bladefl.experiments.plan.grid import Member
+from bladefl.experiments.tables.tidy import draws_are_units, seeds_per_draw
 from bladefl.experiments.verdicts.experiment_claims import Part, TrendClaim, claims
 from bladefl.experiments.verdicts.trend import (
     ALPHA,

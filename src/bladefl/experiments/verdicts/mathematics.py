@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from bladefl.experiments.grid import Member
+from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.verdicts.bound import CellFit, base_cell, corollary_values
 from bladefl.experiments.verdicts.vocabulary import fmt, sweep_varying
 from bladefl.theory import theorem_scans

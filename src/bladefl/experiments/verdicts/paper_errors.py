@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from bladefl.experiments.grid import Member
-from bladefl.experiments.paper_tables import inconsistency, paper_k_star, table_beta
+from bladefl.experiments.plan.grid import Member
+from bladefl.experiments.tables.paper_tables import inconsistency, paper_k_star, table_beta
 from bladefl.experiments.verdicts.bound import CellFit
 from bladefl.experiments.verdicts.mathematics import scan_base
 from bladefl.experiments.verdicts.vocabulary import sweep_varying

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from bladefl.experiments.grid import Member
+from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.verdicts.bound import (
     BoundCell,
     CellFit,

@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from bladefl.experiments.tidy import draws_are_units, seeds_per_draw
+from bladefl.experiments.tables.tidy import draws_are_units, seeds_per_draw
 from bladefl.experiments.verdicts.vocabulary import Curves, Means, Replicates
 
 

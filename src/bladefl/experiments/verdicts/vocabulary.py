@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bladefl.experiments.grid import Member
+from bladefl.experiments.plan.grid import Member
 
 VERDICTS = ("reproduced", "refuted", "inconclusive", "too few runs", "single seed", "not applicable", "vacuous",
             "paper error")

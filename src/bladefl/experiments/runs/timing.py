@@ -212,8 +212,8 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
 
     from bladefl.data import datasets
     from bladefl.data.partition import make_partition
-    from bladefl.experiments import workflow_config as wc
-    from bladefl.experiments.runner import CellJob, run_cells
+    from bladefl.experiments.plan import workflow_config as wc
+    from bladefl.experiments.runs.runner import CellJob, run_cells
     from bladefl.fl.client_data import stack_draws
     from bladefl.fl.engine import client_data, resolve_device
 

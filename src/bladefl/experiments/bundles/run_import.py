@@ -29,9 +29,10 @@ from typing import Any
 
 from bladefl.core import atomic, run_files
 from bladefl.data.datasets import sha256_file
-from bladefl.experiments import run_checks, run_id
-from bladefl.experiments import workflow_config as wc
-from bladefl.experiments.grid import Cell
+from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan import workflow_config as wc
+from bladefl.experiments.plan.grid import Cell
+from bladefl.experiments.runs import run_checks
 
 RUN_FILES = ("rounds.csv", "summary.json", "detections.csv")
 LEDGER = re.compile(r"chains/K[1-9][0-9]{0,3}\.json")  # a run's ledger of one K

@@ -18,7 +18,9 @@ VERSION_VARIABLE = "BLADEFL_CODE_VERSION"
 
 def project_root() -> Path:
     """The folder this package's source lies in when it is a checkout of this project (src layout)."""
-    return Path(__file__).resolve().parents[3]
+    import bladefl
+
+    return Path(bladefl.__file__).resolve().parents[2]  # <root>/src/bladefl/__init__.py
 
 
 @functools.lru_cache(maxsize=1)

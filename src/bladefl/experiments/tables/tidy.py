@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bladefl.experiments import run_id
-from bladefl.experiments.grid import Member
-from bladefl.experiments.run_checks import read_checked_run
+from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan.grid import Member
+from bladefl.experiments.runs.run_checks import read_checked_run
 
 COLUMNS = ["sweep", "feeds", "vary", "value", "cell", "alpha", "beta", "N", "eta", "lazy_ratio", "sigma2",
            "epsilon", "K", "tau", "seed", "partition", "train_loss", "test_loss", "test_accuracy", "training_time",

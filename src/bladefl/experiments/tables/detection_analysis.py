@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bladefl.experiments import run_id
-from bladefl.experiments.grid import Member
-from bladefl.experiments.tidy import collect, optimum
+from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan.grid import Member
+from bladefl.experiments.tables.tidy import collect, optimum
 from bladefl.fl.detection import precision_recall, roc_auc
 
 DETECTION_COLUMNS = ["K", "round", "client", "lazy", "detector", "score", "flag", "excluded"]

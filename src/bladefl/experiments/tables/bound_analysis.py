@@ -37,9 +37,9 @@ import pandas as pd
 
 from bladefl.core import atomic, run_files
 from bladefl.data.partition import PartitionSpec
-from bladefl.experiments import run_id
-from bladefl.experiments.grid import Member
-from bladefl.experiments.run_checks import read_checked_run
+from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan.grid import Member
+from bladefl.experiments.runs.run_checks import read_checked_run
 from bladefl.fl import engine, measured_constants
 from bladefl.fl.measured_constants import phi as phi_of
 from bladefl.fl.run_config import from_dict

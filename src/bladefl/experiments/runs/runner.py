@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 
 from bladefl.core import atomic
-from bladefl.experiments import provenance
+from bladefl.experiments.runs import provenance
 from bladefl.fl import measured_constants
 from bladefl.fl.engine import (
     ClientData,

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bladefl.experiments.grid import Cell
+from bladefl.experiments.plan.grid import Cell
 
 AXES = ("baseline", "partition", "iteration", "scaling", "model", "engine")
 _NAME = re.compile(r"[a-z0-9][a-z0-9.-]*")

@@ -19,9 +19,9 @@ from typing import Any
 
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
-from bladefl.experiments import run_id
-from bladefl.experiments.grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
-from bladefl.experiments.readings import Reading, reading_config, reading_errors, readings
+from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan.grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
+from bladefl.experiments.plan.readings import Reading, reading_config, reading_errors, readings
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 from bladefl.fl.run_config import ConfigError as RunConfigError
 from bladefl.fl.run_config import RunConfig, load_config

@@ -196,7 +196,8 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
     needed): per dataset the summary, the bound's gaps and constants and the config's grid, judged
     as ``bladefl verdicts`` does; the bundle's verdict files and manifest replaced
     (:func:`replace_files`). Returns the new manifest."""
-    from bladefl.experiments import provenance, workflow_config
+    from bladefl.experiments.plan import workflow_config
+    from bladefl.experiments.runs import provenance
     from bladefl.experiments.verdicts.statements import read_inventory
     from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
 

@@ -1,0 +1,4 @@
+"""Running the grid: one cell over its K values (``runner``), a run's records held to its config
+(``run_checks``), what produced a result (``provenance``), timings for ``bladefl bench``
+(``timing``) and the device check (``device_check``). Imports from ``plan`` and the wings below.
+"""
