@@ -148,6 +148,15 @@ def run_group(specs: list[RunSpec], data: ClientData, execution: Execution | Non
     return GroupResult(results, times)
 
 
+def _host_buffers(execution: Execution, tamper: Tamper | None, ends: list, models_per_run: int, size: int,
+                  dev: torch.device) -> HostBuffers | None:
+    """Host buffers sized for the largest round end, made once (None: copies allocate as they go)."""
+    if not (execution.host_buffers and tamper is None and ends):
+        return None
+    need = max(len(end.runs) * models_per_run * size for _, end, _ in ends)
+    return HostBuffers(need, pin=dev.type == "cuda")
+
+
 def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: GroupTimes, execution: Execution, *,
            tamper: Tamper | None, on_round: Callable[[RoundRecord], None] | None,
            workers: ProcessPoolExecutor | None) -> None:
@@ -167,10 +176,7 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
     with (ThreadPoolExecutor(max_workers=max(1, execution.chain_threads), thread_name_prefix="chain") as pool,
           _threads(execution.draw_threads, "draws") as draws_pool):
         executor = ChainExecutor(pool, workers, times, on_round)
-        buffers = None
-        if execution.host_buffers and tamper is None and ends:  # sized for the largest round end, made once
-            need = max(len(end.runs) * (data.N + 1) * shape.size for _, end, _ in ends)
-            buffers = HostBuffers(need, pin=dev.type == "cuda")
+        buffers = _host_buffers(execution, tamper, ends, data.N + 1, shape.size, dev)
         ctx = RoundEnds(layout, data, shape, executor, times, EvalSets(data), tamper,
                         torch.cuda.Stream(device=dev) if dev.type == "cuda" else None, buffers)
         clock = Clock(times, dev)

@@ -1,0 +1,40 @@
+"""Command-line entry point ``bladefl``: thin wrappers over the library.
+
+One module per command group, each command's arguments beside its handler: ``grid`` (fetch,
+partition, run, run-group, reference, summarize, bound, detection), ``report`` (verdicts, the
+paper's tables, provenance, sensitivity, the front page and notebook pages), ``bundles`` (keep,
+import-runs, lay-out, rejudge), ``chain`` (ledger verification) and ``checks`` (device-check,
+bench); ``common`` holds what they share."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from bladefl.cli import bundles, chain, checks, grid, report
+from bladefl.cli.common import Command
+
+
+def commands() -> list[Command]:
+    """(command, help, its arguments, its handler) of every command, by group."""
+    return [*grid.COMMANDS, *report.COMMANDS, *bundles.COMMANDS, *chain.COMMANDS, *checks.COMMANDS]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bladefl", description=(__doc__ or "").split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_, add_arguments, handler in commands():
+        p = sub.add_parser(name, help=help_)
+        add_arguments(p)
+        p.set_defaults(func=handler)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, RuntimeError, FileNotFoundError) as exc:  # bad input: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,127 @@
+"""Commands that move results between machines: keep a results folder for good, import run
+folders computed elsewhere, lay a kept bundle out again, re-judge it with this code.
+
+Each command: its arguments (``add_*``) beside its handler (``_cmd_*``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bladefl.cli.common import Command, key_secret
+
+
+def add_keep(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--files", nargs="+", required=True, help="the report's input files")
+    p.add_argument("--provenance", nargs="+", required=True, help="the runs' provenance tables (kept too)")
+    p.add_argument("--imported", help="results/imported.json when the runs were imported (bladefl import-runs)")
+    p.add_argument("--results-dir", required=True)
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--config-file", required=True, help="the workflow's config (results/report/config.yaml)")
+    p.add_argument("--out", required=True, help="the bundle folder, e.g. reference/paper-20seeds")
+    p.add_argument("--with-archive", action="store_true",
+                   help="also copy the imported run tables archive into the bundle (runs/); off by default: "
+                        "the archive (megabytes) stays out of git, the manifest names it by its SHA-256")
+
+
+def _cmd_keep(args: argparse.Namespace) -> int:
+    import json
+
+    from bladefl.experiments.bundles import kept_results
+
+    about = kept_results.about_runs(args.provenance)
+    archive = None
+    if args.imported:
+        about["imported"] = json.loads(Path(args.imported).read_text())
+        if args.with_archive:
+            archive = kept_results.imported_archive(about["imported"], args.out)
+    manifest = kept_results.keep([*args.files, *args.provenance], args.results_dir, args.data_dir,
+                                 args.config_file, args.out, about, archive)
+    size = sum(f["bytes"] for f in manifest["files"].values())
+    print(f"kept {len(manifest['files'])} files ({size / 1e6:.1f} MB) in {args.out}")
+    if args.imported:  # say where the runs' archive is, or that it is not kept
+        print(f"  run tables archive: runs/{archive.name}" if archive else
+              f"  run tables archive {about['imported'].get('archive')}: not kept (the import record keeps its "
+              f"SHA-256{'' if args.with_archive else '; --with-archive copies it in'})")
+    return 0
+
+
+def add_import_runs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--archive", required=True,
+                   help="run folders' tables, e.g. grid-tables.tar.xz from scripts/gpu/run.sh")
+    p.add_argument("--configfile", nargs="+", required=True,
+                   help="the workflow config the runs belong to, as Snakemake reads it: files merged in order, "
+                        "e.g. config/config.yaml config/paper.yaml")
+    p.add_argument("--seeds", type=int, nargs="+", help="only these run seeds of it (a partial grid: its first seeds)")
+    p.add_argument("--results-dir", help="the results folder (default: the config's results_dir)")
+    p.add_argument("--replace", action="store_true", help="overwrite run folders that exist")
+    p.add_argument("--key-secret", metavar="FILE",
+                   help="the verifier's copy of the runs' key secret (chain.key_secret_file), to verify their ledgers")
+
+
+def _cmd_import_runs(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.experiments.bundles import run_import
+
+    config = run_import.read_config(args.configfile, args.seeds)
+    results = Path(args.results_dir or config["results_dir"])
+    runs_root = results / "runs" / config.get("engine", "paper")
+    secret = key_secret(args.key_secret)
+    try:
+        imported = run_import.import_runs(Path(args.archive), config, runs_root, replace=args.replace, secret=secret)
+    except run_import.ArchiveError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    record = run_import.record(Path(args.archive), " ".join(args.configfile), config, imported)
+    atomic.write_json(results / "imported.json", record)
+    print(f"imported {imported.total} run folders ({', '.join(f'{d}: {n}' for d, n in imported.runs.items())}) "
+          f"under {runs_root}" + (f", skipped {imported.skipped} runs of other seeds" if imported.skipped else "")
+          + f"; ledgers verified for {imported.verified}"
+          + (f", none carried by {imported.unverified} (packed without ledgers)" if imported.unverified else "")
+          + f"; record in {results / 'imported.json'}")
+    return 0
+
+
+def add_lay_out(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundle", help="a kept bundle, e.g. reference/paper-20seeds")
+    p.add_argument("--results-dir", required=True, help="where its results/ files go")
+    p.add_argument("--data-dir", required=True, help="where its data/ files go")
+
+
+def _cmd_lay_out(args: argparse.Namespace) -> int:
+    from bladefl.experiments.bundles import kept_results
+
+    try:
+        count = kept_results.lay_out(args.bundle, args.results_dir, args.data_dir)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"laid out {count} files of {args.bundle} under {args.results_dir} and {args.data_dir}")
+    return 0
+
+
+def add_rejudge(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundle", help="a kept bundle, e.g. reference/paper-20seeds")
+    p.add_argument("--statements", default="config/paper_statements.yaml", help="the paper's statements")
+    p.add_argument("--paper-values", default="config/paper_values.yaml", help="the paper's tables")
+
+
+def _cmd_rejudge(args: argparse.Namespace) -> int:
+    from bladefl.experiments.bundles import kept_results
+
+    manifest = kept_results.rejudge(args.bundle, args.statements, args.paper_values)
+    record = manifest["about"]["rejudged"][-1]
+    print(f"re-derived {', '.join(record['files'])} of {args.bundle} with code {record['code_version']}; "
+          f"manifest updated")
+    return 0
+
+
+COMMANDS: list[Command] = [
+    ("keep", "keep the report's inputs for good (reference/<name>/, with a manifest)", add_keep, _cmd_keep),
+    ("import-runs", "bring run folders computed elsewhere (grid-tables.tar.xz) into a results folder",
+     add_import_runs, _cmd_import_runs),
+    ("lay-out", "a kept bundle's files laid out as a results folder (for the report)", add_lay_out, _cmd_lay_out),
+    ("rejudge", "a kept bundle's verdict tables derived again from its own tables by this code",
+     add_rejudge, _cmd_rejudge),
+]

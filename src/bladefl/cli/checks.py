@@ -1,0 +1,77 @@
+"""Commands that measure the machine: a device's results against the CPU's, and the bench.
+
+Each command: its arguments (``add_*``) beside its handler (``_cmd_*``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bladefl.cli.common import Command
+
+
+def add_device_check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="cuda", help="the device compared with the CPU (default: cuda)")
+    p.add_argument("--out", help="also write the comparison as CSV here")
+    p.add_argument("--tables", nargs=2, metavar=("REFERENCE", "OTHER"),
+                   help="instead: compare two tidy run tables of the same grid (bladefl summarize's "
+                        "results/summary/<dataset>.csv), e.g. the CPU's and a GPU's, on the runs both hold")
+
+
+def _cmd_device_check(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from bladefl.core import atomic
+    from bladefl.experiments.runs import device_check
+
+    if args.tables:
+        check = device_check.summary_check(*(pd.read_csv(p) for p in args.tables))
+        table = check.runs
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.2e}"))
+        print(f"\n{check.compared} runs compared ({args.tables[0]} vs {args.tables[1]}): K* by loss identical in "
+              f"{check.k_star_loss_same}, by accuracy in {check.k_star_accuracy_same}; largest differences: "
+              f"accuracy {check.accuracy_max_abs:.2e}, training loss {check.loss_max_abs:.2e}")
+        ok = True
+    else:
+        table = device_check.mixed_group_check(args.device)
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.2e}"))
+        ok = bool(table.within.all())
+        print(f"\nmixed group, {args.device} vs cpu: {int(table.within.sum())} of {len(table)} runs within "
+              f"tolerance (model {device_check.MODEL_TOL:g}, accuracy {device_check.ACCURACY_TOL:g}, loss "
+              f"{device_check.LOSS_TOL:g}; miners, votes, members, flags identical)")
+    if args.out:
+        atomic.write_text(Path(args.out), table.to_csv(index=False))
+    return 0 if ok else 1
+
+
+def add_bench(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="run config YAML (default: the paper engine defaults)")
+    p.add_argument("--data-dir", default="data/raw")
+    p.add_argument("--quick", action="store_true", help="fewer repetitions")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="cuda (or --seeds/--grid on the CPU): the multi-run engine's rates and chain share")
+    p.add_argument("--seeds", type=int, nargs="*", default=[],
+                   help="stacked groups to time: one cell's K values for this many seeds each (cuda: 1 6 23)")
+    p.add_argument("--grid", help="also run every grid run of this workflow config, e.g. config/paper.yaml")
+    p.add_argument("--grid-seeds", type=int, help="only the grid's first seeds (a partial grid)")
+    p.add_argument("--grid-only", action="store_true", help="with --grid: only the grid (no stacked groups, no drag)")
+    p.add_argument("--out", default="results/bench-grid", help="where --grid writes its run folders")
+    p.add_argument("--host-copy-before", action="store_true",
+                   help="cuda: also time the largest group with each round end's host copy into pinned memory "
+                        "allocated for it (the engine before host buffers were kept): before and after in one call")
+    p.add_argument("--chain-drag", action="store_true",
+                   help="only measure how much the chain slows the thread driving the training, with the chain's "
+                        "GIL-bound part in threads vs in worker processes (also part of --device cuda)")
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from bladefl.bench import main as bench_main
+
+    return bench_main(args)
+
+
+COMMANDS: list[Command] = [
+    ("device-check", "a device's results against the CPU's (the mixed group, or two run tables)",
+     add_device_check, _cmd_device_check),
+    ("bench", "engine vs GEMM peak vs a per-client loop; chain share; memory", add_bench, _cmd_bench),
+]

@@ -1,0 +1,33 @@
+"""What the command groups share: JSON given inline or as ``@file``, the ledgers' key secret, the
+grid members' help text, and the shape of a command's entry."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+MEMBERS_HELP = "the grid's sweep members: a JSON list of {sweep, feeds, vary, value, cell}, or @file holding it"
+
+# (command, help, its arguments, its handler)
+Command = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+
+
+def json_text(arg: str) -> str:
+    """A JSON argument given inline, or as ``@path`` to a file holding it (what the workflow passes)."""
+    return Path(arg[1:]).read_text() if arg.startswith("@") else arg
+
+
+def key_secret(path: str | None) -> bytes | None:
+    """The verifier's own copy of a key secret (``--key-secret``; None when not given): a regular,
+    non-empty file of at most 1 MiB, else a one-line error naming it."""
+    if path is None:
+        return None
+    from bladefl.chain.round import read_secret
+
+    if not path.strip():
+        raise ValueError("--key-secret: give the secret's file (an empty path gives no secret)")
+    try:
+        return read_secret(path)
+    except OSError as exc:
+        raise ValueError(f"--key-secret {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,305 @@
+"""Commands that compute: a dataset fetched, a partition written, one cell or a stacked group
+run, the reference optimum, and the tables over the grid's runs (summary, bound, detection).
+
+Each command: its arguments (``add_*``) beside its handler (``_cmd_*``)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from bladefl.cli.common import MEMBERS_HELP, Command, json_text
+
+
+def _partition_indices(path: str, spec, dataset: str):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
+    """The client index file at ``path``, checked before any work: it exists, holds integers, is a
+    partition of the training set with ``spec``'s N x n disjoint clients, and, where `bladefl
+    partition`'s manifest lies beside it, is the very draw the run's config asks for."""
+
+    from bladefl.data.datasets import TRAIN_SIZE
+    from bladefl.data.partition_store import index_problems, manifest_problems, read_partition
+
+    if not Path(path).is_file():
+        raise ValueError(f"--partition {path}: no such file (write it with `bladefl partition`)")
+    try:
+        indices = read_partition(path)
+    except ValueError as exc:
+        raise ValueError(f"--partition {exc}") from None
+    problems = index_problems(indices, spec, TRAIN_SIZE) or manifest_problems(path, indices, dataset, spec)
+    if problems:
+        raise ValueError(f"--partition {path}: " + "; ".join(problems))
+    return indices
+
+
+def _by_draw(paths: list[str], specs: list, option: str) -> dict:  # noqa: ANN001 - PartitionSpec keys
+    """Each partition draw's file among ``paths``: the one named by the draw's key (``<key>.npy``,
+    ``<key>.npz``, as the workflow names them); a single file for a single draw."""
+    if len(paths) == 1 and len(specs) == 1:
+        return {specs[0]: paths[0]}
+    by_key = {Path(p).stem: p for p in paths}
+    missing = [spec.key for spec in specs if spec.key not in by_key]
+    if missing:
+        raise ValueError(f"{option}: no file named for draw {missing[0]} (give one {option} per partition draw, "
+                         f"named <key>: {', '.join(spec.key for spec in specs)})")
+    return {spec: by_key[spec.key] for spec in specs}
+
+
+def _writable_folder(path: str | Path, option: str) -> None:
+    """Refuse, before any work, an output folder that is an existing file (or empty)."""
+    if not str(path).strip():
+        raise ValueError(f"{option}: give a folder (got an empty path)")
+    if Path(path).exists() and not Path(path).is_dir():
+        raise ValueError(f"{option} {path}: exists and is not a folder")
+
+
+def add_fetch(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True, choices=["mnist", "fashion_mnist"])
+    p.add_argument("--root", default="data/raw", help="torchvision root (default: data/raw)")
+    p.add_argument("--sources", nargs="+", default=["existing", "torchvision", "registry"],
+                   help="sources in the order to try them")
+
+
+def _cmd_fetch(args: argparse.Namespace) -> int:
+    from bladefl.data.fetch import FetchError, fetch
+
+    try:
+        fetch(args.dataset, args.root, sources=args.sources, log=lambda m: print(m, flush=True))
+    except FetchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_partition(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True, choices=["mnist", "fashion_mnist"])
+    p.add_argument("--key", required=True, help="partition key, e.g. shards2_N20_n512_seed0")
+    p.add_argument("--root", default="data/raw")
+    p.add_argument("--out", default="data/partitions")
+
+
+def _cmd_partition(args: argparse.Namespace) -> int:
+    from bladefl.data.partition import PartitionSpec
+    from bladefl.data.partition_store import PartitionPaths, write_partition
+
+    spec = PartitionSpec.from_key(args.key)
+    paths = PartitionPaths.under(args.out, args.dataset, spec)
+    info = write_partition(args.dataset, spec, args.root, paths)
+    print(f"wrote {paths.indices} ({info['shape'][0]} clients x {info['shape'][1]} samples), "
+          f"{paths.manifest}, {paths.figure}")
+    return 0
+
+
+def add_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="run config YAML, e.g. config/engines/paper.yaml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field, e.g. --set time.beta=6 --set dataset=fashion_mnist")
+    p.add_argument("--out", default="results/run", help="output folder (default: results/run)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--partition", help="client index file [N, n] written by `bladefl partition`")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    p.add_argument("--reference", help="reference optimum (.npz from `bladefl reference`): record ||w - w*||")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from bladefl.experiments.runs.runner import run_cell
+    from bladefl.fl.execution import resolve
+    from bladefl.fl.run_config import load_config
+
+    cfg = load_config(args.config, args.set)  # every field validated before any work starts
+    _writable_folder(args.out, "--out")
+    if args.reference and not Path(args.reference).is_file():
+        raise ValueError(f"--reference {args.reference}: no such file (`bladefl reference` writes it)")
+    execution = resolve(cfg.device, threads=args.threads)
+    execution.apply()
+    data = None
+    if args.partition:
+        from bladefl.fl.engine import load_client_data
+
+        data = load_client_data(cfg, _partition_indices(args.partition, cfg.partition, cfg.dataset))
+    reference = None
+    if args.reference:
+        from bladefl.theory.reference import load
+
+        reference = load(args.reference).w_star
+    summary = run_cell(cfg, args.out, data=data, progress=not args.quiet, reference=reference, execution=execution)
+    for row in summary["per_K"]:
+        if row["status"] == "ok":
+            print(f"K={row['K']:>2} tau={row['tau']:>3} train_loss={row['train_loss']:.4f} "
+                  f"test_loss={row['test_loss']:.4f} test_acc={row['test_accuracy']:.4f}")
+        else:
+            print(f"K={row['K']:>2} tau={row['tau']:>3} {row['status']}")
+    print(f"wrote {args.out}/rounds.csv and {args.out}/summary.json ({summary['seconds']['total']:.1f} s)")
+    return 0
+
+
+def add_run_group(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="run config YAML, e.g. config/engines/paper.yaml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
+    p.add_argument("--plan", required=True,
+                   help='JSON list (or @file) of {"out": folder, "set": [KEY=VALUE, ...], "reference": bool}')
+    p.add_argument("--partition", required=True, nargs="+",
+                   help="client index file(s) [N, n]: one per partition draw the plan's runs train on, each named "
+                        "<key>.npy (the runs of several draws of one dataset and N train as one group)")
+    p.add_argument("--reference", nargs="+", default=[],
+                   help="reference optimum .npz of each draw (named <key>.npz) for the runs whose plan entry asks")
+    p.add_argument("--threads", type=int, default=0, help="torch threads and chain threads (default: torch's)")
+    p.add_argument("--chain-processes", type=int, default=-1,
+                   help="worker processes for the chain's proof of work and signatures (default: half the "
+                        "cores on a GPU, none on the CPU)")
+    p.add_argument("--max-rows", type=int, default=4096, help="training rows stacked per computation on a GPU")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _cmd_run_group(args: argparse.Namespace) -> int:
+    import json
+
+    from bladefl.experiments.runs.runner import CellJob, run_cells
+    from bladefl.fl.run_config import load_config
+
+    plan = json.loads(json_text(args.plan))
+    bad = [i for i, item in enumerate(plan if isinstance(plan, list) else [None])
+           if not (isinstance(item, dict) and isinstance(item.get("out"), str) and isinstance(item.get("set"), list))]
+    if not isinstance(plan, list) or bad:
+        raise ValueError(f"--plan: a list of {{\"out\": folder, \"set\": [overrides]}} entries (entries {bad} are not)")
+    cfgs = [load_config(args.config, [*args.set, *item["set"]]) for item in plan]  # all validated first
+    if not cfgs:
+        raise ValueError("--plan lists no runs")
+    from bladefl.fl.client_data import load_draws
+    from bladefl.fl.execution import resolve
+
+    execution = resolve(cfgs[0].device, threads=args.threads, max_rows=args.max_rows,
+                        chain_processes=None if args.chain_processes < 0 else args.chain_processes)
+    execution.apply()
+
+    specs = list(dict.fromkeys(c.partition for c in cfgs))  # the group's partition draws, in plan order
+    if any(c.dataset != cfgs[0].dataset for c in cfgs) or len({dataclasses.replace(p, seed=0) for p in specs}) > 1:
+        raise ValueError("--plan: every run of a group must share the dataset and the partition scheme, N and n "
+                         "(its draws may differ)")
+    paths = _by_draw(args.partition, specs, "--partition")
+    references = _by_draw(args.reference, specs, "--reference") if args.reference else {}
+    indices = [_partition_indices(paths[spec], spec, cfgs[0].dataset) for spec in specs]
+    loaded = {}
+    if references:
+        from bladefl.theory.reference import load
+
+        loaded = {spec: load(path).w_star for spec, path in references.items()}
+    draw = {spec: i for i, spec in enumerate(specs)}
+    jobs = [CellJob(cfg, Path(item["out"]), loaded.get(cfg.partition) if item.get("reference") else None,
+                    draw[cfg.partition]) for cfg, item in zip(cfgs, plan, strict=True)]
+    missing = [str(j.out) for j, item in zip(jobs, plan, strict=True) if item.get("reference") and j.reference is None]
+    if missing:
+        raise ValueError(f"--reference: no reference optimum for the draw of {missing[0]}"
+                         + (f" and {len(missing) - 1} more runs" if len(missing) > 1 else ""))
+    data = load_draws(cfgs[0], indices)
+    summaries = run_cells(jobs, data, execution, progress=not args.quiet, resume=True)
+    done = sum(s is not None for s in summaries)
+    print(f"{done} run folders written, {len(jobs) - done} already finished (of {len(jobs)})")
+    return 0
+
+
+def add_reference(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="run config YAML (model, dataset, seed)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--partition", required=True, help="client index file [N, n]")
+    p.add_argument("--out", required=True, help="output .npz (a .json with F* is written beside it)")
+    p.add_argument("--eta", type=float, default=0.05)
+    p.add_argument("--max-epochs", type=int, default=300)
+
+
+def _cmd_reference(args: argparse.Namespace) -> int:
+    from bladefl.core.rng import torch_generator
+    from bladefl.data.partition_store import read_partition
+    from bladefl.fl import engine
+    from bladefl.fl.run_config import load_config
+    from bladefl.theory import reference
+
+    indices = read_partition(args.partition)
+    cfg = load_config(args.config, [*args.set, f"partition.N={indices.shape[0]}", f"partition.n={indices.shape[1]}"])
+    data = engine.load_client_data(cfg, indices)
+    shape = engine.model_shape(cfg, data.x.shape[2])
+    ref = reference.train_reference(data.x, data.y, shape, engine.initial_model(cfg, shape), eta=args.eta,
+                                    batch_size=cfg.train.batch_size, max_epochs=args.max_epochs,
+                                    generator=torch_generator(cfg.seed, "reference"))
+    reference.save(ref, args.out, {"dataset": cfg.dataset, "partition": str(args.partition), "eta": args.eta,
+                                   "model": cfg.to_dict()["model"], "seed": cfg.seed})
+    print(f"reference: F* = {ref.f_star:.5f} after {ref.epochs} epochs -> {args.out}")
+    return 0
+
+
+def add_bound(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
+    p.add_argument("--members", required=True, help=MEMBERS_HELP)
+    p.add_argument("--references", nargs="+", required=True, help="reference .npz files, one per partition")
+    p.add_argument("--out-dir", required=True)
+
+
+def _cmd_bound(args: argparse.Namespace) -> int:
+    from bladefl.experiments.plan.grid import members_from_json
+    from bladefl.experiments.tables.bound_analysis import write_report
+
+    written = write_report(args.runs, members_from_json(json_text(args.members)), args.references, args.out_dir)
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def add_detection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files (detections.csv beside)")
+    p.add_argument("--members", required=True, help=MEMBERS_HELP)
+    p.add_argument("--exclude-sweeps", nargs="*", default=[], help="sweeps whose lazy cells also ran with exclusion")
+    p.add_argument("--out-dir", required=True)
+
+
+def _cmd_detection(args: argparse.Namespace) -> int:
+
+    from bladefl.core import atomic
+    from bladefl.experiments.plan.grid import members_from_json
+    from bladefl.experiments.tables import detection_analysis as da
+
+    members = members_from_json(json_text(args.members))
+    detections = da.read_detections(args.runs)
+    out = Path(args.out_dir)
+    tables = {
+        "quality": da.quality(detections, members),
+        "per_round": da.per_round(detections),
+        "roc": da.roc_table(detections, members),
+        "exclusion": da.exclusion(args.runs, members, args.exclude_sweeps),
+        "exclusion_curves": da.exclusion_curves(args.runs, members, args.exclude_sweeps),
+    }
+    for name, frame in tables.items():
+        atomic.write_csv(out / f"{name}.csv", frame)
+    print(f"wrote {out}/: {len(detections)} detections of {detections.cell.nunique()} cells; "
+          f"{len(tables['quality'])} quality rows, {len(tables['exclusion'])} exclusion rows")
+    return 0
+
+
+def add_summarize(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
+    p.add_argument("--members", required=True, help=MEMBERS_HELP)
+    p.add_argument("--table", required=True, help="output CSV, one row per sweep, cell, K and seed")
+    p.add_argument("--optimum", required=True, help="output CSV, one row per sweep and cell")
+
+
+def _cmd_summarize(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.experiments.plan.grid import members_from_json
+    from bladefl.experiments.tables.tidy import collect, optimum
+
+    table = collect(args.runs, members_from_json(json_text(args.members)))
+    atomic.write_csv(args.table, table)
+    atomic.write_csv(args.optimum, optimum(table))
+    print(f"wrote {args.table} ({len(table)} rows) and {args.optimum}")
+    return 0
+
+
+COMMANDS: list[Command] = [
+    ("fetch", "fetch and verify a dataset's raw IDX files", add_fetch, _cmd_fetch),
+    ("partition", "write a non-IID partition (indices, manifest, heatmap)", add_partition, _cmd_partition),
+    ("run", "run one cell over its K values (per-round CSV, summary JSON)", add_run, _cmd_run),
+    ("run-group", "run many cells and seeds sharing one partition as one computation", add_run_group, _cmd_run_group),
+    ("reference", "train the reference optimum w* on the union of the clients' data", add_reference, _cmd_reference),
+    ("bound", "measured and fitted bound against the experiments, per cell", add_bound, _cmd_bound),
+    ("detection", "lazy-client detection quality and what exclusion recovers", add_detection, _cmd_detection),
+    ("summarize", "tidy summary and optimum tables over the grid's runs", add_summarize, _cmd_summarize),
+]

@@ -1,0 +1,248 @@
+"""Commands that write the report: verdicts, the paper's tables beside ours, provenance, the
+sensitivity study, the front page and each notebook page.
+
+Each command: its arguments (``add_*``) beside its handler (``_cmd_*``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bladefl.cli.common import Command, json_text
+
+
+def add_sensitivity(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--readings", nargs="+", required=True)
+    p.add_argument("--axes", nargs="+", required=True, help="each reading's axis (partition, iteration, ...)")
+    p.add_argument("--summaries", nargs="+", required=True, help="each reading's tidy run table")
+    p.add_argument("--optima", nargs="+", required=True, help="each reading's optimum table")
+    p.add_argument("--verdicts", nargs="+", required=True, help="each reading's verdicts")
+    p.add_argument("--paper-values", required=True, help="config/paper_values.yaml")
+    p.add_argument("--t-sum", type=float, required=True)
+    p.add_argument("--sweeps", nargs="+", default=["alpha", "beta"], help="sweeps whose curves the page draws")
+    p.add_argument("--out-dir", required=True)
+
+
+def _cmd_sensitivity(args: argparse.Namespace) -> int:
+
+    from bladefl.core import atomic
+    from bladefl.report import sensitivity as sens
+    from bladefl.report.inputs import OPTIMUM_COLUMNS, SUMMARY_COLUMNS, read_csv
+    from bladefl.report.paper import paper_tables
+
+    n = len(args.readings)
+    if not (len(args.axes) == len(args.summaries) == len(args.optima) == len(args.verdicts) == n):
+        raise ValueError("--readings, --axes, --summaries, --optima and --verdicts must list one entry per reading")
+    summaries = {r: read_csv(f, SUMMARY_COLUMNS) for r, f in zip(args.readings, args.summaries, strict=True)}
+    optima = {r: read_csv(f, OPTIMUM_COLUMNS) for r, f in zip(args.readings, args.optima, strict=True)}
+    verdicts = {r: read_csv(f, ["claim", "source", "verdict"])
+                for r, f in zip(args.readings, args.verdicts, strict=True)}
+    tables = paper_tables(args.paper_values)
+    out = Path(args.out_dir)
+    ranked = sens.ranking(summaries, tables, args.dataset, args.t_sum, optima, dict(zip(args.readings, args.axes,
+                                                                                         strict=True)))
+    changes = sens.verdict_changes(verdicts)
+    atomic.write_csv(out / "ranking.csv", ranked)
+    atomic.write_csv(out / "verdict_changes.csv", changes)
+    atomic.write_csv(out / "curves.csv", sens.accuracy_curves(summaries, args.sweeps))
+    atomic.write_csv(out / "paper_points.csv", sens.paper_points(tables, args.dataset, args.sweeps))
+    best = ranked.iloc[0]
+    print(f"wrote {out}/: closest to the paper: {best.reading} (K* distance {best.K_star_distance:g}, accuracy "
+          f"distance {best.accuracy_distance:.1f} points); {int(changes.depends_on_reading.sum())} of "
+          f"{len(changes)} verdicts depend on the reading")
+    return 0
+
+
+def add_sensitivity_index(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rankings", nargs="+", required=True, help="results/sensitivity/<dataset>/ranking.csv")
+    p.add_argument("--pages", nargs="+", required=True, help="rendered sensitivity pages (HTML)")
+    p.add_argument("--out", required=True)
+
+
+def _cmd_sensitivity_index(args: argparse.Namespace) -> int:
+    from bladefl.report.pages import write_sensitivity_index
+
+    write_sensitivity_index(args.out, args.rankings, args.pages)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def add_report_index(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verdicts", nargs="+", required=True, help="results/verdicts/<dataset>.csv")
+    p.add_argument("--provenance", nargs="+", required=True, help="the runs' provenance tables, one per dataset")
+    p.add_argument("--pages", nargs="+", required=True, help="rendered notebooks (HTML)")
+    p.add_argument("--summaries", nargs="+", required=True, help="tidy run tables results/summary/<dataset>.csv")
+    p.add_argument("--comparisons", nargs="+", required=True, help="results/tables/<dataset>_paper_comparison.csv")
+    p.add_argument("--configfiles", nargs="*", default=[], help="the workflow's config file(s), for provenance")
+    p.add_argument("--seeds", nargs="+", type=int, required=True, help="the grid's seeds, for provenance")
+    p.add_argument("--figures", required=True, help="folder for the headline figure (PNG and SVG)")
+    p.add_argument("--out", required=True)
+
+
+def _cmd_report_index(args: argparse.Namespace) -> int:
+
+    from bladefl.report import pages, plots
+    from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
+    from bladefl.report.paper import COMPARISON_COLUMNS
+
+    summaries = {Path(p).stem: read_csv(p, SUMMARY_COLUMNS) for p in args.summaries}
+    comparisons = {Path(p).stem.removesuffix("_paper_comparison"): read_csv(p, COMPARISON_COLUMNS)
+                   for p in args.comparisons}
+    panels = pages.headline_panels(summaries, comparisons)
+    headline = None
+    if panels:
+        headline = plots.save_png_svg(plots.headline_figure(panels), "headline", args.figures)[0]
+    provenance = {Path(p).parents[1].name: read_csv(p) for p in args.provenance}  # tables/<dataset>/<page>/
+    line = pages.provenance_line(provenance, args.configfiles, args.seeds)
+    seeds = {int(t[t.status == "ok"].seed.nunique()) for t in summaries.values()}
+    sensitivity = Path(args.out).parent / "sensitivity.html"
+    out = pages.write_index(args.out, args.verdicts, args.pages, headline, line, comparisons=comparisons,
+                            runs_per_point=min(seeds) if seeds else None, sensitivity=sensitivity,
+                            summaries=summaries)
+    print(f"wrote {out}")
+    return 0
+
+
+def add_verdicts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--summary", required=True, help="results/summary/<dataset>.csv")
+    p.add_argument("--members", required=True, help="the grid's sweep members (JSON, or @file holding it)")
+    p.add_argument("--t-sum", type=float, required=True)
+    p.add_argument("--bound-sweep", default="fig3", help="the sweep whose cells the bound is drawn for")
+    p.add_argument("--gaps", help="results/bound/<dataset>/gaps.csv (omit when constants are not measured)")
+    p.add_argument("--constants", help="results/bound/<dataset>/constants.csv")
+    p.add_argument("--margins", nargs="*", default=[], metavar="QUANTITY=MARGIN",
+                   help="equivalence margins of the experiment's claims: K (rounds), mining_time and min_loss "
+                        "(relative), max_accuracy (absolute); defaults: bladefl.experiments.verdicts.trend.Margins")
+    p.add_argument("--resamples", type=int, default=1000, help="(unused: the experiment's claims are tested, "
+                   "not resampled; kept for old command lines)")
+    p.add_argument("--bound-resamples", type=int, default=100, help="bootstrap resamples of the bound claims")
+    p.add_argument("--statements", default=None, help="config/paper_statements.yaml: the paper's statements, each "
+                   "judged once (default: the project's)")
+    p.add_argument("--paper-values", default=None, help="config/paper_values.yaml: the paper's tables, for the rows "
+                   "of the paper's own errors (default: the project's)")
+    p.add_argument("--out", required=True)
+
+
+def _cmd_verdicts(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.experiments.plan.grid import members_from_json
+    from bladefl.experiments.runs import provenance
+    from bladefl.experiments.verdicts.statements import problems, read_inventory
+    from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
+    from bladefl.experiments.verdicts.trend import parse_margins
+    from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
+    from bladefl.report.pages import verdict_tally
+    from bladefl.report.paper import paper_tables
+
+    config = provenance.project_root() / "config"
+    inventory = read_inventory(args.statements or config / "paper_statements.yaml")
+    tables = paper_tables(args.paper_values or config / "paper_values.yaml")
+    members = members_from_json(json_text(args.members))
+    table = read_csv(args.summary, SUMMARY_COLUMNS)
+    gaps = read_csv(args.gaps) if args.gaps else None
+    constants = read_csv(args.constants) if args.constants else None
+    cells = bound_cells_of(members, args.bound_sweep, args.t_sum)
+    margins = parse_margins(args.margins)
+    frame = all_verdicts(table, members, args.t_sum, cells, gaps, constants, resamples=args.resamples,
+                         bound_resamples=args.bound_resamples, margins=margins, dataset=args.dataset,
+                         inventory=inventory, paper_tables=tables, fig3_sweep=args.bound_sweep)
+    frame = frame.assign(dataset=args.dataset)
+    for problem in problems(frame, inventory, args.dataset):
+        print(f"warning: {problem}", file=sys.stderr)
+    atomic.write_csv(args.out, frame)
+    print(f"wrote {args.out}: {verdict_tally(frame)} (derived rows and other readings not counted)")
+    return 0
+
+
+def add_paper_comparison(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--summary", required=True)
+    p.add_argument("--optimum", required=True)
+    p.add_argument("--paper-values", required=True)
+    p.add_argument("--t-sum", type=float, required=True)
+    p.add_argument("--out", required=True)
+
+
+def _cmd_paper_comparison(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.report.inputs import OPTIMUM_COLUMNS, SUMMARY_COLUMNS, read_csv
+    from bladefl.report.paper import paper_comparison, paper_tables
+    from bladefl.report.tables import markdown
+
+    frame = paper_comparison(read_csv(args.optimum, OPTIMUM_COLUMNS), read_csv(args.summary, SUMMARY_COLUMNS),
+                             paper_tables(args.paper_values), args.dataset, args.t_sum)
+    atomic.write_csv(args.out, frame)
+    atomic.write_text(args.out.removesuffix(".csv") + ".md", markdown(frame))
+    print(f"wrote {args.out}: {len(frame)} rows")
+    return 0
+
+
+def add_provenance(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
+    p.add_argument("--out", required=True, help="output CSV, one row per run")
+
+
+def _cmd_provenance(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.report.views import provenance
+
+    table = provenance(args.runs)
+    atomic.write_csv(args.out, table)
+    print(f"wrote {args.out} ({len(table)} runs)")
+    return 0
+
+
+def add_render_page(p: argparse.ArgumentParser) -> None:
+    p.add_argument("notebook", help="the executed notebook (.ipynb)")
+    p.add_argument("--out", required=True, help="the HTML page")
+    p.add_argument("--index", required=True, help="the report's front page (linked from the page)")
+
+
+def _cmd_render_page(args: argparse.Namespace) -> int:
+    from bladefl.report.pages import render_html
+
+    print(f"wrote {render_html(args.notebook, args.out, args.index)}")
+    return 0
+
+
+def add_run_page(p: argparse.ArgumentParser) -> None:
+    p.add_argument("notebook", help="the report notebook (notebooks/*.ipynb)")
+    p.add_argument("--parameters", required=True, help="its parameters (YAML mapping, as papermill -f reads)")
+    p.add_argument("--executed", required=True, help="the executed notebook to write (.ipynb)")
+    p.add_argument("--out", required=True, help="the HTML page")
+    p.add_argument("--index", required=True, help="the report's front page (linked from the page)")
+
+
+def _cmd_run_page(args: argparse.Namespace) -> int:
+    from bladefl.report.execution import execute_notebook, read_parameters
+    from bladefl.report.pages import render_html
+
+    try:
+        parameters = read_parameters(args.parameters)
+    except (OSError, ValueError) as exc:
+        print(f"error: --parameters: {exc}", file=sys.stderr)
+        return 1
+    execute_notebook(args.notebook, args.executed, parameters)
+    print(f"wrote {args.executed}")
+    print(f"wrote {render_html(args.executed, args.out, args.index)}")
+    return 0
+
+
+COMMANDS: list[Command] = [
+    ("sensitivity", "rank readings of the unstated settings by distance to the paper",
+     add_sensitivity, _cmd_sensitivity),
+    ("sensitivity-index", "the sensitivity study's front page", add_sensitivity_index, _cmd_sensitivity_index),
+    ("report-index", "the report's front page: verdicts, headline figure, pages by dataset",
+     add_report_index, _cmd_report_index),
+    ("verdicts", "every statement of the paper judged once on one dataset", add_verdicts, _cmd_verdicts),
+    ("paper-comparison", "the paper's Tables II-VII beside ours, one row per table row",
+     add_paper_comparison, _cmd_paper_comparison),
+    ("provenance", "one row per run: code version, device, host, data checksum, run time",
+     add_provenance, _cmd_provenance),
+    ("render-page", "an executed report notebook as a stand-alone HTML page", add_render_page, _cmd_render_page),
+    ("run-page", "a report notebook executed with its parameters (a kernel of its own), then rendered",
+     add_run_page, _cmd_run_page),
+]
