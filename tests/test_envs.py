@@ -29,8 +29,8 @@ def conda_pins() -> dict[str, str]:
     return pins
 
 
-WORKFLOW_TOOLS = {"snakemake", "snakemake-executor-plugin-slurm", "pytest", "hypothesis", "websocket-client", "ruff",
-                  "snakefmt", "black", "shfmt-py", "jsonschema"}
+WORKFLOW_TOOLS = {"snakemake", "snakemake-executor-plugin-slurm", "pytest", "pytest-xdist", "filelock", "hypothesis",
+                  "websocket-client", "ruff", "snakefmt", "black", "shfmt-py", "jsonschema"}
 
 
 def test_every_pin_is_exact_and_present():

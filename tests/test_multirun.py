@@ -376,6 +376,7 @@ def test_a_run_on_a_draw_the_data_does_not_hold_or_two_seeds_on_one_draw_is_refu
         run_group([RunSpec(small_cfg(), 3, draw=4)], data)
 
 
+@pytest.mark.slow
 def test_a_reduced_grid_stacked_across_draws_writes_the_run_folders_one_run_at_a_time_writes(tmp_path, data_root):
     """On real data: 2 datasets x 2 cells x 4 partition draws x 1 seed (seed i on draw i), computed
     by `bladefl run-group` as one stacked group per dataset (the runs of all 4 draws together) and

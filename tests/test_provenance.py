@@ -8,11 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bladefl
 from bladefl import __version__
 from bladefl.experiments.runs import provenance
 from conftest import write_run_folder
 
-SRC = Path(provenance.__file__).resolve().parents[2]
+SRC = Path(bladefl.__file__).resolve().parents[1]  # <checkout>/src
 
 
 def _version_of_copy(where: Path, env: dict[str, str]) -> str:
