@@ -41,7 +41,7 @@ def test_the_proofs_reading_of_corollary_4_fails_where_the_statement_holds():
 def _cells():
     import numpy as np
 
-    from bladefl.experiments.verdicts.bound import BoundCell, CellFit
+    from bladefl.experiments.verdicts.bound_fit import BoundCell, CellFit
     from bladefl.theory.fit import Fit
 
     common = dict(alpha=1, beta=6, eta=0.005, L=2.0, xi=1.0, delta=0.5, t_sum=100, M=0, N=20, theta=0.0, sigma2=0.0)

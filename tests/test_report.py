@@ -165,7 +165,8 @@ def test_sweep_units_are_the_verdicts_units_and_accuracy_is_in_percent():
 
 
 def test_the_accuracy_gap_is_each_tables_best_beside_the_papers():
-    from bladefl.report.front_page import accuracy_gap, accuracy_line
+    from bladefl.report.front_page import accuracy_line
+    from bladefl.report.paper import accuracy_gap
 
     comparison = pd.DataFrame({"table": ["Table II", "Table II", "Table III"], "parameter": ["alpha", "alpha", "beta"],
                                "max_accuracy": [70.0, 72.5, 60.0], "max_accuracy_sd": [1.0, 2.5, 3.0],
@@ -178,7 +179,7 @@ def test_the_accuracy_gap_is_each_tables_best_beside_the_papers():
 
 
 def test_the_papers_numbers_stand_beside_ours_for_k_star_and_time_claims_only():
-    from bladefl.report.front_page import paper_beside
+    from bladefl.report.paper import paper_beside
 
     comparison = pd.DataFrame({"table": "Table III", "parameter": "beta", "value": [8.0, 6.0],
                                "paper_quantity": "mining_time", "paper_value": [64.0, 60.0], "quantity": [56.0, 60.0],
@@ -194,7 +195,7 @@ def test_a_verdicts_units_read_as_english():
     """"1 run", not "1 runs"; the seeds where a row names no unit."""
     from types import SimpleNamespace
 
-    from bladefl.report.views import verdict_units
+    from bladefl.report.verdict_rows import verdict_units
 
     assert verdict_units(SimpleNamespace(units=1, unit="run", seeds=1)) == "1 run"
     assert verdict_units(SimpleNamespace(units=5, unit="draw", seeds=20)) == "5 draws"

@@ -265,7 +265,8 @@ def test_a_bound_that_is_undefined_somewhere_is_not_applicable_not_refuted():
     the K* claim's evidence says what no choice of constants can do."""
     import pandas as pd
 
-    from bladefl.experiments.verdicts.bound import BoundCell, bound_claims, cell_fit
+    from bladefl.experiments.verdicts.bound import bound_claims
+    from bladefl.experiments.verdicts.bound_fit import BoundCell, cell_fit
     from bladefl.experiments.verdicts.vocabulary import Replicates
 
     cell = BoundCell("fig3a", alpha=1, beta=6, eta=0.005, t_sum=100, M=0, N=20, sigma2=0.0)
@@ -303,7 +304,7 @@ def test_corollary_4_is_judged_under_both_of_the_papers_statements():
 
 
 def test_the_verdict_view_reads_at_a_glance():
-    from bladefl.report.views import verdict_view
+    from bladefl.report.verdict_rows import verdict_view
 
     members = expand(GRID)
     rng = np.random.default_rng(1)
@@ -325,7 +326,7 @@ def test_the_verdict_view_reads_at_a_glance():
 def test_the_bound_verdicts_use_the_minimax_fit_and_each_ks_theta():
     """The verdict path fits as the README and the bound page report: minimax, and in a lazy cell
     theta at each K's last round (the seeds' median), not one mean theta."""
-    from bladefl.experiments.verdicts.bound import BoundCell, cell_fit
+    from bladefl.experiments.verdicts.bound_fit import BoundCell, cell_fit
     from bladefl.theory.fit import fit_minimax
 
     cell = BoundCell("lazy", alpha=1, beta=6, eta=0.01, t_sum=100, M=8, N=20, sigma2=0.01)

@@ -32,12 +32,13 @@ import torch
 from bladefl.fl import mlp, trainer
 from bladefl.fl.chain_executor import ChainExecutor, Tamper, chain_job, new_chain_state, worker_pool
 from bladefl.fl.client_data import ClientData, client_data, load_client_data, resolve_device
+from bladefl.fl.end_plan import EndPlan, noise_job, plan
 from bladefl.fl.evaluation import EvalSets, eval_set, evaluate
 from bladefl.fl.execution import Execution, default_chain_processes, resolve
 from bladefl.fl.host_buffers import HostBuffers
 from bladefl.fl.prefetch import NoiseDraws, OrderJob, draw_orders
 from bladefl.fl.records import GroupResult, GroupTimes, KResult, RoundRecord, RunSpec
-from bladefl.fl.round_end import Clock, EndPlan, RoundEnds, end_round, noise_job, plan
+from bladefl.fl.round_end import Clock, RoundEnds, end_round
 from bladefl.fl.run_config import RunConfig
 from bladefl.fl.stacked import RunState, initial_model, lay_out, model_shape
 from bladefl.fl.timemodel import allocate

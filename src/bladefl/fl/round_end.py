@@ -16,7 +16,7 @@ are the chain's, :mod:`bladefl.fl.chain_executor`):
 
 Every random draw keeps its run's stream (seed, purpose, K, round), so a run gives the same
 result whatever ends beside it. What is fixed about a set of runs ending together (rows,
-positions, per-run settings as tensors) is planned once per set (:class:`EndPlan`).
+positions, per-run settings as tensors) is planned once per set (:class:`bladefl.fl.end_plan.EndPlan`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -35,118 +35,12 @@ from bladefl.core.rng import numpy_rng
 from bladefl.fl import aggregation, detection, lazy, measured_constants, mlp, privacy
 from bladefl.fl.chain_executor import ChainExecutor, Tamper
 from bladefl.fl.client_data import ClientData
+from bladefl.fl.end_plan import EndPlan, as_index
 from bladefl.fl.evaluation import EvalSets, evaluate_draws
 from bladefl.fl.host_buffers import HostBuffers, Lease
-from bladefl.fl.prefetch import Noise, NoiseJob
+from bladefl.fl.prefetch import Noise
 from bladefl.fl.records import GroupTimes, RoundMetrics
 from bladefl.fl.stacked import Layout, RunState
-
-
-def _index(values: list[int] | np.ndarray, device: torch.device) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(values, dtype=np.int64), device=device)
-
-
-@dataclass(frozen=True)
-class EndPlan:
-    """What is fixed about a set of runs (in the group's order) ending a round together:
-    positions are into the gathered training rows [T] ("trained") or the uploads [R * N]."""
-
-    runs: tuple[RunState, ...]
-    index: torch.Tensor  # [R] the runs' rows in the table of global models
-    trained_rows: torch.Tensor  # [T] their training rows in the stacked parameters
-    row_run: torch.Tensor  # [T] which run (0..R-1) each training row belongs to
-    placed: torch.Tensor | None  # [U] upload positions of the honest trained rows (None: uploads = trained)
-    taken: torch.Tensor | None  # [U] their positions among the trained rows
-    lazy: tuple[int, ...]  # runs with lazy clients
-    lazy_dst: torch.Tensor | None  # upload positions of their lazy clients, run after run
-    noisy: tuple[int, ...]  # lazy runs whose lazy clients add noise (sigma2 > 0)
-    noise_rows: torch.Tensor | None  # positions among the lazy rows of the noisy runs' rows
-    noise_scale: torch.Tensor | None  # [rows of noisy runs, 1] sqrt(sigma2)
-    own: torch.Tensor | None  # trained positions of the counterfactual runs' lazy clients
-    own_rows: torch.Tensor | None  # and their positions among the lazy rows
-    dp: tuple[int, ...]  # runs with local DP
-    dp_index: torch.Tensor | None  # the same, as an index tensor
-    dp_std: torch.Tensor | None  # [DP runs, 1, 1]
-    dp_clip: torch.Tensor | None  # [DP runs, 1, 1]
-    detecting: dict[tuple[str, ...], tuple[tuple[int, ...], torch.Tensor]]  # detectors -> runs (and index)
-    measuring: tuple[int, ...]  # runs that measure the bound's constants
-    honest_rows: tuple[torch.Tensor, ...]  # per measuring run, its honest clients' trained positions
-    honest_clients: tuple[torch.Tensor, ...]  # per measuring run, its honest clients (rows of the group's data)
-    measure_draws: tuple[int, ...]  # per measuring run, its partition draw
-    referenced: tuple[int, ...]  # runs with a reference optimum
-    referenced_index: torch.Tensor | None  # the same, as an index tensor
-    references: torch.Tensor | None  # [those runs, P]
-    weights: np.ndarray = field(repr=False)  # [R, N] every client's sample count (FedAvg, nothing excluded)
-    eval_groups: tuple[tuple[int, torch.Tensor], ...] = ()  # per partition draw, its runs' positions
-
-    @property
-    def N(self) -> int:
-        return self.runs[0].N
-
-
-def plan(runs: list[RunState], device: torch.device) -> EndPlan:
-    """Plan the round end of ``runs`` (sharing N: one group)."""
-    N = runs[0].N
-    trained_rows = np.concatenate([np.arange(r.rows.start, r.rows.stop) for r in runs])
-    row_run = np.concatenate([np.full(len(r.trainers), i) for i, r in enumerate(runs)])
-    everyone = all(len(r.trainers) == N for r in runs)
-    placed, taken, starts, start = [], [], [], 0
-    for i, r in enumerate(runs):
-        where = {c: start + j for j, c in enumerate(r.trainers.tolist())}
-        placed += [i * N + c for c in r.roles.honest.tolist()]
-        taken.append([where[c] for c in r.roles.honest.tolist()])
-        starts.append(start)
-        start += len(r.trainers)
-    lazy_runs = tuple(i for i, r in enumerate(runs) if len(r.roles.lazy))
-    lazy_dst = [i * N + c for i in lazy_runs for c in runs[i].roles.lazy.tolist()]
-    noisy = tuple(i for i in lazy_runs if runs[i].cfg.lazy.sigma2 > 0)
-    noise_rows, scale, own, own_rows, offset = [], [], [], [], 0
-    for i in lazy_runs:
-        M = len(runs[i].roles.lazy)
-        if i in noisy:
-            noise_rows += range(offset, offset + M)
-            scale += [math.sqrt(runs[i].cfg.lazy.sigma2)] * M
-        if runs[i].cfg.lazy.counterfactual:  # its rows are all N clients, in client order
-            own += (starts[i] + runs[i].roles.lazy).tolist()
-            own_rows += range(offset, offset + M)
-        offset += M
-    dp = tuple(i for i, r in enumerate(runs) if r.sigma_dp > 0)
-    by_detectors: dict[tuple[str, ...], tuple[int, ...]] = {}
-    for i, r in enumerate(runs):
-        if r.cfg.lazy.detectors:
-            by_detectors[r.cfg.lazy.detectors] = (*by_detectors.get(r.cfg.lazy.detectors, ()), i)
-    detecting = {names: (which, _index(list(which), device)) for names, which in by_detectors.items()}
-    referenced = tuple(i for i, r in enumerate(runs) if r.spec.reference is not None)
-    measuring = tuple(i for i, r in enumerate(runs) if r.cfg.measure.constants)
-
-    def per_run(values: list[float]) -> torch.Tensor | None:
-        return torch.tensor(values, dtype=torch.float32, device=device).view(-1, 1, 1) if values else None
-
-    return EndPlan(
-        runs=tuple(runs), index=_index([r.index for r in runs], device), trained_rows=_index(trained_rows, device),
-        row_run=_index(row_run, device), placed=None if everyone else _index(placed, device),
-        taken=None if everyone else _index(np.concatenate(taken), device), lazy=lazy_runs,
-        lazy_dst=_index(lazy_dst, device) if lazy_dst else None, noisy=noisy,
-        noise_rows=_index(noise_rows, device) if noise_rows else None,
-        noise_scale=torch.tensor(scale, dtype=torch.float32, device=device).view(-1, 1) if scale else None,
-        own=_index(own, device) if own else None, own_rows=_index(own_rows, device) if own_rows else None,
-        dp=dp, dp_index=_index(list(dp), device) if dp else None,
-        dp_std=per_run([runs[i].sigma_dp for i in dp]), dp_clip=per_run([runs[i].cfg.privacy.clip for i in dp]),
-        detecting=detecting, measuring=measuring, honest_rows=tuple(_index(taken[i], device) for i in measuring),
-        honest_clients=tuple(_index(runs[i].base + runs[i].roles.honest, device) for i in measuring),
-        measure_draws=tuple(runs[i].draw for i in measuring), referenced=referenced,
-        referenced_index=_index(list(referenced), device) if referenced else None,
-        references=torch.stack([runs[i].spec.reference for i in referenced]).to(device) if referenced else None,
-        weights=np.full((len(runs), N), float(runs[0].n)),
-        eval_groups=tuple((d, _index([i for i, r in enumerate(runs) if r.draw == d], device))
-                          for d in dict.fromkeys(r.draw for r in runs)))
-
-
-def noise_job(end: EndPlan, ks: list[int], P: int) -> NoiseJob:
-    """The noise the round end of ``end`` needs, the runs ending rounds ``ks``."""
-    runs = end.runs
-    return NoiseJob(lazy=tuple((runs[i].cfg.seed, runs[i].K, ks[i], len(runs[i].roles.lazy)) for i in end.noisy),
-                    dp=tuple((runs[i].cfg.seed, runs[i].K, ks[i]) for i in end.dp), N=end.N, P=P)
 
 
 def flagging(cfg_exclude: bool, k: int, clients: list[int], found: list[detection.Detection],
@@ -235,7 +129,7 @@ def _uploads(end: EndPlan, trained: torch.Tensor, ks: list[int], noise: Noise
             chosen = lazy.victims(numpy_rng(run.cfg.seed, "lazy-copy", run.K, ks[i]), len(run.roles.honest),
                                   len(run.roles.lazy))
             sources.append(i * N + run.roles.honest[chosen])
-        copies = uploads.index_select(0, _index(np.concatenate(sources), trained.device))
+        copies = uploads.index_select(0, as_index(np.concatenate(sources), trained.device))
         copied = copies.clone()
         if end.noise_rows is not None:
             copied.index_add_(0, end.noise_rows, noise.lazy * end.noise_scale)
@@ -247,7 +141,6 @@ def _uploads(end: EndPlan, trained: torch.Tensor, ks: list[int], noise: Noise
         dp = end.dp_index
         uploads.index_copy_(0, dp, privacy.add_noise(uploads.index_select(0, dp), noise.dp, end.dp_std, end.dp_clip))
     return uploads, noise_norms, distances
-
 
 
 def _detect(ctx: RoundEnds, end: EndPlan, ks: list[int], uploads: torch.Tensor, previous: torch.Tensor,
@@ -275,7 +168,7 @@ def _attacked(ctx: RoundEnds, end: EndPlan, ks: list[int], uploads: torch.Tensor
         def detect(clients: list[int], i: int = i, run: RunState = run) -> tuple[list[dict], Flagging]:
             if not run.cfg.lazy.detectors:
                 return [], Flagging()
-            found = detection.detect(uploads[i][_index(clients, uploads.device)], previous[i], run.cfg.lazy.detectors)
+            found = detection.detect(uploads[i][as_index(clients, uploads.device)], previous[i], run.cfg.lazy.detectors)
             return flagging(run.cfg.lazy.exclude, ks[i], clients, found, set(run.roles.lazy.tolist()))
 
         members = ctx.executor.attacked(run.line, ks[i], host[i], ctx.tamper, detect)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bladefl.report.views import role
+from bladefl.report.paper import accuracy_gap, paper_beside
+from bladefl.report.verdict_rows import role
 
 DATASET_TITLES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
 COLOURS = {"reproduced": "#d9f2d9", "refuted": "#f8d7d7", "inconclusive": "#fff3c4", "too few runs": "#e8e8e8",
@@ -162,22 +163,6 @@ def _lead(table: pd.DataFrame, rows: pd.DataFrame, datasets: Sequence[str]) -> s
             f"{', '.join(kinds)}{over}. Each is counted once (other readings are judged beside it, not counted).")
 
 
-def accuracy_gap(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per dataset and paper table: our best accuracy (%) over the table's rows, its spread (sd over
-    runs at that row), the paper's best, the difference."""
-    rows = []
-    for dataset, frame in comparisons.items():
-        for table, part in frame.groupby("table", sort=False):
-            ours, paper = pd.to_numeric(part.max_accuracy), pd.to_numeric(part.paper_max_accuracy)
-            if ours.notna().any() and paper.notna().any():
-                best = ours.idxmax()
-                sd = pd.to_numeric(part.max_accuracy_sd).get(best, math.nan) if "max_accuracy_sd" in part else math.nan
-                rows.append({"dataset": dataset, "table": table, "parameter": part.parameter.iloc[0],
-                             "ours": float(ours.max()), "sd": float(sd), "paper": float(paper.max()),
-                             "difference": float(ours.max() - paper.max())})
-    return pd.DataFrame(rows, columns=["dataset", "table", "parameter", "ours", "sd", "paper", "difference"])
-
-
 def accuracy_line(comparisons: Mapping[str, pd.DataFrame]) -> str:
     """One line per dataset: our best accuracy over all tables beside the paper's, and the range of
     the per-table differences."""
@@ -191,31 +176,6 @@ def accuracy_line(comparisons: Mapping[str, pd.DataFrame]) -> str:
         parts.append(f"{dataset_title(str(dataset))} {best.ours:.1f}{spread}% against the paper's "
                      f"{part.paper.max():.1f}% ({per})")
     return html.escape("; ".join(parts) + "." if parts else "")
-
-
-def paper_beside(claim: str, comparison: pd.DataFrame | None) -> str:
-    """For an experiment claim about K* or a table's time quantity: the paper's numbers over the
-    sweep beside ours (the paper-comparison table: its K* and time per swept value, ours from the
-    mean curves); "" where the paper gives no numbers for it (a loss read off its figures)."""
-    from bladefl.experiments.verdicts.experiment_claims import claims
-    from bladefl.report.plots import param_name
-
-    found = next((c for c in claims() if c.name == claim), None)
-    if found is None or comparison is None or found.quantity not in ("K", "mining_time", "training_time"):
-        return ""
-    part = comparison[comparison.parameter == found.param].sort_values("value")
-    if part.empty:
-        return ""
-    if found.quantity != "K" and not (part.paper_quantity == found.quantity).all():
-        return ""
-    paper, ours = ((part.paper_K_star, part.K_star) if found.quantity == "K" else (part.paper_value, part.quantity))
-
-    def shown(values: pd.Series) -> str:
-        return ", ".join("?" if pd.isna(v) else f"{float(v):g}" for v in values)
-
-    name = "K*" if found.quantity == "K" else "β·K*" if found.quantity == "mining_time" else "τ·α·K*"
-    return (f"{param_name(found.param)} = {shown(part.value)}: paper {name} {shown(paper)}; ours {shown(ours)} "
-            f"({str(part.table.iloc[0])}; ? = not in the paper or no integer K*)")
 
 
 def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame | None = None) -> str:
@@ -282,7 +242,7 @@ def verdict_table_html(part: pd.DataFrame) -> str:
     """A dataset's verdict rows as an HTML table: the statement and where the paper makes it, its
     role (rows in no tally say why), the verdict and the number that decided it, what the data show,
     the units and the per-draw view; the evidence folded."""
-    from bladefl.report.views import not_counted, verdict_units
+    from bladefl.report.verdict_rows import not_counted, verdict_units
 
     rows = []
     for r in part.itertuples():
@@ -371,5 +331,5 @@ nor its batch size or input scaling: {where}{doc} runs the grid under each readi
 </table>"""
 
 
-__all__ = ["paper_beside", "verdict_table_html", "banner", "findings", "statement_table", "headline_caption",
-           "figure_section", "accuracy_section", "accuracy_gap", "accuracy_line", "LEGEND", "STYLE", "counted"]
+__all__ = ["verdict_table_html", "banner", "findings", "statement_table", "headline_caption",
+           "figure_section", "accuracy_section", "accuracy_line", "LEGEND", "STYLE", "counted"]

@@ -16,7 +16,7 @@ import pandas as pd
 from bladefl.core import atomic
 from bladefl.experiments.runs import provenance as provenance_module
 from bladefl.report.inputs import read_csv
-from bladefl.report.views import role
+from bladefl.report.verdict_rows import role
 
 NOTEBOOK_TITLES = {
     "00_verdicts": "verdicts and provenance",

@@ -1,5 +1,6 @@
 """The paper's Tables II-VII beside ours: the transcribed values, the K* behind each cell by the
-table's own formula, and the comparison table."""
+table's own formula, the comparison table, our best accuracy per table beside the paper's
+(``accuracy_gap``) and, for a claim, the paper's numbers over its sweep beside ours (``paper_beside``)."""
 
 from __future__ import annotations
 
@@ -107,5 +108,46 @@ def compare_with_paper(comparison: pd.DataFrame, table: str) -> pd.DataFrame:
     }).reset_index(drop=True)
 
 
-__all__ = ["paper_tables", "QUANTITY_LABELS", "table_k", "paper_k_star", "paper_quantity", "sweep_betas",
-           "paper_comparison", "compare_with_paper", "COMPARISON_COLUMNS"]
+def accuracy_gap(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per dataset and paper table: our best accuracy (%) over the table's rows, its spread (sd over
+    runs at that row), the paper's best, the difference."""
+    rows = []
+    for dataset, frame in comparisons.items():
+        for table, part in frame.groupby("table", sort=False):
+            ours, paper = pd.to_numeric(part.max_accuracy), pd.to_numeric(part.paper_max_accuracy)
+            if ours.notna().any() and paper.notna().any():
+                best = ours.idxmax()
+                sd = pd.to_numeric(part.max_accuracy_sd).get(best, math.nan) if "max_accuracy_sd" in part else math.nan
+                rows.append({"dataset": dataset, "table": table, "parameter": part.parameter.iloc[0],
+                             "ours": float(ours.max()), "sd": float(sd), "paper": float(paper.max()),
+                             "difference": float(ours.max() - paper.max())})
+    return pd.DataFrame(rows, columns=["dataset", "table", "parameter", "ours", "sd", "paper", "difference"])
+
+
+def paper_beside(claim: str, comparison: pd.DataFrame | None) -> str:
+    """For an experiment claim about K* or a table's time quantity: the paper's numbers over the
+    sweep beside ours (the paper-comparison table: its K* and time per swept value, ours from the
+    mean curves); "" where the paper gives no numbers for it (a loss read off its figures)."""
+    from bladefl.experiments.verdicts.experiment_claims import claims
+    from bladefl.report.plots import param_name
+
+    found = next((c for c in claims() if c.name == claim), None)
+    if found is None or comparison is None or found.quantity not in ("K", "mining_time", "training_time"):
+        return ""
+    part = comparison[comparison.parameter == found.param].sort_values("value")
+    if part.empty:
+        return ""
+    if found.quantity != "K" and not (part.paper_quantity == found.quantity).all():
+        return ""
+    paper, ours = ((part.paper_K_star, part.K_star) if found.quantity == "K" else (part.paper_value, part.quantity))
+
+    def shown(values: pd.Series) -> str:
+        return ", ".join("?" if pd.isna(v) else f"{float(v):g}" for v in values)
+
+    name = "K*" if found.quantity == "K" else "β·K*" if found.quantity == "mining_time" else "τ·α·K*"
+    return (f"{param_name(found.param)} = {shown(part.value)}: paper {name} {shown(paper)}; ours {shown(ours)} "
+            f"({str(part.table.iloc[0])}; ? = not in the paper or no integer K*)")
+
+
+__all__ = ["accuracy_gap", "paper_beside", "paper_tables", "QUANTITY_LABELS", "table_k", "paper_k_star",
+           "paper_quantity", "sweep_betas", "paper_comparison", "compare_with_paper", "COMPARISON_COLUMNS"]

@@ -104,9 +104,9 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["verdict_view", "provenance_summary", "variants_summary", "kstar_summary", "constants_summary",
-           "unit_description", "derived_from", "reading_of", "role",
-           "not_counted", "effect_text", "fig3_labels", "readable", "csv_link", "HEADERS",
+__all__ = ["provenance_summary", "variants_summary", "kstar_summary", "constants_summary",
+           "unit_description",
+           "fig3_labels", "readable", "csv_link", "HEADERS",
            "seed_means", "provenance_view",
            "sweep_curves", "sweep_units", "k_star_spread", "privacy_table", "privacy_units", "provenance",
            "detection_quality_table",
@@ -138,31 +138,6 @@ def detection_worst_rounds(per_round: pd.DataFrame) -> pd.DataFrame:
             .agg(rounds=("recall", "size"), min_recall=("recall", "min"), max_fpr=("fpr", "max")).reset_index())
 
 
-def _is_text(value: object) -> bool:
-    return isinstance(value, str) and value != ""
-
-
-def _number(value: object) -> float:
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return float("nan")
-
-
-def verdict_test(r: object, opposite: bool = True) -> str:
-    """A verdict row's test: an experiment claim's p-value (claimed direction, BH-adjusted; with
-    ``opposite`` the other direction's beside it), or its p against (convexity), or a bound claim's
-    bootstrap support."""
-    p, against = _number(getattr(r, "p_claim", None)), _number(getattr(r, "p_opposite", None))
-    if p == p:
-        return f"p = {p:.2g}" + (f" (opposite {against:.2g})" if opposite and against == against else "")
-    if against == against:
-        return f"p (against) = {against:.2g}"
-    support = _number(getattr(r, "support", None))
-    return f"support {support:.2f}" if support == support else "n/a"
-
-
-# Column names of the report's tables as a reader reads them (others: underscores to spaces).
 HEADERS = {"K_star": "K*", "K_experiment": "K* experiment", "K_closed_form": "K* closed form (Thm. 3)",
            "K_exact_fit": "K* of fitted bound", "K_exact_measured": "K* of measured bound",
            "largest_K_star_if_defined_at_1": "largest K* (bound defined at K = 1)", "gap": "gap F(w^K) - F*",
@@ -234,83 +209,6 @@ def provenance_view(prov: pd.DataFrame) -> pd.DataFrame:
             out[column] = out[column].where(out[column].notna(), "").astype(str).str[:12]
     return out.rename(columns={"train_images_sha256": "train images SHA-256", "partition_sha256": "partition SHA-256",
                                "code_version": "code"})
-
-
-def verdict_units(r: object) -> str:
-    """What a verdict row rests on: its independent units (e.g. "5 draws"), else its seeds."""
-    units, unit = _number(getattr(r, "units", None)), getattr(r, "unit", "")
-    count, noun = (int(units), unit) if units == units and _is_text(unit) else (int(r.seeds), "seed")  # type: ignore[attr-defined]
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def derived_from(r: object) -> str:
-    """The claim a verdict row follows from ("" for a claim counted on its own)."""
-    value = getattr(r, "derived_from", "")
-    return value if _is_text(value) else ""
-
-
-def reading_of(r: object) -> str:
-    """The claim a verdict row reads another way (K* by accuracy; "" for a claim's own row)."""
-    value = getattr(r, "reading_of", "")
-    return value if _is_text(value) else ""
-
-
-def role(r: object) -> str:
-    """A verdict row's role: claim (counted), reading, derived or paper error; a table written
-    before roles were recorded: from its derived_from and reading_of columns."""
-    value = getattr(r, "role", "")
-    if _is_text(value):
-        return str(value)
-    return "derived" if derived_from(r) else "reading" if reading_of(r) else "claim"
-
-
-def not_counted(r: object) -> str:
-    """Why a verdict row is in no tally of claims ("" where it is counted): derived from, or another
-    reading of, another row's claim; a paper error (tallied apart)."""
-    kind = role(r)
-    if kind == "derived":
-        return f"derived from “{derived_from(r)}”, not counted"
-    if kind == "reading":
-        return f"another reading of “{reading_of(r)}”, not counted" if reading_of(r) else "another reading, not counted"
-    if kind == "paper error":
-        return "the paper's own error"
-    return ""
-
-
-def effect_text(r: object) -> str:
-    """An experiment row's change over the sweep with its 95% interval, in the quantity's unit (its
-    evidence names the quantity: a loss or beta K* changes relatively, in %; the accuracy in
-    points); "" where the row has no effect."""
-    effect, low, high = (_number(getattr(r, k, None)) for k in ("effect", "effect_low", "effect_high"))
-    if effect != effect:
-        return ""
-    evidence = str(getattr(r, "evidence", ""))
-    scale, unit = (100, "%") if "change (relative)" in evidence else (100, " pts") if (
-        "max accuracy per" in evidence) else (1, "")
-
-    def show(v: float) -> str:
-        return f"{scale * v:+.3g}{unit}"
-
-    return show(effect) + (f" [{show(low)}, {show(high)}]" if low == low and high == high else "")
-
-
-def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
-    """The verdict table as a reader takes it in: the statement and where the paper makes it, the
-    verdict (rows in no tally say why), the number that decided it, what the data show, the units,
-    the per-draw view and the evidence."""
-    rows = []
-    for r in table.itertuples():
-        aside = not_counted(r)
-        draws = " ".join(x for x in (getattr(r, "across_partitions", ""), f"({getattr(r, 'draws_holding', '')})")
-                         if _is_text(x) and x != "()" and x != "(nan)")
-        decided = getattr(r, "decided_by", "")
-        rows.append({"claim": f"{r.claim} ({r.source})",
-                     "verdict": r.verdict + (f", {aside}" if aside else ""),
-                     "decided by": decided if _is_text(decided) else verdict_test(r),
-                     "what the data show": getattr(r, "finding", "") if _is_text(getattr(r, "finding", "")) else "",
-                     "units": verdict_units(r) if _number(getattr(r, "units", None)) == _number(
-                         getattr(r, "units", None)) else "", "per draw": draws, "evidence": r.evidence})
-    return pd.DataFrame(rows)
 
 
 def provenance_summary(prov: pd.DataFrame) -> pd.DataFrame:

@@ -14,69 +14,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from bladefl.experiments.plan.grid import Member
-from bladefl.experiments.tables.bound_analysis import BoundOn, bound_on, defined_where_measured
+from bladefl.experiments.tables.bound_analysis import bound_on, defined_where_measured
+from bladefl.experiments.verdicts.bound_fit import (
+    BoundCell,
+    CellFit,
+    base_cell,
+    corollary_values,
+    fitted_base,
+)
 from bladefl.experiments.verdicts.vocabulary import Replicates, claim_row, fmt, sweep_varying
-from bladefl.fl import measured_constants
 from bladefl.fl.timemodel import tau_for
 from bladefl.theory.bound import k_star_closed_form
 from bladefl.theory.certificate import certificate
 from bladefl.theory.claims import COROLLARIES, Corollary, Verdict, bound_falls_with_eta, on_bound, sweep_point
-from bladefl.theory.fit import Fit, fit_minimax
-
-MEASURED = ("L", "xi", "delta", "theta", "phi_measured", "eps2_measured", "noise_norm")
-
-
-@dataclass(frozen=True)
-class BoundCell:
-    cell: str
-    alpha: float
-    beta: float
-    eta: float
-    t_sum: float
-    M: float
-    N: float
-    sigma2: float
-
-
-@dataclass(frozen=True)
-class CellFit:
-    """One bound cell on one (re)sample: the mean gap per K, the median measured constants, the
-    bound's fixed arguments, and its upper fit (None where none exists)."""
-
-    cell: BoundCell
-    K: np.ndarray
-    gap: np.ndarray
-    constants: dict[str, float]
-    common: dict[str, float]
-    fit: Fit | None
-    bound: BoundOn | None = None  # the fit and the measured bound against the gaps (bound_analysis.bound_on)
-    against: str = measured_constants.AGAINST  # what L, xi, delta were measured against (constants.csv)
-
-
-def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds: Sequence[int]) -> CellFit:
-    """``seeds``: the runs of the (re)sample, a run as often as it was drawn."""
-    part = gaps[gaps.cell == cell.cell]
-    per_seed = {s: part[part.seed == s].set_index("K").gap for s in set(seeds)}
-    Ks = sorted(set().union(*(set(v.index) for v in per_seed.values())))
-    gap = np.array([np.nanmean([per_seed[s].get(k, np.nan) for s in seeds]) for k in Ks])
-    consts = constants[(constants.cell == cell.cell) & constants.seed.isin(seeds)]
-    c = {k: float(consts[k].median()) if k in consts else math.nan for k in MEASURED}
-    common = dict(alpha=cell.alpha, beta=cell.beta, eta=cell.eta, L=c["L"], xi=c["xi"], delta=c["delta"],
-                  t_sum=cell.t_sum, M=cell.M, N=cell.N, theta=c["theta"], sigma2=cell.sigma2)
-    K = np.asarray(Ks, dtype=float)
-    if cell.M > 0 and "theta_last" in part:  # the plagiarism distance at each K's last round, as the bound page
-        per_k = part[part.seed.isin(seeds)].groupby("K").theta_last.median()
-        common = {**common, "theta": np.array([float(per_k.get(k, c["theta"])) for k in Ks])}
-    bound = bound_on(K, gap, common, c["phi_measured"], c["eps2_measured"], fitter=fit_minimax)
-    against = (", ".join(sorted(map(str, consts.against.unique()))) if "against" in consts
-               else measured_constants.LEGACY)
-    return CellFit(cell, K, gap, c, common, bound.fit, bound, against)
 
 
 def _fig3_checks(f: CellFit, exp_k: float) -> dict:
@@ -199,31 +154,6 @@ def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[flo
                  "verdict": "vacuous", "reading_of": f"the bound is within {within:.0%} of the experiment at every K",
                  "decided_by": "cannot fail: a tightest upper fit touches the curve at some K by construction"})
     return pd.DataFrame(rows)
-
-
-LAZY_PARAMS = ("lazy_ratio", "sigma2")  # judged on a lazy bound cell's constants (theta, sigma2 > 0)
-
-
-def base_cell(fits: Sequence[CellFit], param: str) -> CellFit:
-    """The bound cell a corollary is judged on: a lazy cell (M > 0) for M/N and sigma2, whose
-    theta and noise the lazy terms need; the first cell otherwise."""
-    if param in LAZY_PARAMS:
-        return next((f for f in fits if f.cell.M > 0), fits[0])
-    return fits[0]
-
-
-def corollary_values(members: Sequence[Member], param: str, delta: float) -> list[float]:
-    """The values a corollary is judged at: its sweep's; delta, which no sweep varies, at half,
-    once and twice the measured value."""
-    sweep = sweep_varying(members, param)
-    return sweep.values if sweep else ([0.5 * delta, delta, 2 * delta] if param == "delta" else [])
-
-
-def fitted_base(f: CellFit) -> dict[str, float]:
-    c = f.constants
-    return {**{k: f.common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")},
-            "phi": f.fit.phi if f.fit else math.nan, "eps2": f.fit.eps2 if f.fit else math.nan, "M": f.cell.M,
-            "N": f.cell.N, "theta": c["theta"], "sigma2": f.cell.sigma2}
 
 
 def _k_values(claim: Corollary, base: dict[str, float], v: Verdict) -> list[float]:
@@ -366,10 +296,4 @@ def remark_rows(fits: Sequence[Sequence[CellFit]], reps: Replicates) -> list[dic
     return rows
 
 
-def bound_cells_of(members: Sequence[Member], sweep: str, t_sum: float) -> list[BoundCell]:
-    cells = [m.cell for m in members if m.sweep == sweep]
-    return [BoundCell(c.key, c.alpha, c.beta, c.eta, t_sum, round(c.lazy_ratio * c.N), c.N, c.sigma2) for c in cells]
-
-
-__all__ = ["BoundCell", "CellFit", "cell_fit", "certificate_of", "bound_claims", "fitted_corollaries", "eta_fitted",
-           "closed_form_readings", "remark_rows", "bound_cells_of", "base_cell", "corollary_values", "fitted_base"]
+__all__ = ["certificate_of", "bound_claims", "fitted_corollaries", "eta_fitted", "closed_form_readings", "remark_rows"]

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from bladefl.experiments.plan.grid import Member
-from bladefl.experiments.verdicts.bound import CellFit, base_cell, corollary_values
+from bladefl.experiments.verdicts.bound_fit import CellFit, base_cell, corollary_values
 from bladefl.experiments.verdicts.vocabulary import fmt, sweep_varying
 from bladefl.theory import theorem_scans
 from bladefl.theory.claims import COROLLARIES

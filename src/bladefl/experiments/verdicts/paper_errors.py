@@ -12,7 +12,7 @@ import numpy as np
 
 from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.tables.paper_tables import inconsistency, paper_k_star, table_beta
-from bladefl.experiments.verdicts.bound import CellFit
+from bladefl.experiments.verdicts.bound_fit import CellFit
 from bladefl.experiments.verdicts.mathematics import scan_base
 from bladefl.experiments.verdicts.vocabulary import sweep_varying
 from bladefl.theory import theorem_scans

@@ -23,16 +23,13 @@ import pandas as pd
 
 from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.verdicts.bound import (
-    BoundCell,
-    CellFit,
-    bound_cells_of,
     bound_claims,
-    cell_fit,
     closed_form_readings,
     eta_fitted,
     fitted_corollaries,
     remark_rows,
 )
+from bladefl.experiments.verdicts.bound_fit import BoundCell, CellFit, bound_cells_of, cell_fit
 from bladefl.experiments.verdicts.convexity import convexity_family
 from bladefl.experiments.verdicts.experiment import EXPERIMENT_VERDICTS, experiment_verdicts, per_draw
 from bladefl.experiments.verdicts.mathematics import corollary_rows, theorem_rows
