@@ -171,3 +171,33 @@ def test_the_keep_command_leaves_the_archive_out_unless_asked(tmp_path, workflow
     assert main([*base, "--out", str(tmp_path / "with"), "--with-archive"]) == 0
     kept = kr.read_manifest(tmp_path / "with")["files"]
     assert kept["runs/grid-tables.tar.xz"]["sha256"] == kr.sha256_file(archive)
+
+
+def test_replaced_files_keep_the_bundle_matching_its_manifest_and_only_its_results_files(tmp_path, workflow):
+    out = tmp_path / "reference/x"
+    keep(workflow, out)
+    manifest = kr.replace_files(out, {"results/summary/mnist.csv": "sweep,cell\nbeta,c2\n"}, {"by": "test"})
+    assert kr.problems(out) == []
+    assert (out / "results/summary/mnist.csv").read_text() == "sweep,cell\nbeta,c2\n"
+    assert manifest["about"]["rejudged"] == [{"by": "test"}]
+    for rel in ("results/verdicts/new.csv", "config.yaml", "results/../config.yaml"):
+        with pytest.raises(ValueError, match="not a results file the bundle holds"):
+            kr.replace_files(out, {rel: "x"}, {})
+    (out / "results/summary/mnist.csv").chmod(0o644)
+    (out / "results/summary/mnist.csv").write_text("tampered\n")
+    with pytest.raises(ValueError, match="mnist.csv"):
+        kr.replace_files(out, {"results/summary/mnist.csv": "x"}, {})
+
+
+def test_rejudge_refuses_a_bundle_whose_config_names_a_dataset_outside_the_allowed_before_any_work(tmp_path,
+                                                                                                   workflow):
+    from bladefl.experiments.plan import workflow_config as wc
+    from conftest import REPO
+
+    workflow["config"].write_text("seeds: [0, 1]\ndatasets: ['../../outside']\n")
+    out = tmp_path / "reference/x"
+    keep(workflow, out)
+    before = (out / kr.MANIFEST).read_bytes()
+    with pytest.raises(wc.ConfigError, match="datasets"):
+        kr.rejudge(out, REPO / "config/paper_statements.yaml", REPO / "config/paper_values.yaml", log=lambda m: None)
+    assert (out / kr.MANIFEST).read_bytes() == before and kr.problems(out) == []

@@ -167,9 +167,19 @@ def replace_files(bundle: str | Path, files: Mapping[str, str], record: Mapping[
     when). The bundle must match its manifest first (ValueError listing the problems); each file
     and the manifest are written atomically, the manifest last and write-protected again."""
     bundle = Path(bundle)
+    _check_bundle(bundle)
+    return _write_files(bundle, files, record)
+
+
+def _check_bundle(bundle: Path) -> None:
+    """ValueError listing the problems unless the bundle matches its manifest."""
     found = problems(bundle)
     if found:
         raise ValueError(f"{bundle}: " + "; ".join(found[:5]))
+
+
+def _write_files(bundle: Path, files: Mapping[str, str], record: Mapping[str, Any]) -> dict:
+    """:func:`replace_files` on a bundle already checked against its manifest."""
     manifest = read_manifest(bundle)
     for rel in files:
         if rel not in manifest["files"] or not rel.startswith("results/"):
@@ -202,7 +212,9 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
     from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
 
     bundle = Path(bundle)
+    _check_bundle(bundle)  # hostile until checked: its files against the manifest, its config's fields
     config = workflow_config.read_configs([bundle / CONFIG], default=None)
+    workflow_config.check(config)
     members = workflow_config.members(config)
     inventory = read_inventory(statements)
     tables = yaml_tables(paper_values)
@@ -222,7 +234,7 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
         log(f"{dataset}: {len(frame)} rows")
     record = {"code_version": provenance.code_version(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
               "files": sorted(files)}
-    return replace_files(bundle, files, record)
+    return _write_files(bundle, files, record)
 
 
 def yaml_tables(path: str | Path) -> list[dict]:
