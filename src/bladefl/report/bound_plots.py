@@ -12,6 +12,16 @@ from matplotlib.ticker import MaxNLocator
 from bladefl.report.plots import LEGEND_SIZE, plain_log_axis
 
 
+def _k_axes(ax, title: str, ylabel: str) -> None:  # noqa: ANN001 - Axes
+    """A panel against K: its title, integer K ticks, the legend and a light grid."""
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("K (integrated rounds)")
+    ax.set_ylabel(ylabel)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(fontsize=LEGEND_SIZE)
+    ax.grid(alpha=0.3)
+
+
 def bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:  # noqa: ANN001 - DataFrame
     """Per condition: the experimental gap F(w^K) - F* and the bound (fitted and measured)."""
     cells = list(labels)
@@ -33,12 +43,7 @@ def bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:  # noqa: A
                 ax.plot([part.K[best]], [values[best]], marker=marker, ms=11, mfc="none", mec="black", mew=1.5,
                         ls="none")
         ax.plot([], [], marker="o", ms=9, mfc="none", mec="black", ls="none", label="minimum (K*)")
-        ax.set_title(labels[cell], fontsize=9)
-        ax.set_xlabel("K (integrated rounds)")
-        ax.set_ylabel("loss gap F(w^K) - F* (log scale)")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(fontsize=LEGEND_SIZE)
-        ax.grid(alpha=0.3)
+        _k_axes(ax, labels[cell], "loss gap F(w^K) - F* (log scale)")
         axes[1, j].bar(part.K, 100 * part.rel_gap_fit)
         axes[1, j].axhline(5, color="r", lw=0.8, ls="--", label="the paper's 5%")
         axes[1, j].axhline(-5, color="r", lw=0.8, ls="--")
@@ -68,12 +73,7 @@ def normalised_bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:
                 ax.axvline(k_min, color=ax.lines[-1].get_color(), lw=0.8, alpha=0.6)
         ax.set_yscale("log")
         plain_log_axis(ax)
-        ax.set_title(labels[cell], fontsize=9)
-        ax.set_xlabel("K (integrated rounds)")
-        ax.set_ylabel("value / its minimum (log scale; line: where)")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(fontsize=LEGEND_SIZE)
-        ax.grid(alpha=0.3)
+        _k_axes(ax, labels[cell], "value / its minimum (log scale; line: where)")
     fig.suptitle(title)
     fig.tight_layout()
     return fig
