@@ -7,6 +7,7 @@
 #   check.txt            `bladefl device-check`: the mixed group (lazy, DP, detection, exclusion, several
 #                        runs ending together) on the device against the CPU (CHECK=0 skips it)
 #   bench.txt            what the run printed (the benchmark's rates and breakdown, the grid's wall time)
+#   jobs.tar.xz          MODE=snakemake: its benchmark files (each job's wall and memory) and the run groups' logs
 #   grid-tables.tar.xz   every finished run folder's rounds.csv, summary.json and detections.csv (with
 #                        LEDGERS=1 also its ledgers chains/K*.json, which the import verifies) and
 #                        ABOUT.json (GPU, code version, dates, wall time, whether the grid finished):
@@ -14,11 +15,14 @@
 # LEDGERS (default 0): 1 packs the ledgers too. The 20-seed grid's are 1.34 million transactions in
 #   69,280 blocks, about 670 MB of JSON and 160 MB xz-compressed (120 bytes a transaction, measured on
 #   N = 20 ledgers): more than a device call brings back (8 files of 16 MiB), so off by default there.
-# MODE=bench (default): `bladefl bench --device cuda` (unless BENCH=0), then every grid run through
-#   `bladefl bench --grid` (the engine without Snakemake).
+# MODE=bench (default): every grid run through `bladefl bench --grid` (the engine without Snakemake).
 # MODE=snakemake: the documented command, `snakemake --profile profiles/gpu --configfile $GRID`, up
 #   to the runs (target run_folders; the analyses and the report are made where the tables are
 #   imported); needs Snakemake's wheels (prepare.sh carries them).
+# BENCH (default 1): `bladefl bench --device cuda --host-copy-before` (the stacked groups at 1, 6 and 23
+#   seeds, the host copy before and after, the chain's drag), in either mode; BENCH=0 skips it.
+# BENCH_AT (default start): start runs the bench before the grid; end runs it after a grid that
+#   finished, in the time the grid left (a second call that finishes a grid measures the bench too).
 # BENCH_S (default 240): the benchmark's most seconds (stopped then, never fatal).
 # BUDGET_S (default 540): the whole script's seconds; the grid gets what the setup and the benchmark
 #   leave, less 30 s for packing, and is stopped then (SIGINT), so that what finished is packed before
@@ -35,10 +39,24 @@ mode=${MODE:-bench}
 budget=${BUDGET_S:-540}
 grid_dir=${GRID_DIR:-$out/grid}
 mkdir -p "$out" "$grid_dir"
-# A wheel is a zip archive: unpacking it into a folder on PYTHONPATH installs it (no pip needed).
-python3 -c 'import glob, sys, zipfile
-for wheel in glob.glob(sys.argv[2] + "/*.whl"):
-    zipfile.ZipFile(wheel).extractall(sys.argv[1])' "$carry/site" "$carry/wheels"
+# The carried packages unpacked into a folder on PYTHONPATH (no pip needed): prepare.sh's site.tar.xz,
+# or wheels (zip archives); the carried IDX files (.xz or .gz) decompressed into data/raw. Data already
+# there (an earlier call on the same machine) is kept; `bladefl fetch --sources existing` verifies it.
+python3 - "$carry" <<'EOF'
+import glob, gzip, lzma, os, shutil, sys, tarfile, zipfile
+carry = sys.argv[1]
+for wheel in glob.glob(f"{carry}/wheels/*.whl"):
+    zipfile.ZipFile(wheel).extractall(f"{carry}/site")
+if os.path.exists(f"{carry}/site.tar.xz"):
+    with tarfile.open(f"{carry}/site.tar.xz") as tar:
+        tar.extractall(f"{carry}/site", filter="data")
+for path in glob.glob(f"{carry}/data/*/raw/*.gz") + glob.glob(f"{carry}/data/*/raw/*.xz"):
+    folder = os.path.join("data/raw", os.path.relpath(os.path.dirname(path), f"{carry}/data"))
+    os.makedirs(folder, exist_ok=True)
+    with (gzip.open if path.endswith(".gz") else lzma.open)(path) as src, \
+            open(os.path.join(folder, os.path.basename(path)[:-3]), "wb") as dst:
+        shutil.copyfileobj(src, dst)
+EOF
 export PYTHONPATH="$PWD/src:$PWD/$carry/site"
 # The `bladefl` command the workflow's rules call (no pip install here to write it).
 mkdir -p "$carry/bin"
@@ -91,12 +109,6 @@ EOF
   if [ "$grid_dir" = "$out/grid" ]; then rm -rf "$grid_dir"; fi
 }
 trap pack EXIT
-for class in MNIST FashionMNIST; do
-  mkdir -p "data/raw/$class/raw"
-  for gz in "$carry/data/$class/raw/"*.gz; do
-    gunzip -c "$gz" >"data/raw/$class/raw/$(basename "$gz" .gz)"
-  done
-done
 python3 -m bladefl.cli fetch --dataset mnist --sources existing
 python3 -m bladefl.cli fetch --dataset fashion_mnist --sources existing
 if command -v nvidia-smi >/dev/null; then
@@ -105,10 +117,12 @@ fi
 if [ "${CHECK:-1}" != 0 ]; then
   python3 -m bladefl.cli device-check --device "${DEVICE:-cuda}" --out "$out/check.csv" 2>&1 | tee "$out/check.txt" || true
 fi
-if [ "$mode" = bench ] && [ "${BENCH:-1}" != 0 ]; then
-  # At most BENCH_S seconds (default 240), and never fatal: the grid runs whatever the bench did.
-  timeout --signal=INT "${BENCH_S:-240}" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-before \
-    ${SEEDS:+--seeds $SEEDS} 2>&1 | tee "$out/bench.txt" || echo "bench: failed or stopped (rc $?)" | tee -a "$out/bench.txt"
+bench() {  # at most $1 seconds, and never fatal: the grid runs (or has run) whatever the bench did
+  timeout --signal=INT "$1" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-before \
+    ${SEEDS:+--seeds $SEEDS} 2>&1 | tee -a "$out/bench.txt" || echo "bench: failed or stopped (rc $?)" | tee -a "$out/bench.txt"
+}
+if [ "${BENCH:-1}" != 0 ] && [ "${BENCH_AT:-start}" = start ]; then
+  bench "${BENCH_S:-240}"
 fi
 grid_budget=$((budget - SECONDS - 30))  # SECONDS: since the script started (bash)
 if [ "$grid_budget" -lt 1 ]; then grid_budget=1; fi
@@ -131,6 +145,8 @@ if [ "$mode" = snakemake ]; then
   if [ -d "$runs" ]; then
     (cd "$runs" && tables . | tar cf - --null -T -) | tar xf - -C "$grid_dir"
   fi
+  # Each job's wall and memory (Snakemake's benchmark files) and the groups' logs: where the wall went.
+  tar cJf "$out/jobs.tar.xz" $(ls -d benchmarks logs/run_group 2>/dev/null) 2>/dev/null || true
 else
   timeout --signal=INT "$grid_budget" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-before \
     --grid "$grid" --grid-only ${GRID_SEEDS:+--grid-seeds $GRID_SEEDS} --out "$grid_dir" 2>&1 | tee -a "$out/bench.txt" || rc=$?
@@ -138,3 +154,7 @@ fi
 grid_s=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$t0")
 if [ "$rc" = 0 ]; then finished=true; fi
 echo "grid: ${grid_s} s wall, finished: $finished (rc $rc, the grid's budget ${grid_budget} s of ${budget} s)" | tee -a "$out/bench.txt"
+left=$((budget - SECONDS - 30))  # what the grid left, less the packing's 30 s
+if [ "$finished" = true ] && [ "${BENCH:-1}" != 0 ] && [ "${BENCH_AT:-start}" = end ] && [ "$left" -gt 20 ]; then
+  bench "$((left < ${BENCH_S:-240} ? left : ${BENCH_S:-240}))"
+fi
