@@ -216,7 +216,10 @@ def _cmd_reference(args: argparse.Namespace) -> int:
     from bladefl.theory import reference
 
     indices = read_partition(args.partition)
-    cfg = load_config(args.config, [*args.set, f"partition.N={indices.shape[0]}", f"partition.n={indices.shape[1]}"])
+    # On the CPU whatever the config's device: the optimum is the same number on every machine (its data,
+    # model and generator would otherwise sit on different devices).
+    cfg = load_config(args.config, [*args.set, f"partition.N={indices.shape[0]}", f"partition.n={indices.shape[1]}",
+                                    "device=cpu"])
     data = engine.load_client_data(cfg, indices)
     shape = engine.model_shape(cfg, data.x.shape[2])
     ref = reference.train_reference(data.x, data.y, shape, engine.initial_model(cfg, shape), eta=args.eta,
