@@ -90,3 +90,21 @@ def test_constants_are_measured_against_the_honest_aggregate_not_the_noisy_block
     assert rounds[0].test_loss != rounds[1].test_loss  # the noise reached the block
     for name in ("L_mean", "L_max", "xi_mean", "xi_max", "delta_mean", "delta_max"):
         assert getattr(rounds[0], name) == getattr(rounds[1], name), name
+
+
+def test_the_reference_command_trains_on_the_cpu_whatever_the_configs_device(tmp_path, data_root):
+    """`bladefl reference` under a GPU config (the GPU profile's engine) computes on the CPU: on a GPU
+    machine its data, model and generator sat on different devices; here `device=cuda` finds no GPU."""
+    import json
+
+    import numpy as np
+
+    from bladefl.cli import main
+
+    partition = tmp_path / "p.npy"
+    np.save(partition, np.arange(4 * 8).reshape(4, 8))
+    out = tmp_path / "ref.npz"
+    code = main(["reference", "--partition", str(partition), "--out", str(out), "--max-epochs", "2",
+                 "--set", f"data_dir={data_root}", "--set", "device=cuda"])
+    assert code == 0 and out.is_file()
+    assert json.loads(out.with_suffix(".json").read_text())["dataset"] == "mnist"

@@ -4,8 +4,8 @@ and an ABOUT.json, also when the time budget stops the grid; what it packs impor
 
 from __future__ import annotations
 
-import lzma
 import json
+import lzma
 import subprocess
 import tarfile
 from pathlib import Path
@@ -105,3 +105,24 @@ def test_an_archive_above_the_machines_file_limit_comes_back_in_parts_that_join(
     (tmp_path / "out/grid-tables.tar.xz").write_bytes(b"".join(p.read_bytes() for p in parts))
     about, names = packed(tmp_path / "out")
     assert about["finished"] and sum(n.endswith("summary.json") for n in names) == 6
+
+
+@pytest.mark.slow
+def test_a_stopped_workflow_packs_the_runs_of_finished_groups_not_yet_copied(machine, tmp_path):
+    """Snakemake stopped between a group job and its runs' copies: the runs are packed from the
+    group's folder; a run folder without its summary (written last) is not."""
+    group = machine / "results/groups/authors-code/mnist_N9_block0/mnist/cell~x"  # smoke: engine authors-code
+    (group / "seed~0").mkdir(parents=True)
+    (group / "seed~0/summary.json").write_text("{}")
+    (group / "seed~0/rounds.csv").write_text("K\n")
+    (group / "seed~1").mkdir()
+    (group / "seed~1/rounds.csv").write_text("K\n")
+    try:
+        proc = run_script(machine, tmp_path / "out", MODE="snakemake", CHECK="0", BENCH="0", BUDGET_S="2")
+    finally:
+        subprocess.run(["rm", "-rf", str(machine / "results/groups/authors-code/mnist_N9_block0")], check=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    about, names = packed(tmp_path / "out")
+    assert about["finished"] is False
+    assert "grid/mnist/cell~x/seed~0/summary.json" in names and "grid/mnist/cell~x/seed~0/rounds.csv" in names
+    assert not any("seed~1" in n for n in names if "cell~x" in n)

@@ -19,8 +19,8 @@
 # MODE=snakemake: the documented command, `snakemake --profile profiles/gpu --configfile $GRID`, up
 #   to the runs (target run_folders; the analyses and the report are made where the tables are
 #   imported); needs Snakemake's wheels (prepare.sh carries them).
-# BENCH (default 1): `bladefl bench --device cuda --host-copy-before` (the stacked groups at 1, 6 and 23
-#   seeds, the host copy before and after, the chain's drag), in either mode; BENCH=0 skips it.
+# BENCH (default 1): `bladefl bench --device cuda --host-copy-compare` (the stacked groups at 1, 6 and 23
+#   seeds, the round ends' host copy both ways, the chain's drag), in either mode; BENCH=0 skips it.
 # BENCH_AT (default start): start runs the bench before the grid; end runs it after a grid that
 #   finished, in the time the grid left (a second call that finishes a grid measures the bench too).
 # BENCH_S (default 240): the benchmark's most seconds (stopped then, never fatal).
@@ -118,7 +118,7 @@ if [ "${CHECK:-1}" != 0 ]; then
   python3 -m bladefl.cli device-check --device "${DEVICE:-cuda}" --out "$out/check.csv" 2>&1 | tee "$out/check.txt" || true
 fi
 bench() {  # at most $1 seconds, and never fatal: the grid runs (or has run) whatever the bench did
-  timeout --signal=INT "$1" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-before \
+  timeout --signal=INT "$1" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-compare \
     ${SEEDS:+--seeds $SEEDS} 2>&1 | tee -a "$out/bench.txt" || echo "bench: failed or stopped (rc $?)" | tee -a "$out/bench.txt"
 }
 if [ "${BENCH:-1}" != 0 ] && [ "${BENCH_AT:-start}" = start ]; then
@@ -141,14 +141,21 @@ if [ "$mode" = snakemake ]; then
   timeout --signal=INT "$grid_budget" python3 -m snakemake run_folders --profile profiles/gpu --configfile "$grid" \
     --scheduler greedy "${seeds[@]}" 2>&1 | tee -a "$out/bench.txt" || rc=$?
   # The finished run folders' tables, packed as the bench's are (the workflow writes results/runs/<profile>).
-  runs="results/runs/$(python3 -c "$config_of_grid; print(c.get('engine', 'paper'))" "$grid")"
-  if [ -d "$runs" ]; then
-    (cd "$runs" && tables . | tar cf - --null -T -) | tar xf - -C "$grid_dir"
+  engine=$(python3 -c "$config_of_grid; print(c.get('engine', 'paper'))" "$grid")
+  if [ -d "results/runs/$engine" ]; then
+    (cd "results/runs/$engine" && tables . | tar cf - --null -T -) | tar xf - -C "$grid_dir"
   fi
+  # Runs of finished groups not yet copied to their place (a workflow stopped between the two): each
+  # run folder with its summary (written last), from the group folders (results/groups/<engine>/<group>).
+  for group in results/groups/"$engine"/*/; do
+    [ -d "$group" ] || continue
+    (cd "$group" && find . -name summary.json -printf '%h\0' | while IFS= read -r -d '' run; do tables "$run"; done \
+      | tar cf - --null -T -) | tar xf - -C "$grid_dir"
+  done
   # Each job's wall and memory (Snakemake's benchmark files) and the groups' logs: where the wall went.
   tar cJf "$out/jobs.tar.xz" $(ls -d benchmarks logs/run_group 2>/dev/null) 2>/dev/null || true
 else
-  timeout --signal=INT "$grid_budget" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-before \
+  timeout --signal=INT "$grid_budget" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-compare \
     --grid "$grid" --grid-only ${GRID_SEEDS:+--grid-seeds $GRID_SEEDS} --out "$grid_dir" 2>&1 | tee -a "$out/bench.txt" || rc=$?
 fi
 grid_s=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$t0")

@@ -122,7 +122,8 @@ else:
             "--threads {threads} --quiet > {log} 2>&1"
 
     # Each run of a group copied from the group's folder to its place in the grid (what the
-    # analyses read, as under grouping: cell).
+    # analyses read, as under grouping: cell). Before the next group starts (priority): a group
+    # holds every core, and a workflow stopped later keeps the copied runs.
     rule run_of_group:
         input:
             group_of_run,
@@ -139,6 +140,7 @@ else:
                 f"{BENCHMARKS}/run_of_group/{ENGINE}", "{dataset}", "{cell}", "{seed}"
             )
             + ".tsv"
+        priority: 10
         params:
             src=run_in_group,
             dst=folder_of_output,

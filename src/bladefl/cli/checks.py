@@ -56,9 +56,9 @@ def add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid-seeds", type=int, help="only the grid's first seeds (a partial grid)")
     p.add_argument("--grid-only", action="store_true", help="with --grid: only the grid (no stacked groups, no drag)")
     p.add_argument("--out", default="results/bench-grid", help="where --grid writes its run folders")
-    p.add_argument("--host-copy-before", action="store_true",
-                   help="cuda: also time the largest group with each round end's host copy into pinned memory "
-                        "allocated for it (the engine before host buffers were kept): before and after in one call")
+    p.add_argument("--host-copy-compare", action="store_true",
+                   help="cuda: also time the largest group with the round ends' host copies into buffers kept "
+                        "across round ends (the option) beside the default, pinned memory taken for each")
     p.add_argument("--chain-drag", action="store_true",
                    help="only measure how much the chain slows the thread driving the training, with the chain's "
                         "GIL-bound part in threads vs in worker processes (also part of --device cuda)")

@@ -43,7 +43,7 @@ class Execution:
     chain_threads: int = 2
     chain_processes: int = 0
     draw_threads: int = 0
-    host_buffers: bool = False  # the round ends' host copies into buffers kept across round ends (GPU default)
+    host_buffers: bool = False  # the round ends' host copies into buffers kept across round ends (an option)
 
     @property
     def cuda(self) -> bool:
@@ -69,8 +69,9 @@ def resolve(device: str | torch.device = "cpu", *, threads: int | None = None, s
     more rows no longer fit the cache); on a GPU every row steps at once, on the CPU in blocks of
     :data:`CPU_BLOCK_ROWS`; ``threads`` sets torch's threads and the chain's threads; the chain's
     GIL-bound part runs in :func:`default_chain_processes` worker processes when stacked; orders
-    and noise are drawn by :data:`DRAW_THREADS` threads on a GPU; on a GPU the round ends copy to
-    host buffers kept across them (``host_buffers``). Any option given wins."""
+    and noise are drawn by :data:`DRAW_THREADS` threads on a GPU; the round ends copy into pinned
+    memory taken for each (torch's host allocator keeps it) unless ``host_buffers`` asks for buffers
+    kept across round ends (slower on an H200: docs/gpu.md). Any option given wins."""
     name = str(device)
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
@@ -82,4 +83,4 @@ def resolve(device: str | torch.device = "cpu", *, threads: int | None = None, s
         torch_threads=threads, chain_threads=max(1, threads or 2),
         chain_processes=default_chain_processes(stacked) if chain_processes is None else chain_processes,
         draw_threads=(DRAW_THREADS if cuda else 0) if draw_threads is None else draw_threads,
-        host_buffers=cuda if host_buffers is None else host_buffers)
+        host_buffers=bool(host_buffers))

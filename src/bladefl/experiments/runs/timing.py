@@ -184,9 +184,9 @@ def raw_step_rate(rows: int, batch: int, shape: mlp.Shape, device: torch.device,
 
 
 def stacked_engine(cfg: RunConfig, data: ClientData, seeds: int, host_buffers: bool | None = None) -> GroupTimes:
-    """One group: every K of ``cfg``'s cell for ``seeds`` seeds, stacked; ``host_buffers`` False:
-    each round end's host copy into pinned memory allocated for it (the engine before buffers were
-    kept), None: the device's default."""
+    """One group: every K of ``cfg``'s cell for ``seeds`` seeds, stacked; ``host_buffers`` True:
+    each round end's host copy into buffers kept across round ends, else (the default) into pinned
+    memory taken for it."""
     specs = [RunSpec(from_dict({**cfg.to_dict(), "seed": s}), K) for s in range(seeds) for K in cfg.time.K]
     execution = resolve(data.x.device, stack=True, threads=8, host_buffers=host_buffers)
     return run_group(specs, data, execution).times
