@@ -43,6 +43,8 @@ def with_change(path: list, value) -> dict:
         (["sweeps", 5, "values"], [0.0, 1.5], "1.5"),
         (["sweeps", 4, "vary"], "gamma", "gamma"),
         (["base", "eta"], 0, "eta"),
+        # M = lazy_ratio x N lazy clients, once silently rounded (0, 0, 1, 1 for the M/N sweep)
+        (["base", "N"], 3, "sweeps[lazy_ratio]: lazy_ratio 0.1 x N 3 = 0.3 lazy clients (N from base.N"),
     ],
 )
 def test_snakemake_rejects_bad_config_before_any_job(tmp_path, path, value, message):

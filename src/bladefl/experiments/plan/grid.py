@@ -128,6 +128,20 @@ def unique_cells(members: Sequence[Member]) -> list[Cell]:
     return list(seen.values())
 
 
+def lazy_count_errors(members: Sequence[Member]) -> list[str]:
+    """A lazy ratio that does not make a whole number of lazy clients, M = lazy_ratio x N (the run
+    would round it: ``base: {N: 3}`` makes the M/N sweep 0, 0, 1, 1 clients), named with the sweep
+    and where N comes from (the sweep's own N, else ``base.N`` or the sweep's fixed setting)."""
+    errors = []
+    for m in members:
+        lazy = m.cell.lazy_ratio * m.cell.N
+        if abs(lazy - round(lazy)) > 1e-9:
+            where = "the sweep's N" if m.vary == "N" else "N from base.N or the sweep's fixed settings"
+            errors.append(f"sweeps[{m.sweep}]: lazy_ratio {m.cell.lazy_ratio:g} x N {m.cell.N} = {lazy:g} lazy "
+                          f"clients ({where}): lazy_ratio x N must be a whole number")
+    return errors
+
+
 def cell_errors(cell: Cell, n: int, t_sum: float, train_size: int = 60_000) -> list[str]:
     """Each parameter against its range (:data:`bladefl.fl.ranges.RANGES`, the run config's), then
     what depends on several: a feasible K, N clients of n samples in the training set, an honest

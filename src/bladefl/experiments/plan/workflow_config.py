@@ -20,7 +20,8 @@ from typing import Any
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.experiments.plan import run_id
-from bladefl.experiments.plan.grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
+from bladefl.experiments.plan.grid import (Cell, Member, cell_errors, expand, lazy_count_errors, members_to_json,
+                                           unique_cells)
 from bladefl.experiments.plan.readings import Reading, reading_config, reading_errors, readings
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 from bladefl.fl.run_config import ConfigError as RunConfigError
@@ -381,8 +382,7 @@ def duplicate_key_errors(paths: Sequence[str | Path]) -> list[str]:
 
 
 def sweep_errors(config: Mapping[str, Any]) -> list[str]:
-    """Sweeps of one name (they would be merged: a paper table loses its sweep, the bound is fitted
-    to their cells together) and a value swept twice."""
+    """Sweeps of one name (merged, they would lose their table and bound fit) and a value swept twice."""
     names = [s.get("name") for s in config.get("sweeps", [])]
     twice = sorted({str(n) for n in names if names.count(n) > 1})
     errors = ([f"sweeps: each name once (got {twice} more than once; sweeps of one name would be merged)"]
@@ -421,10 +421,9 @@ def check(config: Mapping[str, Any]) -> None:
     except (ConfigError, RunConfigError) as exc:
         raise ConfigError(f"invalid config: {exc}") from None
     try:
-        grid_cells = cells(config)
+        grid_cells, errors = cells(config), errors + lazy_count_errors(members(config))
     except ConfigError as exc:
-        errors.append(str(exc))
-        grid_cells = []
+        errors, grid_cells = [*errors, str(exc)], []
     t_sum = config.get("t_sum", 100)
     if isinstance(t_sum, bool) or not isinstance(t_sum, (int, float)) or not 0 < t_sum < math.inf:
         raise ConfigError(f"invalid config: t_sum must be a finite number > 0 (got {t_sum!r})")
