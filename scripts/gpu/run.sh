@@ -132,14 +132,14 @@ if [ "$mode" = snakemake ]; then
   # Exactly the documented command (docs/gpu.md), the runs only; greedy scheduling (PuLP is not carried).
   # The grid's config as Snakemake reads it (on top of config/config.yaml): its first N seeds, its engine.
   config_of_grid='import sys; from bladefl.experiments.plan.workflow_config import read_configs; c = read_configs([sys.argv[1]])'
-  seeds=()
+  settings=()
   if [ -n "${GRID_SEEDS:-}" ]; then
-    # --config on the command line replaces the profile's `config:` list: grouping given again
-    seeds=(--config "seeds=$(python3 -c "$config_of_grid; print(c['seeds'][:int(sys.argv[2])])" "$grid" "$GRID_SEEDS")"
-      grouping=partition)
+    settings+=("seeds=$(python3 -c "$config_of_grid; print(c['seeds'][:int(sys.argv[2])])" "$grid" "$GRID_SEEDS")")
   fi
+  if [ "${DEVICE:-cuda}" = cpu ]; then settings+=(gpu_profile_on_cpu=True); fi  # a dry run elsewhere
+  if [ "${#settings[@]}" -gt 0 ]; then settings=(--config "${settings[@]}"); fi
   timeout --signal=INT "$grid_budget" python3 -m snakemake run_folders --profile profiles/gpu --configfile "$grid" \
-    --scheduler greedy "${seeds[@]}" 2>&1 | tee -a "$out/bench.txt" || rc=$?
+    --scheduler greedy "${settings[@]}" 2>&1 | tee -a "$out/bench.txt" || rc=$?
   # The finished run folders' tables, packed as the bench's are (the workflow writes results/runs/<profile>).
   engine=$(python3 -c "$config_of_grid; print(c.get('engine', 'paper'))" "$grid")
   if [ -d "results/runs/$engine" ]; then

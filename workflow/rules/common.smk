@@ -9,6 +9,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from bladefl.experiments.plan import gpu_profile
 from bladefl.experiments.plan import readings as rd
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.plan import workflow_config as wc_cfg
@@ -38,6 +39,17 @@ except WorkflowError:  # one line per problem naming the field, not the whole sc
 if duplicates := wc_cfg.duplicate_key_errors(workflow.configfiles):
     raise wc_cfg.ConfigError("invalid config:\n  - " + "\n  - ".join(duplicates))
 wc_cfg.check(config)
+# profiles/gpu declares a `gpu` resource: its grouping and its GPU check follow from that, not from
+# a config key that a `--config` on the command line would replace (bladefl.experiments.plan.gpu_profile).
+_gpu_resource = "gpu" in workflow.global_resources
+config["grouping"] = gpu_profile.grouping(config, _gpu_resource)
+
+
+onstart:
+    # before any job of a real run (a dry run plans the grouped jobs anywhere)
+    if _refusal := gpu_profile.refusal(config, _gpu_resource):
+        raise wc_cfg.ConfigError(_refusal)
+
 
 # The `bladefl` tool of the environment that runs the workflow, found by every job
 # without `.venv/bin` on the caller's PATH (a cluster node, `.venv/bin/snakemake` run directly): the

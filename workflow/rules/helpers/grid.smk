@@ -1,6 +1,10 @@
 # Helpers of grid.smk (its globals, wildcard constraints and input/parameter functions).
-GROUPED = config.get("grouping", "cell") == "partition"
-GROUPS = wc_cfg.partition_jobs(config) if GROUPED else []
+# config["grouping"] is set in common.smk (profiles/gpu: partition). A `run:` job's own process
+# (group_plan's) parses the workflow without the profile's resources: it knows every group.
+GROUPED = config["grouping"] == "partition"
+GROUPS = (
+    wc_cfg.partition_jobs(config) if GROUPED or not workflow.is_main_process else []
+)
 GROUPS_BY_NAME = {g.name: g for g in GROUPS}
 # The group job of each run (dataset, cell, seed) under grouping: partition.
 GROUP_OF_RUN = {

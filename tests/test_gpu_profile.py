@@ -1,0 +1,53 @@
+"""profiles/gpu keeps its promises: grouping follows from its `gpu` resource (a `--config` on the
+command line cannot erase it), and on a machine without a GPU it stops before any job unless asked."""
+
+from __future__ import annotations
+
+import pytest
+
+from bladefl.experiments.plan import gpu_profile
+from conftest import copy_workflow, snakemake
+
+
+def test_grouping_follows_the_gpu_resource_unless_the_config_names_one():
+    assert gpu_profile.grouping({}, gpu_resource=True) == "partition"
+    assert gpu_profile.grouping({}, gpu_resource=False) == "cell"
+    assert gpu_profile.grouping({"grouping": "cell"}, gpu_resource=True) == "cell"
+    assert gpu_profile.grouping({"grouping": "partition"}, gpu_resource=False) == "partition"
+
+
+def test_the_gpu_profile_without_a_gpu_is_refused_unless_asked():
+    def no_gpu() -> bool:
+        return False
+
+    line = gpu_profile.refusal({}, True, gpu_visible=no_gpu)
+    assert line and "no GPU" in line and "gpu_profile_on_cpu=True" in line and "\n" not in line
+    assert gpu_profile.refusal({}, True, gpu_visible=lambda: True) is None
+    assert gpu_profile.refusal({"gpu_profile_on_cpu": True}, True, gpu_visible=no_gpu) is None
+    assert gpu_profile.refusal({}, False, gpu_visible=no_gpu) is None  # not the GPU profile
+    assert gpu_profile.refusal({"grouping": "cell"}, True, gpu_visible=no_gpu) is None
+
+
+def test_a_config_on_the_command_line_keeps_the_gpu_profiles_grouping(tmp_path):
+    work = copy_workflow(tmp_path, extra=("profiles",))
+    proc = snakemake(work, "-n", "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml",
+                     "--config", "seeds_per_job=1", "results_dir=elsewhere", timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "run_group" in out and "run_cell" not in out, out[-3000:]
+
+
+def test_the_gpu_profile_on_a_machine_without_a_gpu_stops_with_one_line(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the profile may run")  # not a required test: it needs no GPU
+    work = copy_workflow(tmp_path, extra=("profiles",))
+    proc = snakemake(work, "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml", timeout=300)
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if "profiles/gpu: this machine has no GPU" in line]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert not (work / "data").exists() and not (work / "logs").exists() and not (work / "results").exists()
+    assert not list((work / ".snakemake/locks").glob("*"))  # the next run is not locked out
+    dry = snakemake(work, "-n", "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml", timeout=300)
+    assert dry.returncode == 0 and "run_group" in dry.stdout + dry.stderr  # a dry run plans it anywhere
