@@ -19,9 +19,9 @@ from typing import Any
 
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
+from bladefl.experiments.plan import grid as plan_grid
 from bladefl.experiments.plan import run_id
-from bladefl.experiments.plan.grid import (Cell, Member, cell_errors, expand, lazy_count_errors, members_to_json,
-                                           unique_cells)
+from bladefl.experiments.plan.grid import Cell, Member, cell_errors, expand, members_to_json, unique_cells
 from bladefl.experiments.plan.readings import Reading, reading_config, reading_errors, readings
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 from bladefl.fl.run_config import ConfigError as RunConfigError
@@ -421,7 +421,7 @@ def check(config: Mapping[str, Any]) -> None:
     except (ConfigError, RunConfigError) as exc:
         raise ConfigError(f"invalid config: {exc}") from None
     try:
-        grid_cells, errors = cells(config), errors + lazy_count_errors(members(config))
+        grid_cells, errors = cells(config), errors + plan_grid.lazy_count_errors(members(config))
     except ConfigError as exc:
         errors, grid_cells = [*errors, str(exc)], []
     t_sum = config.get("t_sum", 100)
