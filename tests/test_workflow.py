@@ -284,6 +284,32 @@ def test_grouped_jobs_write_the_same_runs_as_one_job_per_cell(smoke, tmp_path, d
 
 
 @pytest.mark.slow
+def test_a_killed_group_keeps_its_finished_runs_and_its_rerun_skips_them(tmp_path, data_root):
+    """grouping: partition, the workflow interrupted (SIGINT) once the group job has finished two
+    of its six runs: the rerun computes only the runs it had not finished (the group's folder is not
+    the job's output, so Snakemake does not remove it), and every run reaches its place."""
+    work = smoke_dir(tmp_path, data_root)
+    args = ["snakemake", "run_folders", "--cores", "2", "--configfile", "config/smoke.yaml", "--config",
+            "grouping=partition", "seeds_per_job=1"]
+    group = work / "results/groups/authors-code/mnist_N4_block0"
+    proc = subprocess.Popen(args, cwd=work, env=venv_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while len(list(group.rglob("summary.json"))) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=120)
+    finished = len(list(group.rglob("summary.json")))
+    assert 2 <= finished < 6, finished  # stopped mid-group, its finished runs kept
+    rerun = subprocess.run(args, cwd=work, env=venv_env(), capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    log = (work / "logs/run_group/authors-code/mnist_N4_block0.log").read_text()
+    assert f"{6 - finished} run folders written, {finished} already finished (of 6)" in log, log[-2000:]
+    assert len(list((work / "results/runs/authors-code/mnist").rglob("summary.json"))) == 6
+    assert not group.exists()  # each run moved to its place, the emptied folders removed
+
+
+@pytest.mark.slow
 def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_the_report(smoke, tmp_path, data_root):
     """The GPU script's archive of run tables, imported into a fresh copy, gives byte-identical
     analyses without running any run; `keep` bundles the report's inputs; `make reference-report`

@@ -87,9 +87,10 @@ else:
 
     # grouping: partition (the GPU profile, profiles/gpu): one job per dataset x N x block of seeds, all its
     # cells, seeds and K stacked as one computation, whatever partition draws its seeds train on (see
-    # docs/gpu.md). It writes its runs into a
-    # folder of its own (kept until each run is copied to its place in the grid, then removed), so
-    # that one wildcard rule holds every group and a profile can set its resources by name.
+    # docs/gpu.md). It writes its runs into a folder of its own, so that one wildcard rule holds every
+    # group and a profile can set its resources by name. The folder is not the job's output (its
+    # output is a mark left at the end): a killed group keeps the runs it finished, and its rerun
+    # skips them (`bladefl run-group` resumes); each run leaves it once moved to its place.
     localrules:
         run_of_group,
 
@@ -101,7 +102,7 @@ else:
             engine=f"config/engines/{ENGINE}.yaml",
             plan=f"{RESULTS}/plans/{ENGINE}/{{group}}.json",
         output:
-            temp(directory(f"{GROUP_RUNS}/{{group}}")),
+            temp(f"{GROUP_RUNS}/{{group}}.done"),
         log:
             f"{LOGS}/run_group/{ENGINE}/{{group}}.log",
         benchmark:
@@ -119,14 +120,14 @@ else:
         shell:
             "bladefl run-group --config {input.engine} --partition {input.partition} "
             "{params.reference} --plan @{input.plan} --set data_dir={params.data_dir} "
-            "--threads {threads} --quiet > {log} 2>&1"
+            "--threads {threads} --quiet > {log} 2>&1 && touch {output}"
 
-    # Each run of a group copied from the group's folder to its place in the grid (what the
-    # analyses read, as under grouping: cell). Before the next group starts (priority): a group
-    # holds every core, and a workflow stopped later keeps the copied runs.
+    # Each run of a group moved from the group's folder to its place in the grid (what the
+    # analyses read, as under grouping: cell), the emptied folders removed. Before the next group
+    # starts (priority): a group holds every core, and a workflow stopped later keeps the moved runs.
     rule run_of_group:
         input:
-            group_of_run,
+            group_done,
         output:
             rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),
             summary=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "summary.json"),
@@ -145,7 +146,8 @@ else:
             src=run_in_group,
             dst=folder_of_output,
         shell:
-            "cp -R {params.src}/. {params.dst}/ > {log} 2>&1"
+            "(cp -R {params.src}/. {params.dst}/ && rm -rf {params.src} && "
+            "rmdir -p --ignore-fail-on-non-empty $(dirname {params.src})) > {log} 2>&1"
 
 
 localrules:

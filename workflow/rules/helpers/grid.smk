@@ -82,15 +82,22 @@ def group_plan_json(wildcards):
 
 
 def group_of_run(wildcards):
-    """The folder of the group job that computes run (dataset, cell, seed)."""
-    group = GROUP_OF_RUN[(wildcards.dataset, wildcards.cell, int(wildcards.seed))]
-    return f"{GROUP_RUNS}/{group}"
+    """The name of the group job that computes run (dataset, cell, seed)."""
+    return GROUP_OF_RUN[(wildcards.dataset, wildcards.cell, int(wildcards.seed))]
+
+
+def group_done(wildcards):
+    """The mark the group job of run (dataset, cell, seed) leaves once all its runs are written."""
+    return f"{GROUP_RUNS}/{group_of_run(wildcards)}.done"
 
 
 def run_in_group(wildcards):
     """Where run (dataset, cell, seed) lies in its group's folder."""
     return run_id.folder(
-        group_of_run(wildcards), wildcards.dataset, wildcards.cell, wildcards.seed
+        f"{GROUP_RUNS}/{group_of_run(wildcards)}",
+        wildcards.dataset,
+        wildcards.cell,
+        wildcards.seed,
     )
 
 
