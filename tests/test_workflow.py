@@ -284,6 +284,21 @@ def test_grouped_jobs_write_the_same_runs_as_one_job_per_cell(smoke, tmp_path, d
 
 
 @pytest.mark.slow
+def test_changing_fetch_sources_replans_nothing_downstream_of_verified_files(tmp_path):
+    """The sources cannot change a fetched file (each is verified against its SHA-256): data fetched
+    by the workflow from one list of sources stays done under another, and so does all that follows."""
+    work = copy_workflow(tmp_path)
+    first = snakemake(work, "data/raw/MNIST/raw/train-images-idx3-ubyte", "--cores", "1", "--configfile",
+                      "config/smoke.yaml", "--config", "fetch_sources=[registry]", timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    dry = snakemake(work, "-n", "--cores", "1", "--configfile", "config/smoke.yaml", "--config",
+                    "fetch_sources=[existing, torchvision, registry]", timeout=300)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    jobs = dry.stdout + dry.stderr
+    assert "partition" in jobs and "fetch_data" not in jobs, jobs[-3000:]
+
+
+@pytest.mark.slow
 def test_a_killed_group_keeps_its_finished_runs_and_its_rerun_skips_them(tmp_path, data_root):
     """grouping: partition, the workflow interrupted (SIGINT) once the group job has finished two
     of its six runs: the rerun computes only the runs it had not finished (the group's folder is not

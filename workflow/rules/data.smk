@@ -24,10 +24,9 @@ rule fetch_data:
     params:
         dataset=dataset_of_tv,
         root=raw_root_of_output,
-        sources=" ".join(config["fetch_sources"]),
     shell:
         "bladefl fetch --dataset {params.dataset} --root {params.root} "
-        "--sources {params.sources} > {log} 2>&1"
+        "--sources {FETCH_SOURCES} > {log} 2>&1"
 
 
 rule partition:
