@@ -21,12 +21,13 @@ rule fetch_data:
     resources:
         mem_mb=2000,
         runtime=20,
+        fetch_sources=FETCH_SOURCES,
     params:
         dataset=dataset_of_tv,
         root=raw_root_of_output,
     shell:
         "bladefl fetch --dataset {params.dataset} --root {params.root} "
-        "--sources {FETCH_SOURCES} > {log} 2>&1"
+        "--sources {resources.fetch_sources} > {log} 2>&1"
 
 
 rule partition:

@@ -1,7 +1,7 @@
 # Helpers of data.smk (its globals, wildcard constraints and input/parameter functions).
-# Where raw files may come from, given to the fetch command through the rule's shell, not as a
-# param: the sources cannot change what is fetched (every file is verified against its SHA-256),
-# so changing them (the smoke config names fewer) must not replan the data and all that follows.
+# Where raw files may come from: a resource of the fetch job (how it runs), not a param (what it
+# makes), since the sources cannot change a fetched file (each is verified against its SHA-256):
+# changing them (the smoke config names fewer) must not replan the data and all that follows.
 FETCH_SOURCES = " ".join(config["fetch_sources"])
 
 
