@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
-PARTITION = "compute"  # the partition named in profiles/slurm
+PARTITION = "debug"  # the cluster's default partition (profiles/slurm names none)
 
 
 def missing_tools() -> list[str]:

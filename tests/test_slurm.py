@@ -14,11 +14,12 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import copy_workflow, venv_env
+from conftest import bare_env, copy_workflow
 from slurm_cluster import install, local_cluster, missing_tools
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.slurm
 OVERRIDES = [
     "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5",
     "--slurm-no-account", "--jobs", "4", "--retries", "0",
-    "--default-resources", "slurm_partition=compute", "mem_mb=1000", "runtime=10",
+    "--default-resources", "mem_mb=1000", "runtime=10",  # no partition: the cluster's default
     "--set-resources", "run_cell:cpus_per_task=1", "run_cell:mem_mb=2000", "reference:cpus_per_task=1",
     "reference:mem_mb=2000",
     "--set-threads", "run_cell=1", "reference=1",
@@ -49,9 +50,12 @@ def cluster(tmp_path_factory):
 
 
 def run_profile(cluster, workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = {**venv_env(), "SLURM_CONF": cluster.env["SLURM_CONF"],
-           "PATH": f"{cluster.bin}{os.pathsep}{venv_env()['PATH']}"}
-    cmd = ["timeout", "-k", "30", str(timeout), "snakemake", "--profile", str(REPO / "profiles/slurm"), *OVERRIDES,
+    """`.venv/bin/snakemake` called by its path with no `bladefl` on PATH (as docs/hpc.md says): every
+    job finds the tools through the workflow's own PATH prefix."""
+    bare = bare_env()
+    env = {**bare, "SLURM_CONF": cluster.env["SLURM_CONF"], "PATH": f"{cluster.bin}{os.pathsep}{bare['PATH']}"}
+    snakemake = str(Path(sys.executable).parent / "snakemake")
+    cmd = ["timeout", "-k", "30", str(timeout), snakemake, "--profile", str(REPO / "profiles/slurm"), *OVERRIDES,
            *args]
     return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
 

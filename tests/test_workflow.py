@@ -189,6 +189,14 @@ def test_paper_grid_dry_run_with_the_slurm_profile_shows_the_batches(tmp_path):
     runs = int(re.search(r"^run_cell\s+(\d+)$", out, re.M).group(1))
     assert runs == 1080
     assert out.count("Group job grid") == math.ceil(runs / 16) == 68
+    # docs/hpc.md's counts are this dry run's
+    count = {rule: int(re.search(rf"^{rule}\s+(\d+)$", out, re.M).group(1))
+             for rule in ("total", "partition", "reference")}
+    doc = " ".join((REPO / "docs/hpc.md").read_text().split())
+    for said in (f"is {runs:,} grid jobs", f"plus {count['partition']} partitions",
+                 f"{count['reference']} reference optima", f"lists {count['total']:,} jobs", f"as {out.count('Group job grid')} batches",
+                 f"runs become {out.count('Group job grid')} cluster jobs"):
+        assert said in doc, said
 
 
 @pytest.mark.slow
