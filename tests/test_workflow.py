@@ -193,9 +193,10 @@ def test_paper_grid_dry_run_with_the_slurm_profile_shows_the_batches(tmp_path):
     count = {rule: int(re.search(rf"^{rule}\s+(\d+)$", out, re.M).group(1))
              for rule in ("total", "partition", "reference")}
     doc = " ".join((REPO / "docs/hpc.md").read_text().split())
+    batches = out.count("Group job grid")
     for said in (f"is {runs:,} grid jobs", f"plus {count['partition']} partitions",
-                 f"{count['reference']} reference optima", f"lists {count['total']:,} jobs", f"as {out.count('Group job grid')} batches",
-                 f"runs become {out.count('Group job grid')} cluster jobs"):
+                 f"{count['reference']} reference optima", f"lists {count['total']:,} jobs", f"as {batches} batches",
+                 f"runs become {batches} cluster jobs"):
         assert said in doc, said
 
 
