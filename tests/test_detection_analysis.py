@@ -76,3 +76,23 @@ def test_exclusion_compares_the_optimum_with_and_without_exclusion_and_without_l
     assert set(curves.condition) == {"no lazy clients", "lazy clients", "lazy, flagged excluded"}
     assert set(curves.sweep) == {"lazy_ratio"} and (curves.seeds == 2).all()
     assert Cell.from_key(cut.key) == cut and cut.key.endswith("_exclude~1")
+
+
+def test_a_run_whose_detectors_ran_without_its_detections_file_is_an_error_not_a_smaller_table(tmp_path):
+    """A lazy run whose validators ran detectors wrote detections.csv; with the file gone (a run folder
+    copied without it) the detection tables would shrink without a word: they refuse, naming it."""
+    import json
+
+    path = _run(tmp_path, LAZY, 0, [0.5, 0.6])
+    summary = json.loads(path.read_text())
+    summary["config"].update(lazy={"ratio": 0.25, "detectors": ["near_duplicate"]}, partition={"N": 4})
+    path.write_text(json.dumps(summary))
+    with pytest.raises(ValueError, match="detections.csv: missing, though the run's validators ran detectors"):
+        da.read_detections([path])
+    row = "1,0,0,True,near_duplicate,0.5,1,0"
+    (path.parent / "detections.csv").write_text(",".join(da.DETECTION_COLUMNS) + f"\n{row}\n")
+    assert len(da.read_detections([path])) == 1
+    summary["config"]["lazy"]["detectors"] = []  # no detectors: no file expected
+    path.write_text(json.dumps(summary))
+    (path.parent / "detections.csv").unlink()
+    assert da.read_detections([path]).empty

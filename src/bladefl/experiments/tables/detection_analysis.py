@@ -16,6 +16,7 @@ true role, excluded) and ``summary.json`` files. Outputs, per dataset:
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,11 +32,24 @@ DETECTION_COLUMNS = ["K", "round", "client", "lazy", "detector", "score", "flag"
 METRICS = ["precision", "recall", "fpr", "auc"]
 
 
+def expects_detections(summary: dict) -> bool:
+    """Whether a run wrote ``detections.csv``: its validators ran detectors, it had lazy clients and
+    some K trained."""
+    config, lazy = summary.get("config", {}), summary.get("config", {}).get("lazy", {})
+    lazy_clients = round(float(lazy.get("ratio", 0.0)) * int(config.get("partition", {}).get("N", 0)))
+    trained = any(k.get("status") != "infeasible" for k in summary.get("per_K", []))
+    return bool(lazy.get("detectors")) and lazy_clients > 0 and trained
+
+
 def read_detections(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
-    """Every run's detections with its cell and seed (runs without detections.csv add nothing)."""
+    """Every run's detections with its cell and seed (runs without detectors add nothing); a run
+    whose detectors ran but whose ``detections.csv`` is missing is an error, not a smaller table."""
     frames = []
     for path in map(Path, summary_paths):
         file = path.parent / "detections.csv"
+        if not file.is_file() and expects_detections(json.loads(path.read_text())):
+            raise ValueError(f"{file}: missing, though the run's validators ran detectors on its lazy clients "
+                             f"(a run folder copied without it? the detection tables would lose this run)")
         if file.is_file():
             frame = pd.read_csv(file)
             missing = sorted(set(DETECTION_COLUMNS) - set(frame.columns))
