@@ -71,10 +71,13 @@ rule notebook:
         runtime=20,
     params:
         index=page_index,
+        results=results_root,
+        data=data_root,
     shell:
         "mkdir -p {output.figures} {output.tables} && "
         "bladefl run-page {input.notebook} --parameters {input.parameters} --executed {output.executed} "
-        "--out {output.html} --index {params.index} > {log} 2>&1"
+        "--out {output.html} --index {params.index} --results-dir {params.results} "
+        "--data-dir {params.data} > {log} 2>&1"
 
 
 rule report_index:

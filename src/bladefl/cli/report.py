@@ -214,18 +214,34 @@ def add_run_page(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executed", required=True, help="the executed notebook to write (.ipynb)")
     p.add_argument("--out", required=True, help="the HTML page")
     p.add_argument("--index", required=True, help="the report's front page (linked from the page)")
+    p.add_argument("--results-dir", default="results",
+                   help="the run's results folder: every path parameter lies in it or in --data-dir")
+    p.add_argument("--data-dir", default="data", help="the run's data folder (partition manifests)")
 
 
 def _cmd_run_page(args: argparse.Namespace) -> int:
-    from bladefl.report.execution import execute_notebook, read_parameters
+    from bladefl.report.execution import execute_notebook
+    from bladefl.report.page_parameters import ParameterError, read
     from bladefl.report.pages import render_html
 
     try:
-        parameters = read_parameters(args.parameters)
-    except (OSError, ValueError) as exc:
-        print(f"error: --parameters: {exc}", file=sys.stderr)
+        parameters = read(args.parameters, args.notebook, args.results_dir, args.data_dir)
+    except ParameterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from papermill.exceptions import PapermillExecutionError
+
+    executed = Path(args.executed)
+    try:  # no executed notebook is left behind by a page that fails
+        execute_notebook(args.notebook, executed, parameters)
+    except PapermillExecutionError as exc:
+        executed.unlink(missing_ok=True)
+        print(f"error: {args.notebook} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}"[:2000],
+              file=sys.stderr)
         return 1
-    execute_notebook(args.notebook, args.executed, parameters)
+    except BaseException:
+        executed.unlink(missing_ok=True)
+        raise
     print(f"wrote {args.executed}")
     print(f"wrote {render_html(args.executed, args.out, args.index)}")
     return 0

@@ -16,19 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bladefl.core import strict_yaml
-
 # A Unix socket's path must fit in sun_path (108 bytes with its NUL); a kernel's sockets are named
 # "<folder>/kernel-<n>", so the folder's path is kept well below that.
 _MAX_SOCKET_FOLDER = 80
-
-
-def read_parameters(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A page's parameter file (written by the workflow's ``notebook_parameters`` rule): a mapping."""
-    values = strict_yaml.load(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(values, dict):
-        raise ValueError(f"{path}: the parameters must be a mapping of names to values, not {type(values).__name__}")
-    return values
 
 
 def socket_parent() -> str:
@@ -54,4 +44,4 @@ def execute_notebook(notebook: str | os.PathLike[str], executed: str | os.PathLi
     return Path(executed)
 
 
-__all__ = ["execute_notebook", "read_parameters", "socket_parent"]
+__all__ = ["execute_notebook", "socket_parent"]
