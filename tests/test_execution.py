@@ -61,16 +61,18 @@ def test_run_page_executes_and_renders_pages_started_together(tmp_path):
     procs = []
     for i in range(4):
         params = tmp_path / f"p{i}.yaml"
-        params.write_text(json.dumps({"record": str(tmp_path / f"r{i}.json"), "label": f"page{i}"}))
+        # run-page takes paths inside the run's folders only (here both are tmp_path): the label is one
+        params.write_text(json.dumps({"record": str(tmp_path / f"r{i}.json"), "label": str(tmp_path / f"page{i}")}))
         procs.append(subprocess.Popen(
             ["bladefl", "run-page", str(notebook), "--parameters", str(params), "--executed",
              str(tmp_path / f"e{i}.ipynb"), "--out", str(tmp_path / f"mnist/p{i}.html"), "--index",
-             str(tmp_path / "index.html")], env=venv_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+             str(tmp_path / "index.html"), "--results-dir", str(tmp_path), "--data-dir", str(tmp_path)],
+            env=venv_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     for i, proc in enumerate(procs):
         stdout, stderr = proc.communicate(timeout=300)
         assert proc.returncode == 0, stderr[-2000:]
         assert f"wrote {tmp_path / f'mnist/p{i}.html'}" in stdout
-        assert json.loads((tmp_path / f"r{i}.json").read_text())["label"] == f"page{i}"
+        assert json.loads((tmp_path / f"r{i}.json").read_text())["label"] == str(tmp_path / f"page{i}")
         assert "probe" in (tmp_path / f"mnist/p{i}.html").read_text()
     folders = {Path(json.loads((tmp_path / f"r{i}.json").read_text())["ip"]).parent for i in range(4)}
     assert len(folders) == 4
@@ -83,5 +85,5 @@ def test_run_page_refuses_parameters_that_are_not_one_mapping(tmp_path, content)
     proc = subprocess.run(["bladefl", "run-page", str(notebook), "--parameters", str(tmp_path / "p.yaml"),
                            "--executed", str(tmp_path / "e.ipynb"), "--out", str(tmp_path / "p.html"),
                            "--index", str(tmp_path / "index.html")], env=venv_env(), capture_output=True, text=True)
-    assert proc.returncode == 1 and proc.stderr.startswith("error: --parameters: ")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: --parameters ")
     assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "e.ipynb").exists()
