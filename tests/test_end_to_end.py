@@ -30,5 +30,11 @@ def test_cli_run_on_mnist_writes_results_and_a_verifiable_chain(data_root, tmp_p
     assert ok.test_accuracy.max() > 0.2  # better than chance on real digits
     summary = json.loads((out / "summary.json").read_text())
     assert summary["provenance"]["data_sha256"]["train-images-idx3-ubyte"].startswith("ba8910")
-    assert main(["chain", "verify", str(out / "chains/K5.json"), "--store", str(out / "models")]) == 0
-    assert "chain valid" in capsys.readouterr().out
+    assert main(["chain", "verify", str(out / "chains/K5.json"), "--store", str(out / "models")]) == 3
+    assert "consistent, but unanchored" in capsys.readouterr().out  # nothing outside the run folder agrees
+    anchor = tmp_path / "anchors.json"
+    assert main(["chain", "anchor", "--summary", str(out / "summary.json"), "--out", str(anchor)]) == 0
+    assert main(["chain", "verify", str(out / "chains/K5.json"), "--summary", str(out / "summary.json"),
+                 "--anchor", str(anchor)]) == 0
+    assert f"chain valid, its tip is the run's ({out / 'summary.json'}), anchored by the anchor {anchor}" in \
+        capsys.readouterr().out

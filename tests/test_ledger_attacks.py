@@ -320,8 +320,8 @@ def mutate(data, rng):
 
 def test_random_mutations_always_end_in_one_line(copy_of, capsys):
     """Thousands of seeded mutations (values, types, presence, lengths, orders, truncations): the
-    verifier ends every one in exit 0 or 1 and one line, and exit 0 only when the ledger is the
-    original or an equivalent (a no-op mutation)."""
+    verifier ends every one in exit 3 (consistent: keys from the seed, no anchor) or 1 and one line,
+    and exit 3 only when the ledger is the original or an equivalent (a no-op mutation)."""
     rng = random.Random(0)
     path = copy_of / "chains/K3.json"
     original = load(path)
@@ -338,7 +338,7 @@ def test_random_mutations_always_end_in_one_line(copy_of, capsys):
             changed = mutated != original
         code = main(args)
         out, err = capsys.readouterr()
-        assert code in (0, 1) and len(out.splitlines()) == 1 and not err, (i, out, err)
+        assert code in (3, 1) and len(out.splitlines()) == 1 and not err, (i, out, err)
         assert code == 1 or not changed, (i, out)
 
 
@@ -588,3 +588,53 @@ def test_an_imported_runs_ledgers_are_verified_as_chain_verify_does(copy_of):
     assert len(problems) == 1 and problems[0].startswith("chains/K3.json: block 2: block hash"), problems
     without = {k: v for k, v in files(copy_of).items() if k != "chains/K2.json"}
     assert "chains/K2.json missing" in ledger_problems(without)[0]
+
+
+def test_a_ledger_rewritten_with_the_seeds_keys_is_consistent_never_valid_and_an_anchor_catches_it(
+        run, copy_of, tmp_path, capsys):
+    """Keys from the seed: whoever knows it re-mines and re-signs a changed block and everything after,
+    and the ledger verifies on its own. The verifier then says "consistent, but unanchored" (exit 3),
+    never "valid"; an anchor written from the honest run (as `bladefl keep` writes one into a bundle)
+    names the forgery (exit 1) and makes the honest ledger valid (exit 0)."""
+    anchor = tmp_path / "anchors.json"
+    assert main(["chain", "anchor", "--summary", str(run / "summary.json"), "--out", str(anchor)]) == 0
+    assert len(json.loads(anchor.read_text())["chains"]) == 2  # K = 2 and 3
+    honest = ["chain", "verify", str(run / "chains/K3.json"), "--summary", str(run / "summary.json")]
+    assert main(honest) == 3 and "consistent, its tip is the run's" in capsys.readouterr().out
+    assert main([*honest, "--anchor", str(anchor)]) == 0
+    assert f"chain valid, its tip is the run's ({run / 'summary.json'}), anchored by the anchor" in \
+        capsys.readouterr().out
+    path = copy_of / "chains/K3.json"
+    data = load(path)
+    data["blocks"][1]["header"]["test_accuracy"] = 0.99
+    remine(data, 1)  # re-signed with the seed's keys: consistent on its own
+    save(path, data)
+    assert main(["chain", "verify", str(path)]) == 3
+    assert "consistent, but unanchored: anyone holding the run's seed could have written it" in capsys.readouterr().out
+    assert main(["chain", "verify", str(path), "--anchor", str(anchor)]) == 1
+    out = capsys.readouterr().out
+    assert "the anchor records this chain ending at block 3" in out and len(out.splitlines()) == 1
+
+
+def test_a_run_of_another_config_is_not_in_the_anchor(run, tmp_path, capsys):
+    anchor = tmp_path / "anchors.json"
+    assert main(["chain", "anchor", "--summary", str(run / "summary.json"), "--out", str(anchor)]) == 0
+    other = tmp_path / "other"
+    run_cell(small_cfg(time={"K": [2]}, seed=5), other, data=synthetic(), progress=False)
+    code = main(["chain", "verify", str(other / "chains/K2.json"), "--summary", str(other / "summary.json"),
+                 "--anchor", str(anchor)])
+    assert code == 1 and "the anchor records no chain" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, said", [
+    ("{}", "not an anchor file (needs"),
+    ("not json", "not an anchor file"),
+    ('{"format": "bladefl-anchors/1", "chains": {"../x": {"tip": "00", "blocks": 1}}}', "is not a chain id"),
+    ('{"format": "bladefl-anchors/1", "chains": {"' + "a" * 64 + '": {"tip": "' + "b" * 64 + '", "blocks": true}}}',
+     "is not a chain id"),
+])
+def test_a_bad_anchor_file_is_one_line_exit_2(run, tmp_path, capsys, content, said):
+    (tmp_path / "a.json").write_text(content)
+    code = main(["chain", "verify", str(run / "chains/K2.json"), "--anchor", str(tmp_path / "a.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err

@@ -149,15 +149,22 @@ def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
 
 
 @pytest.mark.slow
-def test_the_readmes_re_verify_command_passes_on_every_ledger_the_workflow_writes(smoke, capsys):
+def test_the_readmes_re_verify_command_passes_on_every_ledger_the_workflow_writes(smoke, capsys, tmp_path):
     """README: `bladefl chain verify <run>/chains/K5.json --summary <run>/summary.json` on any run
     folder the workflow writes (no models kept: no --store)."""
     from bladefl.cli import main
 
     ledgers = sorted((smoke / "results/runs").rglob("chains/K*.json"))
     assert len(ledgers) == 12  # 6 runs x K 1..2
+    for ledger in ledgers:  # the keys derive from the seed: consistent, not valid, without an anchor
+        assert main(["chain", "verify", str(ledger), "--summary", str(ledger.parents[1] / "summary.json")]) == 3
+    assert capsys.readouterr().out.count("consistent, its tip is the run's") == 12
+    anchor = tmp_path / "anchors.json"  # a record kept outside the run folders (a kept bundle keeps one)
+    summaries = sorted(str(p) for p in (smoke / "results/runs").rglob("summary.json"))
+    assert main(["chain", "anchor", "--summary", *summaries, "--out", str(anchor)]) == 0
     for ledger in ledgers:
-        assert main(["chain", "verify", str(ledger), "--summary", str(ledger.parents[1] / "summary.json")]) == 0
+        assert main(["chain", "verify", str(ledger), "--summary", str(ledger.parents[1] / "summary.json"),
+                     "--anchor", str(anchor)]) == 0
     assert capsys.readouterr().out.count("chain valid, its tip is the run's") == 12
 
 
@@ -371,6 +378,12 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     assert manifest["about"]["imported"]["runs"] == {"mnist": 6} and manifest["about"]["runs"] == 6
     assert "results/verdicts/mnist.csv" in manifest["files"]
     assert not any(f.startswith("results/runs/") for f in manifest["files"])
+    # the bundle is an anchor: a run's ledger verifies as valid against it, not only as consistent
+    from bladefl.cli import main
+
+    ledger = next((work / "results/runs").rglob("chains/K2.json"))
+    assert main(["chain", "verify", str(ledger), "--summary", str(ledger.parents[1] / "summary.json"), "--anchor",
+                 str(work / "reference/smoke/results/anchors/mnist.json")]) == 0
     # the archive the runs came from is kept with them, and imports again from the bundle
     assert manifest["files"]["runs/grid-tables.tar.gz"]["sha256"] == manifest["about"]["imported"]["sha256"]
     proc = subprocess.run(["bladefl", "import-runs", "--archive", "reference/smoke/runs/grid-tables.tar.gz",

@@ -208,6 +208,27 @@ rule provenance:
         "bladefl provenance --runs {input.runs} --out {output} > {log} 2>&1"
 
 
+# Each run's chains (chain id, tip, block count), for `bladefl chain verify --anchor`: a record kept
+# outside the run folders (a kept bundle holds it), so a ledger rewritten with the seed's keys is caught.
+rule anchors:
+    input:
+        runs=dataset_run_summaries,
+    output:
+        f"{RESULTS}/anchors/{{dataset}}.json",
+    log:
+        f"{LOGS}/anchors/{{dataset}}.log",
+    benchmark:
+        f"{BENCHMARKS}/anchors/{{dataset}}.tsv"
+    conda:
+        JOB_ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "bladefl chain anchor --summary {input.runs} --out {output} > {log} 2>&1"
+
+
 rule paper_comparison:
     input:
         summary=f"{RESULTS}/summary/{{dataset}}.csv",

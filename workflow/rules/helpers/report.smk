@@ -99,6 +99,8 @@ def kept_inputs(wildcards):
                 if k != "config_file":
                     files.update([v] if isinstance(v, str) else v)
         files.add(f"{RESULTS}/tables/{d}_paper_comparison.md")
+        # the runs' chains (chain id, tip, blocks): the bundle is an anchor
+        files.add(f"{RESULTS}/anchors/{d}.json")
     provenance = [f"{RESULTS}/provenance/{d}.csv" for d in DATASETS]
     return {"files": sorted(files - set(provenance)), "provenance": provenance}
 
