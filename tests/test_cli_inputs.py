@@ -28,6 +28,16 @@ PAPER = str(REPO / "config" / "engines" / "paper.yaml")
         (["run", "--config", PAPER, "--set", "data_dir={tmp}/nodata", "--set", "time.K=[1]"], "run `bladefl fetch"),
         (["run-group", "--plan", json.dumps([{"out": "x"}]), "--partition", "p.npy"], "--plan: a list of"),
         (["run-group", "--plan", json.dumps({"out": "x"}), "--partition", "p.npy"], "--plan: a list of"),
+        # a folder option naming a file: once NotADirectoryError midway
+        (["lay-out", str(REPO / "reference/default-2seeds"), "--results-dir", "{tmp}/a_file", "--data-dir",
+          "{tmp}/d"], "--results-dir {tmp}/a_file: not a folder ({tmp}/a_file is a file)"),
+        (["lay-out", str(REPO / "reference/default-2seeds"), "--results-dir", "{tmp}/r", "--data-dir",
+          "{tmp}/a_file/d"], "--data-dir {tmp}/a_file/d: not a folder ({tmp}/a_file is a file)"),
+        (["import-runs", "--archive", "{tmp}/a_file", "--configfile", str(REPO / "config/smoke.yaml"),
+          "--results-dir", "{tmp}/a_file"], "--results-dir {tmp}/a_file: not a folder"),
+        # a config file of invalid YAML: once the parser's caret drawing over several lines
+        (["import-runs", "--archive", "{tmp}/a_file", "--configfile", "{tmp}/broken.yaml", "--results-dir",
+          "{tmp}/r"], "{tmp}/broken.yaml: not valid YAML (line 2, column 1)"),
     ],
 )
 def test_bad_inputs_say_what_is_wrong_and_write_nothing(tmp_path, capsys, args, message):

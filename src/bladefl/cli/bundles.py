@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import Command, key_secret
+from bladefl.cli.common import Command, folder_option, key_secret
 
 
 def add_keep(p: argparse.ArgumentParser) -> None:
@@ -65,7 +65,7 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
     from bladefl.experiments.bundles import run_import
 
     config = run_import.read_config(args.configfile, args.seeds)
-    results = Path(args.results_dir or config["results_dir"])
+    results = folder_option(args.results_dir or config["results_dir"], "--results-dir")
     runs_root = results / "runs" / config.get("engine", "paper")
     secret = key_secret(args.key_secret)
     try:
@@ -92,6 +92,7 @@ def add_lay_out(p: argparse.ArgumentParser) -> None:
 def _cmd_lay_out(args: argparse.Namespace) -> int:
     from bladefl.experiments.bundles import kept_results
 
+    folder_option(args.results_dir, "--results-dir"), folder_option(args.data_dir, "--data-dir")
     try:
         count = kept_results.lay_out(args.bundle, args.results_dir, args.data_dir)
     except ValueError as exc:

@@ -31,3 +31,13 @@ def key_secret(path: str | None) -> bytes | None:
         return read_secret(path)
     except OSError as exc:
         raise ValueError(f"--key-secret {path}: {exc.strerror or exc}") from None
+
+
+def folder_option(path: str | Path, option: str) -> Path:
+    """``path`` as a folder to write into, or ValueError naming ``option`` when it (or a folder above
+    it) is an existing file: one line, before any work, not a NotADirectoryError midway."""
+    path = Path(path)
+    for part in [path, *path.parents]:
+        if part.exists() and not part.is_dir():
+            raise ValueError(f"{option} {path}: not a folder ({part} is a file)")
+    return path

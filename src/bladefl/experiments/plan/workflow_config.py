@@ -357,9 +357,9 @@ def read_configs(paths: Sequence[str | Path], default: str | Path | None = DEFAU
     config: dict = {}
     for path in layers(paths, default) if default is not None else [Path(p) for p in paths]:
         try:
-            layer = strict_yaml.load(path.read_text()) or {}
-        except strict_yaml.DuplicateKeyError as exc:
-            raise ConfigError(f"invalid config: {path}: {exc}") from None
+            layer = strict_yaml.read_file(path) or {}
+        except strict_yaml.YamlFileError as exc:
+            raise ConfigError(f"invalid config: {exc}") from None
         if not isinstance(layer, Mapping):
             raise ConfigError(f"invalid config: {path}: not a mapping of keys to values")
         config = merged(config, renamed_keys(layer)[0])
