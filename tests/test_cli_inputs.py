@@ -28,6 +28,11 @@ PAPER = str(REPO / "config" / "engines" / "paper.yaml")
         (["run", "--config", PAPER, "--set", "data_dir={tmp}/nodata", "--set", "time.K=[1]"], "run `bladefl fetch"),
         (["run-group", "--plan", json.dumps([{"out": "x"}]), "--partition", "p.npy"], "--plan: a list of"),
         (["run-group", "--plan", json.dumps({"out": "x"}), "--partition", "p.npy"], "--plan: a list of"),
+        # integers in plain decimal only: YAML 1.1 read 017 as 15, 0x10 as 16, 1_000 as 1000
+        (["run", "--config", PAPER, "--set", "seed=017"], "seed must be an integer >= 0 (got '017')"),
+        (["run", "--config", PAPER, "--set", "seed=0x10"], "seed must be an integer >= 0 (got '0x10')"),
+        (["run", "--config", PAPER, "--set", "seed=1_000"], "seed must be an integer >= 0 (got '1_000')"),
+        (["run", "--config", PAPER, "--set", "time.K=[1, 0o7]"], "time.K must be a non-empty list of distinct"),
         # a folder option naming a file: once NotADirectoryError midway
         (["lay-out", str(REPO / "reference/default-2seeds"), "--results-dir", "{tmp}/a_file", "--data-dir",
           "{tmp}/d"], "--results-dir {tmp}/a_file: not a folder ({tmp}/a_file is a file)"),

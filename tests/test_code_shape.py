@@ -17,7 +17,7 @@ SRC = REPO / "src" / "bladefl"
 
 # Modules over the limit, to be split by concept (issue 40): path under src/bladefl -> lines then.
 STILL_OVER = {
-    "experiments/plan/workflow_config.py": 465,
+    "experiments/plan/workflow_config.py": 458,
 }
 
 

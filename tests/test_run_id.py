@@ -25,3 +25,11 @@ def test_wildcards_pass_through_for_the_workflow():
 def test_a_path_outside_a_run_folder_is_named(path):
     with pytest.raises(ValueError, match="not in a run folder"):
         run_id.from_path(path)
+
+
+@pytest.mark.parametrize("name", ["seed~٠", "seed~017", "seed~+1", "seed~1_0", "seed~ 1"])
+def test_a_run_folder_whose_seed_is_not_plain_decimal_ascii_is_not_a_run_folder(name):
+    """int() reads '٠' (an Arabic-Indic zero) as 0 and '017' as 17: a folder named so would be taken
+    for another seed's run (an import once laid one out as seed 0)."""
+    with pytest.raises(ValueError, match="not in a run folder"):
+        run_id.from_path(f"runs/mnist/cell/{name}/summary.json")

@@ -225,3 +225,14 @@ def test_a_nan_budget_is_refused_by_the_library_check(monkeypatch):
     monkeypatch.chdir(REPO)
     with pytest.raises(ConfigError, match=r"t_sum must be a finite number > 0 \(got nan\)"):
         check({**copy.deepcopy(BASE), "t_sum": float("nan")})
+
+
+def test_an_integer_snakemake_would_read_as_another_number_is_refused_before_any_job(tmp_path):
+    """Snakemake reads a config file as YAML 1.1: `017` is 15, `0x10` 16, `1_000` 1000. The workflow
+    rereads each config file strictly and names the first such number."""
+    work = copy_workflow(tmp_path)
+    (work / "bad.yaml").write_text("seeds: [0, 017]\n")
+    proc = snakemake(work, "-n", "--cores", "1", "--configfile", "bad.yaml", timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "bad.yaml: seeds[1]: '017' is not a plain decimal integer" in out, out[-2000:]
+    assert not (work / "data").exists() and not (work / "logs").exists()

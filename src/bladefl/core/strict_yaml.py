@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,10 @@ class DuplicateKeyError(ValueError):
 
 
 class _StrictLoader(yaml.SafeLoader):
+    """Safe YAML, each key once, integers in plain decimal only: YAML 1.1's octal (``017`` is 15),
+    hex (``0x10``), binary, underscore (``1_000``) and base-60 (``1:30``) forms stay strings, so a
+    seed, K or N written that way is refused by the field's type check, not read as another number."""
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
@@ -23,6 +28,13 @@ class _StrictLoader(yaml.SafeLoader):
                 raise DuplicateKeyError(f"key {key!r} given twice (lines {seen[key]} and {line})")
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
+
+
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:int"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"),
+                                    list("-+0123456789"))
 
 
 def load(text: str) -> Any:
@@ -54,4 +66,30 @@ def read_file(path: str | Path) -> Any:
         raise YamlFileError(f"{path}: a key that is a list or a mapping") from None
 
 
-__all__ = ["DuplicateKeyError", "YamlFileError", "load", "read_file"]
+def _first_reread(strict: Any, plain: Any, where: str = "") -> str | None:
+    """Where a plain YAML reader made an integer of what the strict one keeps as text."""
+    if isinstance(strict, dict) and isinstance(plain, dict):
+        return next((w for k in strict if k in plain and (w := _first_reread(strict[k], plain[k], f"{where}.{k}"))),
+                    None)
+    if isinstance(strict, list) and isinstance(plain, list) and len(strict) == len(plain):
+        return next((w for i, (a, b) in enumerate(zip(strict, plain, strict=True))
+                     if (w := _first_reread(a, b, f"{where}[{i}]"))), None)
+    return f"{where.lstrip('.')}: {strict!r}" if isinstance(strict, str) and isinstance(plain, int) else None
+
+
+def file_problem(path: str | Path) -> str | None:
+    """A key given twice in a YAML file others read with a plain reader (Snakemake keeps the last
+    one), or an integer in a form a plain reader turns into another number (``017`` is 15, ``0x10``
+    16, ``1_000`` 1000); None when there is neither, or when the file is unreadable (its reader says so)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        strict = load(text)
+    except DuplicateKeyError as exc:
+        return f"{path}: {exc}"
+    except (OSError, ValueError, TypeError, yaml.YAMLError):
+        return None
+    where = _first_reread(strict, yaml.safe_load(text))
+    return f"{path}: {where} is not a plain decimal integer (write it as digits alone)" if where else None
+
+
+__all__ = ["DuplicateKeyError", "YamlFileError", "file_problem", "load", "read_file"]

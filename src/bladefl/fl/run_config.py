@@ -190,7 +190,7 @@ def _errors(raw: dict[str, Any]) -> list[str]:
 
 # ASCII digits only: "\d" would take other scripts' digits ("١" read as 1).
 NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-INTEGER = re.compile(r"[+-]?[0-9]+")
+INTEGER = re.compile(r"[+-]?(0|[1-9][0-9]*)")  # plain decimal: "017" is not 15 nor 17
 
 
 def _coerce(value: Any, default: Any) -> Any:
@@ -246,7 +246,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise ConfigError(f"override must look like key=value (got {text!r})")
     key, value = text.split("=", 1)
     try:
-        return key.strip().split("."), yaml.safe_load(value)
+        return key.strip().split("."), strict_yaml.load(value)
     except yaml.YAMLError as exc:
         problem = str(getattr(exc, "problem", "") or exc).splitlines()[0]
         raise ConfigError(f"{key.strip()}: {value!r} is not a YAML value ({problem})") from None

@@ -9,6 +9,7 @@ functions with Snakemake wildcards (``folder(root, "{dataset}", "{cell}", "{seed
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def from_path(path: str | Path) -> RunId:
     path = Path(path)
     run = path if path.name.startswith(SEED_PREFIX) else path.parent
     seed = run.name.removeprefix(SEED_PREFIX)
-    if not run.name.startswith(SEED_PREFIX) or not seed.lstrip("-").isdigit() or len(run.parts) < 3:
+    if not run.name.startswith(SEED_PREFIX) or not re.fullmatch(r"-?(0|[1-9][0-9]*)", seed) or len(run.parts) < 3:
         raise ValueError(f"{path}: not in a run folder <root>/<dataset>/<cell>/{SEED_PREFIX}<seed>")
     return RunId(run.parent.parent.name, run.parent.name, int(seed), str(run.parent.parent.parent))
 

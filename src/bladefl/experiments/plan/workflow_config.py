@@ -367,18 +367,11 @@ def read_configs(paths: Sequence[str | Path], default: str | Path | None = DEFAU
 
 
 def duplicate_key_errors(paths: Sequence[str | Path]) -> list[str]:
-    """A key given twice in a config file (Snakemake's reader keeps the last one silently)."""
+    """A key given twice in a config file, or an integer not in plain decimal (Snakemake's reader
+    keeps the last key silently and reads ``017`` as 15): :func:`strict_yaml.file_problem`."""
     from bladefl.core import strict_yaml
 
-    errors = []
-    for path in paths:
-        try:
-            strict_yaml.load(Path(path).read_text())
-        except strict_yaml.DuplicateKeyError as exc:
-            errors.append(f"{path}: {exc}")
-        except (OSError, ValueError):
-            continue  # unreadable or not YAML: Snakemake has said so already
-    return errors
+    return [problem for path in paths if (problem := strict_yaml.file_problem(path))]
 
 
 def sweep_errors(config: Mapping[str, Any]) -> list[str]:
