@@ -638,3 +638,16 @@ def test_a_bad_anchor_file_is_one_line_exit_2(run, tmp_path, capsys, content, sa
     code = main(["chain", "verify", str(run / "chains/K2.json"), "--anchor", str(tmp_path / "a.json")])
     err = capsys.readouterr().err
     assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda p: os.truncate(p, 8 << 30), "more than the"),  # a sparse 8 GB file: refused from its size
+    (lambda p: (p.unlink(), os.mkfifo(p)), "not a regular file"),  # a FIFO: refused, not waited on
+])
+def test_a_store_file_that_is_no_model_is_one_line_not_a_memory_error(copy_of, capsys, make, said):
+    path = copy_of / "chains/K3.json"
+    first = load(path)["blocks"][0]["transactions"][0]["model_sha256"]
+    make(copy_of / "models" / f"{first}.bin")
+    code = main(["chain", "verify", str(path), "--store", str(copy_of / "models")])
+    out = capsys.readouterr().out
+    assert code == 1 and said in out and len(out.splitlines()) == 1, out

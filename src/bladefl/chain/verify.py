@@ -37,14 +37,33 @@ from bladefl.chain.ledger_file import Genesis, Problem, parse_block, parse_genes
 from bladefl.chain.pow import ZERO_HASH
 from bladefl.chain.round import genesis_ledger
 from bladefl.core import run_files
+from bladefl.core.bounded_read import read_regular
+
+# The most bytes a stored model may have (16M float32 parameters; the paper's MLP has 203,530): a
+# larger file, or a sparse one claiming gigabytes, is refused from its size before any byte is read.
+STORE_LIMIT = 64 << 20
+
+
+class StoreError(ValueError):
+    """A file of the model store that is no model (not a regular file, or too large)."""
+
+
+def _store_file(path: Path) -> bytes | None:
+    """A stored model's bytes (None when there is none), read within :data:`STORE_LIMIT`."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        return read_regular(path, STORE_LIMIT, "model store file")
+    except OSError as exc:
+        raise StoreError(str(exc) if exc.strerror is None else f"model store file {path}: {exc.strerror}") from None
 
 
 def _payloads(block: Block, store: str | Path) -> dict[str, bytes]:
     found = {}
     for tx in block.transactions:
-        f = Path(store) / f"{tx.model_sha256}.bin"
-        if f.is_file():
-            found[tx.model_sha256] = f.read_bytes()
+        payload = _store_file(Path(store) / f"{tx.model_sha256}.bin")
+        if payload is not None:
+            found[tx.model_sha256] = payload
     return found
 
 
@@ -78,15 +97,16 @@ def verify_chain(path: str | Path, store: str | Path | None = None,
         if block.header.difficulty_bits != genesis.difficulty_bits:
             return Problem(i, f"field 'header.difficulty_bits' is {block.header.difficulty_bits}, genesis says "
                               f"{genesis.difficulty_bits}")
-        uploads = None if store is None else _payloads(block, store)
-        problem = block_problem(block, prev, i, genesis.public_keys, uploads, chain=genesis.chain_id,
-                                n_samples=genesis.n_samples)
+        try:
+            uploads = None if store is None else _payloads(block, store)
+            problem = block_problem(block, prev, i, genesis.public_keys, uploads, chain=genesis.chain_id,
+                                    n_samples=genesis.n_samples)
+            if not problem and store is not None and block.header.model_sha256:
+                problem = global_model_problem(block, store, uploads)
+        except StoreError as exc:
+            problem = str(exc)
         if problem:
             return Problem(i, problem)
-        if store is not None and block.header.model_sha256:
-            problem = global_model_problem(block, store, uploads)
-            if problem:
-                return Problem(i, problem)
         if run is not None:
             problem = run.round_problem(i, block)
             if problem:
@@ -110,10 +130,9 @@ def global_model_problem(block: Block, store: str | Path, uploads: Mapping[str, 
     recomputed in float64, so equal up to the engine's float32 rounding). ``uploads``: the uploads'
     payloads by digest when the caller has read them already (else read from ``store``)."""
     uploads = _payloads(block, store) if uploads is None else uploads
-    target = Path(store) / f"{block.header.model_sha256}.bin"
-    if not target.is_file():
+    payload = _store_file(Path(store) / f"{block.header.model_sha256}.bin")
+    if payload is None:
         return f"global model {block.header.model_sha256[:12]} is missing from the store"
-    payload = target.read_bytes()
     if transactions.digest(payload) != block.header.model_sha256:
         return "the stored global model does not match the header's digest"
     if not block.transactions:
