@@ -33,6 +33,9 @@ PAPER = str(REPO / "config" / "engines" / "paper.yaml")
         (["run", "--config", PAPER, "--set", "seed=0x10"], "seed must be an integer >= 0 (got '0x10')"),
         (["run", "--config", PAPER, "--set", "seed=1_000"], "seed must be an integer >= 0 (got '1_000')"),
         (["run", "--config", PAPER, "--set", "time.K=[1, 0o7]"], "time.K must be a non-empty list of distinct"),
+        # 20,000 values of K once ran, each a round loop
+        (["run", "--config", PAPER, "--set", "time.K=[" + ",".join(map(str, range(1, 20_001))) + "]"],
+         "time.K must be a non-empty list of distinct integers >= 1 (at most 1000) (got 'a list of 20000')"),
         # a folder option naming a file: once NotADirectoryError midway
         (["lay-out", str(REPO / "reference/default-2seeds"), "--results-dir", "{tmp}/a_file", "--data-dir",
           "{tmp}/d"], "--results-dir {tmp}/a_file: not a folder ({tmp}/a_file is a file)"),

@@ -201,3 +201,31 @@ def test_rejudge_refuses_a_bundle_whose_config_names_a_dataset_outside_the_allow
     with pytest.raises(wc.ConfigError, match="datasets"):
         kr.rejudge(out, REPO / "config/paper_statements.yaml", REPO / "config/paper_values.yaml", log=lambda m: None)
     assert (out / kr.MANIFEST).read_bytes() == before and kr.problems(out) == []
+
+
+def test_a_listed_file_replaced_by_a_link_and_a_manifest_with_a_key_twice_are_refused(tmp_path, workflow):
+    """A link laid out would copy whatever it points to (a file outside the bundle) into results; a
+    manifest naming a file twice would be read by its last entry: both are named, nothing laid out."""
+    out = tmp_path / "kept"
+    keep(workflow, out)
+    rel = next(iter(kr.read_manifest(out)["files"]))
+    outside = tmp_path / "outside.csv"
+    outside.write_text("not what was kept\n")
+    kept = out / rel
+    os.chmod(kept, stat.S_IWUSR | stat.S_IRUSR)
+    kept.unlink()
+    kept.symlink_to(outside)
+    assert kr.problems(out) == [f"{rel}: a symbolic link (a bundle holds plain files only)"]
+    with pytest.raises(ValueError, match="symbolic link"):
+        kr.lay_out(out, tmp_path / "laid", tmp_path / "d")
+    assert not (tmp_path / "laid").exists()
+
+    other = tmp_path / "kept2"
+    keep(workflow, other)
+    manifest = other / kr.MANIFEST
+    os.chmod(manifest, stat.S_IWUSR | stat.S_IRUSR)
+    text = manifest.read_text()
+    first = text.index('"files": {') + len('"files": {')
+    entry_end = text.index("}", first) + 1
+    manifest.write_text(text[:first] + text[first:entry_end] + "," + text[first:entry_end] + text[entry_end:])
+    assert any("given twice" in p for p in kr.problems(other)), kr.problems(other)

@@ -119,6 +119,9 @@ SECTIONS = {
 }
 
 
+MAX_K_VALUES = 1000  # K values of one run (the paper sweeps 9; 20,000 once ran, each a round loop)
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -157,8 +160,9 @@ def _errors(raw: dict[str, Any]) -> list[str]:
             if wrong:
                 e.append(wrong)
     ks = tm["K"]
-    need(isinstance(ks, (list, tuple)) and len(ks) > 0 and all(_is_int(k) and k >= 1 for k in ks)
-         and len(set(ks)) == len(ks), "time.K", "a non-empty list of distinct integers >= 1", ks)
+    need(isinstance(ks, (list, tuple)) and 0 < len(ks) <= MAX_K_VALUES and all(_is_int(k) and k >= 1 for k in ks)
+         and len(set(ks)) == len(ks), "time.K", f"a non-empty list of distinct integers >= 1 (at most {MAX_K_VALUES})",
+         ks if not isinstance(ks, (list, tuple)) or len(ks) <= 20 else f"a list of {len(ks)}")
     lz, pv, ch = raw["lazy"], raw["privacy"], raw["chain"]
     need(isinstance(lz["counterfactual"], bool), "lazy.counterfactual", "true or false", lz["counterfactual"])
     need(isinstance(lz["detectors"], (list, tuple)) and set(lz["detectors"]) <= set(DETECTORS), "lazy.detectors",

@@ -110,10 +110,19 @@ def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, An
     return manifest
 
 
+def _once(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object whose every key is given once (plain JSON keeps the last of two silently)."""
+    keys = [k for k, _ in pairs]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ValueError(f"key {twice[0]!r} given twice")
+    return dict(pairs)
+
+
 def read_manifest(bundle: str | Path) -> dict:
     path = Path(bundle) / MANIFEST
     try:
-        manifest = json.loads(path.read_text())
+        manifest = json.loads(path.read_text(), object_pairs_hook=_once)
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a readable manifest ({exc})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
@@ -132,6 +141,9 @@ def problems(bundle: str | Path) -> list[str]:
         listed = read_manifest(bundle)["files"]
     except ValueError as exc:
         return [str(exc)]
+    links = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_symlink())
+    if links:  # a listed file replaced by a link would lay out whatever it points to
+        return [f"{rel}: a symbolic link (a bundle holds plain files only)" for rel in links]
     found = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()} - {MANIFEST}
     out = [f"{rel}: listed in the manifest, missing" for rel in sorted(set(listed) - found)]
     out += [f"{rel}: not listed in the manifest" for rel in sorted(found - set(listed))]
