@@ -132,6 +132,9 @@ def test_a_killed_group_resumes_without_redoing_finished_jobs(tmp_path):
     assert all(finished(j) for j in jobs)
     changed = CellJob(small_cfg(time={"K": [1, 2]}), jobs[0].out)  # same folder, another config: not finished
     assert not finished(changed)
+    rounds = jobs[2].out / "rounds.csv"  # a damaged folder (a metric edited away) is computed again
+    rounds.write_text(rounds.read_text().replace("\n1,", "\n1,x", 1).replace(",ok,", ",,", 1))
+    assert not finished(jobs[2])
 
 
 def test_grid_groups_cover_every_run_once_and_the_bound_cells_measure():

@@ -71,14 +71,19 @@ class CellJob:
 
 
 def finished(job: CellJob) -> bool:
-    """Whether the job's folder already holds a complete run of exactly this config."""
+    """Whether the job's folder already holds a complete run of exactly this config: its summary and
+    rounds.csv read by the strict reader and agreeing (a damaged folder is computed again, not kept)."""
+    from bladefl.core import run_files
+
     summary, rounds = job.out / "summary.json", job.out / "rounds.csv"
     if not (summary.is_file() and rounds.is_file()):
         return False
     try:
-        return json.loads(summary.read_text()).get("config") == json.loads(json.dumps(job.cfg.to_dict()))
-    except (OSError, ValueError):
+        record = run_files.read_summary(summary)
+        run_files.check_together(record, run_files.read_rounds(rounds), f"run {job.out}")
+    except (OSError, ValueError):  # RunFileError is a ValueError
         return False
+    return record.get("config") == json.loads(json.dumps(job.cfg.to_dict()))
 
 
 def batches(jobs: list[CellJob], stack: bool, max_rows: int) -> list[list[tuple[int, RunSpec]]]:
