@@ -19,8 +19,8 @@ def add_chain(p: argparse.ArgumentParser) -> None:
                    help="the verifier's own copy of the run's key secret (chain.key_secret_file), with --summary: "
                         "the genesis keys are derived from it, never from the path the summary names")
     v.add_argument("--anchor", metavar="FILE",
-                   help="a record of the run's chains kept outside its folder (a kept bundle's anchors.json, "
-                        "`bladefl chain anchor`): the ledger must be the chain it records")
+                   help="a record of the run's chains kept outside its folder (results/anchors/<dataset>.json, "
+                        "in every kept bundle; `bladefl chain anchor`): the ledger must be the chain it records")
     a = chain_sub.add_parser("anchor", help="write an anchor file: the chain id, tip and block count of runs' chains")
     a.add_argument("--summary", nargs="+", required=True, help="the runs' summary.json files")
     a.add_argument("--out", required=True, help="the anchor file to write (JSON)")
