@@ -13,6 +13,7 @@ import pytest
 from bladefl.experiments.bundles import run_import as ri
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.plan import workflow_config as wc
+from bladefl.experiments.tables import detection_analysis as da
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,7 +40,14 @@ def run_files(cfg: dict, device: str = "cuda") -> dict[str, bytes]:
                       "test_loss": 0.6, "test_accuracy": 0.7})
         rows += [f"{k},{r},{a.tau},ok,0.5,0.6,0.7" for r in range(1, k + 1)]
     summary = {"config": {**cfg, "device": device, "data_dir": "elsewhere/raw"}, "per_K": per_k}
-    return {"summary.json": json.dumps(summary).encode(), "rounds.csv": ("\n".join(rows) + "\n").encode()}
+    files = {"summary.json": json.dumps(summary).encode(), "rounds.csv": ("\n".join(rows) + "\n").encode()}
+    if da.expects_detections(summary):  # the validators ran detectors on lazy clients: one row per client
+        ks = [k["K"] for k in per_k if k["status"] == "ok"]
+        detectors, clients = cfg["lazy"]["detectors"], range(cfg["partition"]["N"])
+        lines = [",".join(da.DETECTION_COLUMNS)] + [f"{ks[0]},1,{c},{c == 0},{d},0.5,False,False"
+                                                      for c in clients for d in detectors]
+        files["detections.csv"] = ("\n".join(lines) + "\n").encode()
+    return files
 
 
 def edit_summary(data: bytes, field: tuple[str, str], value: object) -> bytes:
@@ -100,7 +108,7 @@ def test_a_complete_archive_is_imported_with_its_about(tmp_path, config):
     imported = ri.import_runs(path, config, tmp_path / "runs")
     assert imported.runs == {"mnist": 6} and imported.about["device"] == "NVIDIA H100"
     written = sorted(p.relative_to(tmp_path / "runs").as_posix() for p in (tmp_path / "runs").rglob("*") if p.is_file())
-    assert len(written) == 12 and all(w.startswith("mnist/") for w in written)
+    assert len(written) == 14 and all(w.startswith("mnist/") for w in written)  # 6 x 2 files, 2 detections.csv
     record = ri.record(path, "config/smoke.yaml", config, imported)
     assert record["runs"] == {"mnist": 6} and len(record["sha256"]) == 64 and record["seeds"] == [0]
 
@@ -211,4 +219,28 @@ def test_a_run_file_given_twice_in_the_archive_is_refused(config, tmp_path):
             tar.addfile(info, io.BytesIO(data))
     with pytest.raises(ri.ArchiveError, match="holds this run file twice"):
         ri.import_runs(path, config, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("forge, said", [
+    (lambda text: None, "detections.csv missing, though the run's validators ran detectors"),
+    (lambda text: b"any bytes at all\n", "detections.csv: the header must be"),
+    (lambda text: text.replace(b",0.5,", b",high,", 1), "score a number"),
+    (lambda text: text.replace(b"False,False\n", b"False,maybe\n", 1), "must be True or False"),
+    (lambda text: text.replace(b",gaussian_difference,", b",made_up,", 1), "is not one the run ran"),
+    (lambda text: text.replace(b"\n1,1,0,", b"\n1,1,99,", 1), "client 99 is not one of the run's 4"),
+    (lambda text: text.replace(b"\n1,1,0,", b"\n7,1,0,", 1), "K=7, round 1 is no round of a K that trained"),
+    (lambda text: text + b"1,1\n", "a row of another length than the header"),
+    (lambda text: b"\xff" + text, "not UTF-8 CSV"),
+])
+def test_a_lazy_runs_detections_are_held_to_the_run_not_read_leniently(tmp_path, config, forge, said):
+    """detections.csv (what the detection tables are made of, covered by no key) must be there exactly
+    when the run's validators ran detectors on lazy clients, and each row be a round, client and
+    detector of that run: any other bytes were imported and read leniently."""
+    members = complete(config)
+    name = next(n for n in members if n.endswith("detections.csv"))
+    forged = forge(members[name])
+    members = {n: d for n, d in members.items() if n != name} | ({name: forged} if forged is not None else {})
+    with pytest.raises(ri.ArchiveError, match=said):
+        ri.import_runs(archive(tmp_path / "a.tar.gz", members), config, tmp_path / "runs")
     assert not (tmp_path / "runs").exists()

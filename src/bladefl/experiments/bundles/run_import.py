@@ -29,6 +29,7 @@ from typing import Any
 
 from bladefl.core import atomic, run_files
 from bladefl.data.datasets import sha256_file
+from bladefl.experiments.bundles import run_detections
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.plan.grid import Cell
@@ -170,6 +171,7 @@ def read_run_files(files: Mapping[str, bytes]) -> dict[str, Any]:
         raise run_files.RunFileError("rounds.csv or summary.json missing")
     summary = run_files.parse_summary(files["summary.json"])
     run_files.check_together(summary, run_files.parse_rounds(files["rounds.csv"]), "its files")
+    run_detections.check(files.get("detections.csv"), summary)
     return summary
 
 
