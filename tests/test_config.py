@@ -72,14 +72,14 @@ def test_numbers_in_scientific_notation_are_numbers_where_the_field_is_a_number(
 
 def test_a_key_given_twice_is_refused_naming_it_and_its_lines(tmp_path):
     """Plain YAML keeps the last of two equal keys silently; run and workflow configs refuse it."""
-    from bladefl.experiments.plan.workflow_config import duplicate_key_errors
+    from bladefl.experiments.plan.workflow_config import config_file_errors
     from bladefl.fl.run_config import load_config
 
     path = tmp_path / "dup.yaml"
     path.write_text("seed: 0\ntrain:\n  eta: 0.01\n  eta: 0.1\n")
     with pytest.raises(ConfigError, match=r"dup.yaml: key 'eta' given twice \(lines 3 and 4\)"):
         load_config(path)
-    assert duplicate_key_errors([path]) == [f"{path}: key 'eta' given twice (lines 3 and 4)"]
+    assert config_file_errors([path]) == [f"{path}: key 'eta' given twice (lines 3 and 4)"]
     path.write_text("seed: 3\npartition:\n  seed: 1\n")  # one key in two mappings is no repeat
-    assert duplicate_key_errors([path]) == []
+    assert config_file_errors([path]) == []
     assert (load_config(path).seed, load_config(path).partition.seed) == (3, 1)

@@ -36,7 +36,7 @@ except WorkflowError:  # one line per problem naming the field, not the whole sc
             )
         )
     ) from None
-if duplicates := wc_cfg.duplicate_key_errors(workflow.configfiles):
+if duplicates := wc_cfg.config_file_errors(workflow.configfiles):
     raise wc_cfg.ConfigError("invalid config:\n  - " + "\n  - ".join(duplicates))
 wc_cfg.check(config)
 # profiles/gpu declares a `gpu` resource: its grouping and its GPU check follow from that, not from

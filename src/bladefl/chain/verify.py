@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from bladefl.chain import transactions
+from bladefl.chain import anchors, transactions
 from bladefl.chain.ledger import Block, block_problem, chain_id
 from bladefl.chain.ledger_file import Genesis, Problem, parse_block, parse_genesis, read_json, shown
 from bladefl.chain.pow import ZERO_HASH
@@ -67,11 +67,12 @@ def _payloads(block: Block, store: str | Path) -> dict[str, bytes]:
     return found
 
 
-def verify_chain(path: str | Path, store: str | Path | None = None,
-                 summary: str | Path | None = None, secret: bytes | None = None) -> Problem | None:
+def verify_chain(path: str | Path, store: str | Path | None = None, summary: str | Path | None = None,
+                 secret: bytes | None = None, anchor: Mapping[str, Mapping[str, Any]] | None = None) -> Problem | None:
     """Re-check a saved chain from scratch; return the first problem (height and reason). With the
     run's ``summary``, also hold the genesis, the file's K, every block hash and the tip against
-    the run (see the module's docstring)."""
+    the run (see the module's docstring); with ``anchor`` (:func:`bladefl.chain.anchors.read`), the
+    chain id, tip and block count against the record kept outside the run folder."""
     data = read_json(path, "the file")
     if isinstance(data, Problem):
         return data
@@ -120,6 +121,10 @@ def verify_chain(path: str | Path, store: str | Path | None = None,
         wrong = run.final_problem(last)
         if wrong:
             return Problem(height, wrong)
+    if anchor is not None:
+        why = anchors.disagreement(anchor, genesis.chain_id, prev if data["blocks"] else "", len(data["blocks"]))
+        if why:
+            return Problem(0, why)
     return None
 
 

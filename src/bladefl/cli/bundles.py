@@ -92,7 +92,8 @@ def add_lay_out(p: argparse.ArgumentParser) -> None:
 def _cmd_lay_out(args: argparse.Namespace) -> int:
     from bladefl.experiments.bundles import kept_results
 
-    folder_option(args.results_dir, "--results-dir"), folder_option(args.data_dir, "--data-dir")
+    folder_option(args.results_dir, "--results-dir")
+    folder_option(args.data_dir, "--data-dir")
     try:
         count = kept_results.lay_out(args.bundle, args.results_dir, args.data_dir)
     except ValueError as exc:

@@ -45,18 +45,6 @@ def _cmd_chain_anchor(args: argparse.Namespace) -> int:
     return 0
 
 
-def _anchor_problem(path: str, chains: dict) -> str | None:
-    """Why the verified ledger at ``path`` is not the chain the anchor records (None if it is)."""
-    import json
-    from pathlib import Path
-
-    from bladefl.chain import anchors
-
-    data = json.loads(Path(path).read_text(encoding="utf-8"))  # verified: a genesis and its blocks
-    blocks = data["blocks"]
-    return anchors.disagreement(chains, data["genesis"]["chain_id"], blocks[-1]["hash"] if blocks else "", len(blocks))
-
-
 def _cmd_chain_verify(args: argparse.Namespace) -> int:
     from bladefl.chain import anchors
     from bladefl.chain.verify import verify_chain
@@ -65,7 +53,7 @@ def _cmd_chain_verify(args: argparse.Namespace) -> int:
         raise ValueError("--key-secret needs --summary (the run's seed and clients the keys derive from)")
     secret = key_secret(args.key_secret)
     chains = anchors.read(args.anchor) if args.anchor else None
-    problem = verify_chain(args.path, store=args.store, summary=args.summary, secret=secret)
+    problem = verify_chain(args.path, store=args.store, summary=args.summary, secret=secret, anchor=chains)
     if problem is None and args.summary:  # the run's tau and status against its config's time model
         from bladefl.chain.ledger_file import Problem
         from bladefl.core import run_files
@@ -73,10 +61,6 @@ def _cmd_chain_verify(args: argparse.Namespace) -> int:
 
         wrong = time_model_problems(run_files.read_summary(args.summary))
         problem = Problem(0, f"summary {args.summary}: {wrong[0]}") if wrong else None
-    if problem is None and chains is not None and (why := _anchor_problem(args.path, chains)):
-        from bladefl.chain.ledger_file import Problem
-
-        problem = Problem(0, why)
     if problem is None:
         tip = f", its tip is the run's ({args.summary})" if args.summary else ""
         by = "the key secret" if secret else f"the anchor {args.anchor}" if chains is not None else None

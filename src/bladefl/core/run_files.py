@@ -115,7 +115,9 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _no_twice(pairs: list[tuple[str, Any]]) -> dict:
+def no_key_twice(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object whose every key is given once (``json.loads(..., object_pairs_hook=no_key_twice)``:
+    plain JSON keeps the last of two silently); RunFileError otherwise."""
     keys = [k for k, _ in pairs]
     twice = sorted({k for k in keys if keys.count(k) > 1})
     if twice:
@@ -132,7 +134,7 @@ def _bounded_int(text: str) -> int:
 def parse_summary(raw: bytes, where: str = "summary.json") -> dict[str, Any]:
     """A ``summary.json`` (see the module's text)."""
     try:
-        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_twice, parse_int=_bounded_int)
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=no_key_twice, parse_int=_bounded_int)
     except RunFileError as exc:
         raise RunFileError(f"{where}: {exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
@@ -232,4 +234,4 @@ def read_run(summary_path: str | Path) -> Run:
 
 
 __all__ = ["STATUSES", "METRICS", "RunFileError", "Run", "same_number", "parse_rounds", "parse_summary", "read_rounds",
-           "read_summary", "check_together", "read_run"]
+           "read_summary", "check_together", "read_run", "no_key_twice"]

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from bladefl.core import atomic
+from bladefl.core import atomic, run_files
 from bladefl.data.datasets import sha256_file
 
 MANIFEST = "MANIFEST.json"
@@ -110,19 +110,10 @@ def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, An
     return manifest
 
 
-def _once(pairs: list[tuple[str, Any]]) -> dict:
-    """A JSON object whose every key is given once (plain JSON keeps the last of two silently)."""
-    keys = [k for k, _ in pairs]
-    twice = sorted({k for k in keys if keys.count(k) > 1})
-    if twice:
-        raise ValueError(f"key {twice[0]!r} given twice")
-    return dict(pairs)
-
-
 def read_manifest(bundle: str | Path) -> dict:
     path = Path(bundle) / MANIFEST
     try:
-        manifest = json.loads(path.read_text(), object_pairs_hook=_once)
+        manifest = json.loads(path.read_text(), object_pairs_hook=run_files.no_key_twice)
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a readable manifest ({exc})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):

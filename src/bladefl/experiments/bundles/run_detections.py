@@ -20,9 +20,8 @@ from bladefl.experiments.tables.detection_analysis import DETECTION_COLUMNS, exp
 _BOOLS = {"True", "False"}
 
 
-def _row_problem(row: dict[str, str], summary: Mapping[str, Any]) -> str | None:
-    blocks = {k["K"]: k.get("blocks", 0) for k in summary["per_K"] if k.get("status") != "infeasible"}
-    N, detectors = summary["config"]["partition"]["N"], summary["config"]["lazy"]["detectors"]
+def _row_problem(row: dict[str, str], blocks: Mapping[int, int], N: int, detectors: list[str]) -> str | None:
+    """Why one row is not a row of the run (``blocks``: each trained K's blocks; N clients; its detectors)."""
     try:
         K, rnd, client, score = int(row["K"]), int(row["round"]), int(row["client"]), float(row["score"])
     except (TypeError, ValueError):
@@ -51,9 +50,11 @@ def check(data: bytes | None, summary: Mapping[str, Any]) -> None:
         reader = csv.DictReader(io.StringIO(data.decode("utf-8"), newline=""), strict=True)
         if reader.fieldnames != DETECTION_COLUMNS:
             raise RunFileError(f"detections.csv: the header must be {','.join(DETECTION_COLUMNS)}")
+        blocks = {k["K"]: k.get("blocks", 0) for k in summary["per_K"] if k.get("status") != "infeasible"}
+        N, detectors = summary["config"]["partition"]["N"], summary["config"]["lazy"]["detectors"]
         for line, row in enumerate(reader, start=2):
             why = ("a row of another length than the header" if None in row or None in row.values()
-                   else _row_problem(row, summary))
+                   else _row_problem(row, blocks, N, detectors))
             if why:
                 raise RunFileError(f"detections.csv line {line}: {why}")
     except (UnicodeDecodeError, csv.Error) as exc:

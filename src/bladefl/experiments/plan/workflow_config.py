@@ -366,7 +366,7 @@ def read_configs(paths: Sequence[str | Path], default: str | Path | None = DEFAU
     return config
 
 
-def duplicate_key_errors(paths: Sequence[str | Path]) -> list[str]:
+def config_file_errors(paths: Sequence[str | Path]) -> list[str]:
     """A key given twice in a config file, or an integer not in plain decimal (Snakemake's reader
     keeps the last key silently and reads ``017`` as 15): :func:`strict_yaml.file_problem`."""
     from bladefl.core import strict_yaml
