@@ -16,9 +16,7 @@ MAX_FUNCTION_LINES = 60
 SRC = REPO / "src" / "bladefl"
 
 # Modules over the limit, to be split by concept (issue 40): path under src/bladefl -> lines then.
-STILL_OVER = {
-    "experiments/plan/workflow_config.py": 458,
-}
+STILL_OVER: dict[str, int] = {}
 
 
 def module_lines() -> dict[str, int]:

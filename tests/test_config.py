@@ -72,7 +72,7 @@ def test_numbers_in_scientific_notation_are_numbers_where_the_field_is_a_number(
 
 def test_a_key_given_twice_is_refused_naming_it_and_its_lines(tmp_path):
     """Plain YAML keeps the last of two equal keys silently; run and workflow configs refuse it."""
-    from bladefl.experiments.plan.workflow_config import config_file_errors
+    from bladefl.experiments.plan.config_files import config_file_errors
     from bladefl.fl.run_config import load_config
 
     path = tmp_path / "dup.yaml"

@@ -95,7 +95,8 @@ JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**20, 
 @FUZZ
 @given(path=st.sampled_from(CONFIG_PATHS), value=JSONISH)
 def test_workflow_config_values_are_taken_or_refused_by_name(path, value, monkeypatch):
-    from bladefl.experiments.plan.workflow_config import ConfigError, check, schema_errors
+    from bladefl.experiments.plan.config_checks import check, schema_errors
+    from bladefl.experiments.plan.workflow_config import ConfigError
 
     monkeypatch.chdir(REPO)
     config = copy.deepcopy(DEFAULT)

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from tests.test_verdicts import GRID, bowl, table_from
 
+from bladefl.experiments.plan import config_checks, config_files
 from bladefl.experiments.plan import readings as rd
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.plan.grid import expand
@@ -61,10 +62,10 @@ def test_a_group_stacks_the_runs_of_its_seeds_draws_and_holds_every_run_once():
 
 def test_the_config_check_names_both_forms_and_draws_without_runs():
     with pytest.raises(wc.ConfigError, match="give `seed`"):
-        wc.check(config(partition={"n": 512, "seed": 0, "seeds": [0, 1]}))
+        config_checks.check(config(partition={"n": 512, "seed": 0, "seeds": [0, 1]}))
     with pytest.raises(wc.ConfigError, match="at most one draw per run seed"):
-        wc.check(config(seeds=[0], partition={"n": 512, "seeds": [0, 1]}))
-    wc.check(config())  # the default: two seeds on two draws
+        config_checks.check(config(seeds=[0], partition={"n": 512, "seeds": [0, 1]}))
+    config_checks.check(config())  # the default: two seeds on two draws
 
 
 def test_a_reading_that_sets_the_partition_seed_replaces_the_draws():
@@ -159,7 +160,7 @@ def test_a_partial_grid_keeps_each_seeds_draw():
     grid and passes the config's checks (no draw without a run seed)."""
     from bladefl.experiments.runs.timing import first_seeds
 
-    paper = wc.read_configs([ROOT / "config/paper.yaml"], default=ROOT / "config/config.yaml")
+    paper = config_files.read_configs([ROOT / "config/paper.yaml"], default=ROOT / "config/config.yaml")
     cut = first_seeds(paper, 2)
-    wc.check(cut)
+    config_checks.check(cut)
     assert [wc.partition_draw(cut, s) for s in cut["seeds"]] == [wc.partition_draw(paper, s) for s in cut["seeds"]]

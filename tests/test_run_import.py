@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bladefl.experiments.bundles import run_import as ri
-from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan import config_files, run_id
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.tables import detection_analysis as da
 
@@ -179,7 +179,7 @@ def test_a_partial_grid_is_imported_as_a_config_with_its_first_seeds(tmp_path, c
 def test_config_files_merge_as_snakemake_merges_them():
     base = {"a": 1, "partition": {"n": 512, "seeds": [0]}, "datasets": ["mnist", "fashion_mnist"]}
     over = {"partition": {"seeds": [0, 1]}, "datasets": ["mnist"]}
-    assert wc.merged(base, over) == {"a": 1, "partition": {"n": 512, "seeds": [0, 1]}, "datasets": ["mnist"]}
+    assert config_files.merged(base, over) == {"a": 1, "partition": {"n": 512, "seeds": [0, 1]}, "datasets": ["mnist"]}
 
 
 def test_a_run_trained_on_another_draw_is_refused(config, tmp_path):

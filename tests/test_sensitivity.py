@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from bladefl.experiments.plan import config_checks
 from bladefl.experiments.plan import readings as rd
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.report import sensitivity as sens
@@ -48,9 +49,9 @@ def test_readings_change_the_partition_file_and_the_runs_settings():
 def test_bad_readings_are_refused_naming_the_field(change, message):
     config = {**SMOKE, "readings": {**SMOKE["readings"], **change}}
     with pytest.raises(wc.ConfigError, match=message):
-        wc.check(config)
+        config_checks.check(config)
     with pytest.raises(wc.ConfigError, match="one reading must have axis 'baseline'"):
-        wc.check({**SMOKE, "readings": {"x": {"axis": "model"}}})
+        config_checks.check({**SMOKE, "readings": {"x": {"axis": "model"}}})
 
 
 def _summary(k_star: dict[float, int], accuracy: float, seeds=(0, 1)) -> pd.DataFrame:

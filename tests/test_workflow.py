@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from bladefl.experiments.plan.config_files import read_configs
 from bladefl.experiments.plan.grid import expand, unique_cells
-from bladefl.experiments.plan.workflow_config import detection_cells, read_configs
+from bladefl.experiments.plan.workflow_config import detection_cells
 from conftest import copy_workflow, snakemake, venv_env
 
 REPO = Path(__file__).resolve().parents[1]

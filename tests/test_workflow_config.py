@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bladefl.experiments.plan.workflow_config import ConfigError, check
+from bladefl.experiments.plan.config_checks import check
+from bladefl.experiments.plan.workflow_config import ConfigError
 from conftest import copy_workflow, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,7 +60,8 @@ def test_a_config_written_with_the_old_key_profile_is_read_as_engine_with_a_note
     """`profile` (now `engine`, so as not to be taken for Snakemake's --profile) in an old overlay
     still selects the engine, over the default's `engine: paper`; the user is told once. Readings'
     old key and axis likewise."""
-    from bladefl.experiments.plan.workflow_config import read_configs, renamed_keys
+    from bladefl.experiments.plan.config_files import read_configs
+    from bladefl.experiments.plan.workflow_config import renamed_keys
 
     work = copy_workflow(tmp_path)
     (work / "old.yaml").write_text("profile: authors-code\n")
@@ -85,7 +87,7 @@ def test_library_check_lists_every_problem(monkeypatch):
 
 
 def test_default_and_paper_configs_are_valid(monkeypatch):
-    from bladefl.experiments.plan.workflow_config import read_configs
+    from bladefl.experiments.plan.config_files import read_configs
 
     monkeypatch.chdir(REPO)
     for name in ("config.yaml", "paper.yaml", "smoke.yaml"):
@@ -95,7 +97,7 @@ def test_default_and_paper_configs_are_valid(monkeypatch):
 def test_paper_config_is_an_overlay_on_the_default(monkeypatch):
     """config/paper.yaml changes the seeds and draws only; everything else is config/config.yaml's
     (one place to change a sweep), and the layers are read as Snakemake reads them."""
-    from bladefl.experiments.plan.workflow_config import layers, read_configs
+    from bladefl.experiments.plan.config_files import layers, read_configs
 
     monkeypatch.chdir(REPO)
     overlay = yaml.safe_load((REPO / "config/paper.yaml").read_text())
@@ -107,7 +109,7 @@ def test_paper_config_is_an_overlay_on_the_default(monkeypatch):
 
 
 def test_a_config_layer_with_a_repeated_key_or_no_mapping_is_refused(tmp_path):
-    from bladefl.experiments.plan.workflow_config import read_configs
+    from bladefl.experiments.plan.config_files import read_configs
 
     (tmp_path / "twice.yaml").write_text("seeds: [0]\nseeds: [1]\n")
     (tmp_path / "list.yaml").write_text("- 1\n")
@@ -119,8 +121,8 @@ def test_a_config_layer_with_a_repeated_key_or_no_mapping_is_refused(tmp_path):
 
 def test_default_and_paper_grids_run_each_sweep_at_the_papers_settings():
 
+    from bladefl.experiments.plan.config_files import read_configs
     from bladefl.experiments.plan.grid import expand
-    from bladefl.experiments.plan.workflow_config import read_configs
 
     for name in ("config/config.yaml", "config/paper.yaml"):
         config = read_configs([REPO / name], default=REPO / "config/config.yaml")
@@ -140,25 +142,26 @@ def test_default_and_paper_grids_run_each_sweep_at_the_papers_settings():
 def test_every_value_a_job_will_receive_is_checked_when_the_workflow_is_parsed():
     """A reading's run-config value out of range, an unknown key, and a nan in a sweep: refused
     at parse time with the reading or cell named, as the job itself would refuse them."""
+    from bladefl.experiments.plan import config_checks
     from bladefl.experiments.plan import workflow_config as wc
 
     sens = yaml.safe_load((REPO / "config/sensitivity_smoke.yaml").read_text())
-    wc.check(sens)
+    config_checks.check(sens)
     name = next(iter(sens["readings"]))
     bad = copy.deepcopy(sens)
     bad["readings"][name].setdefault("set", {})["chain.difficulty_bits"] = 64
     with pytest.raises(wc.ConfigError, match=rf"readings\.{name}: chain\.difficulty_bits must be an integer in 0"):
-        wc.check(bad)
+        config_checks.check(bad)
     bad = copy.deepcopy(sens)
     bad["readings"][name].setdefault("set", {})["train.momentum"] = 0.9
     with pytest.raises(wc.ConfigError, match=rf"readings\.{name}: .*unknown field"):
-        wc.check(bad)
+        config_checks.check(bad)
     grid = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
     grid = copy.deepcopy(grid)
     grid["base"]["sigma2"] = float("nan")
     grid["base"]["lazy_ratio"] = 0.25
     with pytest.raises(wc.ConfigError, match=r"sigma2"):
-        wc.check(grid)
+        config_checks.check(grid)
 
 
 @pytest.mark.parametrize(
@@ -187,7 +190,7 @@ def test_config_mistakes_are_one_line_each_before_any_job(monkeypatch, change, m
 def test_a_typo_in_a_key_says_which_key_and_what_was_meant(tmp_path):
     """An unknown key: one line naming it, the key it was probably meant to be and the keys allowed,
     instead of the whole schema."""
-    from bladefl.experiments.plan.workflow_config import schema_errors
+    from bladefl.experiments.plan.config_checks import schema_errors
 
     bad = {**copy.deepcopy(BASE), "tsum": 100}
     lines = schema_errors(bad, REPO / "workflow" / "schemas" / "config.schema.yaml")
@@ -214,7 +217,7 @@ def test_a_typo_in_a_key_says_which_key_and_what_was_meant(tmp_path):
 def test_values_that_would_misplace_or_break_the_runs_are_refused_by_the_schema(change, message):
     """Outputs at `/runs/...` from an empty results_dir, run folders planned under config/ from a
     engine given as a path, an infinite budget or concentration: each refused by name."""
-    from bladefl.experiments.plan.workflow_config import schema_errors
+    from bladefl.experiments.plan.config_checks import schema_errors
 
     lines = schema_errors({**copy.deepcopy(BASE), **change}, REPO / "workflow" / "schemas" / "config.schema.yaml")
     assert any(line.startswith(message) for line in lines), lines

@@ -131,7 +131,7 @@ rc=0
 if [ "$mode" = snakemake ]; then
   # Exactly the documented command (docs/gpu.md), the runs only; greedy scheduling (PuLP is not carried).
   # The grid's config as Snakemake reads it (on top of config/config.yaml): its first N seeds, its engine.
-  config_of_grid='import sys; from bladefl.experiments.plan.workflow_config import read_configs; c = read_configs([sys.argv[1]])'
+  config_of_grid='import sys; from bladefl.experiments.plan.config_files import read_configs; c = read_configs([sys.argv[1]])'
   settings=()
   if [ -n "${GRID_SEEDS:-}" ]; then
     settings+=("seeds=$(python3 -c "$config_of_grid; print(c['seeds'][:int(sys.argv[2])])" "$grid" "$GRID_SEEDS")")

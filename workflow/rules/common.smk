@@ -12,6 +12,8 @@ from snakemake.utils import validate
 from bladefl.experiments.plan import gpu_profile
 from bladefl.experiments.plan import readings as rd
 from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan import config_checks as wc_checks
+from bladefl.experiments.plan import config_files as wc_files
 from bladefl.experiments.plan import workflow_config as wc_cfg
 from bladefl.core.atomic import write_logged, write_yaml_logged
 from bladefl.data.datasets import FILES, get_spec
@@ -30,15 +32,15 @@ except WorkflowError:  # one line per problem naming the field, not the whole sc
     raise wc_cfg.ConfigError(
         "invalid config:\n  - "
         + "\n  - ".join(
-            wc_cfg.schema_errors(
+            wc_checks.schema_errors(
                 config,
                 Path(str(workflow.current_basedir)) / "../schemas/config.schema.yaml",
             )
         )
     ) from None
-if duplicates := wc_cfg.config_file_errors(workflow.configfiles):
+if duplicates := wc_files.config_file_errors(workflow.configfiles):
     raise wc_cfg.ConfigError("invalid config:\n  - " + "\n  - ".join(duplicates))
-wc_cfg.check(config)
+wc_checks.check(config)
 # profiles/gpu declares a `gpu` resource: its grouping and its GPU check follow from that, not from
 # a config key that a `--config` on the command line would replace (bladefl.experiments.plan.gpu_profile).
 _gpu_resource = "gpu" in workflow.global_resources

@@ -209,15 +209,15 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
     needed): per dataset the summary, the bound's gaps and constants and the config's grid, judged
     as ``bladefl verdicts`` does; the bundle's verdict files and manifest replaced
     (:func:`replace_files`). Returns the new manifest."""
-    from bladefl.experiments.plan import workflow_config
+    from bladefl.experiments.plan import config_checks, config_files, workflow_config
     from bladefl.experiments.runs import provenance
     from bladefl.experiments.verdicts.statements import read_inventory
     from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
 
     bundle = Path(bundle)
     _check_bundle(bundle)  # hostile until checked: its files against the manifest, its config's fields
-    config = workflow_config.read_configs([bundle / CONFIG], default=None)
-    workflow_config.check(config)
+    config = config_files.read_configs([bundle / CONFIG], default=None)
+    config_checks.check(config)
     members = workflow_config.members(config)
     inventory = read_inventory(statements)
     tables = yaml_tables(paper_values)

@@ -30,7 +30,7 @@ from typing import Any
 from bladefl.core import atomic, run_files
 from bladefl.data.datasets import sha256_file
 from bladefl.experiments.bundles import run_detections
-from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan import config_checks, config_files, run_id
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.plan.grid import Cell
 from bladefl.experiments.runs import run_checks
@@ -70,8 +70,8 @@ def with_seeds(config: Mapping[str, Any], seeds: Sequence[int] | None) -> dict:
 def read_config(paths: Sequence[str | Path], seeds: Sequence[int] | None = None) -> dict:
     """The workflow config of Snakemake's ``--configfile`` files (on top of the default config, merged
     in order), its seeds replaced by ``seeds`` when given, checked as the workflow checks it."""
-    config = with_seeds(wc.read_configs(paths), seeds)
-    wc.check(config)
+    config = with_seeds(config_files.read_configs(paths), seeds)
+    config_checks.check(config)
     return config
 
 

@@ -212,15 +212,16 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
 
     from bladefl.data import datasets
     from bladefl.data.partition import make_partition
+    from bladefl.experiments.plan import config_checks, config_files
     from bladefl.experiments.plan import workflow_config as wc
     from bladefl.experiments.runs.runner import CellJob, run_cells
     from bladefl.fl.client_data import stack_draws
     from bladefl.fl.engine import client_data, resolve_device
 
-    config = wc.read_configs([config_path])  # on top of config/config.yaml, as Snakemake reads it
+    config = config_files.read_configs([config_path])  # on top of config/config.yaml, as Snakemake reads it
     if seeds:
         config = first_seeds(config, seeds)
-    wc.check(config)
+    config_checks.check(config)
     start, runs, summed, write = time.perf_counter(), 0, GroupTimes(), 0.0
     loaded = {d: tuple(datasets.load(d, data_dir, split, True) for split in (True, False)) for d in config["datasets"]}
     # Blocks of seeds (a group holds the runs of every draw its seeds train on), block by block over
