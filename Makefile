@@ -27,6 +27,7 @@ lint: install
 	snakemake --lint
 	snakefmt --check Snakefile workflow
 	ruff check src tests notebooks
+	mypy
 
 test: install lint
 	$(PY) -m pytest -ra --durations=15 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)

@@ -30,14 +30,14 @@ def conda_pins() -> dict[str, str]:
 
 
 WORKFLOW_TOOLS = {"snakemake", "snakemake-executor-plugin-slurm", "pytest", "pytest-xdist", "filelock", "hypothesis",
-                  "websocket-client", "ruff", "snakefmt", "black", "shfmt-py", "jsonschema"}
+                  "websocket-client", "ruff", "snakefmt", "black", "shfmt-py", "jsonschema", "mypy", "types-pyyaml"}
 
 
 def test_every_pin_is_exact_and_present():
     pins = pip_pins()
     for required in ("torch", "torchvision", "snakemake", "snakemake-executor-plugin-slurm", "papermill",
                      "nbconvert", "ipykernel", "numpy", "pandas", "scipy", "matplotlib", "cryptography",
-                     "tqdm", "pytest", "ruff", "snakefmt"):
+                     "tqdm", "pytest", "ruff", "snakefmt", "mypy"):
         assert required in pins, required
     assert pins["torch"] == "2.14.1" and pins["torchvision"] == "0.29.1"
     assert pins["snakemake"].startswith("9.")

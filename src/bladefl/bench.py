@@ -103,7 +103,8 @@ def cuda_main(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, [f"data_dir={args.data_dir}", f"device={args.device}"]) if args.config else \
         from_dict({"data_dir": args.data_dir, "device": args.device})
     data, what = bench_data(cfg)
-    data = ClientData(*(t.to(device) for t in (data.x, data.y, data.x_test, data.y_test)), data.partition_sha256)
+    data = ClientData(data.x.to(device), data.y.to(device), data.x_test.to(device), data.y_test.to(device),
+                      data.partition_sha256)
     shape = mlp.Shape(h=cfg.model.hidden, activation=cfg.model.activation)
     steps_per_iteration = -(-data.n // cfg.train.batch_size)
     print(f"data {what}; one cell: K={list(cfg.time.K)}, N={data.N}")

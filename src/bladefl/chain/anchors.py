@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ def read(path: str | Path) -> dict[str, dict[str, Any]]:
     return data["chains"]
 
 
-def disagreement(chains: dict[str, dict[str, Any]], cid: str, tip: str, blocks: int) -> str | None:
+def disagreement(chains: Mapping[str, Mapping[str, Any]], cid: str, tip: str, blocks: int) -> str | None:
     """Why a ledger (its chain id, last block's hash, block count) is not the anchored chain; None if it is."""
     entry = chains.get(cid)
     if entry is None:

@@ -15,6 +15,7 @@ import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -114,7 +115,7 @@ def sign_and_receive(state: ChainState, k: int, digests: list[str]) -> list[tran
 
 
 def _mine(ledger: Ledger, accepted: list[transactions.Transaction], miner: int, clock: float,
-          difficulty_bits: int, excluded: tuple[Exclusion, ...], outcome: Mapping[str, object] | None = None,
+          difficulty_bits: int, excluded: tuple[Exclusion, ...], outcome: Mapping[str, Any] | None = None,
           key: Ed25519PrivateKey | None = None) -> Block:
     """Step 3: the race's winner searches a nonce for the block of the accepted transactions
     (less the excluded ones, which the block records with their reason) and the round's

@@ -83,11 +83,12 @@ def verify_chain(path: str | Path, store: str | Path | None = None, summary: str
         return genesis
     if not isinstance(data["blocks"], list):
         return Problem(0, "field 'blocks' must be a list")
-    run = None
+    run: RunRecord | None = None
     if summary is not None:
-        run = _run_record(summary, path, genesis, secret)
-        if isinstance(run, Problem):
-            return run
+        record = _run_record(summary, path, genesis, secret)
+        if isinstance(record, Problem):
+            return record
+        run = record
     prev, last = ZERO_HASH, None
     for i, raw in enumerate(data["blocks"], start=1):
         block = parse_block(raw, i, len(genesis.public_keys))

@@ -58,7 +58,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             tmp_path.unlink()
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def write_bytes(path: str | os.PathLike[str], data: bytes | memoryview) -> None:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
 

@@ -169,7 +169,7 @@ def _check_entry(entry: Mapping[str, Any], where: str) -> None:
         raise RunFileError(f"{at}: a K that trained records 'blocks' (an integer) and 'tip' (a block hash)")
     if entry["blocks"] != entry["K"]:
         raise RunFileError(f"{at}: {entry['blocks']} blocks, but a run of K rounds mines K = {entry['K']}")
-    values = [entry.get(name) for name in METRICS]
+    values: list[Any] = [entry.get(name) for name in METRICS]
     if not all(type(v) in (int, float) for v in values):
         raise RunFileError(f"{at}: {', '.join(METRICS)} must be numbers (got {values})")
     finite = all(math.isfinite(v) for v in values)

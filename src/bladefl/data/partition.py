@@ -17,6 +17,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -70,8 +71,10 @@ class PartitionSpec:
         return cls(scheme=scheme, N=int(m["N"]), n=int(m["n"]), seed=int(m["seed"]), **extra)
 
 
-def partition_errors(spec: PartitionSpec, train_size: int | None = None, num_classes: int = 10) -> list[str]:
-    """Every problem with a partition spec, each naming the field and the allowed values."""
+def partition_errors(spec: PartitionSpec | SimpleNamespace, train_size: int | None = None, num_classes: int = 10
+                     ) -> list[str]:
+    """Every problem with a partition spec (or a namespace of its fields read from a config not yet
+    checked), each naming the field and the allowed values."""
     errors = []
     if spec.scheme not in SCHEMES:
         errors.append(f"partition.scheme must be one of {list(SCHEMES)} (got {spec.scheme!r})")

@@ -16,7 +16,7 @@ import multiprocessing
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +80,7 @@ def worker_pool(processes: int) -> Iterator[ProcessPoolExecutor | None]:
         yield workers
 
 
-def store_models(store: Path, digests: dict[int, str], payloads: dict[int, bytes | memoryview]) -> None:
+def store_models(store: Path, digests: Mapping[int, str], payloads: Mapping[int, bytes | memoryview]) -> None:
     """Write each client's payload once, named by its digest (``digests``: the accepted ones)."""
     for client, sha in digests.items():
         target = store / f"{sha}.bin"

@@ -35,6 +35,7 @@ flag honest clients too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,9 +123,11 @@ def _gaussian_difference_decision(kurtosis: np.ndarray, norms: np.ndarray, thres
     return Detection("gaussian_difference", scores, flags)
 
 
-_PARTS = {"near_duplicate": (_near_duplicate_statistics, _near_duplicate_decision),
-          "gaussian_update": (_gaussian_update_statistics, _gaussian_update_decision),
-          "gaussian_difference": (_gaussian_difference_statistics, _gaussian_difference_decision)}
+# per detector: its statistics (batched over runs) and its decision from one run's statistics
+_PARTS: dict[str, tuple[Callable[..., tuple[torch.Tensor, ...]], Callable[..., Detection]]] = {
+    "near_duplicate": (_near_duplicate_statistics, _near_duplicate_decision),
+    "gaussian_update": (_gaussian_update_statistics, _gaussian_update_decision),
+    "gaussian_difference": (_gaussian_difference_statistics, _gaussian_difference_decision)}
 
 
 def _one(name: str, updates: torch.Tensor) -> Detection:

@@ -59,6 +59,12 @@ class EndPlan:
         return self.runs[0].N
 
 
+def _reference(run: RunState) -> torch.Tensor:
+    if run.spec.reference is None:
+        raise ValueError("a referenced run without its reference optimum")
+    return run.spec.reference
+
+
 def plan(runs: list[RunState], device: torch.device) -> EndPlan:
     """Plan the round end of ``runs`` (sharing N: one group)."""
     N = runs[0].N
@@ -75,7 +81,11 @@ def plan(runs: list[RunState], device: torch.device) -> EndPlan:
     lazy_runs = tuple(i for i, r in enumerate(runs) if len(r.roles.lazy))
     lazy_dst = [i * N + c for i in lazy_runs for c in runs[i].roles.lazy.tolist()]
     noisy = tuple(i for i in lazy_runs if runs[i].cfg.lazy.sigma2 > 0)
-    noise_rows, scale, own, own_rows, offset = [], [], [], [], 0
+    noise_rows: list[int] = []
+    scale: list[float] = []
+    own: list[int] = []
+    own_rows: list[int] = []
+    offset = 0
     for i in lazy_runs:
         M = len(runs[i].roles.lazy)
         if i in noisy:
@@ -111,7 +121,7 @@ def plan(runs: list[RunState], device: torch.device) -> EndPlan:
         honest_clients=tuple(as_index(runs[i].base + runs[i].roles.honest, device) for i in measuring),
         measure_draws=tuple(runs[i].draw for i in measuring), referenced=referenced,
         referenced_index=as_index(list(referenced), device) if referenced else None,
-        references=torch.stack([runs[i].spec.reference for i in referenced]).to(device) if referenced else None,
+        references=torch.stack([_reference(runs[i]) for i in referenced]).to(device) if referenced else None,
         weights=np.full((len(runs), N), float(runs[0].n)),
         eval_groups=tuple((d, as_index([i for i, r in enumerate(runs) if r.draw == d], device))
                           for d in dict.fromkeys(r.draw for r in runs)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 
@@ -52,7 +53,7 @@ class Execution:
     def rows_per_step(self, active: int) -> int:
         return self.block_rows or active
 
-    def with_(self, **changes: object) -> Execution:
+    def with_(self, **changes: Any) -> Execution:
         return replace(self, **changes)
 
     def apply(self) -> None:

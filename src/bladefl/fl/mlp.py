@@ -154,7 +154,7 @@ def model_buffer(row: torch.Tensor) -> memoryview:
     """Canonical bytes of one model (little-endian float32 of the flat layout) as a buffer: no copy
     of a contiguous float32 CPU row on a little-endian machine."""
     array = row.detach().to("cpu", torch.float32).contiguous().numpy().astype("<f4", copy=False)
-    return memoryview(array).cast("B")
+    return array.data.cast("B")
 
 
 def model_bytes(row: torch.Tensor) -> bytes:

@@ -119,10 +119,12 @@ def _uploads(end: EndPlan, trained: torch.Tensor, ks: list[int], noise: Noise
     if end.placed is None:
         uploads = trained.clone() if end.lazy or end.dp else trained
     else:
+        assert end.taken is not None  # planned with placed
         uploads = torch.empty(R * N, P, device=trained.device)
         uploads.index_copy_(0, end.placed, trained.index_select(0, end.taken))
     noise_norms = distances = None
     if end.lazy:
+        assert end.lazy_dst is not None  # planned with lazy
         sources = []
         for i in end.lazy:  # which honest model each lazy client copies: a draw per run, on the host
             run = end.runs[i]
@@ -132,12 +134,15 @@ def _uploads(end: EndPlan, trained: torch.Tensor, ks: list[int], noise: Noise
         copies = uploads.index_select(0, as_index(np.concatenate(sources), trained.device))
         copied = copies.clone()
         if end.noise_rows is not None:
+            assert end.noise_scale is not None and noise.lazy is not None  # planned with noisy runs
             copied.index_add_(0, end.noise_rows, noise.lazy * end.noise_scale)
         uploads.index_copy_(0, end.lazy_dst, copied)
         noise_norms = (copied - copies).norm(dim=1)
-        distances = None if own is None else (own - copies.index_select(0, end.own_rows)).norm(dim=1)
+        distances = (None if own is None or end.own_rows is None
+                     else (own - copies.index_select(0, end.own_rows)).norm(dim=1))
     uploads = uploads.view(R, N, P)
     if end.dp_index is not None:
+        assert noise.dp is not None and end.dp_std is not None and end.dp_clip is not None  # planned with dp
         dp = end.dp_index
         uploads.index_copy_(0, dp, privacy.add_noise(uploads.index_select(0, dp), noise.dp, end.dp_std, end.dp_clip))
     return uploads, noise_norms, distances
@@ -220,12 +225,16 @@ def end_round(ctx: RoundEnds, end: EndPlan, ks: list[int], noise: Noise, clock: 
     clock.mark("constants")
     parts = list(evaluate_draws(new, list(end.eval_groups), ctx.samples, shape))
     optional = [noise_norms, distances,
-                None if end.references is None else (new.index_select(0, end.referenced_index)
-                                                     - end.references).norm(dim=1)]
+                None if end.references is None or end.referenced_index is None
+                else (new.index_select(0, end.referenced_index) - end.references).norm(dim=1)]
     values = torch.cat([t.float() for t in parts + [t for t in optional if t is not None]]).tolist()
     clock.mark("evaluation")
-    _hand_over(ctx, end, ks, values, optional, measured, members, host, lambda: (ready(), new_ready()), flags,
-               host_new, lease)
+
+    def both_ready() -> None:
+        ready()
+        new_ready()
+
+    _hand_over(ctx, end, ks, values, optional, measured, members, host, both_ready, flags, host_new, lease)
 
 
 def _per_run(values: list[float], runs: tuple[int, ...], end: EndPlan, only: Callable[[int], bool]
@@ -272,6 +281,7 @@ def _hand_over(ctx: RoundEnds, end: EndPlan, ks: list[int], values: list[float],
             ctx.executor.submit(run.line, ks[i], host[i], ready, flag, rows, metrics, global_models[i],
                                 release=None if lease is None else lease.done)
         else:
+            assert run.line.tail is not None  # the tampered block, mined before this round end
             ctx.executor.record(run.line, run.line.tail, metrics)
     ctx.times.round_ends += 1
     ctx.times.run_rounds += R

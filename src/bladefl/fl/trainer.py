@@ -37,6 +37,7 @@ def stacked_iteration(v: mlp.Views, x_rows: torch.Tensor, y_rows: torch.Tensor, 
     are slices of one row gather per epoch (index_select is a plain row copy, far cheaper than
     take_along_dim)."""
     if picked is None:
+        assert x_full is not None and y_full is not None  # full batch: each row's own client data
         mlp.sgd_step(v, x_full, y_full, eta, shape)
         return
     rows = picked.shape[0]

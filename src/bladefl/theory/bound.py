@@ -29,20 +29,20 @@ from bladefl.fl.timemodel import tau_for
 ArrayLike = float | np.ndarray
 
 
-def h_of(tau: ArrayLike, *, eta: float, L: float, delta: float) -> np.ndarray:
+def h_of(tau: ArrayLike, *, eta: ArrayLike, L: ArrayLike, delta: ArrayLike) -> np.ndarray:
     """h(tau) = (delta/L)((eta L + 1)^tau - 1) - eta delta tau, with (eta L + 1)^tau - 1 as
     expm1(tau log1p(eta L)): no cancellation at small eta L."""
     tau = np.asarray(tau, dtype=float)
     return (delta / L) * np.expm1(tau * np.log1p(eta * L)) - eta * delta * tau
 
 
-def _bracket(K: ArrayLike, tau: ArrayLike, *, eta: float, L: float, xi: float, delta: float, phi: float, eps2: float,
-             extra: float = 0.0) -> np.ndarray:
+def _bracket(K: ArrayLike, tau: ArrayLike, *, eta: ArrayLike, L: ArrayLike, xi: ArrayLike, delta: ArrayLike,
+             phi: ArrayLike, eps2: ArrayLike, extra: ArrayLike = 0.0) -> np.ndarray:
     h = h_of(tau, eta=eta, L=L, delta=delta)
     return eta * phi - (xi * h + extra) / (tau * eps2)
 
 
-def _bound_tau(K: ArrayLike, tau: ArrayLike, **kw: float) -> np.ndarray:
+def _bound_tau(K: ArrayLike, tau: ArrayLike, **kw: ArrayLike) -> np.ndarray:
     K = np.asarray(K, dtype=float)
     tau = np.asarray(tau, dtype=float)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -83,15 +83,15 @@ def upper_bound(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: float
     return _out(_bound_tau(K_arr, tau, eta=eta, L=L, xi=xi, delta=delta, phi=phi, eps2=eps2), K)
 
 
-def lazy_extra(K: ArrayLike, *, xi: float, M: float, N: float, theta: float, sigma2: float, noise_power: str = "sigma2"
-               ) -> np.ndarray:
+def lazy_extra(K: ArrayLike, *, xi: ArrayLike, M: ArrayLike, N: ArrayLike, theta: ArrayLike, sigma2: ArrayLike,
+               noise_power: str = "sigma2") -> np.ndarray:
     noise = sigma2 if noise_power == "sigma2" else np.sqrt(sigma2)
     return np.asarray(K, dtype=float) * xi * (M / N * theta + np.sqrt(M) / N * noise)
 
 
 def lazy_upper_bound(K: ArrayLike, *, alpha: float, beta: float, eta: float, L: float, xi: float, delta: float, phi:
-                     float, eps2: float, t_sum: float, M: float, N: float, theta: float, sigma2: float, noise_power:
-                     str = "sigma2", tau_rule: str = "integer") -> ArrayLike:
+                     float, eps2: ArrayLike, t_sum: float, M: float, N: float, theta: ArrayLike, sigma2: float,
+                     noise_power: str = "sigma2", tau_rule: str = "integer") -> ArrayLike:
     """G-tilde of Theorem 4; equals :func:`upper_bound` at M = 0."""
     K_arr = np.asarray(K, dtype=float)
     tau = tau_of(K_arr, alpha=alpha, beta=beta, t_sum=t_sum, tau_rule=tau_rule)
@@ -130,7 +130,8 @@ def k_star_exact(*, alpha: float, beta: float, eta: float, L: float, xi: float, 
         tau = tau_of(Ks, alpha=alpha, beta=beta, t_sum=t_sum, tau_rule="integer" if floor_tau else "real")
         values = bound_at(Ks, tau)
         return math.nan if not np.isfinite(values).any() else float(Ks[int(np.argmin(values))])
-    return float(k_star_real(alpha=alpha, beta=beta, t_sum=t_sum, M=M, N=N, theta=theta, sigma2=sigma2, **kw))
+    return float(k_star_real(alpha=alpha, beta=beta, t_sum=t_sum, M=M, N=N, theta=theta, sigma2=sigma2, eta=eta, L=L,
+                             xi=xi, delta=delta, phi=phi, eps2=eps2))
 
 
 def k_star_real(*, alpha: ArrayLike, beta: ArrayLike, eta: ArrayLike, L: ArrayLike, xi: ArrayLike, delta: ArrayLike,

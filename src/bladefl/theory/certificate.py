@@ -82,7 +82,12 @@ class Certificate:
         the experiment's K* (one or several, e.g. per seed) needs."""
         text = (f"with the bound defined at K = 1, no choice of constants puts its minimiser above "
                 f"K = {self.largest_if_defined_at_1}")
-        ks = [] if k_experiments is None else [k_experiments] if np.ndim(k_experiments) == 0 else k_experiments
+        if k_experiments is None:
+            ks: list[float] = []
+        elif isinstance(k_experiments, (int, float, np.number)):
+            ks = [float(k_experiments)]
+        else:
+            ks = list(k_experiments)
         for k in sorted({int(k) for k in ks if math.isfinite(k)}):
             start = self.defined_from.get(k)
             if start is None:

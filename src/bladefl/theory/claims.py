@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -93,11 +94,12 @@ def corollary(name: str) -> Corollary:
 BOUND_ARGS = ("alpha", "beta", "eta", "L", "xi", "delta", "phi", "eps2", "t_sum")
 
 
-def sweep_point(base: Mapping[str, float], param: str, value: float) -> dict[str, float]:
+def sweep_point(base: Mapping[str, Any], param: str, value: Any) -> dict[str, Any]:
     """The bound's arguments at one value of a swept parameter, from a base point (the arguments
     of :func:`k_star_exact` plus M, N, theta, sigma2). N: delta falls as sqrt(N0/N) (the paper's
     argument) and M keeps its ratio; M/N: M = ratio N0 with noise sigma2 of at least 0.01 (Table
-    VI's); sigma2: at least M/N = 0.2 (Table VII's); any other parameter is set."""
+    VI's); sigma2: at least M/N = 0.2 (Table VII's); any other parameter is set. Values are numbers,
+    or arrays of settings for a parameter other than N, lazy_ratio and sigma2."""
     p = {"M": 0.0, "N": 20.0, "theta": 0.0, "sigma2": 0.0, **base}
     N0, M0 = p["N"], p["M"]
     if param == "N":
@@ -128,6 +130,6 @@ def on_bound(claim: Corollary, base: Mapping[str, float], values: Sequence[float
 def bound_falls_with_eta(params: Mapping[str, float], etas: Sequence[float], K: float) -> Verdict:
     """Corollary 4, second part: G at fixed K falls as eta grows, over the etas with eta L < 1."""
     keep = [e for e in etas if e * params["L"] < 1]
-    G = [float(upper_bound(K, **{**{k: params[k] for k in ("alpha", "beta", "L", "xi", "delta", "phi", "eps2",
-                                                            "t_sum")}, "eta": e})) for e in keep]
+    fixed: dict[str, Any] = {k: params[k] for k in ("alpha", "beta", "L", "xi", "delta", "phi", "eps2", "t_sum")}
+    G = [float(upper_bound(K, **fixed, eta=e)) for e in keep]
     return monotone("the bound falls as eta grows while eta L < 1 (Corollary 4)", "bound", keep, G, "falls")

@@ -136,14 +136,14 @@ def closed_form(base: Mapping[str, float], *, eps2_rule: str = "free", settings:
 def bound_falls_with_eta(base: Mapping[str, float], etas: Sequence[float], *, settings: int = 2000) -> Check:
     """Corollary 4's second part over the scan (see the module's docstring)."""
     a, b, T = (float(base[k]) for k in ("alpha", "beta", "t_sum"))
-    etas = np.asarray(sorted(map(float, etas)))
-    d = draw(base, settings, float(etas.max()), "bound-falls-with-eta")
+    eta_values = np.asarray(sorted(map(float, etas)))
+    d = draw(base, settings, float(eta_values.max()), "bound-falls-with-eta")
     Ks = np.arange(1, math.floor(T / (a + b) + 1e-12) + 1, dtype=float)
     tau = tau_of(Ks, alpha=a, beta=b, t_sum=T, tau_rule="real")
     judged, failing, witness = 0, 0, ""
     at: dict[str, float] | None = None
     for i in range(settings):
-        G = np.stack([_bound_tau(Ks, tau, eta=float(e), **{k: float(d[k][i]) for k in CONSTANTS}) for e in etas])
+        G = np.stack([_bound_tau(Ks, tau, eta=float(e), **{k: float(d[k][i]) for k in CONSTANTS}) for e in eta_values])
         ok = np.isfinite(G).all(axis=0)
         if not ok.any():
             continue
@@ -156,8 +156,8 @@ def bound_falls_with_eta(base: Mapping[str, float], etas: Sequence[float], *, se
                 k = int(np.flatnonzero(bad)[0])
                 at = {c: float(d[c][i]) for c in CONSTANTS} | {"K": float(Ks[k]), "tau": float(tau[k])}
                 shown = ", ".join(f"{g:.4g}" for g in G[:, k])
-                witness = (f"{_witness(d, i)}: at K = {Ks[k]:g}, G = {shown} at eta = {[float(e) for e in etas]} "
-                           f"(eta L <= {etas.max() * d['L'][i]:.2g})")
+                witness = (f"{_witness(d, i)}: at K = {Ks[k]:g}, G = {shown} at eta = {[float(e) for e in eta_values]} "
+                           f"(eta L <= {eta_values.max() * d['L'][i]:.2g})")
     return Check("the bound falls as eta grows", settings, judged, failing,
                  "eta L < 1 at every swept eta; the others undefined at every K for some eta", witness,
                  witness_at=at)

@@ -288,9 +288,9 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
     for (dataset, cell, seed), files in sorted(runs.items()):
         if (dataset, cell, seed) in skipped:
             continue
-        folder = Path(run_id.folder(runs_root, dataset, cell, seed))
+        target = Path(run_id.folder(runs_root, dataset, cell, seed))
         for name, data in files.items():
-            atomic.write_bytes(folder / name, data)
+            atomic.write_bytes(target / name, data)
         result.runs[dataset] = result.runs.get(dataset, 0) + 1
     return result
 

@@ -52,7 +52,7 @@ class Cell:
         exclude = parts.pop("exclude", "0") == "1"
         if set(parts) != set(names):
             raise ValueError(f"not a cell key: {key!r}")
-        values = {names[k]: float(v) for k, v in parts.items()}
+        values: dict[str, Any] = {names[k]: float(v) for k, v in parts.items()}
         values["N"] = int(values["N"])
         return cls(**values, exclude=exclude)
 
@@ -87,7 +87,8 @@ def _cell(base: Mapping[str, Any], over: Mapping[str, Any], where: str) -> Cell:
         raise ValueError(f"{where}: unknown parameter(s) {unknown}; allowed: {list(PARAMS)}")
     values = {**base, **over}
     values = {k: (math.inf if isinstance(v, str) and v.lower() in ("inf", ".inf") else v) for k, v in values.items()}
-    cell = Cell(**{k: (int(values[k]) if k == "N" else float(values[k])) for k in PARAMS})
+    fields: dict[str, Any] = {k: (int(values[k]) if k == "N" else float(values[k])) for k in PARAMS}
+    cell = Cell(**fields)
     # Without lazy clients the noise variance has no effect: one canonical cell, run once.
     return cell if cell.lazy_ratio > 0 else Cell(**{**asdict(cell), "sigma2": 0.0})
 

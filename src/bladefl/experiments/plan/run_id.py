@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 SEED_PREFIX = "seed~"
 
@@ -50,7 +50,7 @@ def file(root: str | Path, dataset: str, cell: str, seed: int | str, name: str) 
     return f"{folder(root, dataset, cell, seed)}/{name}"
 
 
-def from_path(path: str | Path) -> RunId:
+def from_path(path: str | PurePath) -> RunId:
     """The identity of the run a folder (or a file in it, such as its ``summary.json``) belongs to;
     ValueError naming the path when it is not a run folder."""
     path = Path(path)

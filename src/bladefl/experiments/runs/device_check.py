@@ -76,7 +76,7 @@ def mixed_specs(device: str, iteration: str) -> list[RunSpec]:
     """The mixed group's runs on ``device`` in ``iteration`` mode."""
     specs = []
     for over, K in MIXED:
-        train = {**dict(over.get("train", {})), "iteration": iteration}  # type: ignore[call-overload]
+        train = {**dict(over.get("train", {})), "iteration": iteration}
         specs.append(RunSpec(small_config(device, **{**over, "train": train}), K))
     return specs
 
@@ -134,8 +134,8 @@ def mixed_group_check(device: str, iterations: tuple[str, ...] = ("epoch", "full
     """The mixed group on the CPU and on ``device``, one row per run and iteration mode."""
     rows = []
     cpu_data = synthetic_data()
-    dev_data = ClientData(*(t.to(device) for t in (cpu_data.x, cpu_data.y, cpu_data.x_test, cpu_data.y_test)),
-                          cpu_data.partition_sha256)
+    dev_data = ClientData(cpu_data.x.to(device), cpu_data.y.to(device), cpu_data.x_test.to(device),
+                          cpu_data.y_test.to(device), cpu_data.partition_sha256)
     for iteration in iterations:
         cpu_specs, dev_specs = mixed_specs("cpu", iteration), mixed_specs(device, iteration)
         cpu = run_group(cpu_specs, cpu_data, resolve("cpu", chain_processes=0)).results

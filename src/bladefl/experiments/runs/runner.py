@@ -15,6 +15,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import torch
@@ -39,7 +40,7 @@ ROUND_COLUMNS = [f.name for f in dataclasses.fields(RoundRecord)]
 
 
 def infeasible_row(result: KResult) -> dict:
-    row = {c: math.nan for c in ROUND_COLUMNS}
+    row: dict[str, Any] = {c: math.nan for c in ROUND_COLUMNS}
     row.update(K=result.K, round=0, tau=result.allocation.tau, block_hash="", status="infeasible")
     return row
 
@@ -123,6 +124,8 @@ def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict |
         else:
             rows.extend(dataclasses.asdict(r) for r in result.rounds)
             detections.extend(result.detections)
+            if result.ledger is None:
+                raise ValueError(f"K={result.K}: a run of status {result.status!r} without its ledger")
             result.ledger.save(job.out / "chains" / f"K{result.K}.json")
     atomic.write_csv(job.out / "rounds.csv", pd.DataFrame(rows, columns=ROUND_COLUMNS))
     if detections:  # lazy.detectors: per K, round, client and detector: score, flag, truth, excluded
@@ -184,7 +187,7 @@ def run_cells(jobs: list[CellJob], data: ClientData, execution: Execution | None
                     engine[j] = add_times(engine.get(j, GroupTimes()), group.times)
                 if len(results[j]) == len(jobs[j].cfg.time.K):
                     t = time.perf_counter()
-                    timing = {**load, "total": round(seconds[j] + (load_seconds or 0.0), 3)}
+                    timing: dict[str, Any] = {**load, "total": round(seconds[j] + (load_seconds or 0.0), 3)}
                     if not stack:
                         timing["engine"] = engine.pop(j).breakdown()
                     summaries[j] = write_run(jobs[j], results.pop(j), timing, info if stack else None,
@@ -203,5 +206,7 @@ def run_cell(cfg: RunConfig, out_dir: str | Path, data: ClientData | None = None
     start = time.perf_counter()
     data = data if data is not None else load_client_data(cfg)
     load_seconds = time.perf_counter() - start
-    return run_cells([CellJob(cfg, Path(out_dir), reference)], data, execution, progress=progress,
-                     load_seconds=load_seconds)[0]
+    summary = run_cells([CellJob(cfg, Path(out_dir), reference)], data, execution, progress=progress,
+                        load_seconds=load_seconds)[0]
+    assert summary is not None  # without resume every job runs
+    return summary

@@ -10,7 +10,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
@@ -89,6 +90,7 @@ def loop_seconds(data: ClientData, shape: mlp.Shape, iteration: str, batch: int,
                                       torch.nn.ReLU() if shape.activation == "relu" else torch.nn.Identity(),
                                       torch.nn.Linear(shape.h, shape.c))
             opt = torch.optim.SGD(net.parameters(), lr=0.01)
+            batches: Iterable[tuple[torch.Tensor, ...]]
             if iteration == "full_batch":
                 batches = [(data.x[i], data.y[i])]
             else:
@@ -131,7 +133,7 @@ def chain_drag(N: int, P: int, runs: int, rounds: int, processes: int, threads: 
             count += 1
         return count, time.perf_counter() - start
 
-    def one_run(seed: int, workers: object) -> None:
+    def one_run(seed: int, workers: ProcessPoolExecutor | None) -> None:
         state = new_chain_state(from_dict({"seed": seed, "partition": {"N": N}}), rounds, N, 64, 1)
         for k in range(1, rounds + 1):
             _, state = chain_job(state, k, models + k, Flagging(), workers)
@@ -282,4 +284,5 @@ def round_end_seconds(R: int, rounds: int = 10, repeat: int = 3, N: int = 20) ->
         for _ in range(repeat + 1):  # the first is a warm-up (and starts the worker)
             times = run_group(specs, data, resolve("cpu", stack=True, block_rows=0), workers=workers).times
             best = times if best is None or times.rounds < best.rounds else best
+    assert best is not None  # repeat + 1 >= 1 groups ran
     return best

@@ -31,6 +31,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,7 +81,8 @@ def undefined_at(K: np.ndarray, G: np.ndarray) -> str:
     for prev, k in zip(bad, [*bad[1:], None], strict=True):
         if k != prev + 1:
             runs.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = k
+            if k is not None:
+                start = k
     return ", ".join(runs)
 
 
@@ -107,7 +109,7 @@ def variants(K: np.ndarray, gap: np.ndarray, common: dict, consts: dict, phi_m: 
     rows = []
 
     def add(name: str, phi: float, eps2: float | np.ndarray, L: float | None = None) -> None:
-        args = {**common, "L": common["L"] if L is None else L}
+        args: dict[str, Any] = {**common, "L": common["L"] if L is None else L}
         G = np.asarray(lazy_upper_bound(K, phi=phi, eps2=eps2, **args))
         shown = math.nan if np.ndim(eps2) else float(eps2)
         rows.append(_variant_row(name, K, gap, G, args["L"], phi, shown, k_experiment))
@@ -323,4 +325,4 @@ def certificate_row(cell: str, alpha: float, beta: float, t_sum: float, lazy: bo
             "defined_from_for_K_experiment": ", ".join(f"{k}: {'never' if v is None else v}" for k, v in needs.items()),
             "closed_form_eta_L_for_K_experiment": ", ".join(
                 f"{k}: {closed_form_eta_L(k, alpha=alpha, beta=beta, t_sum=t_sum):.3g}" for k in ks),
-            "statement": cert.summary(ks)}
+            "statement": cert.summary([float(k) for k in ks])}

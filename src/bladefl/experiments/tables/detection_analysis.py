@@ -19,6 +19,7 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -116,7 +117,7 @@ def roc_curve(scores: np.ndarray, truth: np.ndarray, max_points: int = 200) -> t
 def roc_table(detections: pd.DataFrame, members: Sequence[Member]) -> pd.DataFrame:
     """The ROC curve of every cell with lazy clients (once, whatever sweeps share it) and every
     detector, pooled over seeds, K and rounds."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     points = _points(members)
     for point in points.drop_duplicates("cell").itertuples() if len(points) else []:
         part = detections[detections.cell == point.cell]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -279,7 +280,7 @@ def remark_rows(fits: Sequence[Sequence[CellFit]], reps: Replicates) -> list[dic
         root = math.sqrt(M) / N
         return M / N * f.constants["theta"], root * f.constants["noise_norm"], root * f.cell.sigma2
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for role, index, name in (("claim", 1, "plagiarism outweighs the artificial noise (the noise as measured)"),
                               ("reading", 2, "plagiarism outweighs the artificial noise (the noise term as written)")):
         holds = [all(terms(row[c])[0] > terms(row[c])[index] for c in lazy) for row in fits]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,8 +57,9 @@ def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds
     gap = np.array([np.nanmean([per_seed[s].get(k, np.nan) for s in seeds]) for k in Ks])
     consts = constants[(constants.cell == cell.cell) & constants.seed.isin(seeds)]
     c = {k: float(consts[k].median()) if k in consts else math.nan for k in MEASURED}
-    common = dict(alpha=cell.alpha, beta=cell.beta, eta=cell.eta, L=c["L"], xi=c["xi"], delta=c["delta"],
-                  t_sum=cell.t_sum, M=cell.M, N=cell.N, theta=c["theta"], sigma2=cell.sigma2)
+    common: dict[str, Any] = dict(alpha=cell.alpha, beta=cell.beta, eta=cell.eta, L=c["L"], xi=c["xi"],
+                                  delta=c["delta"], t_sum=cell.t_sum, M=cell.M, N=cell.N, theta=c["theta"],
+                                  sigma2=cell.sigma2)
     K = np.asarray(Ks, dtype=float)
     if cell.M > 0 and "theta_last" in part:  # the plagiarism distance at each K's last round, as the bound page
         per_k = part[part.seed.isin(seeds)].groupby("K").theta_last.median()

@@ -83,7 +83,8 @@ def convexity_test(units: Units, cells: Sequence[str], members: Sequence[Member]
             cell, K = c.cells[index[ci]], int(c.Ks[ki + 1])
             member = by_key[cell]
             significant.append(Point(cell, K, float(mean[ci, ki]), float(p),
-                                     tuple(_steps(k, member, t_sum) for k in (K - 1, K, K + 1))))
+                                     (_steps(K - 1, member, t_sum), _steps(K, member, t_sum),
+                                      _steps(K + 1, member, t_sum))))
     return ConvexityTest(m, int(finite.sum()), negative, float(np.min(holm)), tuple(significant))
 
 

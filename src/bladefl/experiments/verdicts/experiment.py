@@ -207,7 +207,9 @@ def _vacuous_note(j: Judged, units: Units, members: Sequence[Member], t_sum: flo
     if not (j.same and j.claim.only is not None):
         return ""
     whole = sweep_varying(members, j.claim.param)
-    table = units.values(whole.cells, j.claim.quantity, whole.betas, t_sum) if whole else np.zeros((0, 0))
+    if whole is None:
+        return ""
+    table = units.values(whole.cells, j.claim.quantity, whole.betas, t_sum)
     if table.size and np.all(np.nanmax(table, axis=1) == np.nanmin(table, axis=1)):
         return (f"; vacuous here: {NAMES[j.claim.quantity]} is the same at every {j.claim.param} of the sweep "
                 f"({[fmt(v) for v in whole.values]}), so it has nothing to settle from")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ def _at_least(v: float, low: float) -> bool:
 
 
 # name, statement, source, param, parts, extra fields
-_CLAIMS = [
+# (name, statement, source, param, parts, further TrendClaim fields)
+_CLAIMS: list[tuple[str, str, str, str, tuple[Part, ...], dict[str, Any]]] = [
     ("K* falls as alpha grows", "tab2-alpha", "Table II text (Corollary 1)", "alpha", _one("K", "falls"), {}),
     ("the loss grows with alpha", "fig4-alpha-loss", "Fig. 4 text", "alpha", _one("min_loss", "rises"), {}),
     ("K* falls as beta grows", "tab3-beta", "Table III text (Corollary 1)", "beta", _one("K", "falls"), {}),

@@ -102,9 +102,9 @@ def formula_rows(fits: Sequence[CellFit], members: Sequence[Member], model_size:
             f"{model_size:,} parameters the norm is about sigma sqrt(M P); the measured noise norm per lazy upload is "
             f"{norm:.3g} (sigma sqrt(P) = {math.sqrt(s2 * model_size):.3g}), so the Remark's ordering (plagiarism "
             f"over noise) reverses (the Remark's row)"))
-    if plain or lazy:
+    if (fitted := plain or lazy) is not None:
         rows.append(error_row("cor4-proof", "Corollary 4's proof concludes the opposite of its statement",
-                              "Appendix, proof of Corollary 4", *_proof_computation(plain or lazy, members)))
+                              "Appendix, proof of Corollary 4", *_proof_computation(fitted, members)))
     if plain is not None:
         derivative = _derivative(plain, members, settings)
         if derivative is not None:

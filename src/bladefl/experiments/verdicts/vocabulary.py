@@ -113,8 +113,10 @@ def sweep_varying(members: Sequence[Member], param: str) -> Sweep | None:
     names = [m.sweep for m in members if m.vary == param]
     if not names:
         return None
-    chosen = sorted((m for m in members if m.sweep == names[0]), key=lambda m: m.value)
-    return Sweep(param, [float(m.value) for m in chosen], [m.cell.key for m in chosen], [m.cell.beta for m in chosen])
+    chosen = sorted(((m.value, m) for m in members if m.sweep == names[0] and m.value is not None),
+                    key=lambda p: p[0])
+    return Sweep(param, [float(v) for v, _ in chosen], [m.cell.key for _, m in chosen],
+                 [m.cell.beta for _, m in chosen])
 
 
 
