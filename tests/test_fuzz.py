@@ -233,3 +233,200 @@ def test_a_kept_bundle_with_any_manifest_lays_out_or_is_refused_by_name(manifest
             kept_results.lay_out(folder, folder / "results", folder / "data")
         except (ValueError, OSError) as exc:
             one_line(exc)
+
+
+# Report page parameter files (`bladefl run-page --parameters`): keys a notebook declares and keys
+# papermill would write as code, values of every type and paths inside and outside the run's
+# folders, with YAML's anchors, aliases, tags and flow syntax spliced in.
+PAGE_NOTEBOOKS = ["02_sweeps.ipynb", "01_data.ipynb", "03_bound.ipynb"]
+PAGE_KEYS = st.sampled_from(["dataset", "summary", "figures_dir", "tables_dir", "partitions", "gaps", "x = 1; y",
+                             "__import__('os').system('touch MARK')", "", "dataset "])
+PAGE_PATHS = st.sampled_from(["results/a.csv", "data/partitions/mnist/a.json", "results/figures/x", "../x",
+                              "/etc/passwd", "results/../../x", "data", "results", "", "results/\x00x", "~/x"])
+PAGE_VALUES = st.one_of(JSONISH, PAGE_PATHS, st.lists(PAGE_PATHS, max_size=3), st.sampled_from(["mnist", "cifar10"]))
+YAML_BITS = st.sampled_from(["&a ", "*a", "!!python/object/apply:os.system ['touch MARK'] ", "? ", "- ", "{", "[",
+                             "\t", "%YAML 1.1\n---\n", "<<: *a\n", "!x ", "'", "\"\\x", "\n  "])
+
+
+@FUZZ
+@given(values=st.dictionaries(PAGE_KEYS, PAGE_VALUES, max_size=4), notebook=st.sampled_from(PAGE_NOTEBOOKS),
+       splices=st.lists(st.tuples(st.integers(0, 400), YAML_BITS), max_size=2))
+def test_page_parameter_files_are_taken_typed_inside_the_run_or_refused_in_one_line(values, notebook, splices,
+                                                                                    tmp_path_factory):
+    """Taken: only the notebook's declared names, each of its kind, paths inside the results (or data)
+    folder once links are resolved. Refused: one line, and `bladefl run-page` exits 2 having written
+    nothing and run no code."""
+    import contextlib
+
+    from bladefl.cli import main
+    from bladefl.data.datasets import SPECS
+    from bladefl.report import page_parameters as pp
+
+    folder = tmp_path_factory.mktemp("page")
+    text = yaml.safe_dump(values, allow_unicode=True)
+    for at, bit in splices:
+        text = text[: at % (len(text) + 1)] + bit + text[at % (len(text) + 1):]
+    (folder / "p.yaml").write_text(text)
+    nb = REPO / "notebooks" / notebook
+    with no_hang(), contextlib.chdir(folder):
+        try:
+            taken = pp.read("p.yaml", nb, "results", "data")
+        except pp.ParameterError as exc:
+            one_line(exc)
+            code = main(["run-page", str(nb), "--parameters", "p.yaml", "--executed", "out/page.ipynb", "--out",
+                         "out/page.html", "--index", "index.html", "--results-dir", "results", "--data-dir", "data"])
+            assert code == 2 and not (folder / "out").exists() and not (folder / "MARK").exists()
+            return
+    kinds = pp.declared(nb)
+    assert set(taken) <= set(kinds), taken
+    results, data = (folder / "results").resolve(), (folder / "data").resolve()
+    for key, value in taken.items():
+        roots = [results] if key in pp.OUTPUT_FOLDERS else [results, data]
+        paths = [value] if kinds[key] == "path" and value is not None else value if kinds[key] == "paths" else []
+        for path in paths:
+            real = (folder / path).resolve()
+            assert any(real == root or root in real.parents for root in roots), (key, value)
+        if kinds[key] == "dataset":
+            assert value in SPECS
+
+
+# Archive member names: every name a tar can hold, run folders with non-ASCII or non-decimal seeds,
+# traversal, absolute paths, empty parts.
+NAME_PARTS = st.one_of(st.sampled_from(["grid", "mnist", "alpha~1_beta~10_N~4", "seed~0", "seed~٠", "seed~017",
+                                        "seed~-1", "seed~1_000", "seed~0x10", "..", ".", "", "summary.json",
+                                        "rounds.csv", "chains", "K3.json", "ABOUT.json", "detections.csv"]),
+                       st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6))
+MEMBER_NAMES = st.lists(st.lists(NAME_PARTS, min_size=1, max_size=6).map("/".join), min_size=1, max_size=4)
+
+
+@FUZZ
+@given(names=MEMBER_NAMES)
+def test_archive_member_names_map_to_plain_run_folders_or_are_refused_by_name(names, tmp_path_factory):
+    """A member is a run file of a folder `<dataset>/<cell>/seed~<decimal ASCII>` (or the archive's
+    ABOUT.json), or the archive is refused in one line; no name reaches outside its run."""
+    import re
+
+    from bladefl.experiments.bundles import run_import as ri
+
+    folder = tmp_path_factory.mktemp("names")
+    archive = folder / "a.tar.gz"
+    try:
+        archive.write_bytes(tar_bytes({n: b"{}" for n in names}))
+    except (ValueError, UnicodeError):  # a name tar itself cannot write (a NUL, a lone surrogate)
+        return
+    with no_hang():
+        try:
+            runs, _ = ri.read_archive(archive)
+        except ri.ArchiveError as exc:
+            one_line(exc)
+            return
+    for (dataset, cell, seed), files in runs.items():
+        assert isinstance(seed, int) and seed >= 0
+        assert any(re.search(rf"(^|/){re.escape(dataset)}/{re.escape(cell)}/seed~{seed}/", n) for n in names)
+        for part in (dataset, cell):
+            assert part not in ("", ".", "..") and "/" not in part
+        assert set(files) <= {*ri.RUN_FILES, *(n for n in files if re.fullmatch(r"chains/K[0-9]+\.json", n))}
+
+
+@pytest.fixture(scope="module")
+def stored_run(tmp_path_factory):
+    """A real run that keeps its uploads in a model store (models/<digest>.bin)."""
+    from bladefl.experiments.runs.runner import run_cell
+    from test_engine import small_cfg, synthetic
+
+    out = tmp_path_factory.mktemp("storerun")
+    run_cell(small_cfg(time={"K": [2]}, chain={"save_models": True}, seed=6), out, data=synthetic(), progress=False)
+    return out
+
+
+@FUZZ
+@given(which=st.integers(0, 10**6), kind=st.sampled_from(["edit", "sparse", "empty", "folder", "link", "fifo"]),
+       edits=EDITS)
+def test_a_hostile_model_store_ends_in_a_named_problem(stored_run, which, kind, edits, tmp_path_factory):
+    """A store file changed, emptied, made a sparse file of gigabytes, a folder, a link or a FIFO:
+    `chain verify --store` names a problem in one line (or verifies, only for the original bytes),
+    within its time, never reading a huge file whole."""
+    import os
+    import shutil
+
+    from bladefl.chain.verify import verify_chain
+
+    folder = tmp_path_factory.mktemp("store")
+    shutil.copytree(stored_run, folder, dirs_exist_ok=True)
+    files = sorted((folder / "models").glob("*.bin"))
+    target = files[which % len(files)]
+    original = target.read_bytes()
+    if kind == "edit":
+        target.write_bytes(mutate(original, edits))
+    else:
+        target.unlink()
+        if kind == "sparse":
+            with open(target, "wb") as handle:
+                handle.truncate(8 << 30)
+        elif kind == "empty":
+            target.write_bytes(b"")
+        elif kind == "folder":
+            target.mkdir()
+        elif kind == "link":
+            target.symlink_to(folder / "summary.json")
+        else:
+            os.mkfifo(target)
+    with no_hang():
+        problem = verify_chain(folder / "chains/K2.json", store=folder / "models", summary=folder / "summary.json")
+    if problem is None:
+        assert kind == "edit" and target.read_bytes() == original
+    else:
+        assert problem.reason and "\n" not in problem.reason
+
+
+# A kept bundle whose manifest agrees with its files, but whose names are hostile: traversal,
+# names outside results/ and data/, control characters, a listed file given twice in the JSON.
+BUNDLE_NAMES = st.lists(st.one_of(st.sampled_from(["results/a.csv", "data/p.json", "results/x/../../../escape",
+                                                   "results/../data/b.csv", "other/c.csv", "results/", "results",
+                                                   "config.yaml", "results/a\nb.csv", "results/./d.csv"]),
+                                  st.lists(NAME_PARTS, min_size=1, max_size=3).map("/".join)),
+                        min_size=1, max_size=4, unique=True)
+
+
+@FUZZ
+@given(names=BUNDLE_NAMES, twice=st.booleans(), unlisted=st.sampled_from(["", "results/z.csv", "results/new\nline"]))
+def test_a_kept_bundle_lays_out_only_inside_its_results_and_data_folders(names, twice, unlisted, tmp_path_factory):
+    """What `bladefl lay-out` writes lies inside the two folders it was given; anything else is a
+    refusal in one line, with nothing written."""
+    import hashlib
+
+    from bladefl.experiments.bundles import kept_results
+
+    top = tmp_path_factory.mktemp("lay")
+    bundle = top / "bundle" / "inner"
+    bundle.mkdir(parents=True)
+    files = {}
+    for name in names:
+        path = bundle / name
+        try:
+            if not path.resolve().is_relative_to(bundle.resolve()) or name.endswith("/"):
+                continue  # a name that is no file of the bundle: listed only
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(name.encode("utf-8", "replace"))
+        except (OSError, ValueError):
+            continue
+        files[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    if unlisted and unlisted not in names and not (bundle / "results").is_file():
+        (bundle / unlisted).parent.mkdir(parents=True, exist_ok=True)
+        (bundle / unlisted).write_bytes(b"not listed")
+    entries = [f'{json.dumps(n)}: {{"bytes": 1, "sha256": "{files.get(n, "0" * 64)}"}}' for n in names]
+    if twice:
+        entries.append(entries[0])
+    (bundle / "MANIFEST.json").write_text('{"files": {' + ", ".join(entries) + "}}")
+    before = {p for p in top.rglob("*")}
+    with no_hang():
+        try:
+            kept_results.lay_out(bundle, top / "results", top / "data")
+        except (ValueError, OSError) as exc:
+            one_line(exc)
+            assert {p for p in top.rglob("*")} == before
+            return
+    written = {p for p in top.rglob("*") if p.is_file()} - before
+    for path in written:
+        assert path.resolve().is_relative_to((top / "results").resolve()) or \
+            path.resolve().is_relative_to((top / "data").resolve()), path

@@ -204,7 +204,23 @@ def test_a_run_trained_on_another_draw_is_refused(config, tmp_path):
     with pytest.raises(ri.ArchiveError, match=f"it trained on another draw of partition {key}"):
         ri.import_runs(archive(tmp_path / "a.tar.gz", stamped), config, tmp_path / "runs")
     manifest.write_text(json.dumps({"indices_sha256": "ab" * 32}))
-    assert ri.import_runs(archive(tmp_path / "a.tar.gz", stamped), config, tmp_path / "runs").total == 6
+    imported = ri.import_runs(archive(tmp_path / "a.tar.gz", stamped), config, tmp_path / "runs")
+    assert (imported.total, imported.undigested) == (6, 0)
+
+
+def test_runs_without_a_partition_digest_are_counted_and_said_not_passed_silently(config, tmp_path):
+    """A stripped (or never written) digest cannot be told from an old run's: the import takes the
+    run unchecked for its draw, but counts it, and the record says how many."""
+    members = complete(config)
+    stripped = dict(members)
+    first = next(n for n in members if n.endswith("summary.json"))
+    summary = json.loads(members[first])
+    summary["provenance"] = {"partition_sha256": ""}
+    stripped[first] = json.dumps(summary).encode()
+    path = archive(tmp_path / "a.tar.gz", stripped)
+    imported = ri.import_runs(path, config, tmp_path / "runs")
+    assert (imported.total, imported.undigested) == (6, 6)
+    assert ri.record(path, "config.yaml", config, imported)["without_partition_digest"] == 6
 
 
 def test_a_run_file_given_twice_in_the_archive_is_refused(config, tmp_path):

@@ -79,6 +79,8 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
           f"under {runs_root}" + (f", skipped {imported.skipped} runs of other seeds" if imported.skipped else "")
           + f"; ledgers verified for {imported.verified}"
           + (f", none carried by {imported.unverified} (packed without ledgers)" if imported.unverified else "")
+          + (f"; {imported.undigested} record no partition digest, so the draw they trained on was not checked"
+             if imported.undigested else "")
           + f"; record in {results / 'imported.json'}")
     return 0
 

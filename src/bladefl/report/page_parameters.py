@@ -79,7 +79,7 @@ def check(values: Any, kinds: Mapping[str, str], results_dir: str | os.PathLike[
             raise ParameterError(f"{where}: unknown parameter {str(key)[:80]!r} (allowed: {sorted(kinds)})")
         kind, roots = kinds[key], [results] if key in OUTPUT_FOLDERS else [results, data]
         folders = "the results folder" if key in OUTPUT_FOLDERS else "the results or data folder"
-        if kind == "dataset" and value not in SPECS:
+        if kind == "dataset" and not (isinstance(value, str) and value in SPECS):
             raise ParameterError(f"{where}: {key} must be one of {sorted(SPECS)} (got {str(value)[:80]!r})")
         if kind == "path" and value is not None and not (isinstance(value, str) and _inside(value, roots)):
             raise ParameterError(f"{where}: {key} must be a path inside {folders} (got {str(value)[:80]!r})")

@@ -118,11 +118,28 @@ def read_manifest(bundle: str | Path) -> dict:
         raise ValueError(f"{path}: not a readable manifest ({exc})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         raise ValueError(f"{path}: no 'files' table")
+    strange = [ascii(rel) for rel in manifest["files"] if not _plain_name(rel)]
+    if strange:
+        raise ValueError(f"{path}: entries {', '.join(strange[:3])} of 'files' are not plain paths of a bundle "
+                         f"({CONFIG}, or under {', '.join(sorted(BUNDLE_ENTRIES - {MANIFEST, CONFIG}))}/)")
     bad = [rel for rel, entry in manifest["files"].items()
            if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)]
     if bad:
         raise ValueError(f"{path}: entries {bad[:3]} of 'files' are not {{'bytes': ..., 'sha256': ...}} records")
     return manifest
+
+
+def _shown(rel: str) -> str:
+    """A file name as a message shows it: on one line, whatever the name holds."""
+    return rel if rel.isprintable() else ascii(rel)
+
+
+def _plain_name(rel: str) -> bool:
+    """A file a bundle may list: config.yaml, or a path under results/, data/ or runs/ without empty,
+    '.' or '..' parts and without control characters."""
+    parts = rel.split("/")
+    return rel.isprintable() and (rel == CONFIG or (parts[0] in BUNDLE_ENTRIES - {MANIFEST, CONFIG} and len(parts) > 1
+                                                    and all(p not in ("", ".", "..") for p in parts)))
 
 
 def problems(bundle: str | Path) -> list[str]:
@@ -134,10 +151,10 @@ def problems(bundle: str | Path) -> list[str]:
         return [str(exc)]
     links = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_symlink())
     if links:  # a listed file replaced by a link would lay out whatever it points to
-        return [f"{rel}: a symbolic link (a bundle holds plain files only)" for rel in links]
+        return [f"{_shown(rel)}: a symbolic link (a bundle holds plain files only)" for rel in links]
     found = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()} - {MANIFEST}
     out = [f"{rel}: listed in the manifest, missing" for rel in sorted(set(listed) - found)]
-    out += [f"{rel}: not listed in the manifest" for rel in sorted(found - set(listed))]
+    out += [f"{_shown(rel)}: not listed in the manifest" for rel in sorted(found - set(listed))]
     out += [f"{rel}: changed since it was kept (SHA-256 differs)" for rel in sorted(found & set(listed))
             if sha256_file(bundle / rel) != listed[rel].get("sha256")]
     return out

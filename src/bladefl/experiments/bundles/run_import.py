@@ -55,6 +55,7 @@ class Imported:
     skipped: int = 0  # runs of seeds the config does not hold (a partial grid imported by its first seeds)
     verified: int = 0  # runs whose ledgers were verified against their files
     unverified: int = 0  # runs that carry no ledgers (archives packed before ledgers were carried)
+    undigested: int = 0  # runs whose summary records no partition digest: their draw was not checked
 
     @property
     def total(self) -> int:
@@ -127,6 +128,8 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
     try:
         with tar:
             for member in tar:
+                if not member.name.isprintable():  # a newline or escape in a name would forge the messages
+                    raise ArchiveError(f"{ascii(member.name)}: a member name with control characters")
                 if member.isdir():
                     continue
                 if not member.isfile():
@@ -192,11 +195,12 @@ def partition_problems(summary: Mapping[str, Any], config: Mapping[str, Any], da
                        seed: int) -> list[str]:
     """A run that names its partition's indices by their digest (``provenance.partition_sha256``)
     must have trained on this workflow's draw: the manifest `bladefl partition` wrote here
-    (``<data_dir>/partitions/<dataset>/<key>.json``; `snakemake run_inputs` makes them). Runs
-    written before the digest was recorded are not checked."""
-    provenance = summary.get("provenance")
-    recorded = provenance.get("partition_sha256") if isinstance(provenance, Mapping) else None
-    if not recorded:
+    (``<data_dir>/partitions/<dataset>/<key>.json``; `snakemake run_inputs` makes them). A run
+    without the digest (written before digests were recorded, or stripped) is not checked here: the
+    import counts it (:attr:`Imported.undigested`) and says so; a forger gains nothing by stripping
+    it, since the digest of this workflow's draw is derivable from the config by anyone."""
+    recorded = _partition_digest(summary)
+    if recorded is None:
         return []
     spec = wc.partition_spec(config, Cell.from_key(cell).N, seed)
     manifest = Path(config.get("data_dir", "data")) / "partitions" / dataset / f"{spec.key}.json"
@@ -209,6 +213,12 @@ def partition_problems(summary: Mapping[str, Any], config: Mapping[str, Any], da
         return [f"it trained on another draw of partition {spec.key} (indices {str(recorded)[:12]}, here "
                 f"{str(here)[:12]})"]
     return []
+
+
+def _partition_digest(summary: Mapping[str, Any]) -> str | None:
+    provenance = summary.get("provenance")
+    recorded = provenance.get("partition_sha256") if isinstance(provenance, Mapping) else None
+    return recorded if isinstance(recorded, str) and recorded else None
 
 
 def ledger_problems(files: Mapping[str, bytes], secret: bytes | None = None) -> list[str]:
@@ -284,7 +294,9 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
         shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
         raise ArchiveError(f"{archive}: nothing imported:\n  " + "\n  ".join(shown))
     result = Imported(about=about, skipped=len(skipped), verified=verified,
-                      unverified=len(runs) - len(skipped) - verified)
+                      unverified=len(runs) - len(skipped) - verified,
+                      undigested=sum(_partition_digest(read_run_files(files)) is None for key, files in runs.items()
+                                     if key not in skipped))
     for (dataset, cell, seed), files in sorted(runs.items()):
         if (dataset, cell, seed) in skipped:
             continue
@@ -301,7 +313,8 @@ def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: 
     return {"archive": str(archive), "sha256": sha256_file(archive),
             "imported": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "config": str(configfile),
             "seeds": list(config["seeds"]), "runs": imported.runs, "ledgers_verified": imported.verified,
-            "without_ledgers": imported.unverified, "about": imported.about}
+            "without_ledgers": imported.unverified, "without_partition_digest": imported.undigested,
+            "about": imported.about}
 
 
 __all__ = ["RUN_FILES", "ABOUT", "EXECUTION_FIELDS", "ArchiveError", "Imported", "with_seeds",
