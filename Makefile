@@ -33,7 +33,7 @@ test: install lint
 	$(PY) -m pytest -ra --durations=15 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow and not slurm" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not slow and not slurm and not snakemake" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: install
 	bladefl bench

@@ -103,6 +103,7 @@ SNAKEMAKE = sorted({c.removeprefix(".venv/bin/") for _, c in COMMANDS
                     if c.startswith(("snakemake ", ".venv/bin/snakemake ")) and runnable(c)})
 
 
+@pytest.mark.snakemake
 @pytest.mark.parametrize("command", SNAKEMAKE)
 def test_snakemake_commands_in_the_docs_dry_run(command, tmp_path):
     work = copy_workflow(tmp_path, extra=("profiles",))

@@ -28,6 +28,7 @@ def test_the_gpu_profile_without_a_gpu_is_refused_unless_asked():
     assert gpu_profile.refusal({"grouping": "cell"}, True, gpu_visible=no_gpu) is None
 
 
+@pytest.mark.snakemake
 def test_a_config_on_the_command_line_keeps_the_gpu_profiles_grouping(tmp_path):
     work = copy_workflow(tmp_path, extra=("profiles",))
     proc = snakemake(work, "-n", "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml",
@@ -37,6 +38,7 @@ def test_a_config_on_the_command_line_keeps_the_gpu_profiles_grouping(tmp_path):
     assert "run_group" in out and "run_cell" not in out, out[-3000:]
 
 
+@pytest.mark.snakemake
 def test_the_gpu_profile_on_a_machine_without_a_gpu_stops_with_one_line(tmp_path):
     import torch
 

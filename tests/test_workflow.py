@@ -118,7 +118,8 @@ def test_smoke_workflow_summary_tables(smoke):
 @pytest.mark.slow
 def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
     work = smoke_dir(tmp_path, data_root)
-    args = ["snakemake", "--cores", "1", "--configfile", "config/smoke.yaml"]
+    # the grid up to its summary table (the report's pages add nothing to what a restart must keep)
+    args = ["snakemake", "results/summary/mnist.csv", "--cores", "1", "--configfile", "config/smoke.yaml"]
     proc = subprocess.Popen(args, cwd=work, env=venv_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     runs = work / "results/runs/authors-code/mnist"
@@ -141,7 +142,8 @@ def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
             pd.read_csv(p)
     # SIGKILL (like a power loss) leaves Snakemake's lock behind: unlock, then restart.
     assert snakemake(work, "--unlock", "--configfile", "config/smoke.yaml").returncode == 0
-    restart = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml", "--rerun-incomplete")
+    restart = snakemake(work, "results/summary/mnist.csv", "--cores", "2", "--configfile", "config/smoke.yaml",
+                        "--rerun-incomplete")
     assert restart.returncode == 0, restart.stderr[-3000:]
     redone = [str(p.relative_to(work)) for p, t in finished.items() if p.stat().st_mtime_ns != t]
     assert not redone, f"finished jobs were redone: {redone}\n{restart.stderr[-3000:]}"
@@ -169,6 +171,7 @@ def test_the_readmes_re_verify_command_passes_on_every_ledger_the_workflow_write
     assert capsys.readouterr().out.count("chain valid, its tip is the run's") == 12
 
 
+@pytest.mark.snakemake
 def test_paper_grid_dry_run_is_complete(tmp_path):
     """The paper grid's DAG (about 2,000 jobs) builds and holds every run once. (Not timed: the
     60 s limit only stops a hang; the guide keeps speed goals in benchmarks.)"""
@@ -185,6 +188,7 @@ def test_paper_grid_dry_run_is_complete(tmp_path):
     assert int(counts["summarize"]) == 2
 
 
+@pytest.mark.snakemake
 def test_paper_grid_dry_run_with_the_slurm_profile_shows_the_batches(tmp_path):
     """The SLURM profile's job grouping: the paper grid's 1,080 runs go to the scheduler as
     batches of 16 (group `grid`), each one cluster job; the dry run prints each batch."""
@@ -432,6 +436,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
         assert ours and all(f.read_bytes() == (theirs / f.name).read_bytes() for f in ours)
 
 
+@pytest.mark.snakemake
 def test_parsing_and_a_dry_run_need_no_torch(tmp_path):
     """The workflow parses and plans with a `torch` that cannot be imported (a stand-in package that
     raises on import comes first on the path): checking the config and planning the jobs use only

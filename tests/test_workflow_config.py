@@ -56,6 +56,7 @@ def test_snakemake_rejects_bad_config_before_any_job(tmp_path, path, value, mess
     assert not (tmp_path / "data").exists() and not (tmp_path / "logs").exists()
 
 
+@pytest.mark.snakemake
 def test_a_config_written_with_the_old_key_profile_is_read_as_engine_with_a_note(tmp_path):
     """`profile` (now `engine`, so as not to be taken for Snakemake's --profile) in an old overlay
     still selects the engine, over the default's `engine: paper`; the user is told once. Readings'
@@ -230,6 +231,7 @@ def test_a_nan_budget_is_refused_by_the_library_check(monkeypatch):
         check({**copy.deepcopy(BASE), "t_sum": float("nan")})
 
 
+@pytest.mark.snakemake
 def test_an_integer_snakemake_would_read_as_another_number_is_refused_before_any_job(tmp_path):
     """Snakemake reads a config file as YAML 1.1: `017` is 15, `0x10` 16, `1_000` 1000. The workflow
     rereads each config file strictly and names the first such number."""
