@@ -30,6 +30,18 @@ def test_every_rule_declares_a_log_and_a_benchmark():
     assert missing == []
 
 
+def test_each_rules_benchmark_files_lie_under_its_name():
+    """benchmarks/<rule>/... (or benchmarks/<rule>.tsv): what `bladefl resources` reads each job's
+    measured wall and memory by."""
+    wrong = []
+    for key, body in rule_blocks().items():
+        name = key.split(":")[1]
+        bench = body.split("benchmark:", 1)[1].split(":", 1)[0] if "benchmark:" in body else ""
+        if f"{{BENCHMARKS}}/{name}/" not in bench and f"{{BENCHMARKS}}/{name}.tsv" not in bench:
+            wrong.append(key)
+    assert wrong == []
+
+
 def test_a_rule_running_python_writes_its_log():
     for name, body in rule_blocks().items():
         if re.search(r"^\s*run:", body, re.M):

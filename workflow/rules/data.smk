@@ -14,7 +14,7 @@ rule fetch_data:
     log:
         f"{LOGS}/fetch/{{tv}}.log",
     benchmark:
-        f"{BENCHMARKS}/fetch/{{tv}}.tsv"
+        f"{BENCHMARKS}/fetch_data/{{tv}}.tsv"
     conda:
         JOB_ENV
     threads: 1

@@ -64,7 +64,7 @@ if not GROUPED:
             + ".log",
         benchmark:
             run_id.folder(
-                f"{BENCHMARKS}/run/{ENGINE}", "{dataset}", "{cell}", "{seed}"
+                f"{BENCHMARKS}/run_cell/{ENGINE}", "{dataset}", "{cell}", "{seed}"
             )
             + ".tsv"
         conda:
@@ -160,7 +160,7 @@ rule members:
     log:
         f"{LOGS}/members.log",
     benchmark:
-        f"{BENCHMARKS}/members.tsv"
+        f"{BENCHMARKS}/members/members.tsv"
     params:
         members=wc_cfg.members_json(config),
     run:

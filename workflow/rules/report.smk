@@ -20,7 +20,7 @@ rule dump_config:
     log:
         f"{LOGS}/report/config.log",
     benchmark:
-        f"{BENCHMARKS}/report/config.tsv"
+        f"{BENCHMARKS}/dump_config/config.tsv"
     run:
         write_yaml_logged(output[0], dict(config), log[0])
 
@@ -32,7 +32,7 @@ rule notebook_parameters:
     log:
         f"{LOGS}/report/{{dataset}}/{{nb}}.parameters.log",
     benchmark:
-        f"{BENCHMARKS}/report/{{dataset}}/{{nb}}.parameters.tsv"
+        f"{BENCHMARKS}/notebook_parameters/{{dataset}}/{{nb}}.tsv"
     params:
         values=notebook_parameters,
     run:
@@ -62,7 +62,7 @@ rule notebook:
     log:
         f"{LOGS}/report/{{dataset}}/{{nb}}.log",
     benchmark:
-        f"{BENCHMARKS}/report/{{dataset}}/{{nb}}.tsv"
+        f"{BENCHMARKS}/notebook/{{dataset}}/{{nb}}.tsv"
     conda:
         JOB_ENV
     threads: 1
@@ -97,7 +97,7 @@ rule report_index:
     log:
         f"{LOGS}/report/index.log",
     benchmark:
-        f"{BENCHMARKS}/report/index.tsv"
+        f"{BENCHMARKS}/report_index/index.tsv"
     conda:
         JOB_ENV
     threads: 1

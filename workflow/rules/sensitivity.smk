@@ -11,7 +11,7 @@ use rule group_plan as reading_plan with:
     log:
         f"{LOGS}/sensitivity/plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.log",
     benchmark:
-        f"{BENCHMARKS}/sensitivity/plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
+        f"{BENCHMARKS}/reading_plan/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
     params:
         plan=reading_plan_json,
 
@@ -27,7 +27,7 @@ rule reading_runs:
     log:
         f"{LOGS}/sensitivity/run/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.log",
     benchmark:
-        f"{BENCHMARKS}/sensitivity/run/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
+        f"{BENCHMARKS}/reading_runs/{{reading}}/{{dataset}}/{run_id.seed_name('{seed}')}.tsv"
     conda:
         JOB_ENV
     threads: config["threads_per_run"]
@@ -52,7 +52,7 @@ use rule summarize as reading_summarize with:
     log:
         f"{LOGS}/sensitivity/summarize/{{reading}}/{{dataset}}.log",
     benchmark:
-        f"{BENCHMARKS}/sensitivity/summarize/{{reading}}/{{dataset}}.tsv"
+        f"{BENCHMARKS}/reading_summarize/{{reading}}/{{dataset}}.tsv"
 
 
 use rule verdicts as reading_verdicts with:
@@ -66,7 +66,7 @@ use rule verdicts as reading_verdicts with:
     log:
         f"{LOGS}/sensitivity/verdicts/{{reading}}/{{dataset}}.log",
     benchmark:
-        f"{BENCHMARKS}/sensitivity/verdicts/{{reading}}/{{dataset}}.tsv"
+        f"{BENCHMARKS}/reading_verdicts/{{reading}}/{{dataset}}.tsv"
     params:
         t_sum=config["t_sum"],
         bound=verdict_margin_options,
@@ -108,7 +108,7 @@ rule sensitivity_index:
     log:
         f"{LOGS}/sensitivity/index.log",
     benchmark:
-        f"{BENCHMARKS}/sensitivity/index.tsv"
+        f"{BENCHMARKS}/sensitivity_index/index.tsv"
     conda:
         JOB_ENV
     threads: 1

@@ -4,7 +4,7 @@ One module per command group, each command's arguments beside its handler: ``gri
 partition, run, run-group, reference, summarize, bound, detection), ``report`` (verdicts, the
 paper's tables, provenance, sensitivity, the front page and notebook pages), ``bundles`` (keep,
 import-runs, lay-out, rejudge), ``chain`` (ledger verification) and ``checks`` (device-check,
-bench); ``common`` holds what they share."""
+bench, resources); ``common`` holds what they share."""
 
 from __future__ import annotations
 

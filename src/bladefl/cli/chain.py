@@ -20,7 +20,8 @@ def add_chain(p: argparse.ArgumentParser) -> None:
                         "the genesis keys are derived from it, never from the path the summary names")
     v.add_argument("--anchor", metavar="FILE",
                    help="a record of the run's chains kept outside its folder (results/anchors/<dataset>.json, "
-                        "in every kept bundle; `bladefl chain anchor`): the ledger must be the chain it records")
+                        "kept in the bundles made from a results folder that has them; `bladefl chain anchor`): "
+                        "the ledger must be the chain it records")
     a = chain_sub.add_parser("anchor", help="write an anchor file: the chain id, tip and block count of runs' chains")
     a.add_argument("--summary", nargs="+", required=True, help="the runs' summary.json files")
     a.add_argument("--out", required=True, help="the anchor file to write (JSON)")

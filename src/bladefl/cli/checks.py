@@ -1,4 +1,5 @@
-"""Commands that measure the machine: a device's results against the CPU's, and the bench.
+"""Commands that measure the machine: a device's results against the CPU's, the bench, and jobs'
+resources sized from the workflow's benchmark files.
 
 Each command: its arguments (``add_*``) beside its handler (``_cmd_*``)."""
 
@@ -70,8 +71,31 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
+def add_resources(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--benchmarks", default="benchmarks",
+                   help="the workflow's benchmark files (config benchmarks_dir; default: benchmarks)")
+    p.add_argument("--out", required=True,
+                   help="the workflow profile folder to write (its config.yaml), for --workflow-profile")
+    p.add_argument("--margin", type=float, default=1.5, help="ask for the largest measured need times this (>= 1)")
+
+
+def _cmd_resources(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.experiments.runs import job_resources
+
+    found = job_resources.needs(args.benchmarks)
+    text = job_resources.profile_text(found, args.margin)
+    out = Path(args.out) / "config.yaml"
+    atomic.write_text(out, text)
+    print(f"{out}: runtime and mem_mb for {len(found)} rules from {sum(n.jobs for n in found)} jobs' benchmark "
+          f"files (their largest need x {args.margin:g}); use with --workflow-profile {args.out}")
+    return 0
+
+
 COMMANDS: list[Command] = [
     ("device-check", "a device's results against the CPU's (the mixed group, or two run tables)",
      add_device_check, _cmd_device_check),
     ("bench", "engine vs GEMM peak vs a per-client loop; chain share; memory", add_bench, _cmd_bench),
+    ("resources", "a workflow profile sizing each rule's jobs from the workflow's benchmark files",
+     add_resources, _cmd_resources),
 ]

@@ -1,0 +1,88 @@
+"""Each rule's jobs sized from the workflow's own benchmark files (`bladefl resources`): the largest
+measured wall and peak memory times a margin, as a Snakemake workflow profile."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from bladefl.cli import main
+from bladefl.experiments.runs import job_resources as jr
+
+HEAD = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def bench(path, seconds, rss):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEAD + f"{seconds}\t0:00:00\t{rss}\t1\t1\t1\t0\t0\t50\t1\n")
+
+
+@pytest.fixture
+def benchmarks(tmp_path):
+    root = tmp_path / "benchmarks"
+    bench(root / "run_cell/paper/mnist/c1/seed~0.tsv", 100.0, 900.0)
+    bench(root / "run_cell/paper/mnist/c2/seed~0.tsv", 250.5, 1500.0)
+    bench(root / "notebook/mnist/02_sweeps.tsv", 6.0, "NA")
+    bench(root / "members/members.tsv", 0.2, "NA")
+    bench(root / "summarize.tsv", 3.0, 400.0)
+    return root
+
+
+def test_each_rules_largest_need_times_the_margin(benchmarks):
+    found = {n.rule: n for n in jr.needs(benchmarks)}
+    assert set(found) == {"run_cell", "notebook", "members", "summarize"}
+    assert (found["run_cell"].jobs, found["run_cell"].seconds, found["run_cell"].mem_mb) == (2, 250.5, 1500.0)
+    assert found["notebook"].mem_mb is None  # too short to be sampled: no memory asked for
+    sized = jr.profile(list(found.values()), margin=1.5)["set-resources"]
+    assert sized["run_cell"] == {"runtime": 7, "mem_mb": 2250}  # ceil(250.5 x 1.5 / 60), ceil(1500 x 1.5)
+    assert sized["notebook"] == {"runtime": 1}
+    assert sized["summarize"] == {"runtime": 1, "mem_mb": 600}
+    assert sized["members"] == {"runtime": 1}
+
+
+def test_the_command_writes_a_workflow_profile_that_reads_back(benchmarks, tmp_path, capsys):
+    assert main(["resources", "--benchmarks", str(benchmarks), "--out", str(tmp_path / "measured")]) == 0
+    profile = yaml.safe_load((tmp_path / "measured/config.yaml").read_text())
+    assert profile["set-resources"]["run_cell"] == {"runtime": 7, "mem_mb": 2250}
+    assert "4 rules from 5 jobs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, said", [
+    ("", "no measurement"),
+    ("a\tb\n1\t2\n", "columns ['s', 'max_rss'] missing"),
+    (HEAD + "x\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "must be numbers or NA"),
+    (HEAD + "-1\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "finite and >= 0"),
+    (HEAD + "nan\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "finite and >= 0"),
+])
+def test_a_file_that_is_no_benchmark_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, content, said):
+    (tmp_path / "b/rule").mkdir(parents=True)
+    (tmp_path / "b/rule/x.tsv").write_text(content)
+    assert main(["resources", "--benchmarks", str(tmp_path / "b"), "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "p").exists()
+
+
+def test_no_benchmarks_and_a_margin_below_one_are_refused(tmp_path, benchmarks, capsys):
+    assert main(["resources", "--benchmarks", str(tmp_path / "none"), "--out", str(tmp_path / "p")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["resources", "--benchmarks", str(tmp_path / "empty"), "--out", str(tmp_path / "p")]) == 2
+    assert "no benchmark files" in capsys.readouterr().err
+    assert main(["resources", "--benchmarks", str(benchmarks), "--out", str(tmp_path / "p"), "--margin", "0.5"]) == 2
+    assert "margin must be a number >= 1" in capsys.readouterr().err and not (tmp_path / "p").exists()
+
+
+@pytest.mark.snakemake
+def test_snakemake_takes_the_profile_beside_the_slurm_one(tmp_path):
+    """The overlay is a workflow profile: `--profile profiles/slurm --workflow-profile <folder>`
+    plans the grid with the measured runtime and memory."""
+    from conftest import copy_workflow, snakemake
+
+    work = copy_workflow(tmp_path, extra=("profiles",))
+    bench(work / "benchmarks/run_cell/authors-code/mnist/c/seed~0.tsv", 200.0, 1000.0)
+    assert main(["resources", "--benchmarks", str(work / "benchmarks"), "--out", str(work / "measured")]) == 0
+    proc = snakemake(work, "-n", "--profile", "profiles/slurm", "--workflow-profile", "measured", "--configfile",
+                     "config/smoke.yaml", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    assert out.count("runtime=5, mem_mb=1500") == 6  # the smoke grid's six runs: ceil(200 x 1.5 / 60), 1000 x 1.5
