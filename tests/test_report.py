@@ -200,3 +200,12 @@ def test_a_verdicts_units_read_as_english():
     assert verdict_units(SimpleNamespace(units=1, unit="run", seeds=1)) == "1 run"
     assert verdict_units(SimpleNamespace(units=5, unit="draw", seeds=20)) == "5 draws"
     assert verdict_units(SimpleNamespace(units=float("nan"), unit="", seeds=1)) == "1 seed"
+
+
+def test_the_noise_norms_are_explained_over_the_runs_own_model(smoke):
+    """The smoke runs the authors' code engine (784-32-10, P = 25,450): the lazy page and the
+    verdict table size a lazy upload's noise norm sigma sqrt(P) by that model, not the paper's
+    784-256-10 (P = 203,530)."""
+    for page in ("05_lazy", "00_verdicts"):
+        text = (smoke / f"results/report/mnist/{page}.html").read_text()
+        assert "P = 25,450 parameters" in text and "203,530" not in text, page

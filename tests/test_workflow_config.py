@@ -241,3 +241,11 @@ def test_an_integer_snakemake_would_read_as_another_number_is_refused_before_any
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "bad.yaml: seeds[1]: '017' is not a plain decimal integer" in out, out[-2000:]
     assert not (work / "data").exists() and not (work / "logs").exists()
+
+
+def test_the_engines_model_size_is_what_its_noise_norms_are_over():
+    """P of the engine's model (784-h-10): the paper's 784-256-10 and the authors' code's 784-32-10."""
+    from bladefl.experiments.plan.workflow_config import model_size
+
+    assert model_size({"engine": "paper"}) == 784 * 256 + 256 + 256 * 10 + 10 == 203_530
+    assert model_size({"engine": "authors-code"}) == 784 * 32 + 32 + 32 * 10 + 10 == 25_450

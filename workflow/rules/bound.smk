@@ -35,6 +35,7 @@ rule verdicts:
         members=MEMBERS,
         statements="config/paper_statements.yaml",
         paper_values="config/paper_values.yaml",
+        engine=f"config/engines/{ENGINE}.yaml",
     output:
         f"{RESULTS}/verdicts/{{dataset}}.csv",
     log:
@@ -53,4 +54,4 @@ rule verdicts:
     shell:
         "bladefl verdicts --dataset {wildcards.dataset} --summary {input.summary} "
         "--members @{input.members} --t-sum {params.t_sum} {params.bound} --statements {input.statements} "
-        "--paper-values {input.paper_values} --out {output} > {log} 2>&1"
+        "--paper-values {input.paper_values} --engine {input.engine} --out {output} > {log} 2>&1"

@@ -61,6 +61,7 @@ use rule verdicts as reading_verdicts with:
         members=MEMBERS,
         statements="config/paper_statements.yaml",
         paper_values="config/paper_values.yaml",
+        engine=reading_engine,
     output:
         f"{SENS}/{{reading}}/verdicts/{{dataset}}.csv",
     log:

@@ -110,6 +110,8 @@ def add_verdicts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--summary", required=True, help="results/summary/<dataset>.csv")
     p.add_argument("--members", required=True, help="the grid's sweep members (JSON, or @file holding it)")
     p.add_argument("--t-sum", type=float, required=True)
+    p.add_argument("--engine", help="the runs' engine file (config/engines/<name>.yaml): its model's parameter count "
+                   "sizes the lazy noise (default: the paper engine's model)")
     p.add_argument("--bound-sweep", default="fig3", help="the sweep whose cells the bound is drawn for")
     p.add_argument("--gaps", help="results/bound/<dataset>/gaps.csv (omit when constants are not measured)")
     p.add_argument("--constants", help="results/bound/<dataset>/constants.csv")
@@ -148,13 +150,21 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     margins = parse_margins(args.margins)
     frame = all_verdicts(table, members, args.t_sum, cells, gaps, constants, resamples=args.resamples,
                          bound_resamples=args.bound_resamples, margins=margins, dataset=args.dataset,
-                         inventory=inventory, paper_tables=tables, fig3_sweep=args.bound_sweep)
+                         inventory=inventory, paper_tables=tables, fig3_sweep=args.bound_sweep,
+                         model_size=_model_size(args.engine))
     frame = frame.assign(dataset=args.dataset)
     for problem in problems(frame, inventory, args.dataset):
         print(f"warning: {problem}", file=sys.stderr)
     atomic.write_csv(args.out, frame)
     print(f"wrote {args.out}: {verdict_tally(frame)} (derived rows and other readings not counted)")
     return 0
+
+
+def _model_size(engine: str | None) -> int:
+    from bladefl.fl.run_config import load_config
+    from bladefl.fl.shape import Shape
+
+    return Shape(h=load_config(engine).model.hidden).size if engine else Shape().size
 
 
 def add_paper_comparison(p: argparse.ArgumentParser) -> None:

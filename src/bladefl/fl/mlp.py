@@ -16,17 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-
-@dataclass(frozen=True)
-class Shape:
-    d: int = 784
-    h: int = 256
-    c: int = 10
-    activation: str = "relu"
-
-    @property
-    def size(self) -> int:
-        return self.d * self.h + self.h + self.h * self.c + self.c
+from bladefl.fl.shape import Shape
 
 
 @dataclass(frozen=True)

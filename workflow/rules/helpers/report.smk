@@ -77,7 +77,11 @@ def notebook_parameters(wildcards):
             "summary": f"{RESULTS}/summary/{d}.csv",
             "verdicts": f"{RESULTS}/verdicts/{d}.csv",
         },
-        "05_lazy": detection_files(d) if DETECTING else {},
+        "05_lazy": (
+            {**detection_files(d), "config_file": f"{REPORT}/config.yaml"}
+            if DETECTING
+            else {}
+        ),
         "06_sensitivity": sensitivity_files(d) if SENSITIVITY else {},
     }[nb]
     return {

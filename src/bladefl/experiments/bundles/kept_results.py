@@ -249,7 +249,8 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
         constants = pd.read_csv(bound / "constants.csv") if (bound / "constants.csv").is_file() else None
         frame = all_verdicts(table, members, float(config["t_sum"]), bound_cells_of(members, sweep, config["t_sum"]),
                              gaps, constants, margins=margins, dataset=dataset, inventory=inventory,
-                             paper_tables=tables, fig3_sweep=sweep, scan_settings=scan_settings)
+                             paper_tables=tables, fig3_sweep=sweep, scan_settings=scan_settings,
+                             model_size=workflow_config.model_size(config))
         files[f"results/verdicts/{dataset}.csv"] = frame.assign(dataset=dataset).to_csv(index=False)
         log(f"{dataset}: {len(frame)} rows")
     record = {"code_version": provenance.code_version(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

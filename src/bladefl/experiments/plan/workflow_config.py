@@ -48,6 +48,13 @@ def engine(config: Mapping[str, Any]) -> RunConfig:
     return load_config(path)
 
 
+def model_size(config: Mapping[str, Any]) -> int:
+    """P, the parameters of the engine's model: what a lazy upload's noise norm sigma sqrt(P) is over."""
+    from bladefl.fl.shape import Shape
+
+    return Shape(h=engine(config).model.hidden).size
+
+
 def renamed_keys(config: Mapping[str, Any]) -> tuple[dict, list[str]]:
     """A config written before ``profile`` became ``engine`` (top level, each reading's key and the
     ``profile`` axis), under the new names, with a line per renaming for the user. Snakemake's

@@ -38,6 +38,7 @@ from bladefl.experiments.verdicts.statements import Inventory
 from bladefl.experiments.verdicts.trend import Margins
 from bladefl.experiments.verdicts.units import replication, unit_groups
 from bladefl.experiments.verdicts.vocabulary import ALL_COLUMNS, POOLED, ROLES, VERDICTS, Curves, unit_resamples
+from bladefl.fl.shape import Shape
 
 ROLE_ORDER = {r: i for i, r in enumerate(("claim", "paper error", "derived", "reading"))}
 
@@ -67,18 +68,12 @@ def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, b
     if fits:
         theory = pd.DataFrame(corollary_rows(fits, members, scan_settings) + theorem_rows(fits, members, scan_settings))
         frames.append(theory.assign(draws_holding="", across_partitions="mathematics: no units"))
-    errors = paper_error_rows(paper_tables, fits, members, model_size or _model_size(), scan_settings)
+    errors = paper_error_rows(paper_tables, fits, members, model_size or Shape().size, scan_settings)
     if errors:
         frames.append(pd.DataFrame(errors).assign(draws_holding="", across_partitions=""))
     out = pd.concat([f for f in frames if len(f)], ignore_index=True)
     out = out[[applies(str(s)) for s in out.statement]].reset_index(drop=True)
     return finish(out, inventory)
-
-
-def _model_size() -> int:
-    from bladefl.fl.mlp import Shape
-
-    return Shape().size
 
 
 def full_fits(table: pd.DataFrame, bound_cells: Sequence[BoundCell], gaps: pd.DataFrame | None,
