@@ -30,10 +30,10 @@ lint: install
 	mypy
 
 test: install lint
-	$(PY) -m pytest -ra --durations=15 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -ra --durations=15 -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow and not slurm and not snakemake" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not slow and not slurm and not snakemake" -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 bench: install
 	bladefl bench
