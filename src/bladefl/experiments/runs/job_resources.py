@@ -106,7 +106,7 @@ def profile_text(found: list[Need], margin: float = 1.5) -> str:
     sized = profile(found, margin)["set-resources"]
     for n in found:
         mem = "no memory sample" if n.mem_mb is None else f"{n.mem_mb:.0f} MB"
-        lines.append(f"  # {n.rule}: {n.jobs} jobs, at most {n.seconds:.1f} s and {mem}")
+        lines.append(f"  # {n.rule}: {n.jobs} job{'' if n.jobs == 1 else 's'}, at most {n.seconds:.1f} s and {mem}")
         lines.append(f"  {n.rule}: {yaml.safe_dump(sized[n.rule], default_flow_style=True).strip()}")
     return "\n".join(lines) + "\n"
 
