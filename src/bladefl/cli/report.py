@@ -135,6 +135,7 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     from bladefl.experiments.verdicts.statements import problems, read_inventory
     from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
     from bladefl.experiments.verdicts.trend import parse_margins
+    from bladefl.fl.run_config import ModelConfig, load_config
     from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
     from bladefl.report.pages import verdict_tally
     from bladefl.report.paper import paper_tables
@@ -151,20 +152,13 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     frame = all_verdicts(table, members, args.t_sum, cells, gaps, constants, resamples=args.resamples,
                          bound_resamples=args.bound_resamples, margins=margins, dataset=args.dataset,
                          inventory=inventory, paper_tables=tables, fig3_sweep=args.bound_sweep,
-                         model_size=_model_size(args.engine))
+                         model_size=(load_config(args.engine).model if args.engine else ModelConfig()).parameters)
     frame = frame.assign(dataset=args.dataset)
     for problem in problems(frame, inventory, args.dataset):
         print(f"warning: {problem}", file=sys.stderr)
     atomic.write_csv(args.out, frame)
     print(f"wrote {args.out}: {verdict_tally(frame)} (derived rows and other readings not counted)")
     return 0
-
-
-def _model_size(engine: str | None) -> int:
-    from bladefl.fl.run_config import load_config
-    from bladefl.fl.shape import Shape
-
-    return Shape(h=load_config(engine).model.hidden).size if engine else Shape().size
 
 
 def add_paper_comparison(p: argparse.ArgumentParser) -> None:

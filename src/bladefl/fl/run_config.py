@@ -23,6 +23,7 @@ from bladefl.core import strict_yaml
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
+from bladefl.fl.shape import Shape
 
 
 class ConfigError(ValueError):
@@ -33,6 +34,11 @@ class ConfigError(ValueError):
 class ModelConfig:
     hidden: int = 256
     activation: str = "relu"  # relu | none
+
+    @property
+    def parameters(self) -> int:
+        """P, the parameters of the 784-hidden-10 model: what a lazy upload's noise norm sigma sqrt(P) is over."""
+        return Shape(h=self.hidden).size
 
 
 @dataclass(frozen=True)

@@ -259,6 +259,7 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
     expected = expected_configs(config, str(runs_root))
     problems = []
     found = set()
+    undigested = 0  # runs whose summary names no partition digest (counted as their files are read)
     seeds = {int(s) for s in config["seeds"]}
     skipped = {key for key in runs if key[2] not in seeds}
     for (dataset, cell, seed), files in sorted(runs.items()):
@@ -274,6 +275,7 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
         except run_files.RunFileError as exc:
             problems.append(f"{folder}: {exc}")
         else:
+            undigested += _partition_digest(summary) is None
             problems += [f"{folder}: {p}" for p in run_problems(summary, expected[folder])
                          + partition_problems(summary, config, dataset, cell, seed)]
         if not replace and Path(folder).exists():
@@ -294,9 +296,7 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
         shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
         raise ArchiveError(f"{archive}: nothing imported:\n  " + "\n  ".join(shown))
     result = Imported(about=about, skipped=len(skipped), verified=verified,
-                      unverified=len(runs) - len(skipped) - verified,
-                      undigested=sum(_partition_digest(read_run_files(files)) is None for key, files in runs.items()
-                                     if key not in skipped))
+                      unverified=len(runs) - len(skipped) - verified, undigested=undigested)
     for (dataset, cell, seed), files in sorted(runs.items()):
         if (dataset, cell, seed) in skipped:
             continue

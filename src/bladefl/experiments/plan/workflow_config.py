@@ -49,10 +49,8 @@ def engine(config: Mapping[str, Any]) -> RunConfig:
 
 
 def model_size(config: Mapping[str, Any]) -> int:
-    """P, the parameters of the engine's model: what a lazy upload's noise norm sigma sqrt(P) is over."""
-    from bladefl.fl.shape import Shape
-
-    return Shape(h=engine(config).model.hidden).size
+    """P, the parameters of the engine's model (:attr:`bladefl.fl.run_config.ModelConfig.parameters`)."""
+    return engine(config).model.parameters
 
 
 def renamed_keys(config: Mapping[str, Any]) -> tuple[dict, list[str]]:
