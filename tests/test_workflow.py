@@ -287,21 +287,39 @@ def test_grouped_jobs_write_the_same_runs_as_one_job_per_cell(smoke, tmp_path, d
                      "--config", "grouping=partition", "seeds_per_job=1")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [p.name for p in (work / "logs/run_group/authors-code").iterdir()] == ["mnist_N4_block0.log"]
-    assert not (work / "logs/run").exists()
     keys = ["sweep", "cell", "K", "seed"]
     grouped = pd.read_csv(work / "results/summary/mnist.csv").sort_values(keys).reset_index(drop=True)
     single = pd.read_csv(smoke / "results/summary/mnist.csv").sort_values(keys).reset_index(drop=True)
     assert grouped[keys].equals(single[keys])
     for column in ("train_loss", "test_loss", "test_accuracy"):
         assert np.allclose(grouped[column], single[column], atol=1e-5, rtol=0), column
-    # one wildcard rule run_group; each run copied to its place, the group's folder and plan then removed (temp)
-    assert sorted(p.name for p in (work / "logs/run_of_group/authors-code/mnist").iterdir()) == sorted(
+    # one wildcard rule run_group; each run taken to its place by run_cell, the group's folder and the
+    # plans then removed (temp)
+    assert sorted(p.name for p in (work / "logs/run/authors-code/mnist").iterdir()) == sorted(
         p.name for p in (smoke / "logs/run/authors-code/mnist").iterdir())
-    assert not list((work / "results").glob("groups/*/*")) and not list((work / "results").glob("plans/*/*"))
+    assert all(log.read_text().startswith("took ") for log in (work / "logs/run/authors-code/mnist").rglob("*.log"))
+    assert not list((work / "results").glob("groups/*/*"))
+    assert not [p for p in (work / "results/plans").rglob("*") if not p.is_dir()]
+    # the run folders are the same output whichever grouping wrote them: one job per cell plans nothing
+    dry = snakemake(work, "-n", "--cores", "2", "results/summary/mnist.csv", "--configfile", "config/smoke.yaml")
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout[-3000:]
     # the two fig3 cells (the bound's) record ||w - w*||, the others do not
     recorded = {p.parent.parent.name: pd.read_csv(p)["dist_ref"].notna().any()
                 for p in (work / "results/runs/authors-code/mnist").glob("*/seed~0/rounds.csv")}
     assert sum(recorded.values()) == 2, recorded
+
+
+@pytest.mark.slow
+def test_runs_written_one_job_per_cell_are_not_planned_again_under_the_gpu_profiles_grouping(smoke, tmp_path):
+    """The smoke's run folders (one job per cell) stay done under grouping: partition: no group job,
+    no run planned again (the run folder is written by the same rule, command, inputs and params)."""
+    import shutil
+
+    work = tmp_path / "work"
+    shutil.copytree(smoke, work, symlinks=True)
+    dry = snakemake(work, "-n", "--cores", "2", "results/summary/mnist.csv", "--configfile", "config/smoke.yaml",
+                    "--config", "grouping=partition", "seeds_per_job=1")
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout[-3000:]
 
 
 @pytest.mark.slow

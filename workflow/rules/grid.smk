@@ -29,11 +29,30 @@ rule reference:
         "--set dataset={wildcards.dataset} --set data_dir={params.data_dir} --out {output.npz} > {log} 2>&1"
 
 
-localrules:
-    group_plan,
+# The same group jobs are planned under both groupings (a group: one dataset x N x block of
+# `seeds_per_job` seeds, every cell), and every run folder is written by run_cell with one command, one
+# list of inputs and one set of parameters, so that a run folder written under one profile is not planned
+# again under the other (Snakemake reruns a job whose recorded command, inputs or params changed; see
+# bladefl.experiments.runs.run_source). grouping: partition (the GPU profile, profiles/gpu): a group job
+# computes all its cells, seeds and K stacked as one computation, whatever partition draws its seeds
+# train on (docs/gpu.md), into a folder of its own, and run_cell moves each run to its place. grouping:
+# cell (the default): a group job (local) computes nothing, and run_cell trains. Which of the two a group
+# job does follows from its `gpu` resource (1: it holds the GPU and computes), a resource rather than a
+# parameter because Snakemake records a job's parameters, not its resources.
+if GROUPED:
+
+    localrules:
+        group_plan,
+        run_cell,
+
+else:
+
+    localrules:
+        group_plan,
+        run_group,
 
 
-# The plan of a run-group job (JSON for `bladefl run-group --plan`): removed once the job has run.
+# The plan of a group job (JSON for `bladefl run-group --plan`): removed once the job has run.
 rule group_plan:
     output:
         temp(f"{RESULTS}/plans/{ENGINE}/{{group}}.json"),
@@ -47,107 +66,77 @@ rule group_plan:
         write_logged(output[0], params.plan, log[0])
 
 
-if not GROUPED:
+# The group's folder is not the job's output (its output is a mark left at the end): a killed group keeps
+# the runs it finished, and its rerun skips them (`bladefl run-group` resumes); each run leaves it once
+# run_cell has moved it. One wildcard rule holds every group, so a profile can set its resources by name.
+rule run_group:
+    input:
+        raw=group_raw_files,
+        partition=group_partition,
+        reference=group_reference,
+        engine=f"config/engines/{ENGINE}.yaml",
+        plan=f"{RESULTS}/plans/{ENGINE}/{{group}}.json",
+    output:
+        temp(f"{GROUP_RUNS}/{{group}}.done"),
+    log:
+        f"{LOGS}/run_group/{ENGINE}/{{group}}.log",
+    benchmark:
+        f"{BENCHMARKS}/run_group/{ENGINE}/{{group}}.tsv"
+    conda:
+        JOB_ENV
+    threads: config["threads_per_group"] if GROUPED else 1
+    resources:
+        mem_mb=16000 if GROUPED else 500,
+        runtime=120 if GROUPED else 5,
+        gpu=1 if GROUPED else 0,
+    params:
+        data_dir=raw_root_of_input,
+        reference=reference_option,
+    shell:
+        "bladefl run-group --config {input.engine} --partition {input.partition} "
+        "{params.reference} --plan @{input.plan} --set data_dir={params.data_dir} "
+        "--threads {threads} --compute {resources.gpu} --quiet --done {output} > {log} 2>&1"
 
-    # grouping: cell (the default): one job per dataset x cell x seed, each running all its K.
-    rule run_cell:
-        input:
-            raw=dataset_raw_files,
-            partition=cell_partition,
-            reference=cell_reference,
-            engine=f"config/engines/{ENGINE}.yaml",
-        output:
-            rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),
-            summary=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "summary.json"),
-        log:
-            run_id.folder(f"{LOGS}/run/{ENGINE}", "{dataset}", "{cell}", "{seed}")
-            + ".log",
-        benchmark:
+
+# One job per dataset x cell x seed, running all its K (grouping: cell); under grouping: partition a
+# local job that moves the run its group computed to its place, before the next group starts
+# (priority: a group holds every core, and a workflow stopped later keeps the moved runs).
+rule run_cell:
+    input:
+        raw=dataset_raw_files,
+        partition=cell_partition,
+        reference=cell_reference,
+        engine=f"config/engines/{ENGINE}.yaml",
+        group=group_done,
+    output:
+        rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),
+        summary=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "summary.json"),
+    log:
+        run_id.folder(f"{LOGS}/run/{ENGINE}", "{dataset}", "{cell}", "{seed}") + ".log",
+    benchmark:
+        (
             run_id.folder(
                 f"{BENCHMARKS}/run_cell/{ENGINE}", "{dataset}", "{cell}", "{seed}"
             )
             + ".tsv"
-        conda:
-            JOB_ENV
-        threads: config["threads_per_run"]
-        resources:
-            mem_mb=3000,
-            runtime=60,
-        params:
-            out=folder_of_output,
-            data_dir=raw_root_of_input,
-            sets=run_overrides,
-            reference=reference_option,
-        shell:
-            "bladefl run --config {input.engine} --partition {input.partition} "
-            "{params.reference} --out {params.out} "
-            "--set data_dir={params.data_dir} {params.sets} --threads {threads} --quiet > {log} 2>&1"
-
-else:
-
-    # grouping: partition (the GPU profile, profiles/gpu): one job per dataset x N x block of seeds, all its
-    # cells, seeds and K stacked as one computation, whatever partition draws its seeds train on (see
-    # docs/gpu.md). It writes its runs into a folder of its own, so that one wildcard rule holds every
-    # group and a profile can set its resources by name. The folder is not the job's output (its
-    # output is a mark left at the end): a killed group keeps the runs it finished, and its rerun
-    # skips them (`bladefl run-group` resumes); each run leaves it once moved to its place.
-    localrules:
-        run_of_group,
-
-    rule run_group:
-        input:
-            raw=group_raw_files,
-            partition=group_partition,
-            reference=group_reference,
-            engine=f"config/engines/{ENGINE}.yaml",
-            plan=f"{RESULTS}/plans/{ENGINE}/{{group}}.json",
-        output:
-            temp(f"{GROUP_RUNS}/{{group}}.done"),
-        log:
-            f"{LOGS}/run_group/{ENGINE}/{{group}}.log",
-        benchmark:
-            f"{BENCHMARKS}/run_group/{ENGINE}/{{group}}.tsv"
-        conda:
-            JOB_ENV
-        threads: config["threads_per_group"]
-        resources:
-            mem_mb=16000,
-            runtime=120,
-            gpu=1,
-        params:
-            data_dir=raw_root_of_input,
-            reference=reference_option,
-        shell:
-            "bladefl run-group --config {input.engine} --partition {input.partition} "
-            "{params.reference} --plan @{input.plan} --set data_dir={params.data_dir} "
-            "--threads {threads} --quiet > {log} 2>&1 && touch {output}"
-
-    # Each run of a group moved from the group's folder to its place in the grid (what the
-    # analyses read, as under grouping: cell), the emptied folders removed. Before the next group
-    # starts (priority): a group holds every core, and a workflow stopped later keeps the moved runs.
-    rule run_of_group:
-        input:
-            group_done,
-        output:
-            rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),
-            summary=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "summary.json"),
-        log:
-            run_id.folder(
-                f"{LOGS}/run_of_group/{ENGINE}", "{dataset}", "{cell}", "{seed}"
-            )
-            + ".log",
-        benchmark:
-            run_id.folder(
-                f"{BENCHMARKS}/run_of_group/{ENGINE}", "{dataset}", "{cell}", "{seed}"
-            )
-            + ".tsv"
-        priority: 10
-        params:
-            src=run_in_group,
-            dst=folder_of_output,
-        shell:
-            "(cp -R {params.src}/. {params.dst}/ && rm -rf {params.src} && "
-            "rmdir -p --ignore-fail-on-non-empty $(dirname {params.src})) > {log} 2>&1"
+        )
+    priority: 10 if GROUPED else 0
+    conda:
+        JOB_ENV
+    threads: 1 if GROUPED else config["threads_per_run"]
+    resources:
+        mem_mb=1000 if GROUPED else 3000,
+        runtime=5 if GROUPED else 60,
+    params:
+        out=folder_of_output,
+        data_dir=raw_root_of_input,
+        sets=run_overrides,
+        reference=reference_option,
+        computed_in=run_in_group,
+    shell:
+        "bladefl run --config {input.engine} --partition {input.partition} "
+        "{params.reference} --out {params.out} --group {input.group} --computed-in {params.computed_in} "
+        "--set data_dir={params.data_dir} {params.sets} --threads {threads} --quiet > {log} 2>&1"
 
 
 localrules:

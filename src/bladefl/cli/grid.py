@@ -100,6 +100,9 @@ def add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partition", help="client index file [N, n] written by `bladefl partition`")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     p.add_argument("--reference", help="reference optimum (.npz from `bladefl reference`): record ||w - w*||")
+    p.add_argument("--group", help="the mark of the run's group job (`bladefl run-group --done`): when that job "
+                                   "computed its runs, the run is moved from --computed-in to --out, not trained")
+    p.add_argument("--computed-in", help="where the group job wrote the run (with --group)")
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -109,6 +112,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.set)  # every field validated before any work starts
     _writable_folder(args.out, "--out")
+    if args.group and _took_computed_run(args.group, args.computed_in, cfg, args.out):
+        return 0
     if args.reference and not Path(args.reference).is_file():
         raise ValueError(f"--reference {args.reference}: no such file (`bladefl reference` writes it)")
     execution = resolve(cfg.device, threads=args.threads)
@@ -134,6 +139,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _took_computed_run(mark: str, computed_in: str | None, cfg, out: str) -> bool:  # noqa: ANN001 - RunConfig
+    """Whether the run's group job computed it: then it is moved from ``computed_in`` to ``out``
+    (checked to be a finished run of ``cfg``) and nothing is trained."""
+    from bladefl.experiments.runs.run_source import group_computed, take_run
+
+    if not group_computed(mark):
+        return False
+    if not computed_in:
+        raise ValueError(f"--group {mark}: its group computed the run: give --computed-in (where it lies)")
+    take_run(computed_in, cfg, out)
+    print(f"took {out} from {computed_in} (computed by its group job)")
+    return True
+
+
 def add_run_group(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="run config YAML, e.g. config/engines/paper.yaml")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
@@ -150,12 +169,16 @@ def add_run_group(p: argparse.ArgumentParser) -> None:
                         "cores on a GPU, none on the CPU)")
     p.add_argument("--max-rows", type=int, default=4096, help="training rows stacked per computation on a GPU")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--done", help="the group's mark to write once every run is written (JSON: how many runs)")
+    p.add_argument("--compute", type=int, choices=(0, 1), default=1,
+                   help="1 (default): compute the plan's runs; 0: compute nothing, each run trains in a job of its "
+                        "own (the workflow's grouping: cell), and the mark says so")
 
 
 def _cmd_run_group(args: argparse.Namespace) -> int:
     import json
 
-    from bladefl.experiments.runs.runner import CellJob, run_cells
+    from bladefl.experiments.runs.run_source import write_group_mark
     from bladefl.fl.run_config import load_config
 
     plan = json.loads(json_text(args.plan))
@@ -166,6 +189,11 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     cfgs = [load_config(args.config, [*args.set, *item["set"]]) for item in plan]  # all validated first
     if not cfgs:
         raise ValueError("--plan lists no runs")
+    if not args.compute:  # grouping: cell: each of the group's runs trains in its own job
+        if args.done:
+            write_group_mark(args.done, 0)
+        print(f"--compute 0: none of the {len(cfgs)} runs computed here (each trains in its own job)")
+        return 0
     from bladefl.fl.client_data import load_draws
     from bladefl.fl.execution import resolve
 
@@ -185,6 +213,8 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
         from bladefl.theory.reference import load
 
         loaded = {spec: load(path).w_star for spec, path in references.items()}
+    from bladefl.experiments.runs.runner import CellJob, run_cells
+
     draw = {spec: i for i, spec in enumerate(specs)}
     jobs = [CellJob(cfg, Path(item["out"]), loaded.get(cfg.partition) if item.get("reference") else None,
                     draw[cfg.partition]) for cfg, item in zip(cfgs, plan, strict=True)]
@@ -196,6 +226,8 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     summaries = run_cells(jobs, data, execution, progress=not args.quiet, resume=True)
     done = sum(s is not None for s in summaries)
     print(f"{done} run folders written, {len(jobs) - done} already finished (of {len(jobs)})")
+    if args.done:
+        write_group_mark(args.done, len(jobs))
     return 0
 
 

@@ -1,17 +1,15 @@
 # Helpers of grid.smk (its globals, wildcard constraints and input/parameter functions).
-# config["grouping"] is set in common.smk (profiles/gpu: partition). A `run:` job's own process
-# (group_plan's) parses the workflow without the profile's resources: it knows every group.
+# config["grouping"] is set in common.smk (profiles/gpu: partition). The groups are planned under both
+# groupings (grid.smk says why).
 GROUPED = config["grouping"] == "partition"
-GROUPS = (
-    wc_cfg.partition_jobs(config) if GROUPED or not workflow.is_main_process else []
-)
+GROUPS = wc_cfg.partition_jobs(config)
 GROUPS_BY_NAME = {g.name: g for g in GROUPS}
-# The group job of each run (dataset, cell, seed) under grouping: partition.
+# The group job of each run (dataset, cell, seed).
 GROUP_OF_RUN = {
     (g.dataset, c, s): g.name for g in GROUPS for c in g.cells for s in g.seeds
 }
 GROUP_RUNS = (
-    f"{RESULTS}/groups/{ENGINE}"  # grouping: partition, each group's runs till copied
+    f"{RESULTS}/groups/{ENGINE}"  # grouping: partition, each group's runs till moved
 )
 
 
@@ -87,12 +85,13 @@ def group_of_run(wildcards):
 
 
 def group_done(wildcards):
-    """The mark the group job of run (dataset, cell, seed) leaves once all its runs are written."""
+    """The mark the group job of run (dataset, cell, seed) leaves once done (under grouping: cell, its
+    group computes nothing and the run trains in its own job)."""
     return f"{GROUP_RUNS}/{group_of_run(wildcards)}.done"
 
 
 def run_in_group(wildcards):
-    """Where run (dataset, cell, seed) lies in its group's folder."""
+    """Where run (dataset, cell, seed) lies in its group's folder when its group computes it."""
     return run_id.folder(
         f"{GROUP_RUNS}/{group_of_run(wildcards)}",
         wildcards.dataset,

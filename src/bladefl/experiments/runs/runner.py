@@ -10,7 +10,6 @@ written atomically.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import torch
 
 from bladefl.core import atomic
 from bladefl.experiments.runs import provenance
+from bladefl.experiments.runs.run_source import finished_run
 from bladefl.fl import measured_constants
 from bladefl.fl.engine import (
     ClientData,
@@ -72,19 +72,9 @@ class CellJob:
 
 
 def finished(job: CellJob) -> bool:
-    """Whether the job's folder already holds a complete run of exactly this config: its summary and
-    rounds.csv read by the strict reader and agreeing (a damaged folder is computed again, not kept)."""
-    from bladefl.core import run_files
-
-    summary, rounds = job.out / "summary.json", job.out / "rounds.csv"
-    if not (summary.is_file() and rounds.is_file()):
-        return False
-    try:
-        record = run_files.read_summary(summary)
-        run_files.check_together(record, run_files.read_rounds(rounds), f"run {job.out}")
-    except (OSError, ValueError):  # RunFileError is a ValueError
-        return False
-    return record.get("config") == json.loads(json.dumps(job.cfg.to_dict()))
+    """Whether the job's folder already holds a complete run of exactly this config (a damaged
+    folder is computed again, not kept): :func:`bladefl.experiments.runs.run_source.finished_run`."""
+    return finished_run(job.out, job.cfg)
 
 
 def batches(jobs: list[CellJob], stack: bool, max_rows: int) -> list[list[tuple[int, RunSpec]]]:

@@ -1,0 +1,99 @@
+"""Where a grid run comes from: trained by its own job (``grouping: cell``, the default), or computed
+by its group job (``grouping: partition``, the GPU profile) and taken from the group's folder.
+
+The workflow plans the same group jobs under both groupings, and every run folder is written by the
+same rule with one command, one list of inputs and one set of parameters, so that a run folder written
+under one profile is not planned again under the other (Snakemake reruns a job whose recorded command,
+inputs or parameters changed). Under ``grouping: cell`` a group's plan is empty: its job computes
+nothing and says so in its mark (``runs: 0``), and each run trains in its own job; under
+``grouping: partition`` the group computes its runs and each run's job moves it to its place.
+
+Torch-free: taking a run moves files and reads the strict run-file readers, nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from bladefl.core import atomic
+from bladefl.fl.run_config import RunConfig
+
+# A run's folder inside its group's folder: <group>/<dataset>/<cell>/seed~<seed>.
+_GROUP_DEPTH = 3
+
+
+def write_group_mark(path: str | Path, runs: int) -> Path:
+    """The mark a group job leaves once done: how many runs its folder holds (0: none computed, each
+    run trains in its own job)."""
+    atomic.write_json(Path(path), {"runs": int(runs)})
+    return Path(path)
+
+
+def group_computed(path: str | Path) -> bool:
+    """Whether the group job that left the mark ``path`` computed its runs (the mark checked: a JSON
+    object with exactly one key, ``runs``, a whole number of at least 0)."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"--group {path}: not a readable group mark ({exc})") from None
+    runs = record.get("runs") if isinstance(record, dict) and set(record) == {"runs"} else None
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 0:
+        raise ValueError(f'--group {path}: expected {{"runs": <whole number>}} (the mark `bladefl run-group '
+                         "--done` writes)")
+    return runs > 0
+
+
+def finished_run(folder: str | Path, cfg: RunConfig) -> bool:
+    """Whether ``folder`` holds a complete run of exactly ``cfg``: its summary and rounds.csv read by
+    the strict readers and agreeing, the summary's config equal to ``cfg`` (a damaged folder or
+    another config's run is not finished)."""
+    from bladefl.core import run_files
+
+    folder = Path(folder)
+    summary, rounds = folder / "summary.json", folder / "rounds.csv"
+    if not (summary.is_file() and rounds.is_file()):
+        return False
+    try:
+        record = run_files.read_summary(summary)
+        run_files.check_together(record, run_files.read_rounds(rounds), f"run {folder}")
+    except (OSError, ValueError):  # RunFileError is a ValueError
+        return False
+    return record.get("config") == json.loads(json.dumps(cfg.to_dict()))
+
+
+def take_run(computed_in: str | Path, cfg: RunConfig, out: str | Path) -> Path:
+    """Move the finished run ``computed_in`` (a folder ``<group>/<dataset>/<cell>/seed~<seed>`` of a
+    group job, a run of exactly ``cfg``) to ``out``, its summary last (a run folder is complete once
+    its summary is there), then remove the folders it emptied up to and including the group's.
+    Refused, with nothing moved, when the folder is not a finished run of ``cfg``."""
+    src, out = Path(computed_in), Path(out)
+    if ".." in src.parts or len(src.parts) <= _GROUP_DEPTH:
+        raise ValueError(f"--computed-in {src}: expected <group folder>/<dataset>/<cell>/seed~<seed>")
+    if not finished_run(src, cfg):
+        raise ValueError(f"--computed-in {src}: not a finished run of this config (its group job did not write "
+                         "it, or wrote another config's run): run the group job again")
+    out.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(src.iterdir(), key=lambda p: p.name == "summary.json"):  # the summary last
+        target = out / entry.name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        shutil.move(str(entry), str(target))
+    _remove_empty(src, src.parents[_GROUP_DEPTH - 1])
+    return out
+
+
+def _remove_empty(folder: Path, top: Path) -> None:
+    """Remove ``folder`` and its parents while they are empty, up to and including ``top``."""
+    for path in (folder, *folder.parents):
+        try:
+            os.rmdir(path)
+        except OSError:  # not empty (another run still there) or already gone
+            return
+        if path == top:
+            return
+
+
+__all__ = ["finished_run", "group_computed", "take_run", "write_group_mark"]

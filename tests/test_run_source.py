@@ -1,0 +1,79 @@
+"""Where a grid run comes from: a group job's mark says whether it computed its runs, and a run it
+computed is moved to its place only when it is a finished run of exactly the run's config."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from bladefl.cli import main
+from bladefl.experiments.runs.run_source import finished_run, group_computed, take_run, write_group_mark
+from test_engine import small_cfg, synthetic
+
+CELL = "alpha~1_beta~10_N~4_eta~0.05_lazy~0_sigma2~0_eps~inf"
+
+
+@pytest.fixture(scope="module")
+def computed(tmp_path_factory):
+    """A real run (4 clients, K = 2), written where a group job writes it: <group>/<dataset>/<cell>/seed~5."""
+    from bladefl.experiments.runs.runner import run_cell
+
+    root = tmp_path_factory.mktemp("computed")
+    run = root / "groups/mnist_N4_block0/mnist" / CELL / "seed~5"
+    run_cell(small_cfg(time={"K": [2]}, seed=5), run, data=synthetic(), progress=False)
+    return run
+
+
+def test_a_group_mark_says_whether_the_group_computed_its_runs(tmp_path):
+    assert group_computed(write_group_mark(tmp_path / "a.done", 6)) is True
+    assert group_computed(write_group_mark(tmp_path / "b.done", 0)) is False
+    for text in ("", "[]", '{"runs": -1}', '{"runs": true}', '{"runs": 1.5}', '{"runs": 1, "x": 2}', "{"):
+        (tmp_path / "bad.done").write_text(text)
+        with pytest.raises(ValueError, match="--group"):
+            group_computed(tmp_path / "bad.done")
+
+
+def test_a_computed_run_is_moved_to_its_place_and_the_emptied_group_folder_removed(computed, tmp_path):
+    group = tmp_path / "groups/mnist_N4_block0"
+    shutil.copytree(computed.parents[2], group)
+    other = group / "mnist" / CELL / "seed~6"  # another run of the group, not yet moved
+    shutil.copytree(group / "mnist" / CELL / "seed~5", other)
+    files = sorted(p.relative_to(computed).as_posix() for p in computed.rglob("*"))
+    out = tmp_path / "runs/mnist" / CELL / "seed~5"
+    take_run(group / "mnist" / CELL / "seed~5", small_cfg(time={"K": [2]}, seed=5), out)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == files
+    assert finished_run(out, small_cfg(time={"K": [2]}, seed=5))
+    assert not (group / "mnist" / CELL / "seed~5").exists() and other.is_dir()  # the group still holds seed~6
+    take_run(other, small_cfg(time={"K": [2]}, seed=5), tmp_path / "runs/mnist" / CELL / "seed~6")
+    assert not group.exists() and (tmp_path / "groups").is_dir()  # emptied up to the group's folder, not above
+
+
+def test_a_run_of_another_config_or_an_unfinished_one_is_not_taken(computed, tmp_path):
+    group = tmp_path / "groups/mnist_N4_block0"
+    shutil.copytree(computed.parents[2], group)
+    run = group / "mnist" / CELL / "seed~5"
+    before = sorted(p.name for p in run.iterdir())
+    with pytest.raises(ValueError, match="not a finished run of this config"):
+        take_run(run, small_cfg(time={"K": [2]}, seed=6), tmp_path / "out")
+    (run / "summary.json").write_text(json.dumps({"config": {}}))
+    with pytest.raises(ValueError, match="not a finished run of this config"):
+        take_run(run, small_cfg(time={"K": [2]}, seed=5), tmp_path / "out")
+    assert sorted(p.name for p in run.iterdir()) == before and not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="--computed-in"):
+        take_run(tmp_path / "seed~5", small_cfg(), tmp_path / "out")  # no group folder above it
+
+
+def test_run_group_without_computing_writes_a_mark_of_none_and_loads_no_data(tmp_path, capsys):
+    """The workflow's group job under grouping: cell: the plan is checked, nothing is computed (its
+    partition files are not even read), and the mark says so."""
+    plan = json.dumps([{"out": str(tmp_path / "g/mnist/c/seed~0"), "set": ["seed=0"]}])
+    mark = tmp_path / "g.done"
+    assert main(["run-group", "--config", "config/engines/authors-code.yaml", "--plan", plan, "--partition",
+                 str(tmp_path / "missing.npy"), "--compute", "0", "--done", str(mark)]) == 0
+    assert json.loads(mark.read_text()) == {"runs": 0} and not (tmp_path / "g").exists()
+    assert "none of the 1 runs computed here" in capsys.readouterr().out
+    assert main(["run-group", "--config", "config/engines/authors-code.yaml", "--plan", "[{\"out\": 1}]",
+                 "--partition", "x.npy", "--compute", "0", "--done", str(tmp_path / "h.done")]) == 2
+    assert not (tmp_path / "h.done").exists()  # a bad plan is refused before any mark
