@@ -10,50 +10,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-# The longest tests (each renders reports or runs a whole workflow; 30 s to 3 min on the 2-core machine),
-# longest first. Under `pytest -n` (work stealing) each worker starts on every other one of them, the short
-# tests fill in behind, and a worker that runs dry steals short tests from the other's end: no worker is
-# left alone with a long test at the end of the run. Without xdist the order changes nothing.
-LONGEST = (
-    "test_report_browser.py::test_the_kept_reports_pass_the_checks_a_referee_would_make[paper-20seeds]",
-    "test_slurm.py::test_smoke_workflow_runs_under_slurm",
-    "test_workflow.py::test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_the_report",
-    "test_report_browser.py::test_the_kept_reports_pass_the_checks_a_referee_would_make[default-2seeds]",
-    "test_sensitivity.py::test_the_smoke_sensitivity_study_renders_its_page",
-    "test_workflow.py::test_report_renders_without_measured_constants",
-    "test_workflow.py::test_killed_run_restarts_without_redoing_finished_jobs",
-    "test_slurm.py::test_failing_job_is_reported_as_failed",
-    "test_gpu_script.py::test_a_grid_continued_in_a_kept_folder_skips_finished_runs_and_the_device_check_is_packed",
-    "test_gpu_script.py::test_an_archive_above_the_machines_file_limit_comes_back_in_parts_that_join",
-)
-
-
-def longest_first(items: list, longest: tuple[str, ...], workers: int = 2) -> list:
-    """``items`` reordered for work stealing over ``workers``: xdist hands each worker a contiguous
-    share of the collection, so each share starts with every ``workers``-th of the ``longest`` tests
-    found (in that order), the other tests following in collection order."""
-    rank = {name: i for i, name in enumerate(longest)}
-    found = sorted((i for i in items if _short_id(i) in rank), key=lambda i: rank[_short_id(i)])
-    rest = [i for i in items if _short_id(i) not in rank]
-    shares: list[list] = [found[w::workers] for w in range(workers)]
-    for w in range(workers):  # xdist's first share: len // workers left, and so on
-        size = (len(rest) + sum(map(len, shares[w:]))) // (workers - w) - len(shares[w])
-        shares[w] += rest[:max(size, 0)]
-        rest = rest[max(size, 0):]
-    shares[-1] += rest
-    return [i for share in shares for i in share]
-
-
-def _short_id(item) -> str:  # noqa: ANN001 - a pytest item (or anything with a nodeid)
-    return item.nodeid.rsplit("/", 1)[-1]
-
-
-def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001 - pytest's
-    workers = getattr(config, "workerinput", {}).get("workercount", 0)
-    if workers and workers > 1:
-        items[:] = longest_first(items, LONGEST, workers)
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):  # noqa: ANN001
     outcome = yield

@@ -19,9 +19,12 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "config" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TOOLS = ("make ", "snakemake ", ".venv/bin/snakemake ", "bladefl ")
 PLACEHOLDER = re.compile(r"\.\.\.|<[a-z]+>|\bFILE\b|\$[A-Z]+|\bNAME=\.\.\.|CPU\.csv")
-# Commands the docs name that a dry run here cannot take: a report archive of a finished run, the
-# conda deployment (no conda on this machine).
-NOT_DRY = ("snakemake --report", "snakemake --software-deployment-method conda")
+# Commands the docs name that a dry run here cannot take: a report archive of a finished run (the
+# README's, after the smoke run, is executed on the smoke by tests/test_report.py), the conda deployment
+# (no conda on this machine).
+NOT_DRY = ("snakemake --report", "snakemake --configfile config/smoke.yaml --report",
+           "snakemake --software-deployment-method conda")
+ACTIVATE = "source .venv/bin/activate"
 
 
 def doc_commands() -> list[tuple[str, str]]:
@@ -51,6 +54,17 @@ def test_the_docs_give_commands_of_every_tool():
     tools = {c.split()[0].removeprefix(".venv/bin/") for _, c in COMMANDS}
     assert tools == {"make", "snakemake", "bladefl"}, tools
     assert len(COMMANDS) >= 30
+
+
+BARE = re.compile(r"(?:^|`)(?:bladefl|snakemake) ", re.M)
+
+
+@pytest.mark.parametrize("doc", [d for d in DOCS if BARE.search(d.read_text())], ids=lambda d: d.name)
+def test_each_doc_says_how_its_commands_find_the_environment_before_the_first(doc):
+    """A reader who opens a doc at its top meets the activation of the project's environment before the
+    first bare `bladefl` or `snakemake` command (the tests run the commands with it active)."""
+    text = doc.read_text()
+    assert ACTIVATE in text[:BARE.search(text).start()], f"{doc.name}: `{ACTIVATE}` comes after its first command"
 
 
 def runnable(command: str) -> bool:

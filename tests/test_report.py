@@ -115,7 +115,12 @@ def test_every_page_embeds_exactly_the_figures_it_saved(smoke):
 
 
 def test_snakemake_report_zip(smoke):
-    proc = snakemake(smoke, "--configfile", "config/smoke.yaml", "--report", "results/report.zip", timeout=300)
+    """The README's command for Snakemake's own report after the smoke run, as the README gives it."""
+    import shlex
+
+    command = "snakemake --configfile config/smoke.yaml --report results/report.zip"
+    assert f"`{command}`" in (REPO / "README.md").read_text()
+    proc = snakemake(smoke, *shlex.split(command)[1:], timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     names = zipfile.ZipFile(smoke / "results/report.zip").namelist()
     assert any(n.endswith("sweep_beta.png") for n in names) and any(n.endswith("Table_III.csv") for n in names)
