@@ -48,6 +48,7 @@ def doc_commands() -> list[tuple[str, str]]:
 
 
 COMMANDS = doc_commands()
+COMMANDS_BY_TEXT = [(command, doc) for doc, command in COMMANDS]
 
 
 def test_the_docs_give_commands_of_every_tool():
@@ -133,3 +134,33 @@ def test_templates_are_few_and_each_has_a_concrete_twin():
     lonely = [c for _, c in COMMANDS if not runnable(c) and not c.startswith(NOT_DRY)
               and tuple(c.split()[:2]) not in concrete]
     assert not lonely, lonely
+
+
+# Doc commands that are whole and cheap once the smoke has run, executed as written in a copy of it
+# (with the environment active, as the docs say): the others are parsed, planned or dry-run above.
+AFTER_THE_SMOKE = {
+    "bladefl resources --benchmarks benchmarks --out profiles/measured": "profiles/measured/config.yaml",
+    ".venv/bin/snakemake --unlock": None,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", sorted(AFTER_THE_SMOKE))
+def test_cheap_doc_commands_run_as_written_after_the_smoke(command, smoke, tmp_path):
+    import shutil
+    import sys
+
+    assert command in dict(COMMANDS_BY_TEXT), f"`{command}` is no longer in the docs"
+    work = tmp_path / "work"
+    shutil.copytree(smoke, work, symlinks=True)
+    (work / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)  # the checkout's environment
+    if command.endswith("--unlock"):  # the lock a killed Snakemake leaves behind
+        (work / ".snakemake/locks").mkdir(parents=True, exist_ok=True)
+        (work / ".snakemake/locks/0.output.lock").write_text(str(work / "results/summary/mnist.csv") + "\n")
+    proc = subprocess.run(command, shell=True, cwd=work, env=venv_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"`{command}`: {(proc.stdout + proc.stderr)[-2000:]}"
+    made = AFTER_THE_SMOKE[command]
+    assert made is None or (work / made).is_file(), made
+    if command.endswith("--unlock"):
+        locks = work / ".snakemake/locks"
+        assert not locks.exists() or not list(locks.iterdir())
