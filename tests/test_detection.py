@@ -11,7 +11,8 @@ from bladefl.core.rng import torch_generator
 from bladefl.data import datasets
 from bladefl.data.partition import PartitionSpec, make_partition
 from bladefl.fl import lazy, mlp, trainer
-from bladefl.fl.detection import detect, excess_kurtosis, precision_recall, roc_auc
+from bladefl.fl.detection import detect, excess_kurtosis
+from bladefl.fl.detection_quality import precision_recall, roc_auc
 
 pytestmark = pytest.mark.slow
 SIGMA2 = (1e-6, 1e-4, 1e-2, 0.3)

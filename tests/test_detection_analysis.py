@@ -8,7 +8,7 @@ import pytest
 
 from bladefl.experiments.plan.grid import Cell, Member
 from bladefl.experiments.tables import detection_analysis as da
-from bladefl.fl.detection import roc_auc
+from bladefl.fl.detection_quality import roc_auc
 from conftest import write_run_folder
 
 LAZY = Cell(lazy_ratio=0.25, sigma2=0.01, N=4)

@@ -128,3 +128,29 @@ def test_the_check_catches_a_sub_wing_importing_a_later_one(tmp_path):
     assert len(found) == 2, found
     assert any("experiments.plan.grid imports bladefl.experiments.tables.tidy" in v for v in found)
     assert any("theory.scan imports bladefl.experiments.plan.grid" in v for v in found)
+
+
+def test_what_reads_the_grids_tables_loads_no_torch():
+    """Every module of the plan, tables, verdicts, bundles and report (sub-)wings imports without
+    loading torch: `bladefl verdicts`, `summarize`, `detection`, `report-index` and the report's pages
+    start in a fraction of the time (torch is loaded only where a run is computed or analysed
+    against its model)."""
+    import pkgutil
+    import subprocess
+    import sys
+
+    import bladefl.experiments.bundles
+    import bladefl.experiments.plan
+    import bladefl.experiments.tables
+    import bladefl.experiments.verdicts
+    import bladefl.report
+
+    modules = [f"{pkg.__name__}.{m.name}" for pkg in (bladefl.experiments.plan, bladefl.experiments.tables,
+                                                      bladefl.experiments.verdicts, bladefl.experiments.bundles,
+                                                      bladefl.report)
+               for m in pkgutil.iter_modules(pkg.__path__)]
+    assert len(modules) > 30
+    code = ("import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
+            "    assert 'torch' not in sys.modules, m\n")
+    proc = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-1000:]

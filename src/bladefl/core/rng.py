@@ -4,9 +4,12 @@ run's seed and a purpose key, so streams are independent and runs are reproducib
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # loaded by torch_generator alone: a numpy stream needs no torch
+    import torch
 
 
 def _words(seed: int, keys: tuple[object, ...]) -> list[int]:
@@ -20,5 +23,7 @@ def numpy_rng(seed: int, *keys: object) -> np.random.Generator:
 
 def torch_generator(seed: int, *keys: object) -> torch.Generator:
     """A CPU torch generator (draws are made on the CPU, then moved, so any device agrees)."""
+    import torch
+
     value = int(numpy_rng(seed, *keys).integers(0, 2**63 - 1))
     return torch.Generator(device="cpu").manual_seed(value)

@@ -14,8 +14,8 @@ properties of each F_i over all pairs of points, so every pair gives a lower est
 taken is the one the convergence proof applies them to. Measured against the block's aggregate
 instead, a lazy cell divides by a distance inflated by the lazy noise (about sigma sqrt(P)) and
 reads L about ten times smaller (runs written before this choice say so: ``summary.json`` has
-no ``constants_against``; see :data:`AGAINST`). Each round records sample-weighted means and
-maxima. phi = (1 - eta L / 2) / ||w0 - w*|| needs the reference optimum w* (see
+no ``constants_against``; see :mod:`bladefl.fl.constants_against`). Each round records
+sample-weighted means and maxima. phi = (1 - eta L / 2) / ||w0 - w*|| needs the reference optimum w* (see
 :mod:`bladefl.reference`).
 """
 
@@ -27,12 +27,6 @@ from dataclasses import dataclass
 import torch
 
 from bladefl.fl import mlp
-
-NAMES = ("L", "xi", "delta")
-# What a run's constants are measured against, recorded in its summary.json; a run that measured
-# before this was recorded measured against the block's aggregate (LEGACY).
-AGAINST = "honest aggregate"
-LEGACY = "block aggregate"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import torch
 from bladefl.core import atomic
 from bladefl.experiments.runs import provenance
 from bladefl.experiments.runs.run_source import finished_run
-from bladefl.fl import measured_constants
+from bladefl.fl import constants_against
 from bladefl.fl.engine import (
     ClientData,
     GroupTimes,
@@ -127,7 +127,7 @@ def write_run(job: CellJob, results: list[KResult], seconds: dict, group: dict |
                        "partition_sha256": partition_sha256},
         "seconds": {**seconds, "write": round(time.perf_counter() - started, 4)},
         **({"group": group} if group else {}),
-        **({"constants_against": measured_constants.AGAINST} if job.cfg.measure.constants else {}),
+        **({"constants_against": constants_against.AGAINST} if job.cfg.measure.constants else {}),
     }
     atomic.write_json(job.out / "summary.json", summary)
     return summary

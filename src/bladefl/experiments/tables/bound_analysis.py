@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -41,13 +41,14 @@ from bladefl.data.partition import PartitionSpec
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.runs.run_checks import read_checked_run
-from bladefl.fl import engine, measured_constants
-from bladefl.fl.measured_constants import phi as phi_of
+from bladefl.fl import constants_against
 from bladefl.fl.run_config import from_dict
-from bladefl.theory import reference
 from bladefl.theory.bound import k_star_closed_form, lazy_upper_bound, preconditions
 from bladefl.theory.certificate import certificate, closed_form_eta_L
 from bladefl.theory.fit import Fit, GapReport, best_over_L, compare, fit_bound, fit_minimax
+
+if TYPE_CHECKING:  # torch is loaded where a run is analysed, not by what only reads the tables (verdicts)
+    from bladefl.theory import reference
 
 
 def wang_eps2(train_losses: np.ndarray, f_star: float) -> float:
@@ -200,13 +201,15 @@ def run_constants(rounds: pd.DataFrame, f_star: float) -> dict:
 
 def analyse_run(run: run_files.Run, ref: reference.Reference) -> dict:
     """One run (its ``summary.json`` and ``rounds.csv``, read strictly) against the bound."""
+    from bladefl.fl import engine, measured_constants
+
     summary = run.summary
     cfg = from_dict(summary["config"])
     rounds = run.rounds_frame()
     consts = run_constants(rounds, ref.f_star)
     shape = engine.model_shape(cfg)
     w0 = engine.initial_model(cfg, shape)
-    phi_m = phi_of(cfg.train.eta, consts["L"], w0, ref.w_star)
+    phi_m = measured_constants.phi(cfg.train.eta, consts["L"], w0, ref.w_star)
     per_k = pd.DataFrame(summary["per_K"])
     per_k = per_k[per_k.status == "ok"]
     K = per_k.K.to_numpy(dtype=float)
@@ -231,7 +234,7 @@ def analyse_run(run: run_files.Run, ref: reference.Reference) -> dict:
         "seed": cfg.seed,
         "constants": {**consts, "phi_measured": phi_m, "f_star": ref.f_star, "M": cfg.num_lazy,
                       # L, xi, delta measured against (runs written before it was recorded: the block's)
-                      "against": summary.get("constants_against", measured_constants.LEGACY)},
+                      "against": summary.get("constants_against", constants_against.LEGACY)},
         "fit": ({"phi_fit": fitted.phi, "eps2_fit": fitted.eps2, "residual": fitted.residual,
                  "free": "+".join(fitted.free)} if fitted else {"phi_fit": math.nan, "eps2_fit": math.nan,
                                                                 "residual": math.nan, "free": ""}),
@@ -270,6 +273,8 @@ def _csv(frame: pd.DataFrame, path: Path) -> Path:
 
 def write_report(runs: Sequence[str | Path], members: Sequence[Member], references: Sequence[str | Path],
                  out_dir: str | Path) -> list[Path]:
+    from bladefl.theory import reference
+
     refs = {Path(r).stem: reference.load(r) for r in references}
     out = Path(out_dir)
     constants, fits, gaps, kstars, variant_frames = [], [], [], [], []

@@ -27,7 +27,7 @@ import pandas as pd
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.tables.tidy import collect, optimum
-from bladefl.fl.detection import precision_recall, roc_auc
+from bladefl.fl.detection_quality import precision_recall, roc_auc
 
 DETECTION_COLUMNS = ["K", "round", "client", "lazy", "detector", "score", "flag", "excluded"]
 METRICS = ["precision", "recall", "fpr", "auc"]

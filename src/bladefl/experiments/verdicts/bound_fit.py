@@ -16,7 +16,7 @@ import pandas as pd
 from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.tables.bound_analysis import BoundOn, bound_on
 from bladefl.experiments.verdicts.vocabulary import sweep_varying
-from bladefl.fl import measured_constants
+from bladefl.fl import constants_against
 from bladefl.theory.fit import Fit, fit_minimax
 
 MEASURED = ("L", "xi", "delta", "theta", "phi_measured", "eps2_measured", "noise_norm")
@@ -46,7 +46,7 @@ class CellFit:
     common: dict[str, float]
     fit: Fit | None
     bound: BoundOn | None = None  # the fit and the measured bound against the gaps (bound_analysis.bound_on)
-    against: str = measured_constants.AGAINST  # what L, xi, delta were measured against (constants.csv)
+    against: str = constants_against.AGAINST  # what L, xi, delta were measured against (constants.csv)
 
 
 def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds: Sequence[int]) -> CellFit:
@@ -66,7 +66,7 @@ def cell_fit(gaps: pd.DataFrame, constants: pd.DataFrame, cell: BoundCell, seeds
         common = {**common, "theta": np.array([float(per_k.get(k, c["theta"])) for k in Ks])}
     bound = bound_on(K, gap, common, c["phi_measured"], c["eps2_measured"], fitter=fit_minimax)
     against = (", ".join(sorted(map(str, consts.against.unique()))) if "against" in consts
-               else measured_constants.LEGACY)
+               else constants_against.LEGACY)
     return CellFit(cell, K, gap, c, common, bound.fit, bound, against)
 
 
