@@ -4,9 +4,10 @@ by its group job (``grouping: partition``, the GPU profile) and taken from the g
 The workflow plans the same group jobs under both groupings, and every run folder is written by the
 same rule with one command, one list of inputs and one set of parameters, so that a run folder written
 under one profile is not planned again under the other (Snakemake reruns a job whose recorded command,
-inputs or parameters changed). Under ``grouping: cell`` a group's plan is empty: its job computes
-nothing and says so in its mark (``runs: 0``), and each run trains in its own job; under
-``grouping: partition`` the group computes its runs and each run's job moves it to its place.
+inputs or parameters changed). Under ``grouping: cell`` a group job is told to compute nothing
+(``bladefl run-group --compute 0``, from its ``gpu`` resource) and says so in its mark (``runs: 0``),
+and each run trains in its own job; under ``grouping: partition`` the group computes its runs and
+each run's job moves it to its place.
 
 Torch-free: taking a run moves files and reads the strict run-file readers, nothing more.
 """
