@@ -51,11 +51,12 @@ def snakemake(cwd: Path, *args: str, timeout: int = 600):
 
 
 def copy_workflow(dest: Path, extra: tuple[str, ...] = ()) -> Path:
-    """The workflow's files (and ``extra`` items of the checkout) copied into ``dest``."""
+    """The workflow's files, as a user's clone has them (its profiles too: Snakemake applies
+    profiles/default wherever it finds it), and ``extra`` items of the checkout, copied into ``dest``."""
     import shutil
 
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for item in ("Snakefile", "workflow", "config", "envs", "notebooks", *extra):
+    for item in dict.fromkeys(("Snakefile", "workflow", "config", "envs", "notebooks", "profiles", *extra)):
         src = REPO / item
         if src.is_dir():
             shutil.copytree(src, dest / item, ignore=ignore)

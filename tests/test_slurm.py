@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slurm
 
 # What a one-node cluster without accounting needs on top of profiles/slurm.
 OVERRIDES = [
-    "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5",
+    "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1",
     "--slurm-no-account", "--jobs", "4", "--retries", "0",
     "--default-resources", "mem_mb=1000", "runtime=10",  # no partition: the cluster's default
     "--set-resources", "run_cell:cpus_per_task=1", "run_cell:mem_mb=2000", "reference:cpus_per_task=1",
