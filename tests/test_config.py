@@ -83,3 +83,25 @@ def test_a_key_given_twice_is_refused_naming_it_and_its_lines(tmp_path):
     path.write_text("seed: 3\npartition:\n  seed: 1\n")  # one key in two mappings is no repeat
     assert config_file_errors([path]) == []
     assert (load_config(path).seed, load_config(path).partition.seed) == (3, 1)
+
+
+def test_a_file_is_read_again_once_it_changes_and_not_before(tmp_path):
+    path = tmp_path / "engine.yaml"
+    path.write_text("time: {beta: 6}\n")
+    first = load_config(path)
+    assert load_config(path) is first  # unchanged: the config read before (frozen, shared)
+    assert load_config(path, ["time.beta=8"]).time.beta == 8 and load_config(path).time.beta == 6
+    path.write_text("time: {beta: 12}\n")  # another size
+    assert load_config(path).time.beta == 12
+    stat = path.stat()
+    path.write_text("time: {beta: 14}\n")  # the same size: the modification time tells
+    import os
+
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert load_config(path).time.beta == 14
+    path.write_text("time: [")
+    with pytest.raises(ConfigError, match="not YAML"):
+        load_config(path)
+    path.unlink()
+    with pytest.raises(ConfigError, match="cannot read it"):
+        load_config(path)

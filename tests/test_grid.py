@@ -80,3 +80,16 @@ def test_summary_and_optimum_tables(tmp_path):
     assert opt.loc[10.0, "K_star_loss_std"] == pytest.approx(0.5)  # per-seed K*: 2 and 3
     assert opt.loc[12.0, "K_star_loss"] == 1 and opt.loc[12.0, "seeds"] == 1
     assert isinstance(opt, pd.DataFrame)
+
+
+def test_the_grid_is_worked_out_again_for_another_config_and_its_list_is_the_callers():
+    grid = {"base": {"N": 4}, "sweeps": [{"name": "a", "vary": "alpha", "values": [1, 2]}]}
+    first = expand(grid)
+    first.clear()  # a caller's list: the next call is not affected
+    assert [m.cell.alpha for m in expand(grid)] == [1.0, 2.0]
+    grid["sweeps"][0]["values"].append(3)
+    assert [m.cell.alpha for m in expand(grid)] == [1.0, 2.0, 3.0]
+    grid["base"]["N"] = 8
+    assert {m.cell.N for m in expand(grid)} == {8}
+    with pytest.raises(ValueError, match="vary must be one of"):
+        expand({"sweeps": [{"name": "b", "vary": "gamma", "values": [1]}]})

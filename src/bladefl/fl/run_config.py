@@ -8,6 +8,7 @@ and the allowed values. ``load_config(path, overrides)`` applies ``key=value`` o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -275,7 +276,27 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
 
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
     """The run config of the YAML file ``path`` (none: the defaults) with ``overrides`` applied,
-    every field checked; a missing, unreadable or non-YAML file is a :class:`ConfigError` naming it."""
+    every field checked; a missing, unreadable or non-YAML file is a :class:`ConfigError` naming it.
+
+    A file read once is not read again while it is unchanged (same size and modification time): the
+    workflow asks for its engine's config for every job it plans, and the config is frozen."""
+    if path:
+        try:
+            stat = Path(path).stat()
+        except OSError:
+            stat = None  # read below, and refused there with the reason
+        if stat is not None:
+            return _load_unchanged(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, tuple(overrides))
+    return _load(path, overrides)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_unchanged(path: str, mtime_ns: int, size: int, overrides: tuple[str, ...]) -> RunConfig:
+    """:func:`_load` of a file as it is now (its size and modification time key the memo)."""
+    return _load(path, overrides)
+
+
+def _load(path: str | Path | None, overrides: Sequence[str]) -> RunConfig:
     data: Any = {}
     if path:
         try:

@@ -9,6 +9,7 @@ which is also the name of its result folder (the workflow's wildcard).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -94,7 +95,16 @@ def _cell(base: Mapping[str, Any], over: Mapping[str, Any], where: str) -> Cell:
 
 
 def expand(grid: Mapping[str, Any]) -> list[Member]:
-    """Every (sweep, cell) membership, in config order."""
+    """Every (sweep, cell) membership, in config order (worked out once per base and sweeps: the
+    workflow asks for it for every job it plans)."""
+    spec = json.dumps({"base": grid.get("base", {}), "sweeps": grid.get("sweeps", [])}, sort_keys=True,
+                      default=repr)
+    return list(_expand(spec))
+
+
+@functools.lru_cache(maxsize=16)
+def _expand(spec: str) -> tuple[Member, ...]:
+    grid = json.loads(spec)
     base = {**asdict(Cell()), **grid.get("base", {})}
     out: list[Member] = []
     for i, sweep in enumerate(grid.get("sweeps", [])):
@@ -110,7 +120,7 @@ def expand(grid: Mapping[str, Any]) -> list[Member]:
             for value in sweep["values"]:
                 cell = _cell(base, {**sweep.get("with", {}), vary: value}, f"sweeps[{i}]")
                 out.append(Member(name, feeds, vary, getattr(cell, vary), cell))
-    return out
+    return tuple(out)
 
 
 def members_to_json(members: Sequence[Member]) -> str:
