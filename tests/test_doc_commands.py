@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_workflow, snakemake, venv_env
+from conftest import dry_run_once, venv_env
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "config" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -120,10 +120,8 @@ SNAKEMAKE = sorted({c.removeprefix(".venv/bin/") for _, c in COMMANDS
 
 @pytest.mark.snakemake
 @pytest.mark.parametrize("command", SNAKEMAKE)
-def test_snakemake_commands_in_the_docs_dry_run(command, tmp_path):
-    work = copy_workflow(tmp_path, extra=("profiles",))
-    argv = shlex.split(command)[1:]
-    proc = snakemake(work, *argv, *([] if "-n" in argv else ["-n"]), timeout=300)
+def test_snakemake_commands_in_the_docs_dry_run(command, tmp_path_factory):
+    proc = dry_run_once(tmp_path_factory, *shlex.split(command)[1:])
     assert proc.returncode == 0, f"`{command}`: {(proc.stdout + proc.stderr)[-2000:]}"
 
 
