@@ -90,3 +90,19 @@ def test_a_failing_page_leaves_no_executed_notebook(tmp_path, capsys, monkeypatc
     code, err = run_page(tmp_path, yaml.safe_dump({"dataset": "mnist"}), capsys, notebook)
     assert code == 1 and "RuntimeError: page broke" in err.strip().splitlines()[-1], err
     assert not (tmp_path / "out/page.ipynb").exists() and not (tmp_path / "out/page.html").exists()
+
+
+@pytest.mark.parametrize("notebook", sorted((REPO / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_each_notebook_is_valid_nbformat_with_its_own_id_on_every_cell(notebook):
+    """nbformat 4.5 gives every cell an id (a missing one is a warning at each page's run today and
+    an error in later nbformat versions)."""
+    import warnings
+
+    import nbformat
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nb = nbformat.read(notebook, as_version=4)
+        nbformat.validate(nb)
+    ids = [cell.get("id") for cell in nb.cells]
+    assert all(ids) and len(set(ids)) == len(ids), ids
