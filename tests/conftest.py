@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 def _a_share_of_the_cores_per_worker() -> None:
     """Each `pytest -n` worker's torch (OpenMP, MKL, OpenBLAS), and the processes it starts, use the
     machine's cores divided among the workers rather than every core each: two workers each spinning
-    two OpenMP threads on two cores took the unit tests 1 min 51 s instead of 46 s. Set before torch
+    two OpenMP threads on two cores took the unit tests 1 min 51 s instead of 47 s. Set before torch
     is imported (it reads these once); a value the user set is kept. Not in pytest's main process (its
     environment is the workers'), nor without workers: there torch's default is every core already."""
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")

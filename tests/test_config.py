@@ -105,3 +105,10 @@ def test_a_file_is_read_again_once_it_changes_and_not_before(tmp_path):
     path.unlink()
     with pytest.raises(ConfigError, match="cannot read it"):
         load_config(path)
+
+
+def test_an_error_names_the_file_as_given(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("bad.yaml").write_text("time: [")
+    with pytest.raises(ConfigError, match=r"^--config bad\.yaml: not YAML"):
+        load_config("bad.yaml")

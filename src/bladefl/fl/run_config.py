@@ -278,21 +278,23 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     """The run config of the YAML file ``path`` (none: the defaults) with ``overrides`` applied,
     every field checked; a missing, unreadable or non-YAML file is a :class:`ConfigError` naming it.
 
-    A file read once is not read again while it is unchanged (same size and modification time): the
-    workflow asks for its engine's config for every job it plans, and the config is frozen."""
+    A file read once is not read again while it is unchanged (the same file, size and change times):
+    the workflow asks for its engine's config for every job it plans, and the config is frozen."""
     if path:
         try:
             stat = Path(path).stat()
         except OSError:
             stat = None  # read below, and refused there with the reason
         if stat is not None:
-            return _load_unchanged(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, tuple(overrides))
+            unchanged = (str(Path(path).resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+            return _load_unchanged(str(path), unchanged, tuple(overrides))
     return _load(path, overrides)
 
 
 @functools.lru_cache(maxsize=64)
-def _load_unchanged(path: str, mtime_ns: int, size: int, overrides: tuple[str, ...]) -> RunConfig:
-    """:func:`_load` of a file as it is now (its size and modification time key the memo)."""
+def _load_unchanged(path: str, unchanged: tuple[str, int, int, int, int], overrides: tuple[str, ...]) -> RunConfig:
+    """:func:`_load` of ``path`` as it is now (``unchanged``: where it is, its inode, size and change
+    times, the memo's key beside the path as given, which errors name)."""
     return _load(path, overrides)
 
 
