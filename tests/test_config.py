@@ -1,4 +1,5 @@
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -95,8 +96,6 @@ def test_a_file_is_read_again_once_it_changes_and_not_before(tmp_path):
     assert load_config(path).time.beta == 12
     stat = path.stat()
     path.write_text("time: {beta: 14}\n")  # the same size: the modification time tells
-    import os
-
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert load_config(path).time.beta == 14
     path.write_text("time: [")

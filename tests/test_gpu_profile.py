@@ -32,7 +32,7 @@ def test_the_gpu_profile_without_a_gpu_is_refused_unless_asked():
 
 @pytest.mark.snakemake
 def test_a_config_on_the_command_line_keeps_the_gpu_profiles_grouping(tmp_path):
-    work = copy_workflow(tmp_path, extra=("profiles",))
+    work = copy_workflow(tmp_path)
     proc = snakemake(work, "-n", "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml",
                      "--config", "seeds_per_job=1", "results_dir=elsewhere", timeout=300)
     out = proc.stdout + proc.stderr
@@ -46,7 +46,7 @@ def test_the_gpu_profile_on_a_machine_without_a_gpu_stops_with_one_line(tmp_path
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU: the profile may run")  # not a required test: it needs no GPU
-    work = copy_workflow(tmp_path, extra=("profiles",))
+    work = copy_workflow(tmp_path)
     proc = snakemake(work, "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml", timeout=300)
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.splitlines() if "profiles/gpu: this machine has no GPU" in line]

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 def machine(tmp_path_factory, data_root) -> Path:
     """A copy of the checkout with a carry folder holding the xz-compressed data, as prepare.sh writes
     it (no packages: this environment has them), and a code version."""
-    work = copy_workflow(tmp_path_factory.mktemp("gpu"), extra=("profiles", "scripts", "src"))
+    work = copy_workflow(tmp_path_factory.mktemp("gpu"), extra=("scripts", "src"))
     for tv in ("MNIST", "FashionMNIST"):
         (work / "gpu_carry/data" / tv / "raw").mkdir(parents=True)
         for f in FILES:

@@ -78,7 +78,7 @@ def test_snakemake_takes_the_profile_beside_the_slurm_one(tmp_path):
     plans the grid with the measured runtime and memory."""
     from conftest import copy_workflow, snakemake
 
-    work = copy_workflow(tmp_path, extra=("profiles",))
+    work = copy_workflow(tmp_path)
     bench(work / "benchmarks/run_cell/authors-code/mnist/c/seed~0.tsv", 200.0, 1000.0)
     assert main(["resources", "--benchmarks", str(work / "benchmarks"), "--out", str(work / "measured")]) == 0
     proc = snakemake(work, "-n", "--profile", "profiles/slurm", "--workflow-profile", "measured", "--configfile",

@@ -425,7 +425,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     assert proc.returncode == 0 and "imported 6 run folders (mnist: 6)" in proc.stdout, proc.stderr
 
     (tmp_path / "other").mkdir()
-    other = copy_workflow(tmp_path / "other", extra=("Makefile", "profiles"))  # as a user has it
+    other = copy_workflow(tmp_path / "other", extra=("Makefile",))  # as a user has it
     (other / "reference").mkdir()
     (work / "reference/smoke").rename(other / "reference/smoke")
     # a stranger's bundle, consistent with its own manifest, with markup in its provenance table
