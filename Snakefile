@@ -17,6 +17,7 @@ include: "workflow/rules/grid.smk"
 include: "workflow/rules/bound.smk"
 include: "workflow/rules/detection.smk"
 include: "workflow/rules/sensitivity.smk"
+include: "workflow/rules/calibration.smk"
 include: "workflow/rules/report.smk"
 
 

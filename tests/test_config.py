@@ -30,7 +30,7 @@ def test_overrides():
     [
         ({"dataset": "svhn"}, "dataset must be one of"),
         ({"train": {"eta": -1}}, "train.eta must be a finite number in (0, 1]"),
-        ({"train": {"iteration": "sgd"}}, "train.iteration must be one of ['full_batch', 'epoch']"),
+        ({"train": {"iteration": "sgd"}}, "train.iteration must be one of ['full_batch', 'epoch', 'steps']"),
         ({"time": {"K": [0, 1]}}, "time.K must be a non-empty list of distinct integers >= 1"),
         ({"lazy": {"ratio": 1.0}}, "lazy.ratio must be a finite number in [0, 1)"),
         ({"chain": {"block_time": "poisson"}}, "chain.block_time must be one of"),

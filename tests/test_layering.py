@@ -4,7 +4,7 @@
 
 and inside ``experiments`` its sub-wings the same way:
 
-    plan < runs < tables < verdicts < bundles
+    plan < runs < tables < verdicts < calibration < bundles
 
 A lower wing (or sub-wing) importing a higher one (at module level or inside a function) is a
 failure."""
@@ -18,7 +18,7 @@ from conftest import REPO
 
 WINGS = ("core", "data", "chain", "fl", "theory", "experiments", "report")
 ENTRY_POINTS = ("cli", "bench", "__main__")  # cli: a package, one module per command group
-SUB_WINGS = {"experiments": ("plan", "runs", "tables", "verdicts", "bundles")}
+SUB_WINGS = {"experiments": ("plan", "runs", "tables", "verdicts", "calibration", "bundles")}
 
 
 def rank(module: str) -> tuple[int, int] | None:

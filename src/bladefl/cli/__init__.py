@@ -4,7 +4,8 @@ One module per command group, each command's arguments beside its handler: ``gri
 partition, run, run-group, reference, summarize, bound, detection), ``report`` (verdicts, the
 paper's tables, provenance, sensitivity, the front page and notebook pages), ``bundles`` (keep,
 import-runs, lay-out, rejudge), ``chain`` (ledger verification) and ``checks`` (device-check,
-bench, resources); ``common`` holds what they share."""
+bench, resources) and ``calibration`` (the calibration study's search, pick, second pass and
+tables); ``common`` holds what they share."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from bladefl.cli import bundles, chain, checks, grid, report
+from bladefl.cli import bundles, calibration, chain, checks, grid, report
 from bladefl.cli.common import Command
 
 
 def commands() -> list[Command]:
     """(command, help, its arguments, its handler) of every command, by group."""
-    return [*grid.COMMANDS, *report.COMMANDS, *bundles.COMMANDS, *chain.COMMANDS, *checks.COMMANDS]
+    return [*grid.COMMANDS, *report.COMMANDS, *bundles.COMMANDS, *chain.COMMANDS, *checks.COMMANDS,
+            *calibration.COMMANDS]
 
 
 def build_parser() -> argparse.ArgumentParser:

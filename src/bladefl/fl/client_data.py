@@ -6,13 +6,14 @@ each run gathers its own draw's clients (:attr:`bladefl.fl.records.RunSpec.draw`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from bladefl.data import datasets
-from bladefl.data.partition import indices_digest, make_partition
+from bladefl.data.partition import PartitionSpec, indices_digest, make_partition
 from bladefl.fl.run_config import RunConfig
 
 
@@ -90,11 +91,16 @@ def load_client_data(cfg: RunConfig, indices: np.ndarray | None = None) -> Clien
     return load_draws(cfg, [indices])
 
 
-def load_draws(cfg: RunConfig, draws: list[np.ndarray | None]) -> ClientData:
-    """Load the dataset once and cut it by each draw's indices (a draw given as None is made from
-    ``cfg.partition``), stacked draw after draw (:func:`stack_draws`)."""
+def load_draws(cfg: RunConfig, draws: Sequence[np.ndarray | PartitionSpec | None]) -> ClientData:
+    """Load the dataset once and cut it by each draw's indices (a draw given as a partition spec is
+    made from it, one given as None from ``cfg.partition``), stacked draw after draw (:func:`stack_draws`)."""
     train = datasets.load(cfg.dataset, cfg.data_dir, train=True, normalize=cfg.normalize)
     test = datasets.load(cfg.dataset, cfg.data_dir, train=False, normalize=cfg.normalize)
     device = resolve_device(cfg.device)
-    return stack_draws([client_data(train, test, make_partition(train.y, cfg.partition) if ix is None else ix, device)
-                        for ix in draws])
+
+    def indices(draw: np.ndarray | PartitionSpec | None) -> np.ndarray:
+        if draw is None or isinstance(draw, PartitionSpec):
+            return make_partition(train.y, cfg.partition if draw is None else draw)
+        return draw
+
+    return stack_draws([client_data(train, test, indices(ix), device) for ix in draws])

@@ -6,12 +6,12 @@ evaluated per partition draw (:class:`EndPlan`, made by :func:`plan`); and a set
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from bladefl.fl.lazy import lazy_scale
 from bladefl.fl.prefetch import NoiseJob
 from bladefl.fl.stacked import RunState
 
@@ -90,7 +90,7 @@ def plan(runs: list[RunState], device: torch.device) -> EndPlan:
         M = len(runs[i].roles.lazy)
         if i in noisy:
             noise_rows += range(offset, offset + M)
-            scale += [math.sqrt(runs[i].cfg.lazy.sigma2)] * M
+            scale += [lazy_scale(runs[i].cfg.lazy, runs[i].cfg.model.parameters)] * M
         if runs[i].cfg.lazy.counterfactual:  # its rows are all N clients, in client order
             own += (starts[i] + runs[i].roles.lazy).tolist()
             own_rows += range(offset, offset + M)

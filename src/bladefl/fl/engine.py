@@ -52,7 +52,7 @@ __all__ = ["ClientData", "Execution", "GroupResult", "GroupTimes", "KResult", "R
 # may train on different draws of the partition (its seed): the group's data holds each draw.
 SHARED = ("dataset", "data_dir", "normalize", "partition.scheme", "partition.N", "partition.n",
           "partition.shards_per_client", "partition.classes_per_client", "partition.dirichlet_alpha", "model",
-          "train.iteration", "train.batch_size", "device")
+          "train.iteration", "train.batch_size", "train.steps", "device")
 
 def _setting(cfg: RunConfig, dotted: str) -> object:
     node: object = cfg
@@ -164,13 +164,14 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
     cfg0, dev = feasible[0][0].cfg, data.x.device
     shape = model_shape(cfg0, data.x.shape[2])
     runs, layout = lay_out(feasible, data.N, data.n, shape, dev)
-    n, batch, epoch = data.n, cfg0.train.batch_size, cfg0.train.iteration == "epoch"
+    n, batch, epoch = data.n, cfg0.train.batch_size, cfg0.train.iteration != "full_batch"  # epoch or steps
+    steps = cfg0.train.steps if cfg0.train.iteration == "steps" else None
     offsets = (layout.clients * n).to(torch.int32).unsqueeze(1)
     x_rows, y_rows = data.x.reshape(data.x.shape[0] * n, -1), data.y.reshape(-1)
     x_full = None if epoch else data.x.index_select(0, layout.clients)
     y_full = None if epoch else data.y.index_select(0, layout.clients)
     ends = _round_ends(runs, dev)
-    steps_per_iteration = math.ceil(n / batch) if epoch else 1
+    steps_per_iteration = math.ceil(trainer.span(n, batch, steps) / batch) if epoch else 1
     block = execution.rows_per_step(layout.rows)
     iterations = max(r.iterations for r in runs)
     v = layout.views
@@ -197,7 +198,7 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
                 picked = None if step_orders is None else step_orders[rows] + offsets[rows]
                 trainer.stacked_iteration(sub, x_rows, y_rows, picked, None if x_full is None else x_full[rows],
                                           None if y_full is None else y_full[rows], n=n, eta=layout.eta[rows],
-                                          batch_size=batch, shape=shape)
+                                          batch_size=batch, shape=shape, steps=steps)
             times.model_steps += active * steps_per_iteration
             if event < len(ends) and ends[event][0] == i:
                 clock.mark("train")

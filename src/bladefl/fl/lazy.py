@@ -1,13 +1,27 @@
 """Lazy clients (paper, section "Model of Lazy Clients"): M = round(ratio * N) clients skip
-training, copy a random honest client's model of the same round and add i.i.d. N(0, sigma2)
-noise to every parameter."""
+training, copy a random honest client's model of the same round and add i.i.d. Gaussian noise
+to every parameter: N(0, sigma2) (``lazy.noise: parameter``, the authors' code) or, reading the
+paper's "noise vector with variance sigma^2" as the whole vector's, N(0, sigma2 / P) over the P
+parameters (``lazy.noise: model``: E||n||^2 = sigma2)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from bladefl.fl.run_config import LazyConfig
+
+
+def lazy_scale(lazy: LazyConfig, parameters: int) -> float:
+    """The standard deviation of the noise on one parameter: sqrt(sigma2) per parameter, or
+    sqrt(sigma2 / P) when sigma2 is the variance over the whole model of P ``parameters``."""
+    variance = lazy.sigma2 / parameters if lazy.noise == "model" else lazy.sigma2
+    return math.sqrt(variance)
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,15 @@ class ModelConfig:
 @dataclass(frozen=True)
 class TrainConfig:
     eta: float = 0.01
-    iteration: str = "epoch"  # full_batch | epoch
+    iteration: str = "epoch"  # full_batch | epoch | steps
     batch_size: int = 64
+    steps: int = 1  # minibatch steps per iteration where iteration is `steps`
+    eta_scale: float = 1.0  # every step is eta x eta_scale (a reading that changes the steps per iteration)
+
+    @property
+    def step_size(self) -> float:
+        """The SGD step the clients take: eta x eta_scale."""
+        return self.eta * self.eta_scale
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,8 @@ class TimeConfig:
 @dataclass(frozen=True)
 class LazyConfig:
     ratio: float = 0.0  # M / N
-    sigma2: float = 0.0  # variance of the noise a lazy client adds to every parameter
+    sigma2: float = 0.0  # variance of the noise a lazy client adds (per `noise`)
+    noise: str = "parameter"  # parameter: N(0, sigma2) on every parameter; model: N(0, sigma2 / P) over P
     counterfactual: bool = False  # also train lazy clients to measure theta
     detectors: tuple[str, ...] = ()  # lazy-client detectors the validators run (bladefl.fl.detection)
     exclude: bool = False  # leave the uploads the first detector flags out of the block
@@ -109,9 +117,20 @@ class RunConfig:
         return int(round(self.lazy.ratio * self.partition.N))
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as a record (every run's summary holds it): the fields added since runs were
+        first recorded appear only where they differ from their default, so that a run recorded
+        before them is still a run of the same config (:data:`LATER_FIELDS`)."""
         out = dataclasses.asdict(self)
         out["time"]["K"] = list(self.time.K)
+        for (section, name), default in LATER_FIELDS.items():
+            if out[section][name] == default:
+                del out[section][name]
         return out
+
+
+# Fields added after runs were first recorded, with the default they take in a record without them.
+LATER_FIELDS: dict[tuple[str, str], Any] = {("train", "steps"): 1, ("train", "eta_scale"): 1.0,
+                                            ("lazy", "noise"): "parameter"}
 
 
 SECTIONS = {
@@ -126,6 +145,9 @@ SECTIONS = {
 }
 
 
+ITERATIONS = ("full_batch", "epoch", "steps")
+MAX_STEPS = 10_000  # minibatch steps per iteration (an epoch of the largest client at batch 1 is 60,000 / N)
+LAZY_NOISE = ("parameter", "model")
 MAX_K_VALUES = 1000  # K values of one run (the paper sweeps 9; 20,000 once ran, each a round loop)
 
 
@@ -156,8 +178,14 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     m, t, tm = raw["model"], raw["train"], raw["time"]
     need(_is_int(m["hidden"]) and m["hidden"] >= 1, "model.hidden", "an integer >= 1", m["hidden"])
     need(m["activation"] in ("relu", "none"), "model.activation", "one of ['relu', 'none']", m["activation"])
-    need(t["iteration"] in ("full_batch", "epoch"), "train.iteration", "one of ['full_batch', 'epoch']",
-         t["iteration"])
+    need(t["iteration"] in ITERATIONS, "train.iteration", f"one of {list(ITERATIONS)}", t["iteration"])
+    need(_is_finite(t["eta_scale"]) and t["eta_scale"] > 0, "train.eta_scale", "a finite number > 0",
+         t["eta_scale"])
+    if not e and _is_num(t["eta"]) and not t["eta"] * t["eta_scale"] < 1:
+        e.append(f"train.eta x train.eta_scale must be < 1 (got {t['eta']!r} x {t['eta_scale']!r}; a step past 1 "
+                 "diverges)")
+    need(_is_int(t["steps"]) and 1 <= t["steps"] <= MAX_STEPS, "train.steps", f"an integer in 1..{MAX_STEPS}",
+         t["steps"])
     need(_is_int(t["batch_size"]) and t["batch_size"] >= 1, "train.batch_size", "an integer >= 1", t["batch_size"])
     need(_is_finite(tm["t_sum"]) and tm["t_sum"] > 0, "time.t_sum", "a finite number > 0", tm["t_sum"])
     for r in RANGES:  # the cell's parameters, as the grid checks them (fl.ranges)
@@ -171,6 +199,7 @@ def _errors(raw: dict[str, Any]) -> list[str]:
          and len(set(ks)) == len(ks), "time.K", f"a non-empty list of distinct integers >= 1 (at most {MAX_K_VALUES})",
          ks if not isinstance(ks, (list, tuple)) or len(ks) <= 20 else f"a list of {len(ks)}")
     lz, pv, ch = raw["lazy"], raw["privacy"], raw["chain"]
+    need(lz["noise"] in LAZY_NOISE, "lazy.noise", f"one of {list(LAZY_NOISE)}", lz["noise"])
     need(isinstance(lz["counterfactual"], bool), "lazy.counterfactual", "true or false", lz["counterfactual"])
     need(isinstance(lz["detectors"], (list, tuple)) and set(lz["detectors"]) <= set(DETECTORS), "lazy.detectors",
          f"a list of {list(DETECTORS)}", lz["detectors"])
@@ -236,7 +265,8 @@ def _merge(defaults: dict[str, Any], given: Mapping[str, Any], where: str) -> di
 
 def from_dict(data: Mapping[str, Any]) -> RunConfig:
     """Build and validate a :class:`RunConfig` (missing fields take their defaults)."""
-    defaults = RunConfig().to_dict()
+    defaults = dataclasses.asdict(RunConfig())  # every field, those of LATER_FIELDS too
+    defaults["time"]["K"] = list(defaults["time"]["K"])
     raw = _merge(defaults, data, "")
     errors = _errors(raw)
     if errors:

@@ -114,5 +114,5 @@ def lay_out(specs: list[tuple[RunSpec, KResult]], N: int, n: int, shape: mlp.Sha
     counts = torch.as_tensor([len(r.trainers) for r in runs], device=device)
     stacked = models.repeat_interleave(counts, dim=0)
     clients = torch.as_tensor(np.concatenate([r.base + r.trainers for r in runs]), device=device)
-    eta = torch.cat([torch.full((len(r.trainers),), float(r.cfg.train.eta)) for r in runs]).to(device)
+    eta = torch.cat([torch.full((len(r.trainers),), float(r.cfg.train.step_size)) for r in runs]).to(device)
     return runs, Layout(mlp.contiguous_views(stacked, shape), clients, eta, models)

@@ -1,8 +1,9 @@
 """Local training of all clients at once: one batched computation over the client axis.
 
 ``train_local`` runs tau iterations on every row of a stacked model tensor [N, P], each row
-on its own client's data. An iteration is either ``full_batch`` (one gradient-descent step on
-all n samples) or ``epoch`` (one pass of minibatch SGD in a fresh random order per client).
+on its own client's data. An iteration is ``full_batch`` (one gradient-descent step on all n
+samples), ``epoch`` (one pass of minibatch SGD in a fresh random order per client) or ``steps``
+(s minibatch steps in a fresh random order per client, cycling through it when s x batch > n).
 The only Python loops are over iterations and minibatches, never over clients.
 """
 
@@ -25,26 +26,36 @@ def epoch_order(generator: torch.Generator, N: int, n: int) -> torch.Tensor:
     return round_orders(generator, 1, N, n)[0]
 
 
+def span(n: int, batch_size: int, steps: int | None) -> int:
+    """Samples one iteration reads from its order: n for an epoch, s x batch for s steps."""
+    return n if steps is None else steps * batch_size
+
+
 def stacked_iteration(v: mlp.Views, x_rows: torch.Tensor, y_rows: torch.Tensor, picked: torch.Tensor | None,
                       x_full: torch.Tensor | None, y_full: torch.Tensor | None, *, n: int,
-                      eta: float | torch.Tensor, batch_size: int, shape: mlp.Shape) -> None:
+                      eta: float | torch.Tensor, batch_size: int, shape: mlp.Shape, steps: int | None = None) -> None:
     """One local iteration of every row of ``v`` (the active rows of a group of runs).
 
     ``epoch``: ``picked`` [rows, n] holds each row's shuffled sample indices into the samples
     ``x_rows`` [N * n, d] of all clients (its client's offset added), gathered once per epoch and
-    cut into minibatches. ``full_batch`` (``picked`` is None): one step on each row's own client
-    data ``x_full`` [rows, n, d]. ``eta``: one step size, or [rows] of one per row. The minibatches
-    are slices of one row gather per epoch (index_select is a plain row copy, far cheaper than
-    take_along_dim)."""
+    cut into minibatches. ``steps`` (s): s minibatches of ``batch_size`` from the order, cycling
+    through it when s x batch > n (else only its first s x batch samples are gathered).
+    ``full_batch`` (``picked`` is None): one step on each row's own client data ``x_full`` [rows,
+    n, d]. ``eta``: one step size, or [rows] of one per row. The minibatches are slices of one row
+    gather per epoch (index_select is a plain row copy, far cheaper than take_along_dim)."""
     if picked is None:
         assert x_full is not None and y_full is not None  # full batch: each row's own client data
         mlp.sgd_step(v, x_full, y_full, eta, shape)
         return
-    rows = picked.shape[0]
+    rows, width = picked.shape[0], span(n, batch_size, steps)
+    if width < n:
+        picked = picked[:, :width]
+    elif width > n:
+        picked = picked[:, torch.arange(width, device=picked.device) % n]
     index = picked.reshape(-1)
-    xp = x_rows.index_select(0, index).view(rows, n, x_rows.shape[1])
-    yp = y_rows.index_select(0, index).view(rows, n)
-    for start in range(0, n, batch_size):
+    xp = x_rows.index_select(0, index).view(rows, width, x_rows.shape[1])
+    yp = y_rows.index_select(0, index).view(rows, width)
+    for start in range(0, width, batch_size):
         mlp.sgd_step(v, xp[:, start : start + batch_size], yp[:, start : start + batch_size], eta, shape)
 
 
@@ -61,6 +72,7 @@ def train_local(
     generator: torch.Generator,
     clients: torch.Tensor | None = None,
     population: int | None = None,
+    steps: int | None = None,
 ) -> None:
     """Train every model row of ``flat`` [N, P] in place on x [N, n, d], y [N, n].
 
@@ -80,7 +92,8 @@ def train_local(
             if clients is not None:
                 order = order[clients.cpu()]
             picked = order.to(x.device) + offsets
-        stacked_iteration(v, x_rows, y_rows, picked, x, y, n=n, eta=eta, batch_size=batch_size, shape=shape)
+        stacked_iteration(v, x_rows, y_rows, picked, x, y, n=n, eta=eta, batch_size=batch_size, shape=shape,
+                          steps=steps if iteration == "steps" else None)
     for dst, src in ((params.W1, v.W1), (params.b1, v.b1), (params.W2, v.W2), (params.b2, v.b2)):
         if dst.data_ptr() != src.data_ptr():
             dst.copy_(src)

@@ -138,6 +138,11 @@ def report_pages(wildcards=None):
 # Everything `snakemake` makes by default (the all target). The report and the tables and figures behind it
 # (or, for a sensitivity config, the study's pages).
 def all_targets():
+    if CALIBRATION:  # the study's own outputs only (its runs under results/calibration)
+        return [
+            f"{REPORT}/calibration.html",
+            *expand(f"{REPORT}/{{dataset}}/07_calibration.html", dataset=DATASETS),
+        ]
     if (
         SENSITIVITY
     ):  # the study's own outputs only (its grid runs under results/sensitivity)

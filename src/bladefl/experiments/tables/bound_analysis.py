@@ -209,7 +209,7 @@ def analyse_run(run: run_files.Run, ref: reference.Reference) -> dict:
     consts = run_constants(rounds, ref.f_star)
     shape = engine.model_shape(cfg)
     w0 = engine.initial_model(cfg, shape)
-    phi_m = measured_constants.phi(cfg.train.eta, consts["L"], w0, ref.w_star)
+    phi_m = measured_constants.phi(cfg.train.step_size, consts["L"], w0, ref.w_star)
     per_k = pd.DataFrame(summary["per_K"])
     per_k = per_k[per_k.status == "ok"]
     K = per_k.K.to_numpy(dtype=float)
@@ -218,7 +218,7 @@ def analyse_run(run: run_files.Run, ref: reference.Reference) -> dict:
     theta_last = last_round_theta(rounds)
     theta_K = np.array([theta_last.get(int(k), math.nan) for k in K])
     theta_K = np.where(np.isfinite(theta_K), theta_K, 0.0)  # no lazy clients (or no counterfactual): no term
-    common = dict(alpha=cfg.time.alpha, beta=cfg.time.beta, eta=cfg.train.eta, L=consts["L"], xi=consts["xi"],
+    common = dict(alpha=cfg.time.alpha, beta=cfg.time.beta, eta=cfg.train.step_size, L=consts["L"], xi=consts["xi"],
                   delta=consts["delta"], t_sum=cfg.time.t_sum, M=cfg.num_lazy, N=cfg.partition.N,
                   theta=theta_K, sigma2=cfg.lazy.sigma2)
     bound = bound_on(K, gap, common, phi_m, consts["eps2_measured"])
@@ -246,7 +246,7 @@ def analyse_run(run: run_files.Run, ref: reference.Reference) -> dict:
                               "bracket_fit_positive": pre_fit.bracket_positive, "theta_last": theta_K,
                               "eps2_of_K": eps2_K}),
         "kstar": {
-            "K_closed_form": k_star_closed_form(alpha=cfg.time.alpha, beta=cfg.time.beta, eta=cfg.train.eta,
+            "K_closed_form": k_star_closed_form(alpha=cfg.time.alpha, beta=cfg.time.beta, eta=cfg.train.step_size,
                                                 L=consts["L"], t_sum=cfg.time.t_sum),
             "K_exact_fit": bound.k_star_fit,
             "K_exact_measured": bound.k_star_measured,

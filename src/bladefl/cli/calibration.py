@@ -1,0 +1,151 @@
+"""Commands of the calibration study (docs/calibration.md): a search worker, the choice of the
+points run again, their second pass, and the study's tables. The workflow writes each dataset's
+study spec (``results/calibration/<dataset>/spec.json``) and passes it to every one of them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from bladefl.cli.common import Command, folder_option
+
+SPEC_HELP = "the study's spec (JSON the workflow writes: results/calibration/<dataset>/spec.json)"
+
+
+def _json_file(path: str, option: str, limit: int) -> object:
+    """A JSON file read as hostile: a regular file of at most ``limit`` bytes, UTF-8, no key twice."""
+    from bladefl.core.bounded_read import read_regular
+    from bladefl.core.run_files import no_key_twice
+
+    try:
+        return json.loads(read_regular(path, limit, option).decode("utf-8"), object_pairs_hook=no_key_twice)
+    except OSError as exc:
+        raise ValueError(f"{option} {path}: cannot read it ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{option} {path}: not JSON ({exc})") from None
+
+
+def _spec(path: str):  # noqa: ANN202 - StudySpec
+    from bladefl.experiments.calibration.study import load_spec
+
+    doc = _json_file(path, "--spec", 16 << 20)
+    try:
+        return load_spec(json.dumps(doc))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"--spec {path}: not a calibration spec ({exc.__class__.__name__}: {exc})") from None
+
+
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def add_calibrate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", required=True, help=SPEC_HELP)
+    p.add_argument("--storage", required=True, help="the study's Optuna journal file (made if missing; shared by "
+                                                     "the workers, and a killed study resumes from it)")
+    p.add_argument("--trials-dir", required=True, help="where each reading's runs go (<dir>/<point key>/...)")
+    p.add_argument("--worker", default="w0", help="this worker's name (one job per name: a trial a killed run of "
+                                                  "the same worker left running is asked again)")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    p.add_argument("--done", help="a file to write once the study holds its target (what the workflow waits for)")
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.experiments.calibration.study import first_pass
+
+    spec = _spec(args.spec)
+    folder_option(args.trials_dir, "--trials-dir")
+    if not args.worker or not args.worker.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"--worker: letters, digits, '-' and '_' (got {args.worker!r})")
+    _log(f"{spec.first.dataset}: {len(spec.first.rows)} table rows, target {spec.target} trials "
+         f"({len(spec.space.points)} named points first), worker {args.worker}")
+    ran = first_pass(spec, args.storage, args.trials_dir, args.worker, threads=args.threads, log=_log)
+    _log(f"worker {args.worker}: {ran} trials run; the study holds its target")
+    if args.done:
+        atomic.write_json(args.done, {"worker": args.worker, "trials": ran})
+    return 0
+
+
+def add_pick(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", required=True, help=SPEC_HELP)
+    p.add_argument("--storage", required=True, help="the study's Optuna journal file")
+    p.add_argument("--out", required=True, help="JSON: the points run again, by role (stated, best1, ...)")
+
+
+def _cmd_pick(args: argparse.Namespace) -> int:
+    from bladefl.experiments.calibration.study import pick, write_picked
+
+    spec = _spec(args.spec)
+    if not Path(args.storage).is_file():
+        raise ValueError(f"--storage {args.storage}: no such file (run `bladefl calibrate` first)")
+    picked = pick(spec, args.storage)
+    write_picked(args.out, picked)
+    for role, entry in picked.items():
+        print(f"{role}: trial {entry['trial']} {entry['name'] or ''} {entry['values']}")
+    return 0
+
+
+def _picked(path: str) -> dict:
+    picked = _json_file(path, "--picked", 1 << 20)
+    if not isinstance(picked, dict) or "stated" not in picked or not all(
+            isinstance(v, dict) and isinstance(v.get("values"), dict) for v in picked.values()):
+        raise ValueError(f"--picked {path}: a mapping of roles (stated first) to their values is needed")
+    return picked
+
+
+def add_rerun(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", required=True, help=SPEC_HELP)
+    p.add_argument("--picked", required=True, help="the points run again (`bladefl calibration-pick`)")
+    p.add_argument("--role", required=True, help="which of them: stated, best1, best2, ...")
+    p.add_argument("--out-dir", required=True, help="its runs (<dir>/<dataset>/<cell>/seed~<draw>) and engine.yaml")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+
+
+def _cmd_rerun(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.experiments.calibration.study import second_pass
+    from bladefl.experiments.calibration.tables import engine_yaml
+
+    spec = _spec(args.spec)
+    if args.role not in spec.roles:
+        raise ValueError(f"--role must be one of {spec.roles} (got {args.role!r})")
+    picked = _picked(args.picked)
+    out = folder_option(args.out_dir, "--out-dir")
+    seconds = second_pass(spec, picked, args.role, out, threads=args.threads)
+    entry = picked.get(args.role, picked["stated"])
+    atomic.write_text(out / "engine.yaml", engine_yaml(spec, entry["values"], spec.first.dataset,
+                                                      f"The calibration's {args.role} reading (second pass)."))
+    print(f"{args.role}: {len(spec.second.rows)} rows on {len(spec.second.draws)} draws in {seconds:.0f} s -> {out}")
+    return 0
+
+
+def add_tables(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", required=True, help=SPEC_HELP)
+    p.add_argument("--storage", required=True, help="the study's Optuna journal file")
+    p.add_argument("--picked", required=True, help="the points run again (`bladefl calibration-pick`)")
+    p.add_argument("--roots", nargs="+", required=True, metavar="ROLE=DIR", help="each role's second-pass runs")
+    p.add_argument("--out-dir", required=True)
+
+
+def _cmd_tables(args: argparse.Namespace) -> int:
+    from bladefl.experiments.calibration.tables import write_tables
+
+    spec = _spec(args.spec)
+    roots = dict(item.split("=", 1) for item in args.roots if "=" in item)
+    if len(roots) != len(args.roots) or set(roots) != set(spec.roles):
+        raise ValueError(f"--roots: one ROLE=DIR for each of {spec.roles} (got {args.roots})")
+    written = write_tables(spec, args.storage, _picked(args.picked), roots, folder_option(args.out_dir, "--out-dir"))
+    print("wrote " + ", ".join(str(p) for p in written), file=sys.stdout)
+    return 0
+
+
+COMMANDS: list[Command] = [
+    ("calibrate", "a worker of the calibration study's search (docs/calibration.md)", add_calibrate, _cmd_calibrate),
+    ("calibration-pick", "the calibration's points run again (Pareto front nearest the targets)", add_pick, _cmd_pick),
+    ("calibration-rerun", "one picked point on more draws over every feasible K", add_rerun, _cmd_rerun),
+    ("calibration-tables", "the calibration study's tables and the calibrated engine", add_tables, _cmd_tables),
+]

@@ -1,0 +1,173 @@
+"""One reading evaluated against the paper: the table rows a study compares, the runs that give a
+reading's K* and maximal accuracy on them, and its two distances to the paper.
+
+A **row** is a row of the paper's Tables II-VII for one dataset: a grid cell (the sweep's cell at
+the row's value), the paper's K* behind it (its table's formula; NaN where the table's value gives
+no integer K*) and the paper's maximal accuracy. A reading's runs train each row's cell on the
+study's partition draws (run seed i on draw i) for the K values of the row's **window** (the
+paper's K* +- ``window`` rounds, feasible ones; every feasible K with no window, or where the paper
+gives no integer K*). Its **distances** are the mean over rows of |K* - K*_paper| (rounds; rows with
+a paper K*) and of |max accuracy - paper's| (points), K* and the maximal accuracy read as the grid
+reads them (:func:`bladefl.experiments.tables.tidy.optimum`: the draw-mean loss curve's argmin, the
+draw-mean accuracy's maximum over the window).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bladefl.experiments.calibration.space import Point
+from bladefl.experiments.plan import run_id
+from bladefl.experiments.plan.grid import Cell, Member, expand
+from bladefl.experiments.tables.paper_tables import table_row_k_star
+from bladefl.fl.timemodel import max_feasible_K
+
+
+@dataclass(frozen=True)
+class Row:
+    table: str
+    sweep: str
+    value: float
+    cell: Cell
+    paper_K_star: float  # NaN: the table's value gives no integer K*
+    paper_accuracy: float  # percent; NaN where the paper gives none
+
+    def k_values(self, t_sum: float, window: int | None) -> list[int]:
+        """The K values a run of this row's cell needs: the window around the paper's K* (every
+        feasible K without a window, without a paper K*, or where no K of the window is feasible)."""
+        every = list(range(1, max_feasible_K(self.cell.alpha, self.cell.beta, t_sum) + 1))
+        if window is None or not math.isfinite(self.paper_K_star):
+            return every
+        return [k for k in every if abs(k - self.paper_K_star) <= window] or every
+
+
+def rows(config: Mapping[str, Any], tables: Sequence[Mapping[str, Any]], names: Sequence[str], dataset: str
+         ) -> list[Row]:
+    """The rows of the paper's tables ``names`` (all with an empty list) for ``dataset``, each with
+    its cell in the workflow config's grid (a row whose value the grid does not sweep is left out)."""
+    members = expand(config)
+    out = []
+    for table in tables:
+        if names and table["table"] not in names:
+            continue
+        for r in table["rows"]:
+            value = float(r["value"])
+            member = next((m for m in members if m.sweep == table["sweep"] and m.value == value), None)
+            if member is None:
+                continue
+            out.append(Row(table["table"], table["sweep"], value, member.cell, table_row_k_star(table, r, dataset),
+                           float(r.get(f"accuracy_{dataset}", math.nan))))
+    return out
+
+
+def row_members(study_rows: Sequence[Row]) -> list[Member]:
+    """The rows as sweep members (for the grid's tidy tables)."""
+    return [Member(r.sweep, r.table, r.sweep, r.value, r.cell) for r in study_rows]
+
+
+def cell_ks(study_rows: Sequence[Row], t_sum: float, window: int | None) -> dict[str, list[int]]:
+    """Per cell (key), the K values its rows need (the union of their windows, ascending)."""
+    out: dict[str, set[int]] = {}
+    for r in study_rows:
+        out.setdefault(r.cell.key, set()).update(r.k_values(t_sum, window))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What evaluating one reading runs: the engine, the rows and their K windows, the draws."""
+
+    dataset: str
+    engine: str  # the engine's config file
+    t_sum: float
+    rows: tuple[Row, ...]
+    window: int | None
+    draws: tuple[int, ...]
+    data_dir: str  # the raw data's root
+    base_sets: tuple[str, ...] = ()  # the workflow config's own overrides of the engine (its partition's n)
+
+    def run_sets(self, point: Point, cell: Cell, draw: int) -> list[str]:
+        """The ``--set`` overrides of one run: the cell, its window's K, the reading, the draw."""
+        ks = cell_ks([r for r in self.rows if r.cell.key == cell.key], self.t_sum, self.window)[cell.key]
+        sets = [s for s in cell.overrides(self.t_sum) if not s.startswith("time.K=")]
+        return [*sets, f"time.K=[{','.join(map(str, ks))}]", *self.base_sets, *point.sets(), f"dataset={self.dataset}",
+                f"seed={draw}", f"partition.seed={draw}", f"data_dir={self.data_dir}"]
+
+    def cells(self) -> list[Cell]:
+        return list({r.cell.key: r.cell for r in self.rows}.values())
+
+
+def summaries(root: str | Path, plan: Plan) -> list[str]:
+    """The summary.json of every run of ``plan`` under a runs ``root``."""
+    return [run_id.file(root, plan.dataset, c.key, d, "summary.json") for c in plan.cells() for d in plan.draws]
+
+
+def run(plan: Plan, point: Point, root: str | Path, *, threads: int = 0, progress: bool = False) -> float:
+    """Compute (or find finished) every run of ``point`` under ``root``: the cells of each N as one
+    stacked computation over the draws (:func:`bladefl.experiments.runs.runner.run_cells`); returns
+    the seconds it took."""
+    from bladefl.experiments.runs.runner import CellJob, run_cells
+    from bladefl.fl.client_data import load_draws
+    from bladefl.fl.execution import resolve
+    from bladefl.fl.run_config import load_config
+
+    start = time.perf_counter()
+    jobs = [CellJob(load_config(plan.engine, plan.run_sets(point, cell, d)), Path(run_id.folder(root, plan.dataset,
+                                                                                                  cell.key, d)),
+                    draw=i)
+            for cell in plan.cells() for i, d in enumerate(plan.draws)]
+    by_n: dict[int, list[CellJob]] = {}
+    for job in jobs:
+        by_n.setdefault(job.cfg.partition.N, []).append(job)
+    for group in by_n.values():
+        cfg = group[0].cfg
+        execution = resolve(cfg.device, threads=threads)
+        execution.apply()
+        specs = [replace(cfg.partition, seed=d) for d in plan.draws]
+        data = load_draws(cfg, specs)
+        run_cells(group, data, execution, progress=progress, resume=True)
+    return time.perf_counter() - start
+
+
+def row_results(plan: Plan, root: str | Path) -> pd.DataFrame:
+    """Per row, ours beside the paper's: K* (draw-mean curve) and its sd over draws, the maximal
+    accuracy (%) and its sd, each row's |difference|; from the runs under ``root``."""
+    from bladefl.experiments.tables.tidy import collect, optimum
+
+    table = collect(summaries(root, plan), row_members(plan.rows))
+    best = optimum(table).set_index(["sweep", "cell"])
+    out = []
+    for r in plan.rows:
+        o = best.loc[(r.sweep, r.cell.key)]
+        k, acc = float(o.K_star_loss), 100 * float(o.max_accuracy)
+        out.append({"table": r.table, "sweep": r.sweep, "value": r.value, "cell": r.cell.key, "draws": int(o.seeds),
+                    "K_values": ",".join(map(str, r.k_values(plan.t_sum, plan.window))),
+                    "K_star": k, "K_star_sd": float(o.K_star_loss_std), "paper_K_star": r.paper_K_star,
+                    "max_accuracy": acc, "max_accuracy_sd": 100 * float(o.max_accuracy_std),
+                    "paper_max_accuracy": r.paper_accuracy,
+                    "K_star_distance": abs(k - r.paper_K_star), "accuracy_distance": abs(acc - r.paper_accuracy)})
+    return pd.DataFrame(out)
+
+
+def distances(results: pd.DataFrame) -> tuple[float, float]:
+    """The two objectives: mean |K* - K*_paper| over rows with a paper K*, mean |accuracy -
+    paper's| (points) over rows with a paper accuracy (NaN when no row has one)."""
+    k = results.K_star_distance.dropna()
+    acc = results.accuracy_distance.dropna()
+    return (float(k.mean()) if len(k) else math.nan, float(acc.mean()) if len(acc) else math.nan)
+
+
+def closeness(k_distance: float, accuracy_distance: float, k_target: float, accuracy_target: float) -> float:
+    """How far a reading is from the study's targets (``k_target`` rounds and ``accuracy_target``
+    points per row), the larger of the two ratios: at most 1 where both are met. Chooses among the
+    Pareto front's points (which to run again, which is the calibrated one); the search keeps the
+    two objectives apart."""
+    return float(np.nanmax([k_distance / k_target, accuracy_distance / accuracy_target]))

@@ -1,0 +1,215 @@
+"""The space of readings the calibration searches: each setting the paper leaves unstated as an axis
+of named values, each value a set of run-config overrides of the engine.
+
+A **point** of the space gives every axis a value (axes it does not name keep their ``stated``
+value: the paper engine's reading); its run-config overrides (``--set`` lines) turn the engine
+into that reading. The axes a config may use and what their values mean:
+
+- ``partition``: ``shards<s>`` (s shards per client), ``classes<c>`` (c classes per client),
+  ``dirichlet<a>`` (label proportions from Dirichlet(a)), ``iid``;
+- ``samples``: samples per client (``partition.n``);
+- ``iteration``: ``epoch`` (a pass over the client's data), ``steps<s>`` (s minibatch steps),
+  ``full_batch`` (one gradient step on all its data);
+- ``batch_size``; ``scaling``: ``standardised`` or ``raw`` pixels; ``width`` (hidden units);
+  ``activation``: ``relu`` or ``none``;
+- ``lazy_noise``: ``parameter`` (sigma2 per parameter) or ``model`` (sigma2 over the model);
+- ``eta_scale``: every step is eta x scale (where the iteration changes the number of steps).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+AXES = ("partition", "samples", "iteration", "batch_size", "scaling", "width", "activation", "lazy_noise",
+        "eta_scale")
+_PARTITION = re.compile(r"(?P<scheme>shards|classes|dirichlet)(?P<param>[0-9]+(\.[0-9]+)?)|iid")
+_ITERATION = re.compile(r"epoch|full_batch|steps(?P<s>[1-9][0-9]{0,3})")
+_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,63}")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def value_error(axis: str, value: Any) -> str | None:
+    """Why ``value`` is not a value of ``axis`` (None when it is)."""
+    ok = {
+        "partition": lambda v: isinstance(v, str) and _PARTITION.fullmatch(v) is not None
+        and not (v.startswith(("shards", "classes")) and "." in v),
+        "samples": lambda v: _is_int(v) and 8 <= v <= 3000,
+        "iteration": lambda v: isinstance(v, str) and _ITERATION.fullmatch(v) is not None,
+        "batch_size": lambda v: _is_int(v) and 1 <= v <= 4096,
+        "scaling": lambda v: v in ("standardised", "raw"),
+        "width": lambda v: _is_int(v) and 1 <= v <= 4096,
+        "activation": lambda v: v in ("relu", "none"),
+        "lazy_noise": lambda v: v in ("parameter", "model"),
+        "eta_scale": lambda v: _is_num(v) and 0 < v <= 1000,
+    }[axis]
+    if ok(value):
+        return None
+    allowed = {
+        "partition": "shards<s>, classes<c>, dirichlet<a> or iid",
+        "samples": "an integer in 8..3000",
+        "iteration": "epoch, full_batch or steps<s> (s in 1..9999)",
+        "batch_size": "an integer in 1..4096",
+        "scaling": "standardised or raw",
+        "width": "an integer in 1..4096",
+        "activation": "relu or none",
+        "lazy_noise": "parameter or model",
+        "eta_scale": "a number in (0, 1000]",
+    }[axis]
+    return f"must be {allowed} (got {value!r})"
+
+
+def overrides(axis: str, value: Any) -> dict[str, Any]:
+    """The run-config fields (dotted) one axis value sets."""
+    if axis == "partition":
+        m = _PARTITION.fullmatch(value)
+        assert m is not None
+        if value == "iid":
+            return {"partition.scheme": "iid"}
+        scheme, param = m["scheme"], m["param"]
+        name = {"shards": "shards_per_client", "classes": "classes_per_client", "dirichlet": "dirichlet_alpha"}[scheme]
+        return {"partition.scheme": scheme, f"partition.{name}": float(param) if scheme == "dirichlet" else int(param)}
+    if axis == "iteration":
+        if value.startswith("steps"):
+            return {"train.iteration": "steps", "train.steps": int(value[5:])}
+        return {"train.iteration": value}
+    if axis == "scaling":
+        return {"normalize": value == "standardised"}
+    return {_FIELD[axis]: value}
+
+
+_FIELD = {"samples": "partition.n", "batch_size": "train.batch_size", "width": "model.hidden",
+          "activation": "model.activation", "lazy_noise": "lazy.noise", "eta_scale": "train.eta_scale"}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One unstated setting: the values the search may give it, the paper engine's (``stated``) and
+    where the axis comes from (what the paper says or does not say, what others do)."""
+
+    name: str
+    values: tuple[Any, ...]
+    stated: Any
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Point:
+    """A reading: a value per axis (every axis of the space)."""
+
+    values: Mapping[str, Any]
+    name: str = ""  # a named point (the stated reading, a sensitivity reading); "" for a searched one
+
+    @property
+    def key(self) -> str:
+        """A short name of the values alone (a run folder's name: the same values reuse its runs)."""
+        text = json.dumps({k: self.values[k] for k in sorted(self.values)}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def sets(self) -> list[str]:
+        """The ``--set`` overrides of the reading, axis by axis."""
+        out: dict[str, Any] = {}
+        for axis in AXES:
+            if axis in self.values:
+                out.update(overrides(axis, self.values[axis]))
+        return [f"{k}={_yaml(v)}" for k, v in out.items()]
+
+    def differs(self, stated: Point) -> dict[str, Any]:
+        """The axes where this point leaves the stated reading, with its values."""
+        return {k: v for k, v in self.values.items() if stated.values.get(k) != v}
+
+
+def _yaml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Space:
+    axes: tuple[Axis, ...]
+    points: tuple[Point, ...] = field(default_factory=tuple)  # evaluated first, the stated reading first
+
+    def axis(self, name: str) -> Axis:
+        return next(a for a in self.axes if a.name == name)
+
+    @property
+    def stated(self) -> Point:
+        return Point({a.name: a.stated for a in self.axes}, "stated")
+
+    def point(self, values: Mapping[str, Any], name: str = "") -> Point:
+        return Point({a.name: values.get(a.name, a.stated) for a in self.axes}, name)
+
+
+def space_errors(block: Mapping[str, Any]) -> list[str]:
+    """What is wrong with a config's ``calibration`` block's space and points, field by field."""
+    errors: list[str] = []
+    axes = block.get("space")
+    if not isinstance(axes, Mapping) or not axes:
+        return ["calibration.space: a mapping of axes (at least one) is needed"]
+    for name, spec in axes.items():
+        where = f"calibration.space.{name}"
+        if name not in AXES:
+            errors.append(f"{where}: not an axis; allowed: {list(AXES)}")
+            continue
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("values"), list) or not spec["values"]:
+            errors.append(f"{where}.values: a non-empty list is needed")
+            continue
+        for v in [*spec["values"], spec.get("stated")]:
+            if (wrong := value_error(name, v)) is not None:
+                errors.append(f"{where}: each value and `stated` {wrong}")
+        if spec.get("stated") not in spec["values"]:
+            errors.append(f"{where}.stated must be one of its values {spec['values']} (got {spec.get('stated')!r})")
+        if len({json.dumps(v) for v in spec["values"]}) != len(spec["values"]):
+            errors.append(f"{where}.values: each value once")
+    points = block.get("points") or {}
+    if not isinstance(points, Mapping):
+        return [*errors, "calibration.points: a mapping of named points is needed"]
+    for name, values in points.items():
+        where = f"calibration.points.{name}"
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            errors.append(f"{where}: a name is lower-case letters, digits, '.' and '-' (got {name!r})")
+        if not isinstance(values, Mapping):
+            errors.append(f"{where}: a mapping of axis values is needed (got {values!r})")
+            continue
+        for axis, v in values.items():
+            spec = axes.get(axis) if isinstance(axes, Mapping) else None
+            if not isinstance(spec, Mapping) or not isinstance(spec.get("values"), list):
+                errors.append(f"{where}.{axis}: not an axis of calibration.space {sorted(axes)}")
+            elif v not in spec["values"]:
+                errors.append(f"{where}.{axis} must be one of calibration.space.{axis}.values {spec['values']} "
+                              f"(got {v!r})")
+    for name in block.get("first") or []:
+        if name != "stated" and name not in points:
+            errors.append(f"calibration.first: {name!r} is not a point of calibration.points {sorted(points)} "
+                          "(or 'stated')")
+    return errors
+
+
+def space(block: Mapping[str, Any]) -> Space:
+    """The space of a checked ``calibration`` block, with its first points in order (the stated
+    reading first, then ``first``'s named points; without ``first``, every named point)."""
+    axes = tuple(Axis(name, tuple(spec["values"]), spec["stated"], str(spec.get("source", "")))
+                 for name, spec in block["space"].items())
+    plain = Space(axes)
+    named = block.get("points") or {}
+    order = [n for n in (block.get("first") or ["stated", *named]) if n != "stated"]
+    points = (plain.stated, *(plain.point(named[n], n) for n in order))
+    return Space(axes, tuple(points))
+
+
+def named_values(points: Sequence[Point]) -> dict[str, str]:
+    """Each named point's key (its values' name) to its name: a searched trial that lands on a
+    named point is that point."""
+    return {p.key: p.name for p in points if p.name}
