@@ -68,5 +68,5 @@ reference-report: install
 	bladefl lay-out $(REF) --results-dir $(KEPT) --data-dir $(KEPT)/data
 	snakemake $(KEPT)/report/index.html --cores $(CORES) --configfile $(REF)/config.yaml \
 	  --config results_dir=$(KEPT) data_dir=$(KEPT)/data logs_dir=$(KEPT)/logs benchmarks_dir=$(KEPT)/benchmarks \
-	  --allowed-rules dump_config notebook_parameters notebook report_index
+	  --allowed-rules dump_config notebook_parameters notebook report_index calibration_index
 	@echo "the report: $(KEPT)/report/index.html"

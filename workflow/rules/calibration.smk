@@ -138,6 +138,19 @@ use rule verdicts as calibration_verdicts with:
         bound=verdict_margin_options,
 
 
+use rule provenance as calibration_provenance with:
+    input:
+        runs=lambda w: [
+            f for r in CAL_ROLES for f in calibration_role_runs(RoleOf(w.dataset, r))
+        ],
+    output:
+        f"{CAL}/{{dataset}}/provenance.csv",
+    log:
+        f"{LOGS}/calibration/{{dataset}}/provenance.log",
+    benchmark:
+        f"{BENCHMARKS}/calibration_provenance/{{dataset}}.tsv"
+
+
 rule calibration_tables:
     input:
         spec=f"{CAL}/{{dataset}}/spec.json",
@@ -170,3 +183,31 @@ rule calibration_tables:
 localrules:
     calibration_spec,
     calibration_members,
+
+
+# The study's front page is its report's index (a calibration config's report is the study's).
+if CALIBRATION:
+
+    rule calibration_index:
+        input:
+            outcomes=expand(f"{CAL}/{{dataset}}/outcome.json", dataset=DATASETS),
+            pages=expand(f"{REPORT}/{{dataset}}/07_calibration.html", dataset=DATASETS),
+        output:
+            f"{REPORT}/index.html",
+        log:
+            f"{LOGS}/calibration/index.log",
+        benchmark:
+            f"{BENCHMARKS}/calibration_index/index.tsv"
+        conda:
+            JOB_ENV
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        shell:
+            "bladefl calibration-index --outcomes {input.outcomes} --pages {input.pages} --out {output} > {log} 2>&1"
+
+    ruleorder: calibration_index > report_index
+
+    localrules:
+        calibration_index,

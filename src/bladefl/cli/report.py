@@ -69,6 +69,20 @@ def _cmd_sensitivity_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_calibration_index(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--outcomes", nargs="+", required=True, help="results/calibration/<dataset>/outcome.json")
+    p.add_argument("--pages", nargs="+", required=True, help="rendered calibration pages (HTML)")
+    p.add_argument("--out", required=True)
+
+
+def _cmd_calibration_index(args: argparse.Namespace) -> int:
+    from bladefl.report.pages import write_calibration_index
+
+    write_calibration_index(args.out, args.outcomes, args.pages)
+    print(f"wrote {args.out}")
+    return 0
+
+
 def add_report_index(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verdicts", nargs="+", required=True, help="results/verdicts/<dataset>.csv")
     p.add_argument("--provenance", nargs="+", required=True, help="the runs' provenance tables, one per dataset")
@@ -255,6 +269,7 @@ COMMANDS: list[Command] = [
     ("sensitivity", "rank readings of the unstated settings by distance to the paper",
      add_sensitivity, _cmd_sensitivity),
     ("sensitivity-index", "the sensitivity study's front page", add_sensitivity_index, _cmd_sensitivity_index),
+    ("calibration-index", "the calibration study's front page", add_calibration_index, _cmd_calibration_index),
     ("report-index", "the report's front page: verdicts, headline figure, pages by dataset",
      add_report_index, _cmd_report_index),
     ("verdicts", "every statement of the paper judged once on one dataset", add_verdicts, _cmd_verdicts),

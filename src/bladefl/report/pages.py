@@ -15,7 +15,7 @@ import pandas as pd
 
 from bladefl.core import atomic
 from bladefl.experiments.runs import provenance as provenance_module
-from bladefl.report.inputs import read_csv
+from bladefl.report.inputs import read_csv, read_json
 from bladefl.report.verdict_rows import role
 
 NOTEBOOK_TITLES = {
@@ -26,6 +26,7 @@ NOTEBOOK_TITLES = {
     "04_privacy": "privacy: the optimum versus epsilon, Figs. 10-11",
     "05_lazy": "lazy clients: detection and exclusion",
     "06_sensitivity": "sensitivity: readings of the paper's unstated settings",
+    "07_calibration": "calibration: the unstated settings searched jointly",
 }
 DATASET_TITLES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
 
@@ -283,5 +284,25 @@ accuracy &minus; the paper's| (in points), from the seed-mean curves and, in bra
     return _write_front_page(path, title, provenance, body, pages)
 
 
-__all__ = ["NOTEBOOK_TITLES", "DATASET_TITLES", "PAGE_TEMPLATE", "page_title", "dataset_title", "render_html",
+def write_calibration_index(path: str | Path, outcomes: Sequence[str | Path], pages: Sequence[str | Path],
+                            provenance: str = "") -> Path:
+    """The calibration study's front page: per dataset, what it found (computed from its outcome),
+    and links to the pages."""
+    from bladefl.report.calibration import outcome_sentence
+
+    path = Path(path)
+    found = [read_json(p) for p in outcomes]
+    sections = "".join(f"<h2>{html.escape(dataset_title(o['dataset']))}</h2>\n<p>"
+                       f"{html.escape(outcome_sentence(o, dataset_title(o['dataset'])))}</p>\n" for o in found)
+    title = "BLADE-FL calibration study: the paper's unstated settings searched jointly"
+    body = f"""<p>The settings the paper leaves unstated are searched together (Optuna, two objectives kept
+apart: the mean distance to the paper's K* and to its maximal accuracy per table row) for the reading that
+comes closest to its tables; the best points of the search run again on more partition draws over every K
+(docs/calibration.md).</p>
+{sections}"""
+    return _write_front_page(path, title, provenance, body, pages)
+
+
+__all__ = ["NOTEBOOK_TITLES", "write_calibration_index",
+           "DATASET_TITLES", "PAGE_TEMPLATE", "page_title", "dataset_title", "render_html",
            "provenance_line", "write_index", "write_sensitivity_index", "headline_panels", "verdict_tally"]

@@ -89,3 +89,37 @@ def calibration_table_files(dataset):
         Path(f).stem if not f.endswith(".json") else "outcome": f"{CAL}/{dataset}/{f}"
         for f in CAL_TABLE_FILES
     }
+
+
+def calibration_page_files(dataset):
+    """What a dataset's calibration page reads: the study's tables and each role's verdicts."""
+    files = calibration_table_files(dataset)
+    return {
+        "trials": files["trials"],
+        "second_rows": files["second_rows"],
+        "second": files["second"],
+        "importances": files["importances"],
+        "outcome": files["outcome"],
+        "verdicts": [f"{CAL}/{dataset}/{r}/verdicts.csv" for r in CAL_ROLES],
+    }
+
+
+def calibration_kept_inputs():
+    """What `make keep` copies of a calibration: each dataset's page inputs, the study itself (its
+    spec, journal, picked points, calibrated engine) and the second pass's provenance.
+    """
+    files = []
+    for d in DATASETS:
+        for v in calibration_page_files(d).values():
+            files += [v] if isinstance(v, str) else v
+        files += [
+            f"{CAL}/{d}/{f}"
+            for f in (
+                "spec.json",
+                "study.journal",
+                "picked.json",
+                f"calibrated-{d}.yaml",
+            )
+        ]
+    provenance = [f"{CAL}/{d}/provenance.csv" for d in DATASETS]
+    return {"files": sorted(set(files)), "provenance": provenance}

@@ -16,6 +16,7 @@ wildcard_constraints:
             "04_privacy",
             "05_lazy",
             "06_sensitivity",
+            "07_calibration",
         ]
     ),
 
@@ -83,6 +84,7 @@ def notebook_parameters(wildcards):
             else {}
         ),
         "06_sensitivity": sensitivity_files(d) if SENSITIVITY else {},
+        "07_calibration": calibration_page_files(d) if CALIBRATION else {},
     }[nb]
     return {
         "dataset": d,
@@ -96,6 +98,8 @@ def kept_inputs(wildcards):
     """What `keep` copies: every file the report's pages read (the workflow's config aside; the
     front page reads none besides them), the paper comparison as Markdown too, and the runs'
     provenance tables."""
+    if CALIBRATION:
+        return calibration_kept_inputs()
     files = set()
     for d in DATASETS:
         for nb in notebooks():
@@ -140,7 +144,7 @@ def report_pages(wildcards=None):
 def all_targets():
     if CALIBRATION:  # the study's own outputs only (its runs under results/calibration)
         return [
-            f"{REPORT}/calibration.html",
+            f"{REPORT}/index.html",
             *expand(f"{REPORT}/{{dataset}}/07_calibration.html", dataset=DATASETS),
         ]
     if (
