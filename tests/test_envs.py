@@ -29,7 +29,8 @@ def conda_pins() -> dict[str, str]:
     return pins
 
 
-WORKFLOW_TOOLS = {"snakemake", "snakemake-executor-plugin-slurm", "pytest", "pytest-xdist", "filelock", "hypothesis",
+# (filelock is the library's too: the calibration's search workers share their study's journal under it)
+WORKFLOW_TOOLS = {"snakemake", "snakemake-executor-plugin-slurm", "pytest", "pytest-xdist", "hypothesis",
                   "websocket-client", "ruff", "snakefmt", "black", "shfmt-py", "jsonschema", "mypy", "types-pyyaml"}
 
 

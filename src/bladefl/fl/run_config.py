@@ -117,9 +117,8 @@ class RunConfig:
         return int(round(self.lazy.ratio * self.partition.N))
 
     def to_dict(self) -> dict[str, Any]:
-        """The config as a record (every run's summary holds it): the fields added since runs were
-        first recorded appear only where they differ from their default, so that a run recorded
-        before them is still a run of the same config (:data:`LATER_FIELDS`)."""
+        """The config as every run's summary records it; the fields of :data:`LATER_FIELDS` only where
+        they leave their default (a run recorded before them is still a run of the same config)."""
         out = dataclasses.asdict(self)
         out["time"]["K"] = list(self.time.K)
         for (section, name), default in LATER_FIELDS.items():
@@ -145,9 +144,8 @@ SECTIONS = {
 }
 
 
-ITERATIONS = ("full_batch", "epoch", "steps")
+ITERATIONS, LAZY_NOISE = ("full_batch", "epoch", "steps"), ("parameter", "model")
 MAX_STEPS = 10_000  # minibatch steps per iteration (an epoch of the largest client at batch 1 is 60,000 / N)
-LAZY_NOISE = ("parameter", "model")
 MAX_K_VALUES = 1000  # K values of one run (the paper sweeps 9; 20,000 once ran, each a round loop)
 
 
@@ -164,6 +162,23 @@ def _is_finite(v: Any) -> bool:
     return _is_num(v) and math.isfinite(v)
 
 
+def _train_errors(t: dict[str, Any]) -> list[str]:
+    """The ``train`` section's own checks (its eta against its range is checked with the cell's)."""
+    e = []
+    if t["iteration"] not in ITERATIONS:
+        e.append(f"train.iteration must be one of {list(ITERATIONS)} (got {t['iteration']!r})")
+    if not (_is_finite(t["eta_scale"]) and t["eta_scale"] > 0):
+        e.append(f"train.eta_scale must be a finite number > 0 (got {t['eta_scale']!r})")
+    elif _is_num(t["eta"]) and not t["eta"] * t["eta_scale"] < 1:
+        e.append(f"train.eta x train.eta_scale must be < 1 (got {t['eta']!r} x {t['eta_scale']!r}; a step past 1 "
+                 "diverges)")
+    if not (_is_int(t["steps"]) and 1 <= t["steps"] <= MAX_STEPS):
+        e.append(f"train.steps must be an integer in 1..{MAX_STEPS} (got {t['steps']!r})")
+    if not (_is_int(t["batch_size"]) and t["batch_size"] >= 1):
+        e.append(f"train.batch_size must be an integer >= 1 (got {t['batch_size']!r})")
+    return e
+
+
 def _errors(raw: dict[str, Any]) -> list[str]:
     e: list[str] = []
 
@@ -178,15 +193,7 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     m, t, tm = raw["model"], raw["train"], raw["time"]
     need(_is_int(m["hidden"]) and m["hidden"] >= 1, "model.hidden", "an integer >= 1", m["hidden"])
     need(m["activation"] in ("relu", "none"), "model.activation", "one of ['relu', 'none']", m["activation"])
-    need(t["iteration"] in ITERATIONS, "train.iteration", f"one of {list(ITERATIONS)}", t["iteration"])
-    need(_is_finite(t["eta_scale"]) and t["eta_scale"] > 0, "train.eta_scale", "a finite number > 0",
-         t["eta_scale"])
-    if not e and _is_num(t["eta"]) and not t["eta"] * t["eta_scale"] < 1:
-        e.append(f"train.eta x train.eta_scale must be < 1 (got {t['eta']!r} x {t['eta_scale']!r}; a step past 1 "
-                 "diverges)")
-    need(_is_int(t["steps"]) and 1 <= t["steps"] <= MAX_STEPS, "train.steps", f"an integer in 1..{MAX_STEPS}",
-         t["steps"])
-    need(_is_int(t["batch_size"]) and t["batch_size"] >= 1, "train.batch_size", "an integer >= 1", t["batch_size"])
+    e.extend(_train_errors(t))
     need(_is_finite(tm["t_sum"]) and tm["t_sum"] > 0, "time.t_sum", "a finite number > 0", tm["t_sum"])
     for r in RANGES:  # the cell's parameters, as the grid checks them (fl.ranges)
         if r.run != "partition.N":  # (checked with the partition)
