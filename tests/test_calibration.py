@@ -56,6 +56,9 @@ def test_each_axis_value_is_the_run_config_it_names():
     ({"points": {"x": {"width": 7}}}, "calibration.points.x.width must be one of"),
     ({"first": ["nobody"]}, "calibration.first: 'nobody' is not a point"),
     ({"tables": ["Table IX"]}, "calibration.tables: 'Table IX' is not one of"),
+    ({"space": {"partition": {"values": ["shards2", "classes3"], "stated": "shards2"},
+                "samples": {"values": [512], "stated": 512}}, "points": {}},
+     r"partition classes3 with samples 512 \(N=20\): partition.n must be divisible"),
 ])
 def test_a_bad_calibration_block_is_refused_naming_the_field(change, message):
     block = {**FULL["calibration"], **change}

@@ -127,9 +127,8 @@ class RunConfig:
         return out
 
 
-# Fields added after runs were first recorded, with the default they take in a record without them.
-LATER_FIELDS: dict[tuple[str, str], Any] = {("train", "steps"): 1, ("train", "eta_scale"): 1.0,
-                                            ("lazy", "noise"): "parameter"}
+LATER_FIELDS: dict[tuple[str, str], Any] = {  # added after runs were first recorded, with their default
+    ("train", "steps"): 1, ("train", "eta_scale"): 1.0, ("lazy", "noise"): "parameter"}
 
 
 SECTIONS = {

@@ -10,12 +10,14 @@ storage, shared by the workers), ``trials/<point key>/`` (the first pass's runs 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import optuna
@@ -82,6 +84,10 @@ def load_spec(text: str) -> StudySpec:
     if not found:
         raise ValueError(f"calibration.tables {block['tables']}: none of their rows is a cell of the grid's sweeps")
     t_sum = float(doc["t_sum"])
+    errors = partition_pairs_errors(block["space"], doc["engine"], [str(x) for x in doc.get("base_sets", [])],
+                                    sorted({r.cell.N for r in found}))
+    if errors:
+        raise ValueError("invalid calibration: " + "; ".join(errors))
 
     def plan(window: int | None, draws: int) -> Plan:
         return Plan(doc["dataset"], doc["engine"], t_sum, tuple(found), window, tuple(range(draws)), doc["data_dir"],
@@ -95,6 +101,29 @@ def load_spec(text: str) -> StudySpec:
                      target=len(sp.points) + int(block["searched"]), seed=int(block["sampler_seed"]),
                      k_target=float(block["targets"]["K_star"]), accuracy_target=float(block["targets"]["accuracy"]),
                      rerun_points=int(block["rerun"]["points"]), digest=digest)
+
+
+def partition_pairs_errors(axes: Mapping[str, Any], engine: str, base_sets: list[str], Ns: list[int]) -> list[str]:
+    """Each value of the ``partition`` axis must make a partition with each value of ``samples`` (each
+    N of the rows): a pair that cannot (``classes3`` with 512 samples) is refused before any trial."""
+    from bladefl.data.datasets import TRAIN_SIZE
+    from bladefl.data.partition import partition_errors
+    from bladefl.experiments.calibration.space import overrides
+    from bladefl.fl.run_config import load_config
+
+    base = dataclasses.asdict(load_config(engine, base_sets).partition)
+    parts = (axes.get("partition") or {}).get("values") or [None]
+    sizes = (axes.get("samples") or {}).get("values") or [base["n"]]
+    errors = []
+    for part in parts:
+        fields = {k.split(".", 1)[1]: v for k, v in (overrides("partition", part) if part else {}).items()}
+        for n in sizes:
+            for N in Ns:
+                wrong = partition_errors(SimpleNamespace(**{**base, **fields, "n": n, "N": N}), train_size=TRAIN_SIZE)
+                if wrong:
+                    errors.append(f"calibration.space: partition {part} with samples {n} (N={N}): {wrong[0]}")
+                    break
+    return errors
 
 
 def study_name(spec: StudySpec) -> str:
