@@ -58,7 +58,7 @@ def test_each_axis_value_is_the_run_config_it_names():
     ({"tables": ["Table IX"]}, "calibration.tables: 'Table IX' is not one of"),
     ({"space": {"partition": {"values": ["shards2", "classes3"], "stated": "shards2"},
                 "samples": {"values": [512], "stated": 512}}, "points": {}},
-     r"partition classes3 with samples 512 \(N=20\): partition.n must be divisible"),
+     r"partition classes3 with samples 512 \(N=10\): partition.n must be divisible"),
 ])
 def test_a_bad_calibration_block_is_refused_naming_the_field(change, message):
     block = {**FULL["calibration"], **change}
