@@ -210,8 +210,52 @@ def test_identical_units_show_no_equivalence_until_a_sign_test_could():
     assert not effect(np.array([[10, 10, 10], [10, 10, 10]]), margin=1.0).equivalent
     assert effect(np.array([[10, 10, 10]] * 5), margin=1.0).equivalent
     assert not effect(np.array([[10, 10, 12]] * 5), margin=1.0).equivalent
-    spread = np.array([[10, 10, 10.1], [10, 10, 9.9], [10, 10, 10.05]])
-    assert effect(spread, margin=1.0).equivalent  # a real interval inside the margin
+    spread = np.array([[10, 10.02, 10.1], [10, 9.97, 9.9], [10, 10.01, 10.05]])
+    assert effect(spread, margin=1.0).equivalent  # a real interval inside the margin, at every step
+
+
+def test_no_change_needs_every_step_inside_the_margin_not_the_endpoints():
+    """beta K* 60, 56, 70, 60: last minus first is 0, but a step is +25%: not "unchanged"; a steady fall
+    of small steps is no "no change" either."""
+    from bladefl.experiments.verdicts.trend import effect
+
+    path = np.array([[60, 56, 70, 60], [61, 57, 71, 60], [59, 55, 69, 61], [60, 56, 70, 59], [60, 57, 70, 60]],
+                    dtype=float)
+    e = effect(path, margin=0.10, relative=True)
+    assert abs(e.mean) < 0.02 and not e.equivalent  # the endpoints agree, a step does not
+    assert e.pair == (1, 2) and e.high90 > 0.10  # the change named is 56 -> 70
+    steady = np.array([[10, 9.6, 9.2, 8.8]] * 3 + [[10, 9.5, 9.1, 8.7], [10, 9.7, 9.3, 8.9]], dtype=float)
+    assert not effect(steady, margin=1.0).equivalent  # each step -0.4, the sweep -1.2
+    flat = np.array([[60, 59, 61, 60], [61, 60, 61, 60], [59, 60, 60, 61], [60, 61, 60, 59], [60, 60, 61, 60]],
+                    dtype=float)
+    assert effect(flat, margin=0.10, relative=True).equivalent
+
+
+def test_pages_test_is_exact_for_tied_data():
+    """One unit with values 1, 1, 2 (mid-ranks 1.5, 1.5, 3): of its 3 distinct orders one is as high as
+    observed, so p = 1/3; scipy's exact Page null assumes untied ranks and says otherwise."""
+    from scipy import stats
+
+    from bladefl.experiments.verdicts.trend import page_exact
+
+    tied = np.array([[1, 1, 2]], dtype=float)
+    assert page_exact(tied) == (13.5, pytest.approx(1 / 3), 1.0)
+    # two units, a fully tied one adds nothing: the other's exact p (1/6 of the orders: 1, 2, 3 rising)
+    assert page_exact(np.array([[5, 5, 5], [1, 2, 3]], dtype=float))[1] == pytest.approx(1 / 6)
+    # untied: the same as scipy's exact null
+    untied = np.array([[1, 2, 3, 4], [1, 3, 2, 4], [2, 1, 3, 4], [1, 2, 4, 3]], dtype=float)
+    assert page_exact(untied)[1] == pytest.approx(stats.page_trend_test(untied, method="exact").pvalue)
+    # heavy ties (integer K* over 4 values, 20 units): brute force over every order of 3 units agrees
+    rng = np.random.default_rng(0)
+    small = rng.integers(1, 3, size=(3, 4)).astype(float)
+    ranks = stats.rankdata(small, axis=1)
+    observed = (ranks * np.arange(1, 5)).sum()
+    import itertools
+
+    orders = [list(itertools.permutations(r)) for r in ranks]
+    hits = sum(sum(np.dot(o, np.arange(1, 5)) for o in combo) >= observed - 1e-9
+               for combo in itertools.product(*orders))
+    assert page_exact(small)[1] == pytest.approx(hits / np.prod([len(o) for o in orders]))
 
 
 def test_margins_are_read_with_the_field_named():

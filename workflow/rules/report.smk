@@ -89,6 +89,7 @@ rule report_index:
         comparisons=expand(
             f"{RESULTS}/tables/{{dataset}}_paper_comparison.csv", dataset=DATASETS
         ),
+        calibration=calibration_outcomes_kept,
     output:
         figures=multiext(f"{RESULTS}/figures/report/headline", ".png", ".svg"),
         index=report(
@@ -109,11 +110,12 @@ rule report_index:
         seeds=" ".join(map(str, SEEDS)),
         figures=folder_of_output,
         provenance=provenance_tables,
+        calibration=calibration_page_option,
     shell:
         "bladefl report-index --verdicts {input.verdicts} --provenance {params.provenance} "
         "--pages {input.pages} --summaries {input.summaries} --comparisons {input.comparisons} "
         "--configfiles {params.configfiles} --seeds {params.seeds} --figures {params.figures} "
-        "--out {output.index} > {log} 2>&1"
+        "--calibration {input.calibration} {params.calibration} --out {output.index} > {log} 2>&1"
 
 
 # The report's inputs kept for good (`make keep NAME=...`, docs/gpu.md): reference/<name>/ with a

@@ -92,6 +92,10 @@ def add_report_index(p: argparse.ArgumentParser) -> None:
     p.add_argument("--configfiles", nargs="*", default=[], help="the workflow's config file(s), for provenance")
     p.add_argument("--seeds", nargs="+", type=int, required=True, help="the grid's seeds, for provenance")
     p.add_argument("--figures", required=True, help="folder for the headline figure (PNG and SVG)")
+    p.add_argument("--calibration", nargs="*", default=[],
+                   help="a calibration study's outcome per dataset (results/calibration/<dataset>/outcome.json of a "
+                        "kept bundle): why our numbers differ from the paper's, on the front page")
+    p.add_argument("--calibration-page", help="the calibration study's rendered report, linked where it exists")
     p.add_argument("--out", required=True)
 
 
@@ -114,7 +118,7 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
     sensitivity = Path(args.out).parent / "sensitivity.html"
     out = pages.write_index(args.out, args.verdicts, args.pages, headline, line, comparisons=comparisons,
                             runs_per_point=min(seeds) if seeds else None, sensitivity=sensitivity,
-                            summaries=summaries)
+                            summaries=summaries, calibration=args.calibration, calibration_page=args.calibration_page)
     print(f"wrote {out}")
     return 0
 

@@ -169,7 +169,8 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
                 headline_png: str | Path | None = None, provenance: str = "",
                 title: str = "BLADE-FL reproduction report", comparisons: Mapping[str, pd.DataFrame] | None = None,
                 runs_per_point: int | None = None, sensitivity: str | Path | None = None,
-                summaries: Mapping[str, pd.DataFrame] | None = None) -> Path:
+                summaries: Mapping[str, pd.DataFrame] | None = None, calibration: Sequence[str | Path] = (),
+                calibration_page: str | Path | None = None) -> Path:
     """The report's front page (:mod:`bladefl.report.front_page`): a banner where the design judges
     little, the findings, the pages, every statement with each dataset's verdict, the headline
     figure, the accuracy beside the paper's, the runs that diverged."""
@@ -185,8 +186,12 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     accuracy = fp.accuracy_section(comparisons or {}, study,
                                    os.path.relpath(docs, path.parent) if docs.is_file() else None)
     figure = fp.figure_section(headline_png, fp.headline_caption(summaries or {})) if summaries else ""
+    link = (os.path.relpath(calibration_page, path.parent)
+            if calibration_page and Path(calibration_page).is_file() else None)
+    distance = fp.distance_section(comparisons or {}, [read_json(p) for p in calibration], link)
     body = f"""{fp.banner(table)}<h2>Findings</h2>
 {fp.findings(table, comparisons)}
+{distance}
 <h2>Pages</h2>
 {_links(path, pages)}
 <h2>Every statement of the paper, judged once</h2>

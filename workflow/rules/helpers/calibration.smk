@@ -56,7 +56,9 @@ def calibration_spec_param(wildcards):
 
 
 def calibration_rerun_outputs():
-    """Every run of a role's second pass (each row's cell on each draw), and its engine."""
+    """Every run of a role's second pass (each row's cell on each draw); none without a study."""
+    if not CAL_SPECS:
+        return []
     spec = next(iter(CAL_SPECS.values()))
     root = f"{CAL}/{{dataset}}/rerun/{{role}}"
     return [
@@ -123,3 +125,20 @@ def calibration_kept_inputs():
         ]
     provenance = [f"{CAL}/{d}/provenance.csv" for d in DATASETS]
     return {"files": sorted(set(files)), "provenance": provenance}
+
+
+def calibration_outcomes_kept(wildcards):
+    """The kept calibration bundle's outcome of each dataset (config `calibration_bundle`), where it
+    holds one: the report's front page says from it why our numbers differ from the paper's.
+    """
+    bundle = config.get("calibration_bundle", "")
+    found = [f"{bundle}/results/calibration/{d}/outcome.json" for d in DATASETS]
+    return [f for f in found if bundle and Path(f).is_file()]
+
+
+def calibration_page_option(wildcards):
+    """`--calibration-page` with where `make reference-report` renders the kept calibration bundle."""
+    bundle = config.get("calibration_bundle", "")
+    if not bundle:
+        return ""
+    return f"--calibration-page results/kept/{Path(bundle).name}/report/index.html"

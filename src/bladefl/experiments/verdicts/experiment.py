@@ -76,8 +76,11 @@ def _equivalence_text(j: Judged) -> str:
     e, part = j.effects[i], j.claim.parts[i]
     lo, hi = (e.low90, e.high90) if math.isfinite(e.low90) else (min(e.per_unit), max(e.per_unit))
     what = "90% CI" if math.isfinite(e.low90) and e.high90 > e.low90 else "every unit's change"
-    return (f"equivalence: {NAMES[part.quantity]}'s {what} {_shown_change(lo, part.quantity)}.."
-            f"{_shown_change(hi, part.quantity)} lies inside {_margin_text(part.quantity, j.margins)}")
+    values = j.tables[i].shape[1]
+    where = (f"the change between every two of its {values} values (the widest, value {e.pair[0] + 1} to "
+             f"{e.pair[1] + 1}: " if values > 2 else "the change's (")
+    return (f"equivalence: {NAMES[part.quantity]}, {where}{what} {_shown_change(lo, part.quantity)}.."
+            f"{_shown_change(hi, part.quantity)}) lies inside {_margin_text(part.quantity, j.margins)}")
 
 
 def _moved(j: Judged) -> str:

@@ -8,15 +8,20 @@ i with draw i) each run. Every unit sees every value of a sweep (the sweep's cel
 unit's partition and seed), so the design is blocked: a claim's direction is tested *within*
 units, and the offset between units (a draw's level) cancels.
 
-- **Trend:** Page's test for ordered alternatives (:func:`scipy.stats.page_trend_test`, units as
-  blocks, exact p-values for small designs) with three or more sweep values; with two, the paired
+- **Trend:** Page's test for ordered alternatives (units as blocks, the values ranked within each
+  unit, ties at their mid-ranks) with three or more sweep values, its p-value exact under the null
+  that each unit's values are in random order *given its ties* (:func:`page_exact`; scipy's exact
+  Page null assumes untied ranks and overstates p for tied data such as K*); with two, the paired
   t-test on the units' changes (:func:`scipy.stats.ttest_1samp`) where at least three units
   change by different amounts, else the sign test (:func:`scipy.stats.binomtest`: identical
   changes leave the t-test undefined). Both directions are tested.
 - **Effect:** per unit, the change over the sweep (last value minus first; relative to the first
   for a loss); its mean, range and a 95% t-interval over the units.
-- **Equivalence:** a claim of change is refuted by an effect shown inside a margin (the 90%
-  t-interval of the mean change inside +-margin: two one-sided tests at 5%).
+- **Equivalence:** a claim of change is refuted, and a claim of no change reproduced, by every change
+  along the sweep shown inside a margin: between every two of its values, each step and the whole
+  sweep (each pair's 90% t-interval of the mean change inside +-margin: two one-sided tests at 5% per
+  pair; the endpoints alone would call 60, 56, 70, 60 "unchanged", the steps alone a steady fall of
+  small steps).
 - **Few units:** the smallest p-value a design can give is (1/k!)^m for m units and k values
   (0.5^m for the sign test, none for the t-test); a claim is "too few runs" when that floor,
   adjusted with the other claims' p-values (:func:`reachable`), cannot reach the threshold.
@@ -24,6 +29,7 @@ units, and the offset between units (a draw's level) cancels.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -108,10 +114,34 @@ def trend_test(table: np.ndarray) -> Trend:
         return Trend("none", math.nan, 1.0, 1.0, m, floor)
     if k == 2:
         return _two_values(table[:, 1] - table[:, 0], m, floor)
-    method = "exact" if m * k <= 60 else "auto"
-    rising = stats.page_trend_test(table, predicted_ranks=list(range(1, k + 1)), method=method)
-    falling = stats.page_trend_test(table, predicted_ranks=list(range(k, 0, -1)), method=method)
-    return Trend("Page", float(rising.statistic), float(rising.pvalue), float(falling.pvalue), m, floor)
+    statistic, p_rises, p_falls = page_exact(table)
+    return Trend("Page", statistic, p_rises, p_falls, m, floor)
+
+
+def page_exact(table: np.ndarray) -> tuple[float, float, float]:
+    """Page's L for a rising trend over the columns of ``table`` [units, values] (each unit's values
+    ranked, ties at their mid-ranks: :func:`scipy.stats.rankdata`), and its exact one-sided p-values
+    for a rise and for a fall under the permutation null given the ties: each unit's ranks in every
+    order equally likely. The null of L is the convolution of the units' own distributions (each over
+    the distinct orders of its mid-ranks, at most k! of them), so it is exact at any number of units.
+    Without ties it is Page's exact null."""
+    ranks = stats.rankdata(table, axis=1)  # mid-ranks: multiples of 1/2
+    k = table.shape[1]
+    weights = np.arange(1, k + 1)
+    observed = int(round(2 * float((ranks * weights).sum())))
+    total = np.ones(1)  # the null of 2L, as counts from offset 0
+    offset = 0
+    for row in ranks:
+        doubled = [int(round(2 * float(np.dot(order, weights)))) for order in itertools.permutations(row.tolist())]
+        low = min(doubled)
+        unit = np.bincount(np.asarray(doubled) - low) / len(doubled)
+        total, offset = np.convolve(total, unit), offset + low
+    values = np.arange(len(total)) + offset
+    p_rises = float(total[values >= observed].sum())
+    # a fall is a rise of the reversed order: L(reversed) = (k + 1) x (sum of ranks) - L
+    mirrored = int(round(2 * (k + 1) * float(ranks.sum()))) - observed
+    p_falls = float(total[values >= mirrored].sum())
+    return observed / 2, min(1.0, p_rises), min(1.0, p_falls)
 
 
 def _two_values(change: np.ndarray, m: int, floor: float) -> Trend:
@@ -189,21 +219,37 @@ def shape(series: np.ndarray) -> str:
 
 @dataclass(frozen=True)
 class Effect:
-    """Per-unit change over the sweep: the values, their mean and range, a 95% interval, the 90%
-    interval of the equivalence test and whether it lies inside +-margin (equivalence)."""
+    """Per-unit change over the sweep (last value minus first): the values, their mean and range, a
+    95% interval; whether every change between two values of the sweep lies inside +-margin
+    (equivalence), and the 90% interval of the change that comes nearest the margin."""
 
     per_unit: tuple[float, ...]
     mean: float
     low: float  # 95% t-interval (nan with one unit)
     high: float
     equivalent: bool
-    low90: float = math.nan
+    low90: float = math.nan  # the 90% interval of the change nearest the margin
     high90: float = math.nan
+    pair: tuple[int, int] = (0, 1)  # that change: from the value at the first index to the second
+
+
+def _inside(change: np.ndarray, margin: float) -> tuple[bool, float, float]:
+    """Two one-sided t-tests at 5% on one set of per-unit changes: whether its 90% interval lies inside
+    +-margin, and the interval (the range of the changes where the units are identical: then the sign
+    test decides, every unit inside and 0.5^m < ALPHA)."""
+    mean = float(change.mean())
+    se = float(change.std(ddof=1)) / math.sqrt(len(change))
+    if se > 0:
+        half = stats.t.ppf(0.95, len(change) - 1) * se
+        return bool(mean - half > -margin and mean + half < margin), mean - half, mean + half
+    inside = bool(np.all(np.abs(change) < margin)) and 0.5 ** len(change) < ALPHA
+    return inside, float(change.min()), float(change.max())
 
 
 def effect(table: np.ndarray, margin: float, relative: bool = False) -> Effect:
-    """The change last-minus-first of each unit of ``table`` [units, values] (relative to the
-    first with ``relative``)."""
+    """The change last-minus-first of each unit of ``table`` [units, values] (relative to the first
+    with ``relative``), and equivalence: the change between every two values (relative to the earlier
+    one) shown inside +-margin."""
     table = np.asarray(table, dtype=float)
     table = table[np.isfinite(table).all(axis=1)]
     if table.shape[0] == 0:
@@ -215,14 +261,16 @@ def effect(table: np.ndarray, margin: float, relative: bool = False) -> Effect:
     if len(change) < 2:
         return Effect(tuple(change.tolist()), mean, math.nan, math.nan, False)
     se = float(change.std(ddof=1)) / math.sqrt(len(change))
-    df = len(change) - 1
-    half95, half90 = stats.t.ppf(0.975, df) * se, stats.t.ppf(0.95, df) * se
-    if se > 0:  # two one-sided t-tests: the 90% interval inside +-margin
-        equivalent = bool(mean - half90 > -margin and mean + half90 < margin)
-    else:  # identical units: the t-interval is degenerate; the sign test (every unit inside, 0.5^m < ALPHA)
-        equivalent = bool(np.all(np.abs(change) < margin)) and 0.5 ** len(change) < ALPHA
-    return Effect(tuple(float(c) for c in change), mean, mean - half95, mean + half95, equivalent,
-                  mean - half90, mean + half90)
+    half95 = stats.t.ppf(0.975, len(change) - 1) * se
+    pairs = list(itertools.combinations(range(table.shape[1]), 2))
+    tests = []
+    for a, b in pairs:
+        moved = table[:, b] - table[:, a]
+        tests.append(_inside(moved / np.abs(table[:, a]) if relative else moved, margin))
+    nearest = max(range(len(pairs)), key=lambda i: max(abs(tests[i][1]), abs(tests[i][2])))
+    _, low90, high90 = tests[nearest]
+    return Effect(tuple(float(c) for c in change), mean, mean - half95, mean + half95,
+                  all(inside for inside, _, _ in tests), low90, high90, pairs[nearest])
 
 
 def fdr_adjust(pvalues: list[float]) -> list[float]:
