@@ -85,8 +85,9 @@ def test_index_opens_with_the_verdicts_and_links_every_notebook(smoke):
     verdicts = pd.read_csv(smoke / "results/verdicts/mnist.csv")
     for claim in verdicts[verdicts.role.isin(["claim", "paper error", "reading"])].claim:
         assert html.escape(claim) in index, claim
-    assert index.index("<h2>Findings") < index.index("<h2>Pages") < index.index("judged once") < index.index(
-        "Best accuracy beside the paper")
+    assert index.index("<h2>Findings") < index.index("How far our numbers are from the paper") < index.index(
+        "<h2>Pages") < index.index("judged once")
+    assert "no calibration outcome was given" in index or "the calibration study</strong>" in index
     # one seed: nothing can be judged, and the page says where the verdicts are (before any table)
     assert index.index("No verdicts here") < index.index("<table") and "make reference-report" in index
     for nb in ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"):

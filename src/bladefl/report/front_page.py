@@ -350,9 +350,10 @@ def distance_table(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def distance_section(comparisons: Mapping[str, pd.DataFrame], outcomes: Sequence[Mapping],
-                     calibration_link: str | None) -> str:
+                     calibration_link: str | None, sensitivity_link: str | None = None) -> str:
     """How far our numbers are from the paper's, per dataset and table (from this report's runs), and
-    what the calibration study found about why (from its outcome, where one is given)."""
+    what the calibration study found about why (from its outcome, where one is given; the sensitivity
+    study, one setting at a time, linked where this run made it)."""
     from bladefl.report.calibration import outcome_sentence
     from bladefl.report.plots import param_name
 
@@ -387,17 +388,20 @@ def distance_section(comparisons: Mapping[str, pd.DataFrame], outcomes: Sequence
                          f"<td>{cell(r.acc_abs, r.acc_rows, '.1f')} ({cell(r.acc_signed, r.acc_rows, '+.1f')})</td>")
         body.append(f"<tr><td>{html.escape(str(name))} ({html.escape(param_name(str(part.parameter.iloc[0])))})</td>"
                     + "".join(cells) + "</tr>")
+    one_axis = (f"<a href='{html.escape(sensitivity_link)}'>this run's sensitivity study</a>" if sensitivity_link
+                else "the sensitivity study (docs/sensitivity.md)")
     if outcomes:
         found = " ".join(outcome_sentence(o, dataset_title(o["dataset"])) for o in outcomes)
         where = (f" (<a href='{html.escape(calibration_link)}'>its report</a>, docs/calibration.md)"
                  if calibration_link else " (docs/calibration.md; <code>make reference-report "
                  "REF=reference/calibration-cpu</code> renders its report)")
-        cause = (f"<p class='small'><strong>Why they differ: the calibration study</strong>{where}. "
+        cause = (f"<p class='small'><strong>Why they differ: the calibration study</strong>{where} searches the "
+                 f"settings the paper leaves unstated jointly ({one_axis} changes one at a time). "
                  f"{html.escape(found)}</p>")
     else:
         cause = ("<p class='small'>Why they differ: the calibration study (<code>snakemake --configfile "
-                 "config/calibration.yaml</code>, docs/calibration.md) searches the paper's unstated settings jointly; "
-                 "no calibration outcome was given to this report.</p>")
+                 "config/calibration.yaml</code>, docs/calibration.md) searches the paper's unstated settings jointly "
+                 f"({one_axis} changes one at a time); no calibration outcome was given to this report.</p>")
     return f"""<h2>How far our numbers are from the paper's</h2>
 <p class='small'>{html.escape('. '.join(lines))}. Per table, the mean over its rows of |ours &minus; paper's| (in
 brackets the signed mean, ours &minus; paper's): K* in rounds (rows where the paper's value gives an integer K*),

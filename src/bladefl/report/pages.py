@@ -14,7 +14,6 @@ from pathlib import Path
 import pandas as pd
 
 from bladefl.core import atomic
-from bladefl.experiments.runs import provenance as provenance_module
 from bladefl.report.inputs import read_csv, read_json
 from bladefl.report.verdict_rows import role
 
@@ -181,14 +180,11 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     for column in ("statement", "role", "decided_by", "finding", "quote", "page", "replication"):
         if column not in table:
             table[column] = table.claim if column == "statement" else ""
-    docs = provenance_module.project_root() / "docs" / "sensitivity.md"
     study = os.path.relpath(sensitivity, path.parent) if sensitivity and Path(sensitivity).exists() else None
-    accuracy = fp.accuracy_section(comparisons or {}, study,
-                                   os.path.relpath(docs, path.parent) if docs.is_file() else None)
     figure = fp.figure_section(headline_png, fp.headline_caption(summaries or {})) if summaries else ""
     link = (os.path.relpath(calibration_page, path.parent)
             if calibration_page and Path(calibration_page).is_file() else None)
-    distance = fp.distance_section(comparisons or {}, [read_json(p) for p in calibration], link)
+    distance = fp.distance_section(comparisons or {}, [read_json(p) for p in calibration], link, study)
     body = f"""{fp.banner(table)}<h2>Findings</h2>
 {fp.findings(table, comparisons)}
 {distance}
@@ -199,8 +195,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 {fp.LEGEND}
 {fp.statement_table(table, comparisons)}
 {_diverged_section(summaries or {})}
-{figure}
-{accuracy}"""
+{figure}"""
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{fp.STYLE}</style>
 </head><body><h1>{html.escape(title)}</h1>

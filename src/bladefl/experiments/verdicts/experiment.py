@@ -119,6 +119,8 @@ def verdict(j: Judged, p_claim: float, p_opposite: float, reach: float) -> tuple
         return ("refuted", "the opposite direction is significant",
                 f"{over}: p (opposite, {OPPOSITE[c.direction]}) = {p_opposite:.2g}, FDR-adjusted")
     moved = directions(change, c.direction, j.unit)
+    if shape(np.nanmean(j.tables[0], axis=0)) not in ("rises", "falls", "stays"):  # the endpoints hide the path
+        moved = f"{moved}; {_moved(j)}"
     if reach > ALPHA:
         return ("too few runs", f"this design cannot reach p < {ALPHA} after adjustment: {moved}",
                 f"too few runs: the smallest adjusted p this design reaches is {reach:.2g} ({over}); {moved}")
