@@ -201,6 +201,7 @@ def test_the_smoke_study_runs_through_the_workflow_with_its_page(tmp_path, data_
     cal = work / "results/calibration/mnist"
     trials = __import__("pandas").read_csv(cal / "trials.csv")
     assert (trials.state == "complete").sum() == 4 and set(trials.point.dropna()) == {"stated", "partition-iid"}
+    assert (trials.run_seconds > 0).all()  # each trial's cost, from its runs' own records
     outcome = json.loads((cal / "outcome.json").read_text())
     assert outcome["second_pass"]["draws"] == 2 and outcome["calibrated"]["role"] == "best1"
     second = __import__("pandas").read_csv(cal / "second_rows.csv")

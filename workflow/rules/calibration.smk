@@ -174,10 +174,11 @@ rule calibration_tables:
     params:
         storage=f"{CAL}/{{dataset}}/study.journal",
         roots=calibration_roots,
+        trials=f"{CAL}/{{dataset}}/trials",
         out_dir=f"{CAL}/{{dataset}}",
     shell:
         "bladefl calibration-tables --spec {input.spec} --storage {params.storage} --picked {input.picked} "
-        "--roots {params.roots} --out-dir {params.out_dir} > {log} 2>&1"
+        "--roots {params.roots} --trials-dir {params.trials} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 localrules:

@@ -128,6 +128,7 @@ def add_tables(p: argparse.ArgumentParser) -> None:
     p.add_argument("--storage", required=True, help="the study's Optuna journal file")
     p.add_argument("--picked", required=True, help="the points run again (`bladefl calibration-pick`)")
     p.add_argument("--roots", nargs="+", required=True, metavar="ROLE=DIR", help="each role's second-pass runs")
+    p.add_argument("--trials-dir", help="the first pass's runs (<dir>/<point key>/...): each trial's cost from them")
     p.add_argument("--out-dir", required=True)
 
 
@@ -138,7 +139,8 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     roots = dict(item.split("=", 1) for item in args.roots if "=" in item)
     if len(roots) != len(args.roots) or set(roots) != set(spec.roles):
         raise ValueError(f"--roots: one ROLE=DIR for each of {spec.roles} (got {args.roots})")
-    written = write_tables(spec, args.storage, _picked(args.picked), roots, folder_option(args.out_dir, "--out-dir"))
+    written = write_tables(spec, args.storage, _picked(args.picked), roots, folder_option(args.out_dir, "--out-dir"),
+                           args.trials_dir)
     print("wrote " + ", ".join(str(p) for p in written), file=sys.stdout)
     return 0
 

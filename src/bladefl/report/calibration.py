@@ -87,7 +87,8 @@ def trials_view(trials: pd.DataFrame) -> pd.DataFrame:
         "trial": done.trial, "point": done.point.fillna("").replace("", "(searched)"), "settings": done.differs,
         "K* distance (rounds per row)": done.K_star_distance.round(2),
         "accuracy distance (points per row)": done.accuracy_distance.round(2),
-        "on the front": done.pareto.map({True: "yes", False: ""}), "seconds": done.seconds.round(0),
+        "on the front": done.pareto.map({True: "yes", False: ""}),
+        "run seconds": (done.run_seconds if "run_seconds" in done else done.seconds).round(0),
     })
 
 

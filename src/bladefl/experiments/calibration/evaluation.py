@@ -143,9 +143,17 @@ def row_results(plan: Plan, root: str | Path) -> pd.DataFrame:
     from bladefl.experiments.tables.tidy import collect, optimum
 
     table = collect(summaries(root, plan), row_members(plan.rows))
-    best = optimum(table).set_index(["sweep", "cell"])
+    trained = table[table.status == "ok"]  # a cell whose every run diverged has no optimum: its row is NaN
+    best = optimum(trained).set_index(["sweep", "cell"]) if len(trained) else None
     out = []
     for r in plan.rows:
+        if best is None or (r.sweep, r.cell.key) not in best.index:
+            out.append({"table": r.table, "sweep": r.sweep, "value": r.value, "cell": r.cell.key, "draws": 0,
+                        "K_values": ",".join(map(str, r.k_values(plan.t_sum, plan.window))),
+                        "K_star": math.nan, "K_star_sd": math.nan, "paper_K_star": r.paper_K_star,
+                        "max_accuracy": math.nan, "max_accuracy_sd": math.nan, "paper_max_accuracy": r.paper_accuracy,
+                        "K_star_distance": math.nan, "accuracy_distance": math.nan})
+            continue
         o = best.loc[(r.sweep, r.cell.key)]
         k, acc = float(o.K_star_loss), 100 * float(o.max_accuracy)
         out.append({"table": r.table, "sweep": r.sweep, "value": r.value, "cell": r.cell.key, "draws": int(o.seeds),
@@ -159,10 +167,27 @@ def row_results(plan: Plan, root: str | Path) -> pd.DataFrame:
 
 def distances(results: pd.DataFrame) -> tuple[float, float]:
     """The two objectives: mean |K* - K*_paper| over rows with a paper K*, mean |accuracy -
-    paper's| (points) over rows with a paper accuracy (NaN when no row has one)."""
+    paper's| (points) over rows with a paper accuracy (NaN when no row has one, or when a row's runs
+    all diverged: a reading that cannot train a row is no reading of the paper)."""
+    if results.K_star.isna().any():
+        return math.nan, math.nan
     k = results.K_star_distance.dropna()
     acc = results.accuracy_distance.dropna()
     return (float(k.mean()) if len(k) else math.nan, float(acc.mean()) if len(acc) else math.nan)
+
+
+def run_seconds(plan: Plan, root: str | Path) -> float:
+    """What computing a reading's runs cost: the seconds its run folders under ``root`` record (each
+    run's own total, however long ago it was computed); NaN where a run is missing."""
+    from bladefl.core.run_files import read_summary
+
+    total = 0.0
+    for path in summaries(root, plan):
+        try:
+            total += float(read_summary(path)["seconds"]["total"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return math.nan
+    return total
 
 
 def closeness(k_distance: float, accuracy_distance: float, k_target: float, accuracy_target: float) -> float:

@@ -153,8 +153,10 @@ def first_pass(spec: StudySpec, storage: str | Path, trials_root: str | Path, wo
         root = Path(trials_root) / point.key
         seconds = evaluation.run(spec.first, point, root, threads=threads)
         results = evaluation.row_results(spec.first, root)
+        cost = evaluation.run_seconds(spec.first, root)
         return search.Outcome(evaluation.distances(results), {
-            "key": point.key, "seconds": round(seconds, 1), "rows": results.to_dict(orient="records")})
+            "key": point.key, "seconds": round(seconds, 1), "run_seconds": round(cost, 1),
+            "rows": results.to_dict(orient="records")})
 
     return search.run_worker(study, spec.space, storage, worker, spec.target, evaluate, log)
 
@@ -186,9 +188,11 @@ def second_pass(spec: StudySpec, picked: Mapping[str, Mapping[str, Any]], role: 
     return evaluation.run(spec.second, point, root, threads=threads)
 
 
-def trials_table(spec: StudySpec, storage: str | Path) -> tuple[Any, Any]:
+def trials_table(spec: StudySpec, storage: str | Path, trials_root: str | Path | None = None) -> tuple[Any, Any]:
     """Two tables of the search: one row per trial (its state, named point, settings, distances,
-    cost, on the Pareto front or not) and one per completed trial and row (ours beside the paper's)."""
+    on the Pareto front or not, its cost: the trial's wall and what its runs cost to compute, read
+    from their folders under ``trials_root`` where given, else as the trial recorded it) and one per
+    completed trial and row (ours beside the paper's)."""
     import pandas as pd
 
     study = search.open_study(storage, study_name(spec), spec.seed)
@@ -208,6 +212,9 @@ def trials_table(spec: StudySpec, storage: str | Path) -> tuple[Any, Any]:
                      "closeness": evaluation.closeness(values[0], values[1], spec.k_target, spec.accuracy_target)
                      if t.values else math.nan,
                      "pareto": t.number in front, "seconds": t.user_attrs.get("seconds", math.nan),
+                     "run_seconds": (evaluation.run_seconds(spec.first, Path(trials_root) / point.key)
+                                     if trials_root is not None and t.values else
+                                     t.user_attrs.get("run_seconds", math.nan)),
                      "error": t.user_attrs.get("error", "")})
         per_row += [{"trial": t.number, **r} for r in t.user_attrs.get("rows", [])]
     return pd.DataFrame(rows), pd.DataFrame(per_row)

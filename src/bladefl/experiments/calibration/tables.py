@@ -91,7 +91,7 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, second: pd.DataFrame, importa
                        "closest": ({"trial": int(closest.trial), "point": closest.point, "differs": closest.differs,
                                     "K_star": float(closest.K_star_distance),
                                     "accuracy": float(closest.accuracy_distance)} if closest is not None else None),
-                       "seconds_per_trial": float(done.seconds.mean()) if len(done) else math.nan},
+                       "seconds_per_trial": float(done.run_seconds.mean()) if len(done) else math.nan},
         "second_pass": {"draws": len(spec.second.draws), "stated": pass_distances(second.set_index("role"), "stated"),
                         "calibrated": pass_distances(second.set_index("role"), role)},
         "calibrated": {"role": role, "values": dict(picked.get(role, picked["stated"])["values"]),
@@ -116,11 +116,11 @@ def engine_yaml(spec: StudySpec, values: Mapping[str, Any], dataset: str, note: 
 
 
 def write_tables(spec: StudySpec, storage: str | Path, picked: Mapping[str, Any], roots: Mapping[str, str | Path],
-                 out: str | Path) -> list[Path]:
+                 out: str | Path, trials_root: str | Path | None = None) -> list[Path]:
     """Every table of the study into ``out``: trials.csv, trial_rows.csv, second_rows.csv,
     second.csv, importances.csv, outcome.json, calibrated-<dataset>.yaml."""
     out = Path(out)
-    trials, trial_rows = study.trials_table(spec, storage)
+    trials, trial_rows = study.trials_table(spec, storage, trials_root)
     second = second_rows(spec, roots, picked)
     summary = second_summary(second, spec)
     importances = importance_table(spec, storage)
