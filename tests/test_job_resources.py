@@ -50,9 +50,14 @@ def test_the_command_writes_a_workflow_profile_that_reads_back(benchmarks, tmp_p
 @pytest.mark.parametrize("content, said", [
     ("", "no measurement"),
     ("a\tb\n1\t2\n", "columns ['s', 'max_rss'] missing"),
-    (HEAD + "x\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "must be numbers or NA"),
-    (HEAD + "-1\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "finite and >= 0"),
-    (HEAD + "nan\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "finite and >= 0"),
+    (HEAD + "x\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "s must be a plain decimal number or NA"),
+    (HEAD + "-1\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "s must be a plain decimal number"),
+    (HEAD + "nan\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "s must be a plain decimal number"),
+    (HEAD + "1_000\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "s must be a plain decimal number"),
+    (HEAD + "\u0661\u0662\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "s must be a plain decimal number"),  # Arabic-Indic 12
+    (HEAD + "9" * 300 + "\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "s must be a plain decimal number"),
+    (HEAD + "1e9\t0\t1\t1\t1\t1\t0\t0\t1\t1\n", "more than any job measures"),
+    ("max_rss\ts\n1\n", "a line without its s column"),
 ])
 def test_a_file_that_is_no_benchmark_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, content, said):
     (tmp_path / "b/rule").mkdir(parents=True)
@@ -68,8 +73,48 @@ def test_no_benchmarks_and_a_margin_below_one_are_refused(tmp_path, benchmarks, 
     (tmp_path / "empty").mkdir()
     assert main(["resources", "--benchmarks", str(tmp_path / "empty"), "--out", str(tmp_path / "p")]) == 2
     assert "no benchmark files" in capsys.readouterr().err
-    assert main(["resources", "--benchmarks", str(benchmarks), "--out", str(tmp_path / "p"), "--margin", "0.5"]) == 2
-    assert "margin must be a number >= 1" in capsys.readouterr().err and not (tmp_path / "p").exists()
+    for margin in ("0.5", "1e308", "nan"):
+        assert main(["resources", "--benchmarks", str(benchmarks), "--out", str(tmp_path / "p"), "--margin",
+                     margin]) == 2
+        assert "--margin must be a number in 1..100" in capsys.readouterr().err and not (tmp_path / "p").exists()
+    assert main(["resources", "--benchmarks", str(benchmarks), "--out", ""]) == 2
+    assert "--out: give the profile's folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ['x\nsnakefile: "evil.smk"\ny', "run cell", "1rule", "a:b", "", "x" * 200, "r\u00e9gle"])
+def test_a_folder_name_that_is_no_rule_name_never_reaches_the_profile(tmp_path, capsys, name):
+    """A stranger's benchmark folder named with a newline once added top-level keys (``snakefile:``) to
+    the generated profile, and the next dry run ran that file's Python: a name that is not a rule's
+    is one line, exit 2, and nothing is written."""
+    root = tmp_path / "b"
+    if name:
+        bench(root / name / "x.tsv", 1.0, 10.0)
+    else:
+        bench(root / ".tsv", 1.0, 10.0)  # a file whose stem is empty
+    assert main(["resources", "--benchmarks", str(root), "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a rule's name" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "p").exists()
+
+
+def test_a_benchmark_that_is_no_regular_file_is_refused_without_reading_it(tmp_path, capsys):
+    import os
+
+    for target in ("/dev/zero", None):
+        root = tmp_path / ("zero" if target else "fifo")
+        (root / "rule").mkdir(parents=True)
+        if target:
+            (root / "rule" / "x.tsv").symlink_to(target)
+        else:
+            os.mkfifo(root / "rule" / "x.tsv")
+        assert main(["resources", "--benchmarks", str(root), "--out", str(tmp_path / "p")]) == 2  # no hang, no OOM
+        assert "not a regular file" in capsys.readouterr().err and not (tmp_path / "p").exists()
+
+
+def test_the_profile_is_what_the_yaml_dumper_writes(benchmarks, tmp_path):
+    assert main(["resources", "--benchmarks", str(benchmarks), "--out", str(tmp_path / "m")]) == 0
+    profile = yaml.safe_load((tmp_path / "m/config.yaml").read_text())
+    assert list(profile) == ["set-resources"]  # no key but the one it writes
+    assert set(profile["set-resources"]) == {"run_cell", "notebook", "members", "summarize"}
 
 
 @pytest.mark.snakemake
@@ -86,3 +131,32 @@ def test_snakemake_takes_the_profile_beside_the_slurm_one(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
     assert out.count("runtime=5, mem_mb=1500") == 6  # the smoke grid's six runs: ceil(200 x 1.5 / 60), 1000 x 1.5
+
+
+def test_any_folder_name_is_a_rule_key_of_the_profile_or_refused(tmp_path_factory):
+    """Hypothesis: whatever a benchmark folder is called, the profile's only top-level key is
+    set-resources and its rules are exactly the folders' names, or the command refuses (exit 2)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    names = st.text(st.characters(codec="utf-8", exclude_characters="/\x00"), min_size=1, max_size=40).filter(
+        lambda n: n not in (".", ".."))
+
+    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(name=names)
+    def check(name: str) -> None:
+        work = tmp_path_factory.mktemp("names")
+        try:
+            bench(work / "b" / name / "x.tsv", 1.0, 10.0)
+        except OSError:  # a name the file system itself refuses (too long in bytes)
+            return
+        code = main(["resources", "--benchmarks", str(work / "b"), "--out", str(work / "p")])
+        if code == 0:
+            profile = yaml.safe_load((work / "p/config.yaml").read_text())
+            assert list(profile) == ["set-resources"] and list(profile["set-resources"]) == [name]
+            assert jr.RULE.fullmatch(name)
+        else:
+            assert code == 2 and not (work / "p").exists()
+
+    check()

@@ -83,8 +83,10 @@ def _cmd_resources(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
     from bladefl.experiments.runs import job_resources
 
+    if not args.out.strip():
+        raise ValueError("--out: give the profile's folder (an empty path would write into the current folder)")
     found = job_resources.needs(args.benchmarks)
-    text = job_resources.profile_text(found, args.margin)
+    text = job_resources.profile_text(found, args.margin)  # every file and the margin checked before a write
     out = Path(args.out) / "config.yaml"
     atomic.write_text(out, text)
     print(f"{out}: runtime and mem_mb for {len(found)} rules from {sum(n.jobs for n in found)} jobs' benchmark "

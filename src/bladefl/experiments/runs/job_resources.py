@@ -12,11 +12,24 @@ it needs rather than the rule's declared guess: ``snakemake --profile profiles/s
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bladefl.core.bounded_read import read_regular
+
 # Read from each benchmark file; the rest (I/O, load, CPU time) does not size a job.
 COLUMNS = ("s", "max_rss")
+# A rule's name as Snakemake spells one (a Python identifier, ASCII): anything else in a folder's name
+# is not a rule, and must not reach the profile (a name with a newline would add keys of its own).
+RULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# A measured number as Snakemake writes it: plain ASCII decimal ("1_000" and other scripts' digits,
+# which Python's float() takes, are not).
+NUMBER = re.compile(r"[0-9]{1,15}(\.[0-9]{1,15})?([eE][+-]?[0-9]{1,3})?")
+MAX_SECONDS = 1e7  # about 116 days: no job of this workflow's runs that long
+MAX_MB = 1e8  # 100 TB
+MAX_MARGIN = 100.0
+MAX_FILE = 1 << 20  # a benchmark file is a header and a line per repeat
 
 
 @dataclass(frozen=True)
@@ -42,14 +55,35 @@ class BenchmarkError(ValueError):
 
 
 def rule_of(path: Path, root: Path) -> str:
-    """The rule a benchmark file belongs to: the first part of its path under ``root``."""
+    """The rule a benchmark file belongs to: the first part of its path under ``root``, a Snakemake
+    rule's name (BenchmarkError naming the path otherwise)."""
     parts = path.relative_to(root).parts
-    return parts[0] if len(parts) > 1 else path.stem
+    rule = parts[0] if len(parts) > 1 else path.stem
+    if not RULE.fullmatch(rule):
+        raise BenchmarkError(f"{root}: {ascii(rule)[:80]} is not a rule's name (letters, digits and '_', not "
+                             "starting with a digit): not a folder the workflow writes")
+    return rule
+
+
+def _number(text: str, path: Path, column: str, limit: float) -> float:
+    if not NUMBER.fullmatch(text):
+        raise BenchmarkError(f"{path}: {column} must be a plain decimal number or NA (got {ascii(text)[:40]})")
+    value = float(text)
+    if value > limit:
+        raise BenchmarkError(f"{path}: {column} {text[:40]} is more than any job measures (at most {limit:g})")
+    return value
 
 
 def read_file(path: Path) -> tuple[float, float | None]:
-    """(wall seconds, peak MB or None) of one benchmark file: the largest over its lines (repeats)."""
-    lines = path.read_text(errors="replace").splitlines()
+    """(wall seconds, peak MB or None) of one benchmark file: the largest over its lines (repeats).
+    Read as hostile: a regular file of at most 1 MiB, UTF-8, plain decimal numbers within bounds."""
+    try:
+        text = read_regular(path, MAX_FILE, "benchmark file").decode("utf-8")
+    except OSError as exc:
+        raise BenchmarkError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise BenchmarkError(f"{path}: not UTF-8 text (not a Snakemake benchmark file)") from None
+    lines = text.splitlines()
     if len(lines) < 2:
         raise BenchmarkError(f"{path}: no measurement (a header and a line per repeat expected)")
     head = lines[0].split("\t")
@@ -59,15 +93,11 @@ def read_file(path: Path) -> tuple[float, float | None]:
     seconds, mem = [], []
     for line in lines[1:]:
         row = dict(zip(head, line.split("\t"), strict=False))
-        try:
-            seconds.append(float(row["s"]))
-            if row.get("max_rss", "NA") not in ("NA", "-", ""):
-                mem.append(float(row["max_rss"]))
-        except ValueError:
-            raise BenchmarkError(f"{path}: s and max_rss must be numbers or NA (got {line[:80]!r})") from None
-    values = [v for v in seconds + mem if not math.isfinite(v) or v < 0]
-    if values:
-        raise BenchmarkError(f"{path}: s and max_rss must be finite and >= 0 (got {values[0]})")
+        if "s" not in row:
+            raise BenchmarkError(f"{path}: a line without its s column (got {ascii(line)[:80]})")
+        seconds.append(_number(row["s"], path, "s", MAX_SECONDS))
+        if row.get("max_rss", "NA") not in ("NA", "-", ""):
+            mem.append(_number(row["max_rss"], path, "max_rss", MAX_MB))
     return max(seconds), max(mem) if mem else None
 
 
@@ -91,24 +121,23 @@ def needs(root: str | Path) -> list[Need]:
 
 def profile(found: list[Need], margin: float = 1.5, least_minutes: int = 1, least_mb: int = 256) -> dict:
     """A Snakemake workflow profile asking each measured rule for its need times ``margin``."""
-    if not (isinstance(margin, (int, float)) and math.isfinite(margin) and margin >= 1):
-        raise BenchmarkError(f"margin must be a number >= 1 (got {margin!r})")
+    if not (isinstance(margin, (int, float)) and math.isfinite(margin) and 1 <= margin <= MAX_MARGIN):
+        raise BenchmarkError(f"--margin must be a number in 1..{MAX_MARGIN:g} (got {margin!r})")
     return {"set-resources": {n.rule: n.resources(margin, least_minutes, least_mb) for n in found}}
 
 
 def profile_text(found: list[Need], margin: float = 1.5) -> str:
-    """The profile as YAML, each rule's jobs and measured need beside it as a comment."""
+    """The profile as YAML (written by the YAML dumper, the rules' names checked), each rule's jobs and
+    measured need listed in the comment above it."""
     import yaml
 
+    sized = profile(found, margin)
     lines = ["# Resources from measured needs (bladefl resources): the longest wall and the largest peak",
-             f"# memory of each rule's jobs, times {margin:g}. Use with --workflow-profile <this folder>.",
-             "set-resources:"]
-    sized = profile(found, margin)["set-resources"]
+             f"# memory of each rule's jobs, times {margin:g}. Use with --workflow-profile <this folder>."]
     for n in found:
         mem = "no memory sample" if n.mem_mb is None else f"{n.mem_mb:.0f} MB"
-        lines.append(f"  # {n.rule}: {n.jobs} job{'' if n.jobs == 1 else 's'}, at most {n.seconds:.1f} s and {mem}")
-        lines.append(f"  {n.rule}: {yaml.safe_dump(sized[n.rule], default_flow_style=True).strip()}")
-    return "\n".join(lines) + "\n"
+        lines.append(f"#   {n.rule}: {n.jobs} job{'' if n.jobs == 1 else 's'}, at most {n.seconds:.1f} s and {mem}")
+    return "\n".join(lines) + "\n" + yaml.safe_dump(sized, default_flow_style=None, sort_keys=False)
 
 
 __all__ = ["COLUMNS", "BenchmarkError", "Need", "needs", "profile", "profile_text", "read_file", "rule_of"]
