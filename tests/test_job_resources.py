@@ -81,7 +81,8 @@ def test_no_benchmarks_and_a_margin_below_one_are_refused(tmp_path, benchmarks, 
     assert "--out: give the profile's folder" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ['x\nsnakefile: "evil.smk"\ny', "run cell", "1rule", "a:b", "", "x" * 200, "r\u00e9gle"])
+@pytest.mark.parametrize("name", ['x\nsnakefile: "evil.smk"\ny', "run cell", "1rule", "a:b", "", "x" * 200,
+                                  "r\u00e9gle"])
 def test_a_folder_name_that_is_no_rule_name_never_reaches_the_profile(tmp_path, capsys, name):
     """A stranger's benchmark folder named with a newline once added top-level keys (``snakefile:``) to
     the generated profile, and the next dry run ran that file's Python: a name that is not a rule's
