@@ -77,3 +77,83 @@ def test_run_group_without_computing_writes_a_mark_of_none_and_loads_no_data(tmp
     assert main(["run-group", "--config", "config/engines/authors-code.yaml", "--plan", "[{\"out\": 1}]",
                  "--partition", "x.npy", "--compute", "0", "--done", str(tmp_path / "h.done")]) == 2
     assert not (tmp_path / "h.done").exists()  # a bad plan is refused before any mark
+
+
+def _group_copy(computed, tmp_path):
+    """A copy of the computed run where the workflow's group job leaves it, its config file and a mark."""
+    import yaml
+
+    group = tmp_path / "results/groups/paper/mnist_N4_block0"
+    shutil.copytree(computed.parents[2], group)
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump(small_cfg(time={"K": [2]}, seed=5).to_dict()))
+    mark = write_group_mark(tmp_path / "group.done", 1)
+    return group / "mnist" / CELL / "seed~5", cfg, mark
+
+
+def _take(src, cfg, mark, out) -> int:
+    return main(["run", "--config", str(cfg), "--out", str(out), "--group", str(mark), "--computed-in", str(src)])
+
+
+def _forge_accuracy(run):
+    """The final accuracy raised in the summary and in rounds.csv alike (the two agree): only the blocks,
+    which commit each round's metrics, disagree."""
+    import pandas as pd
+
+    record = json.loads((run / "summary.json").read_text())
+    record["per_K"][0]["test_accuracy"] = 0.99
+    (run / "summary.json").write_text(json.dumps(record))
+    rounds = pd.read_csv(run / "rounds.csv")
+    rounds.loc[rounds.index[-1], "test_accuracy"] = 0.99
+    rounds.to_csv(run / "rounds.csv", index=False)
+
+
+def _swap_ledger(run):
+    """Another run's ledger (the same cell, seed 6) in place of its own."""
+    from bladefl.experiments.runs.runner import run_cell
+
+    other = run.parent / "seed~6"
+    run_cell(small_cfg(time={"K": [2]}, seed=6), other, data=synthetic(), progress=False)
+    shutil.copy(other / "chains" / "K2.json", run / "chains" / "K2.json")
+    shutil.rmtree(other)
+
+
+@pytest.mark.parametrize("forge, said", [
+    (_forge_accuracy, "not a finished run of this config"),
+    (lambda run: shutil.rmtree(run / "chains"), "ledgers are not one per K"),
+    (_swap_ledger, "chains/K2.json"),
+    (lambda run: (run / "detections.csv").write_text("garbage\n1,2\n"), "detections.csv"),
+    (lambda run: (run / "notes.txt").write_text("hello"), "notes.txt: not a run file"),
+    (lambda run: (run / "rounds.csv").unlink() or (run / "rounds.csv").symlink_to("/etc/passwd"),
+     "rounds.csv: not a regular file"),
+])
+def test_a_group_move_takes_only_what_an_import_would_take(computed, tmp_path, capsys, forge, said):
+    """`bladefl run --group --computed-in` once moved forged numbers, deleted or foreign ledgers, a
+    garbage detections.csv and links into results, exit 0: now what the import checks, nothing moved."""
+    src, cfg, mark = _group_copy(computed, tmp_path)
+    forge(src)
+    before = sorted(p.relative_to(src).as_posix() for p in src.rglob("*"))
+    out = tmp_path / "results/runs/paper/mnist" / CELL / "seed~5"
+    assert _take(src, cfg, mark, out) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() and sorted(p.relative_to(src).as_posix() for p in src.rglob("*")) == before
+    clean, cfg2, mark2 = _group_copy(computed, tmp_path / "clean")  # the same run, untouched, is taken
+    assert _take(clean, cfg2, mark2, tmp_path / "clean/out") == 0 and finished_run(
+        tmp_path / "clean/out", small_cfg(time={"K": [2]}, seed=5))
+
+
+@pytest.mark.parametrize("where", ["same", "inside", "parent", "in the group", "from runs"])
+def test_overlapping_folders_are_refused_before_anything_moves(computed, tmp_path, capsys, where):
+    src, cfg, mark = _group_copy(computed, tmp_path)
+    out = {"same": src, "inside": src / "moved", "parent": src.parent, "in the group": src.parents[2] / "x",
+           "from runs": tmp_path / "elsewhere"}[where]
+    if where == "from runs":  # a finished run under results/runs/ is no group's to give away
+        runs = tmp_path / "results/runs/paper/mnist" / CELL / "seed~5"
+        shutil.copytree(src, runs)
+        src = runs
+    before = sorted(p.relative_to(src.parents[2]).as_posix() for p in src.parents[2].rglob("*"))
+    assert _take(src, cfg, mark, out) == 2
+    err = capsys.readouterr().err
+    assert ("overlap" in err or "inside the group's folder" in err or "not in a group's folder" in err), err
+    assert sorted(p.relative_to(src.parents[2]).as_posix() for p in src.parents[2].rglob("*")) == before

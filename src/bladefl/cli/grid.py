@@ -142,12 +142,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _took_computed_run(mark: str, computed_in: str | None, cfg, out: str) -> bool:  # noqa: ANN001 - RunConfig
     """Whether the run's group job computed it: then it is moved from ``computed_in`` to ``out``
     (checked to be a finished run of ``cfg``) and nothing is trained."""
-    from bladefl.experiments.runs.run_source import group_computed, take_run
+    import json
+
+    from bladefl.experiments.bundles.run_import import run_folder_problems
+    from bladefl.experiments.runs.run_source import group_computed, overlap_problem, take_run
 
     if not group_computed(mark):
         return False
     if not computed_in:
         raise ValueError(f"--group {mark}: its group computed the run: give --computed-in (where it lies)")
+    overlap = overlap_problem(Path(computed_in), Path(out))  # before any file is read or moved
+    if overlap:
+        raise ValueError(overlap)
+    problems = run_folder_problems(computed_in, json.loads(json.dumps(cfg.to_dict())))
+    if problems:  # what an import of it would refuse: nothing moved
+        raise ValueError(f"--computed-in {computed_in}: not a finished run of this config: {problems[0]}"
+                         + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "") + "; nothing moved")
     take_run(computed_in, cfg, out)
     print(f"took {out} from {computed_in} (computed by its group job)")
     return True

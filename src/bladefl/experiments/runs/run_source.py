@@ -73,6 +73,9 @@ def take_run(computed_in: str | Path, cfg: RunConfig, out: str | Path) -> Path:
     src, out = Path(computed_in), Path(out)
     if ".." in src.parts or len(src.parts) <= _GROUP_DEPTH:
         raise ValueError(f"--computed-in {src}: expected <group folder>/<dataset>/<cell>/seed~<seed>")
+    overlap = overlap_problem(src, out)
+    if overlap:
+        raise ValueError(overlap)
     if not finished_run(src, cfg):
         raise ValueError(f"--computed-in {src}: not a finished run of this config (its group job did not write "
                          "it, or wrote another config's run): run the group job again")
@@ -86,6 +89,28 @@ def take_run(computed_in: str | Path, cfg: RunConfig, out: str | Path) -> Path:
     return out
 
 
+def overlap_problem(src: Path, out: Path) -> str | None:
+    """Why the run ``src`` may not be moved to ``out`` before anything moves (None: it may): a link on
+    its way, a source outside a group's folder (``.../groups/.../<group>/<dataset>/<cell>/seed~<s>``:
+    a finished run elsewhere, under ``results/runs/``, is not a group's to give), or folders that
+    overlap (the same folder, one inside the other, or the target inside the group's folder)."""
+    for part in (src, *list(src.parents)[:_GROUP_DEPTH]):
+        if part.is_symlink():
+            return f"--computed-in {src}: {part} is a link (a group's run folders are plain folders)"
+    if not src.is_dir():
+        return f"--computed-in {src}: no such folder"
+    real_src, real_out = Path(os.path.realpath(src)), Path(os.path.realpath(out))
+    group = real_src.parents[_GROUP_DEPTH - 1]
+    if "groups" not in group.parent.parts:
+        return (f"--computed-in {src}: not in a group's folder (<results>/groups/.../<group>/<dataset>/<cell>/"
+                "seed~<seed>); nothing moved")
+    if real_out == real_src or real_src in real_out.parents or real_out in real_src.parents:
+        return f"--out {out} and --computed-in {src} overlap (one is, or holds, the other); nothing moved"
+    if group in real_out.parents:
+        return f"--out {out} lies inside the group's folder {group}, which is removed once emptied; nothing moved"
+    return None
+
+
 def _remove_empty(folder: Path, top: Path) -> None:
     """Remove ``folder`` and its parents while they are empty, up to and including ``top``."""
     for path in (folder, *folder.parents):
@@ -97,4 +122,4 @@ def _remove_empty(folder: Path, top: Path) -> None:
             return
 
 
-__all__ = ["finished_run", "group_computed", "take_run", "write_group_mark"]
+__all__ = ["finished_run", "group_computed", "overlap_problem", "take_run", "write_group_mark"]
