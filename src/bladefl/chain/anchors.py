@@ -21,6 +21,7 @@ from typing import Any
 
 from bladefl.chain.ledger import chain_id
 from bladefl.core.bounded_read import read_regular
+from bladefl.core.run_files import no_key_twice
 
 FORMAT = "bladefl-anchors/1"
 LIMIT = 64 << 20  # bytes: 1,080 runs x 9 K are about 2 MB
@@ -48,8 +49,8 @@ def text(chains: dict[str, dict[str, Any]]) -> str:
 def read(path: str | Path) -> dict[str, dict[str, Any]]:
     """The chains an anchor file records, or :class:`AnchorError` naming what is wrong."""
     try:
-        data = json.loads(read_regular(path, LIMIT, f"anchor {path}").decode())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(read_regular(path, LIMIT, f"anchor {path}").decode(), object_pairs_hook=no_key_twice)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # a key given twice too (no_key_twice)
         raise AnchorError(f"--anchor {path}: not an anchor file ({getattr(exc, 'strerror', None) or exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("chains"), dict):
         raise AnchorError(f"--anchor {path}: not an anchor file (needs \"format\": \"{FORMAT}\" and \"chains\")")

@@ -140,27 +140,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _took_computed_run(mark: str, computed_in: str | None, cfg, out: str) -> bool:  # noqa: ANN001 - RunConfig
-    """Whether the run's group job computed it: then it is moved from ``computed_in`` to ``out``
-    (checked to be a finished run of ``cfg``) and nothing is trained."""
-    import json
+    """Whether the run's group job computed it: then it is moved to ``out``, checked, nothing trained."""
+    from bladefl.experiments.bundles.run_folder import take_group_run
 
-    from bladefl.experiments.bundles.run_import import run_folder_problems
-    from bladefl.experiments.runs.run_source import group_computed, overlap_problem, take_run
-
-    if not group_computed(mark):
-        return False
-    if not computed_in:
-        raise ValueError(f"--group {mark}: its group computed the run: give --computed-in (where it lies)")
-    overlap = overlap_problem(Path(computed_in), Path(out))  # before any file is read or moved
-    if overlap:
-        raise ValueError(overlap)
-    problems = run_folder_problems(computed_in, json.loads(json.dumps(cfg.to_dict())))
-    if problems:  # what an import of it would refuse: nothing moved
-        raise ValueError(f"--computed-in {computed_in}: not a finished run of this config: {problems[0]}"
-                         + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "") + "; nothing moved")
-    take_run(computed_in, cfg, out)
-    print(f"took {out} from {computed_in} (computed by its group job)")
-    return True
+    if take_group_run(mark, computed_in, cfg, out):
+        print(f"took {out} from {computed_in} (computed by its group job)")
+        return True
+    return False
 
 
 def add_run_group(p: argparse.ArgumentParser) -> None:
@@ -191,6 +177,10 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     from bladefl.experiments.runs.run_source import write_group_mark
     from bladefl.fl.run_config import load_config
 
+    if args.done:  # before any work: a mark never replaces a device, FIFO or folder
+        from bladefl.core.atomic import refuse_special
+
+        refuse_special(Path(args.done))
     plan = json.loads(json_text(args.plan))
     bad = [i for i, item in enumerate(plan if isinstance(plan, list) else [None])
            if not (isinstance(item, dict) and isinstance(item.get("out"), str) and isinstance(item.get("set"), list))]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,11 +39,31 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+class NotAFileError(ValueError):
+    """An atomic write's target that is neither absent nor a regular file (a device, a FIFO, a socket, a
+    folder): replacing it would destroy what is there (as root, ``/dev/full`` became a JSON file)."""
+
+
+def refuse_special(path: Path) -> None:
+    """Raise :class:`NotAFileError` when ``path`` exists and is not a regular file (a link to one is
+    followed: its target is what a write replaces)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise NotAFileError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise NotAFileError(f"{path}: exists and is not a regular file (a device, FIFO, socket or folder is "
+                            "never replaced); give a file's path")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success give it the umask's mode, fsync it,
     rename it onto ``path`` and fsync the directory. On failure remove it."""
     final = Path(path)
+    refuse_special(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
     os.close(fd)

@@ -37,8 +37,48 @@ _StrictLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?
                                     list("-+0123456789"))
 
 
+MAX_DEPTH = 50  # nesting of collections; no file of this project nests deeper than about 6
+
+
+class TooDeepError(ValueError):
+    """A document nested deeper than :data:`MAX_DEPTH` (PyYAML's scanner takes time quadratic in the
+    depth, and its composer recurses: 200,000 levels of ``[`` did not finish in 300 s)."""
+
+
+def nesting_depth(text: str) -> int:
+    """An upper bound on a YAML text's nesting, in one linear pass: the flow collections' depth
+    (``[``/``{`` outside quoted scalars) plus, per line, its indentation's and its leading ``- ``
+    entries' count; what it says of a sound file is far below :data:`MAX_DEPTH`."""
+    deepest = depth = 0
+    quote = ""
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        dashes = 0
+        while stripped.startswith("- ") or stripped == "-":
+            dashes += 1
+            stripped = stripped[2:].lstrip(" ")
+        block = (len(line) - len(line.lstrip(" "))) // 2 + dashes
+        for ch in line:
+            if quote:
+                quote = "" if ch == quote else quote
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "#" and not depth:
+                break
+            elif ch in "[{":
+                depth += 1
+            elif ch in "]}":
+                depth = max(0, depth - 1)
+            deepest = max(deepest, depth + block)
+        deepest = max(deepest, block)
+    return deepest
+
+
 def load(text: str) -> Any:
-    """``yaml.safe_load`` that refuses a repeated key (:class:`DuplicateKeyError`)."""
+    """``yaml.safe_load`` that refuses a repeated key (:class:`DuplicateKeyError`) and, before parsing,
+    a document nested deeper than :data:`MAX_DEPTH` (:class:`TooDeepError`: one line, at once)."""
+    if nesting_depth(text) > MAX_DEPTH:
+        raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels (no config of this project nests that deep)")
     return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
 
 
@@ -56,7 +96,7 @@ def read_file(path: str | Path) -> Any:
         raise YamlFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise YamlFileError(f"{path}: not UTF-8 text") from None
-    except DuplicateKeyError as exc:
+    except (DuplicateKeyError, TooDeepError) as exc:
         raise YamlFileError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

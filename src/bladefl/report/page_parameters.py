@@ -44,7 +44,10 @@ def declared(notebook: str | os.PathLike[str]) -> dict[str, str]:
 
 
 def _plain_yaml(text: str, where: str) -> Any:
-    """``text`` read as YAML with neither aliases (an alias bomb expands without end) nor tags."""
+    """``text`` read as YAML with neither aliases (an alias bomb expands without end) nor tags, nor
+    nesting past :data:`bladefl.core.strict_yaml.MAX_DEPTH` (checked first: the parser is slow in depth)."""
+    if strict_yaml.nesting_depth(text) > strict_yaml.MAX_DEPTH:
+        raise ParameterError(f"{where}: nested deeper than {strict_yaml.MAX_DEPTH} levels")
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):

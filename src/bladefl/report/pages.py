@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from bladefl.core import atomic
+from bladefl.report.distance import distance_section
 from bladefl.report.inputs import read_csv, read_json
 from bladefl.report.verdict_rows import role
 
@@ -184,7 +185,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     figure = fp.figure_section(headline_png, fp.headline_caption(summaries or {})) if summaries else ""
     link = (os.path.relpath(calibration_page, path.parent)
             if calibration_page and Path(calibration_page).is_file() else None)
-    distance = fp.distance_section(comparisons or {}, [read_json(p) for p in calibration], link, study)
+    distance = distance_section(comparisons or {}, [read_json(p) for p in calibration], link, study)
     body = f"""{fp.banner(table)}<h2>Findings</h2>
 {fp.findings(table, comparisons)}
 {distance}

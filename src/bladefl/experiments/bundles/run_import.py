@@ -246,55 +246,6 @@ def ledger_problems(files: Mapping[str, bytes], secret: bytes | None = None) -> 
     return []
 
 
-def folder_files(folder: Path, keeps_models: bool) -> tuple[dict[str, bytes], list[str]]:
-    """A run folder's files as an archive's members (``summary.json``, ``chains/K1.json``, ...), read as
-    hostile, and what is wrong with the folder: anything but regular files of the run's names (links,
-    devices, FIFOs, unknown names; ``models/`` only where the config keeps models) and files over their
-    size limit are problems, not read."""
-    files: dict[str, bytes] = {}
-    problems: list[str] = []
-    for entry in sorted(folder.rglob("*")):
-        name = entry.relative_to(folder).as_posix()
-        if name == "chains" or (keeps_models and name == "models"):
-            if entry.is_symlink() or not entry.is_dir():
-                problems.append(f"{name}: not a folder")
-            continue
-        if keeps_models and name.startswith("models/"):
-            if entry.is_symlink() or not entry.is_file():
-                problems.append(f"{name}: not a regular file (links, devices and FIFOs are refused)")
-            continue
-        if name not in RUN_FILES and not LEDGER.fullmatch(name):
-            problems.append(f"{name}: not a run file ({', '.join(RUN_FILES)}, chains/K<k>.json)")
-            continue
-        if entry.is_symlink() or not entry.is_file():
-            problems.append(f"{name}: not a regular file (links, devices and FIFOs are refused)")
-            continue
-        limit = MEMBER_LIMITS.get("ledger" if name.startswith("chains/") else name, MEMBER_LIMIT)
-        if entry.stat().st_size > limit:
-            problems.append(f"{name}: larger than {limit} bytes")
-            continue
-        files[name] = entry.read_bytes()
-    return files, problems
-
-
-def run_folder_problems(folder: str | Path, expected: Mapping[str, Any]) -> list[str]:
-    """What stops the run folder ``folder`` from standing for the run whose config is ``expected`` (a
-    run config's record): the checks an import makes of an archived run (its files read strictly and
-    held together, its config, K values and time model, its detections, a ledger per trained K each
-    verifying against the summary), on the folder's regular files; empty when it may."""
-    folder = Path(folder)
-    keeps_models = bool(expected.get("chain", {}).get("save_models"))
-    files, problems = folder_files(folder, keeps_models)
-    if problems:
-        return problems
-    try:
-        summary = read_run_files(files)
-    except run_files.RunFileError as exc:
-        return [str(exc)]
-    found = run_problems(summary, _without_execution(dict(expected)))
-    return found or ledger_problems(files)
-
-
 def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, replace: bool = False,
                 secret: bytes | None = None) -> Imported:
     """Check every member of ``archive`` against the workflow ``config`` (see the module's text),

@@ -36,9 +36,12 @@ def write_group_mark(path: str | Path, runs: int) -> Path:
 def group_computed(path: str | Path) -> bool:
     """Whether the group job that left the mark ``path`` computed its runs (the mark checked: a JSON
     object with exactly one key, ``runs``, a whole number of at least 0)."""
-    try:
-        record = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    from bladefl.core.bounded_read import read_regular
+    from bladefl.core.run_files import no_key_twice
+
+    try:  # read as hostile: a regular file of at most 1 KiB (a FIFO would hang, /dev/zero fill memory), no key twice
+        record = json.loads(read_regular(path, 1024, "--group").decode("utf-8"), object_pairs_hook=no_key_twice)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"--group {path}: not a readable group mark ({exc})") from None
     runs = record.get("runs") if isinstance(record, dict) and set(record) == {"runs"} else None
     if not isinstance(runs, int) or isinstance(runs, bool) or runs < 0:

@@ -1,0 +1,104 @@
+"""How far our numbers are from the paper's, on the report's front page: per paper table, the mean
+distance of our K* and best accuracy from the paper's over its rows, and why they differ (the kept
+calibration study's outcome, where one is given)."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from bladefl.report.front_page import dataset_title
+
+
+def distance_table(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per dataset and paper table: how far our K* and best accuracy are from the paper's per row (mean
+    |K* - K*paper| and its signed mean over the rows with a paper K*; mean (ours - paper) accuracy and
+    its mean absolute value over the rows with a paper accuracy)."""
+    rows = []
+    for dataset, frame in comparisons.items():
+        for table, part in frame.groupby("table", sort=False):
+            k = part.dropna(subset=["K_star", "paper_K_star"])
+            acc = part.dropna(subset=["max_accuracy", "paper_max_accuracy"])
+            dk, dacc = k.K_star - k.paper_K_star, acc.max_accuracy - acc.paper_max_accuracy
+            rows.append({"dataset": dataset, "table": table, "parameter": str(part.parameter.iloc[0]),
+                         "K_rows": len(k), "K_abs": float(dk.abs().mean()) if len(k) else math.nan,
+                         "K_signed": float(dk.mean()) if len(k) else math.nan, "acc_rows": len(acc),
+                         "acc_abs": float(dacc.abs().mean()) if len(acc) else math.nan,
+                         "acc_signed": float(dacc.mean()) if len(acc) else math.nan})
+    return pd.DataFrame(rows)
+
+
+def _cause(outcomes: Sequence[Mapping], calibration_link: str | None, sensitivity_link: str | None) -> str:
+    """Why our numbers differ: the calibration study's outcome where one is given, else where to run it."""
+    from bladefl.report.calibration import outcome_sentence
+
+    one_axis = (f"<a href='{html.escape(sensitivity_link)}'>this run's sensitivity study</a>" if sensitivity_link
+                else "the sensitivity study (docs/sensitivity.md)")
+    if outcomes:
+        found = " ".join(outcome_sentence(o, dataset_title(o["dataset"])) for o in outcomes)
+        where = (f" (<a href='{html.escape(calibration_link)}'>its report</a>, docs/calibration.md)"
+                 if calibration_link else " (docs/calibration.md; <code>make reference-report "
+                 "REF=reference/calibration-cpu</code> renders its report)")
+        cause = (f"<p class='small'><strong>Why they differ: the calibration study</strong>{where} searches the "
+                 f"settings the paper leaves unstated jointly ({one_axis} changes one at a time). "
+                 f"{html.escape(found)}</p>")
+    else:
+        cause = ("<p class='small'>Why they differ: the calibration study (<code>snakemake --configfile "
+                 "config/calibration.yaml</code>, docs/calibration.md) searches the paper's unstated settings jointly "
+                 f"({one_axis} changes one at a time); no calibration outcome was given to this report.</p>")
+    return cause
+
+
+def distance_section(comparisons: Mapping[str, pd.DataFrame], outcomes: Sequence[Mapping],
+                     calibration_link: str | None, sensitivity_link: str | None = None) -> str:
+    """How far our numbers are from the paper's, per dataset and table (from this report's runs), and
+    what the calibration study found about why (from its outcome, where one is given; the sensitivity
+    study, one setting at a time, linked where this run made it)."""
+    from bladefl.report.plots import param_name
+
+    table = distance_table(comparisons)
+    if table.empty:
+        return ""
+
+    def cell(value: float, rows: int, fmt: str) -> str:
+        return "" if not rows or not math.isfinite(value) else f"{value:{fmt}}"
+
+    lines = []
+    for d, part in table.groupby("dataset", sort=False):
+        k = part[part.K_rows > 0]
+        acc = part[part.acc_rows > 0]
+        k_all = float((k.K_abs * k.K_rows).sum() / k.K_rows.sum()) if len(k) else math.nan
+        acc_all = float((acc.acc_abs * acc.acc_rows).sum() / acc.acc_rows.sum()) if len(acc) else math.nan
+        lines.append(f"{dataset_title(d)}: our K* is {k_all:.1f} rounds and our best accuracy {acc_all:.1f} points "
+                     f"from the paper's per row on average ({int(k.K_rows.sum())} and {int(acc.acc_rows.sum())} rows)")
+    datasets = list(dict.fromkeys(table.dataset))
+    head = "".join(f"<th colspan='2'>{html.escape(dataset_title(d))}</th>" for d in datasets)
+    sub = "<th>K*, rounds</th><th>accuracy, points</th>" * len(datasets)
+    body = []
+    for name, part in table.groupby("table", sort=False):
+        cells = []
+        for d in datasets:
+            r = part[part.dataset == d]
+            if r.empty:
+                cells.append("<td></td><td></td>")
+                continue
+            r = r.iloc[0]
+            cells.append(f"<td>{cell(r.K_abs, r.K_rows, '.1f')} ({cell(r.K_signed, r.K_rows, '+.1f')})</td>"
+                         f"<td>{cell(r.acc_abs, r.acc_rows, '.1f')} ({cell(r.acc_signed, r.acc_rows, '+.1f')})</td>")
+        body.append(f"<tr><td>{html.escape(str(name))} ({html.escape(param_name(str(part.parameter.iloc[0])))})</td>"
+                    + "".join(cells) + "</tr>")
+    cause = _cause(outcomes, calibration_link, sensitivity_link)
+    return f"""<h2>How far our numbers are from the paper's</h2>
+<p class='small'>{html.escape('. '.join(lines))}. Per table, the mean over its rows of |ours &minus; paper's| (in
+brackets the signed mean, ours &minus; paper's): K* in rounds (rows where the paper's value gives an integer K*),
+the best accuracy in points.</p>
+<table class='small'><tr><th rowspan='2'>table (swept)</th>{head}</tr><tr>{sub}</tr>
+{"".join(body)}
+</table>
+{cause}"""
+
+
+__all__ = ["distance_section", "distance_table"]
