@@ -106,3 +106,33 @@ def test_each_notebook_is_valid_nbformat_with_its_own_id_on_every_cell(notebook)
         nbformat.validate(nb)
     ids = [cell.get("id") for cell in nb.cells]
     assert all(ids) and len(set(ids)) == len(ids), ids
+
+
+@pytest.mark.parametrize("text, said", [
+    ("dataset: mnist\ntables_dir: results/bound/mnist\n", "tables_dir must be the page's own folder"),
+    ("dataset: mnist\nfigures_dir: null\n", "figures_dir must be"),
+    ("dataset: mnist\nfigures_dir: results/figures/mnist/03_bound\n", "figures_dir must be the page's own folder"),
+])
+def test_a_page_writes_only_into_its_own_folders(tmp_path, capsys, monkeypatch, text, said):
+    """`tables_dir: results/bound/mnist` once overwrote the constants.csv the verdicts read; a null folder
+    passed the check: a page's output folders are its own, or nothing runs."""
+    monkeypatch.chdir(tmp_path)
+    code, err = run_page(tmp_path, text.replace("results/", f"{tmp_path}/results/"), capsys)
+    assert code == 2 and said in err and not (tmp_path / "out").exists(), err
+
+
+def test_a_link_made_after_the_check_sends_nothing_elsewhere(tmp_path):
+    """The folders are checked again at each write: a link on their way, made after the page's
+    parameters were checked, is refused at the write."""
+    from bladefl.core.atomic import NotAFileError
+    from bladefl.report.tables import write_table
+
+    own, elsewhere = tmp_path / "results/tables/mnist/02_sweeps", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    own.parent.mkdir(parents=True)
+    own.symlink_to(elsewhere, target_is_directory=True)  # replaced by a link after the check
+    import pandas as pd
+
+    with pytest.raises(NotAFileError, match="a link lies on its way"):
+        write_table(pd.DataFrame({"a": [1]}), "t", own)
+    assert list(elsewhere.iterdir()) == []

@@ -6,6 +6,7 @@ Each command: its arguments (``add_*``) beside its handler (``_cmd_*``)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -111,7 +112,7 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
     panels = pages.headline_panels(summaries, comparisons)
     headline = None
     if panels:
-        headline = plots.save_png_svg(plots.headline_figure(panels), "headline", args.figures)[0]
+        headline = plots.save_png_svg(plots.headline_figure(panels), "headline", os.path.realpath(args.figures))[0]
     provenance = {Path(p).parents[1].name: read_csv(p) for p in args.provenance}  # tables/<dataset>/<page>/
     line = pages.provenance_line(provenance, args.configfiles, args.seeds)
     seeds = {int(t[t.status == "ok"].seed.nunique()) for t in summaries.values()}

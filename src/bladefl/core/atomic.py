@@ -58,6 +58,17 @@ def refuse_special(path: Path) -> None:
                             "never replaced); give a file's path")
 
 
+def plain_folder(folder: str | os.PathLike[str]) -> Path:
+    """``folder`` when no link lies on its way (its real path is its absolute path), checked at the
+    moment of a write; NotAFileError otherwise (a link made after a page's folders were checked would
+    send its files elsewhere)."""
+    folder = Path(folder)
+    if os.path.realpath(folder) != os.path.abspath(folder):
+        raise NotAFileError(f"{folder}: a link lies on its way (its real path is {os.path.realpath(folder)}); "
+                            "nothing written")
+    return folder
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success give it the umask's mode, fsync it,

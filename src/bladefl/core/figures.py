@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen before pyplot loads
 from matplotlib.figure import Figure  # noqa: E402
 
-from bladefl.core.atomic import atomic_path  # noqa: E402
+from bladefl.core.atomic import atomic_path, plain_folder  # noqa: E402
 
 DPI = 150  # every PNG the report embeds
 
@@ -26,10 +26,12 @@ def save_figure(fig: Figure, path: str | Path) -> None:
 
 
 def save_png_svg(fig: Figure, name: str, folder: str | Path) -> list[Path]:
-    """``<folder>/<name>.png`` and ``.svg`` (each written atomically); closes the figure."""
+    """``<folder>/<name>.png`` and ``.svg`` (each written atomically, the folder re-checked for links at
+    each write); closes the figure."""
     folder = Path(folder)
     paths = [folder / f"{name}.png", folder / f"{name}.svg"]
     for path in paths:
+        plain_folder(folder)
         _write(fig, path)
     plt.close(fig)
     return paths

@@ -71,9 +71,27 @@ def _inside(value: str, roots: list[Path]) -> bool:
     return any(real == root or root in real.parents for root in roots)
 
 
+def page_folders(values: Mapping[str, Any], page: str, results: Path, where: str) -> dict[str, str]:
+    """The page's own output folders, resolved: ``<results>/figures/<dataset>/<page>`` and
+    ``<results>/tables/<dataset>/<page>`` and nothing else (another folder of the results, such as
+    ``results/bound/mnist``, holds files other steps read); null refused."""
+    out = {}
+    for key, kind in (("figures_dir", "figures"), ("tables_dir", "tables")):
+        if key not in values:
+            continue
+        value, own = values[key], results / kind / str(values.get("dataset")) / page
+        if not isinstance(value, str) or Path(os.path.realpath(value)) != own:
+            raise ParameterError(f"{where}: {key} must be the page's own folder <results>/{kind}/<dataset>/{page} "
+                                 f"(got {str(value)[:80]!r})")
+        out[key] = str(own)
+    return out
+
+
 def check(values: Any, kinds: Mapping[str, str], results_dir: str | os.PathLike[str],
-          data_dir: str | os.PathLike[str], where: str = "--parameters") -> dict[str, Any]:
-    """``values`` as the page may run them, or :class:`ParameterError` naming the first bad key."""
+          data_dir: str | os.PathLike[str], where: str = "--parameters", page: str | None = None) -> dict[str, Any]:
+    """``values`` as the page may run them, or :class:`ParameterError` naming the first bad key; with
+    ``page`` (the notebook's name) its output folders must be its own, and are given resolved (every
+    write re-checks that no link has since appeared on their way: :func:`bladefl.core.atomic.plain_folder`)."""
     if not isinstance(values, dict):
         raise ParameterError(f"{where}: a mapping of parameter names to values, not {type(values).__name__}")
     results, data = (Path(os.path.realpath(p)) for p in (results_dir, data_dir))
@@ -89,7 +107,7 @@ def check(values: Any, kinds: Mapping[str, str], results_dir: str | os.PathLike[
         if kind == "paths" and not (isinstance(value, list)
                                     and all(isinstance(v, str) and _inside(v, roots) for v in value)):
             raise ParameterError(f"{where}: {key} must be a list of paths inside {folders}")
-    return values
+    return {**values, **page_folders(values, page, results, where)} if page is not None else values
 
 
 def read(path: str | os.PathLike[str], notebook: str | os.PathLike[str], results_dir: str | os.PathLike[str],
@@ -107,7 +125,7 @@ def read(path: str | os.PathLike[str], notebook: str | os.PathLike[str], results
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ParameterError(f"{where}: not UTF-8 text") from None
-    return check(_plain_yaml(text, where), declared(notebook), results_dir, data_dir, where)
+    return check(_plain_yaml(text, where), declared(notebook), results_dir, data_dir, where, Path(notebook).stem)
 
 
 __all__ = ["MAX_BYTES", "ParameterError", "check", "declared", "read"]

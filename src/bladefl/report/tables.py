@@ -44,10 +44,10 @@ def plus_minus(means: pd.Series, sds: pd.Series, fmt: str, sd_fmt: str | None = 
 
 
 def write_table(frame: pd.DataFrame, name: str, folder: str | Path) -> list[Path]:
-    """``<folder>/<name>.csv`` and ``.md``."""
+    """``<folder>/<name>.csv`` and ``.md`` (the folder re-checked for links at each write)."""
     folder = Path(folder)
-    atomic.write_csv(folder / f"{name}.csv", frame)
-    atomic.write_text(folder / f"{name}.md", markdown(frame))
+    atomic.write_csv(atomic.plain_folder(folder) / f"{name}.csv", frame)
+    atomic.write_text(atomic.plain_folder(folder) / f"{name}.md", markdown(frame))
     return [folder / f"{name}.csv", folder / f"{name}.md"]
 
 
