@@ -473,3 +473,17 @@ def test_the_evidence_states_the_rows_own_p_values():
         else:
             tail = r.evidence.split("BH-adjusted")[-1]
             assert f"= {r.p_claim:.3g}, p (opposite) = {r.p_opposite:.3g}" in tail, (r.claim, tail)
+
+
+def test_a_two_unit_design_shows_directions_and_tallies_nothing():
+    """Two runs in which K* falls with beta exactly alike: the tie-aware exact Page test could call it
+    significant, but two units show a direction, they are no evidence: "too few runs", the direction
+    and what the test would say in its reason, and nothing reproduced or refuted in the tally."""
+    members = beta_members()
+    curves = {m.cell.key: [bowl(12 - m.value / 2) for _ in range(2)] for m in members}
+    out = judged(curves, members)
+    falls = row(out, "K* falls as beta grows")
+    assert falls.verdict == "too few runs" and falls.units == 2
+    assert "a look, not evidence" in falls.decided_by and "would say reproduced" in falls.evidence
+    counted = out[(out.role == "claim") & (out.basis == "experiment")]
+    assert not counted.verdict.isin(["reproduced", "refuted"]).any()

@@ -70,9 +70,10 @@ def banner(table: pd.DataFrame) -> str:
         head = ("No verdicts here: this grid has one run per point, too few to test any claim (every row says "
                 "why).")
     else:
-        head = (f"A look, not the verdicts: {html.escape(_replication(table) or '2 units')}. With two independent "
-                f"units most statements cannot reach significance after the false-discovery correction, and a "
-                f"verdict that does rests on two runs.")
+        head = (f"A look, not the verdicts: {html.escape(_replication(table) or '2 units')}. Two independent "
+                f"units show a direction, not evidence: no statement judged on them is tallied as reproduced or "
+                f"refuted (each row says which way they point), and a bootstrap over them takes three distinct "
+                f"resamples.")
     return (f"<p style='background:#fff3cd;border:1px solid #e0c36a;padding:.5em .8em'><strong>{head}</strong> "
             f"The verdicts: {where}.</p>")
 

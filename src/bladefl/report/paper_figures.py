@@ -44,16 +44,51 @@ def heading(vary: str, values: Sequence[float], dataset: str | None = None) -> s
     return f"{where}: {param_name(vary)} = {shown}"
 
 
-def differs_note(verdicts: pd.DataFrame, vary: str) -> str:
+SIZE_GAP = {"K_star": 1.0, "accuracy": 3.0}  # per row on average: the calibration study's targets
+
+
+def size_gap(comparison: pd.DataFrame | None, vary: str) -> str:
+    """A line where this sweep's table is far from the paper's in size (mean |K* - paper| over its rows
+    above 1 round, or mean |best accuracy - paper's| above 3 points), whatever the verdicts on its
+    direction: the numbers beside each other; "" where it is close or the paper gives none."""
+    if comparison is None or comparison.empty:
+        return ""
+    part = comparison[comparison.parameter == vary].sort_values("value")
+    k = part.dropna(subset=["K_star", "paper_K_star"])
+    acc = part.dropna(subset=["max_accuracy", "paper_max_accuracy"])
+    k_gap = float((k.K_star - k.paper_K_star).abs().mean()) if len(k) else 0.0
+    acc_gap = float((acc.max_accuracy - acc.paper_max_accuracy).abs().mean()) if len(acc) else 0.0
+    if k_gap <= SIZE_GAP["K_star"] and acc_gap <= SIZE_GAP["accuracy"]:
+        return ""
+
+    def listed(values: pd.Series, fmt: str) -> str:
+        return ", ".join(f"{v:{fmt}}" for v in values)
+
+    shown = []
+    if len(k):
+        shown.append(f"K\\* {listed(k.K_star, 'g')} against the paper's {listed(k.paper_K_star, 'g')} "
+                     f"(mean gap {k_gap:.1f} rounds)")
+    if len(acc):
+        shown.append(f"best accuracy {listed(acc.max_accuracy, '.1f')}% against "
+                     f"{listed(acc.paper_max_accuracy, '.1f')}% (mean gap {acc_gap:.1f} points)")
+    table = str(part.table.iloc[0]) if len(part) else ""
+    return (f"- **The size differs** ({table}, {param_name(vary)} = {listed(part.value, 'g')}): "
+            + "; ".join(shown) + ". The verdicts judge directions; the calibration study (docs/calibration.md) "
+            "searches the settings the paper leaves unstated for the gap.")
+
+
+def differs_note(verdicts: pd.DataFrame, vary: str, comparison: pd.DataFrame | None = None) -> str:
     """Markdown under a sweep's figure: each counted statement about this sweep that the runs do not
     reproduce, with its verdict, what the data show and the likely reason (the inventory's
-    ``if_differs``); "" where every one is reproduced."""
+    ``if_differs``), and a line where the sweep's numbers are far from the paper's in size even where
+    every direction is reproduced (:func:`size_gap`); "" where neither."""
     statements = {c.statement for c in claims() if c.param == vary}
     rows = verdicts[verdicts.statement.isin(statements) & (verdicts.role == "claim")
                     & (verdicts.basis == "experiment") & (verdicts.verdict != "reproduced")]
-    if rows.empty:
+    gap = size_gap(comparison, vary)
+    if rows.empty and not gap:
         return ""
-    lines = []
+    lines = [gap] if gap else []
     for r in rows.itertuples():
         s = inventory().get(str(r.statement))
         reason = f" *Likely:* {_md(s.if_differs)}." if s is not None and s.if_differs else ""
@@ -96,5 +131,5 @@ def paper_points(comparison: pd.DataFrame, sweep: str) -> list[dict]:
              "paper_max_accuracy": float(r.paper_max_accuracy)} for r in part.itertuples()]
 
 
-__all__ = ["inventory", "figure_of", "sweep_order", "heading", "differs_note", "paper_points", "cited",
+__all__ = ["inventory", "figure_of", "sweep_order", "heading", "differs_note", "size_gap", "paper_points", "cited",
            "settings_view"]

@@ -193,9 +193,10 @@ def finding(j: Judged) -> str:
 def row(j: Judged, units: Units, p_claim: float, p_opposite: float, reach: float, note: str = "") -> dict:
     label, why, decided = verdict(j, p_claim, p_opposite if math.isfinite(p_opposite) else 1.0, reach)
     why += note
-    if j.trend.units == 2 and label in ("reproduced", "refuted"):
-        why += f" (rests on 2 {units.kind}s)"
-        decided += f" (rests on 2 {units.kind}s: a look, not evidence)"
+    if j.trend.units == 2 and label in ("reproduced", "refuted"):  # two units show a direction, they prove none
+        why = f"two {units.kind}s show a direction, not evidence: they would say {label} ({why})"
+        decided = f"too few runs to tally: {decided} (2 {units.kind}s: a look, not evidence)"
+        label = "too few runs"
     c = j.claim
     return {"statement": c.statement, "role": c.role, "claim": c.name, "source": c.source, "basis": "experiment",
             "verdict": label, "decided_by": decided, "finding": finding(j), "p_claim": p_claim,

@@ -169,8 +169,10 @@ def claim_row(name: str, source: str, basis: str, holds: Sequence[bool], reps: R
     verdict = verdict_of(support, reps.units)
     decided = (f"holds on the full sample only (1 {reps.unit}: no resample)" if reps.units < 2 else
                f"holds in {support:.0%} of {len(holds) - 1} bootstrap resamples of the {reps.units} {reps.unit}s")
-    if reps.units == 2 and verdict in ("reproduced", "refuted"):
-        decided += f" (rests on 2 {reps.unit}s: a look, not evidence)"
+    if reps.units == 2:  # a bootstrap of 2 units takes 3 distinct resamples: its share is no probability
+        decided = (f"too few runs to tally: holds in {support:.0%} of {len(holds) - 1} bootstrap resamples of 2 "
+                   f"{reps.unit}s, which take only 3 distinct values (a look, not evidence)")
+        verdict = "too few runs" if verdict in ("reproduced", "refuted") else verdict
     return {**common, "verdict": verdict, "support": support, "decided_by": decided, "evidence": evidence}
 
 
