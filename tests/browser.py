@@ -254,22 +254,23 @@ class Browser:
 
 
 def main(argv: list[str]) -> int:
-    shots = None
-    if "--screenshot" in argv:
-        i = argv.index("--screenshot")
-        shots = Path(argv[i + 1])
-        shots.mkdir(parents=True, exist_ok=True)
-        argv = argv[:i] + argv[i + 2:]
-    units = None
-    if "--units" in argv:
-        i = argv.index("--units")
-        units = int(argv[i + 1])
-        argv = argv[:i] + argv[i + 2:]
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="tests/browser.py", description=(
+        "Open report pages in headless Chromium and list their problems (console errors, images that do not "
+        "decode or show nothing, links that do not resolve, Python reprs, tables wider than the page); exit 1 "
+        "where a page has one."))
+    parser.add_argument("pages", nargs="+", help="the HTML pages to open")
+    parser.add_argument("--screenshot", type=Path, help="a folder for a full-page PNG of each page")
+    parser.add_argument("--units", type=int, help="the independent units the report's figures must name")
+    args = parser.parse_args(argv)
+    if args.screenshot:
+        args.screenshot.mkdir(parents=True, exist_ok=True)
     failed = 0
     with Browser() as browser:
-        for page in argv:
-            shot = shots / (Path(page).parent.name + "_" + Path(page).stem + ".png") if shots else None
-            r = browser.check(page, shot, units)
+        for page in args.pages:
+            shot = (args.screenshot / f"{Path(page).parent.name}_{Path(page).stem}.png") if args.screenshot else None
+            r = browser.check(page, shot, args.units)
             problems = r.problems()
             failed += bool(problems)
             print(f"{page}: {len(r.images)} images, {len(r.links)} links, {r.height} px, {len(problems)} problems")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from bladefl.core import atomic
+from bladefl.experiments.runs import provenance as provenance_module
 from bladefl.report.distance import distance_section
 from bladefl.report.inputs import read_csv, read_json
 from bladefl.report.verdict_rows import role
@@ -186,6 +187,10 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     link = (os.path.relpath(calibration_page, path.parent)
             if calibration_page and Path(calibration_page).is_file() else None)
     distance = distance_section(comparisons or {}, [read_json(p) for p in calibration], link, study)
+    words = provenance_module.project_root() / "docs" / "glossary.md"
+    glossary = (f"<p class='small'>The statistics' words (Page test, FDR, equivalence margin, draw, unit, too few "
+                f"runs, witness): <a href='{html.escape(os.path.relpath(words, path.parent))}'>the glossary</a>.</p>"
+                if words.is_file() else "")
     body = f"""{fp.banner(table)}<h2>Findings</h2>
 {fp.findings(table, comparisons)}
 {distance}
@@ -194,6 +199,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 <h2>Every statement of the paper, judged once</h2>
 <p class='small'><strong>{html.escape(verdict_tally(table))}.</strong></p>
 {fp.LEGEND}
+{glossary}
 {fp.statement_table(table, comparisons)}
 {_diverged_section(summaries or {})}
 {figure}"""
