@@ -105,65 +105,6 @@ def _has(by: Mapping[str, pd.Series], dataset: str, verdicts: Sequence[str]) -> 
     return dataset in by and by[dataset].verdict in verdicts
 
 
-def findings(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None = None) -> str:
-    """The findings block: counts, what reproduced (names), what was refuted and why (one line each),
-    what is not settled, the paper's own errors, the best accuracy beside the paper's."""
-    rows = counted(table)
-    datasets = list(dict.fromkeys(table.dataset))
-    by = _names(rows, datasets)
-    statements = [s for s, v in by.items() if next(iter(v.values())).verdict != "paper error"]
-    lead = _lead(table, rows, datasets)
-    parts = [f"<p>{lead}</p>"]
-    for label, verdicts in (("Reproduced", ("reproduced",)), ("Refuted", ("refuted",)),
-                            ("Not settled", UNSETTLED)):
-        hits = [s for s in statements if any(by[s][d].verdict in verdicts for d in by[s])]
-        if not hits:
-            continue
-        counts = " · ".join(f"{dataset_title(d)} {sum(_has(by[s], d, verdicts) for s in hits)}" for d in datasets)
-        if label == "Reproduced":
-            items = "; ".join(html.escape(str(next(iter(by[s].values())).claim))
-                              + (f" <span class='muted'>({html.escape(w)})</span>"
-                                 if (w := _where(by[s], datasets, verdicts)) else "") for s in hits)
-            parts.append(f"<p><span class='v' style='background:{COLOURS['reproduced']}'>{label}</span> "
-                         f"<span class='muted small'>({counts})</span>: {items}.</p>")
-            continue
-        lines = []
-        for s in hits:
-            first = next(r for d in datasets if (r := by[s].get(d)) is not None and r.verdict in verdicts)
-            where = _where(by[s], datasets, verdicts)
-            aside = ", ".join(x for x in (where, str(first.verdict) if label == "Not settled" else "") if x)
-            lines.append(f"<li><b>{html.escape(str(first.claim))}</b>"
-                         + (f" <span class='muted'>({html.escape(aside)})</span>" if aside else "")
-                         + f" — {html.escape(_short(first.finding))}</li>")
-        colour = COLOURS["refuted" if label == "Refuted" else "inconclusive"]
-        listed = "<ul class='small' style='margin:.1em 0'>" + "".join(lines) + "</ul>"
-        head = f"<span class='v' style='background:{colour}'>{label}</span> <span class='muted small'>({counts})</span>"
-        if len(lines) > FOLD_AFTER:  # a long list (a design too small to settle much) folded under its count
-            parts.append(f"<details><summary>{head}: {len(lines)} statements</summary>{listed}</details>")
-        else:
-            parts.append(f"<p>{head}:</p>{listed}")
-    errors = [s for s, v in by.items() if next(iter(v.values())).verdict == "paper error"]
-    if errors:
-        items = "; ".join(html.escape(str(next(iter(by[s].values())).claim)) for s in errors)
-        parts.append(f"<p><span class='v' style='background:{COLOURS['paper error']}'>The paper's own errors</span> "
-                     f"<span class='muted small'>({len(errors)})</span>: {items}.</p>")
-    gap = accuracy_line(comparisons or {})
-    if gap:
-        parts.append(f"<p><b>Best accuracy</b>: {gap}</p>")
-    return "<div class='findings'>" + "\n".join(parts) + "</div>"
-
-
-def _lead(table: pd.DataFrame, rows: pd.DataFrame, datasets: Sequence[str]) -> str:
-    one = rows[rows.dataset == datasets[0]] if len(datasets) else rows
-    kinds = [f"{int((one.basis == b).sum())} on the {b}" if b != "mathematics" else f"{int((one.basis == b).sum())} "
-             f"as mathematics" for b in ("experiment", "bound", "mathematics") if (one.basis == b).any()]
-    replication = _replication(table)
-    over = f"; the experiment over {html.escape(replication)}" if replication else ""
-    names = " and ".join(dataset_title(d) for d in datasets)
-    return (f"<b>{int((one.verdict != 'paper error').sum())} statements</b> of the paper judged on {names}: "
-            f"{', '.join(kinds)}{over}. Each is counted once (other readings are judged beside it, not counted).")
-
-
 def accuracy_line(comparisons: Mapping[str, pd.DataFrame]) -> str:
     """One line per dataset: our best accuracy over all tables beside the paper's, and the range of
     the per-table differences."""
@@ -332,5 +273,5 @@ nor its batch size or input scaling: {where}{doc} runs the grid under each readi
 </table>"""
 
 
-__all__ = ["verdict_table_html", "banner", "findings", "statement_table",
+__all__ = ["verdict_table_html", "banner", "statement_table",
            "headline_caption", "figure_section", "accuracy_section", "accuracy_line", "LEGEND", "STYLE", "counted"]

@@ -16,6 +16,7 @@ import pandas as pd
 from bladefl.core import atomic
 from bladefl.experiments.runs import provenance as provenance_module
 from bladefl.report.distance import distance_section
+from bladefl.report.findings import findings
 from bladefl.report.inputs import read_csv, read_json
 from bladefl.report.verdict_rows import role
 
@@ -192,7 +193,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
                 f"runs, witness): <a href='{html.escape(os.path.relpath(words, path.parent))}'>the glossary</a>.</p>"
                 if words.is_file() else "")
     body = f"""{fp.banner(table)}<h2>Findings</h2>
-{fp.findings(table, comparisons)}
+{findings(table, comparisons)}
 {distance}
 <h2>Pages</h2>
 {_links(path, pages)}

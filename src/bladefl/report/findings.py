@@ -1,0 +1,113 @@
+"""The front page's findings box: what the paper's statements came to, by what decided each (the runs
+first, then the bound fitted to them, then the bound's formula as mathematics, folded so no reader takes
+it for the runs), a bullet per statement with its datasets, what the data show and, where it differs
+from the paper, the likely reason (the inventory's ``if_differs``)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from bladefl.report.front_page import (
+    COLOURS,
+    FOLD_AFTER,
+    UNSETTLED,
+    _has,
+    _names,
+    _replication,
+    _short,
+    accuracy_line,
+    counted,
+    dataset_title,
+)
+
+BASES = (("experiment", "On the runs"), ("bound", "On the bound fitted to the runs"),
+         ("mathematics", "The bound's formula, over the valid settings of its constants (algebra, no runs)"))
+
+
+def _reason(statement: str) -> str:
+    """The likely reason a statement is not borne out (the inventory's ``if_differs``), or ""."""
+    from bladefl.report.paper_figures import inventory
+
+    s = inventory().get(statement)
+    return s.if_differs if s is not None and s.if_differs else ""
+
+
+def _items(by: Mapping[str, Mapping[str, pd.Series]], hits: Sequence[str], datasets: Sequence[str],
+           verdicts: Sequence[str], reason: bool) -> str:
+    """One bullet per statement: its name, the datasets where it has this verdict, what the data show,
+    and (``reason``) the likely reason it differs from the paper."""
+    lines = []
+    for s in hits:
+        first = next(r for d in datasets if (r := by[s].get(d)) is not None and r.verdict in verdicts)
+        where = ", ".join(dataset_title(d) for d in datasets if _has(by[s], d, verdicts))
+        shown = [html.escape(_short(first.finding, 110))]
+        if reason and (why := _reason(s)):
+            shown.append(f"<i>likely: {html.escape(_short(why, 110))}</i>")
+        aside = where + (f", {first.verdict}" if first.verdict not in ("reproduced", "refuted") else "")
+        lines.append(f"<li><b>{html.escape(str(first.claim))}</b> <span class='muted'>({html.escape(aside)})"
+                     f"</span> — {'; '.join(shown)}</li>")
+    return "<ul class='small' style='margin:.1em 0'>" + "".join(lines) + "</ul>"
+
+
+def findings(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None = None) -> str:
+    """The findings block, by what decided each statement (the runs first, then the bound fitted to
+    them, then the formula as mathematics, folded): per verdict its count per dataset and a bullet per
+    statement with its datasets, what the data show and, where it differs from the paper, the likely
+    reason; the paper's own errors; the best accuracy beside the paper's."""
+    rows = counted(table)
+    datasets = list(dict.fromkeys(table.dataset))
+    parts = [f"<p>{_lead(table, rows, datasets)}</p>"]
+    for basis, title in BASES:
+        by = _names(rows[(rows.basis == basis) & (rows.verdict != "paper error")], datasets)
+        if not by:
+            continue
+        blocks = []
+        for label, verdicts in (("Reproduced", ("reproduced",)), ("Refuted", ("refuted",)),
+                                ("Not settled", UNSETTLED)):
+            hits = [s for s in by if any(by[s][d].verdict in verdicts for d in by[s])]
+            if not hits:
+                continue
+            counts = " · ".join(f"{dataset_title(d)} {sum(_has(by[s], d, verdicts) for s in hits)}" for d in datasets)
+            colour = COLOURS["reproduced" if label == "Reproduced" else "refuted" if label == "Refuted"
+                             else "inconclusive"]
+            head = (f"<span class='v' style='background:{colour}'>{label}</span> "
+                    f"<span class='muted small'>({counts})</span>")
+            listed = _items(by, hits, datasets, verdicts, reason=label != "Reproduced")
+            if label == "Reproduced" or len(hits) > FOLD_AFTER:  # the long, agreeing lists folded under their count
+                blocks.append(f"<details><summary>{head}: {len(hits)} statements</summary>{listed}</details>")
+            else:
+                blocks.append(f"<div>{head}:{listed}</div>")
+        body = "".join(blocks)
+        per = " · ".join(f"{dataset_title(d)} {sum(d in by[s] for s in by)}" for d in datasets)
+        if basis == "mathematics":  # not about the runs: folded whole, so no reader takes it for them
+            parts.append(f"<details><summary><b>{title}</b>: {per} statements</summary>{body}</details>")
+        else:
+            parts.append(f"<p style='margin:.5em 0 .1em'><b>{title}</b> ({per} statements)</p>{body}")
+    errors = _names(rows[rows.verdict == "paper error"], datasets)
+    if errors:
+        items = "; ".join(html.escape(str(next(iter(v.values())).claim)) for v in errors.values())
+        parts.append(f"<details><summary><span class='v' style='background:{COLOURS['paper error']}'>The paper's own "
+                     f"errors</span> <span class='muted small'>({len(errors)})</span></summary>"
+                     f"<p class='small'>{items}.</p></details>")
+    gap = accuracy_line(comparisons or {})
+    if gap:
+        parts.append(f"<p><b>Best accuracy</b>: {gap}</p>")
+    return "<div class='findings'>" + "\n".join(parts) + "</div>"
+
+
+def _lead(table: pd.DataFrame, rows: pd.DataFrame, datasets: Sequence[str]) -> str:
+    one = rows[rows.dataset == datasets[0]] if len(datasets) else rows
+    one = one[one.verdict != "paper error"]
+    names = {"experiment": "on the runs", "bound": "on the bound fitted to the runs",
+             "mathematics": "on the bound's formula as mathematics"}
+    kinds = [f"{int((one.basis == b).sum())} {names[b]}" for b in names if (one.basis == b).any()]
+    replication = _replication(table)
+    over = f"; the runs: {html.escape(replication)}" if replication else ""
+    return (f"<b>{len(one)} statements</b> of the paper judged on {' and '.join(dataset_title(d) for d in datasets)}: "
+            f"{', '.join(kinds)}{over}. Each is counted once (other readings are judged beside it, not counted).")
+
+
+__all__ = ["BASES", "findings"]
