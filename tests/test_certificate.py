@@ -99,3 +99,20 @@ def test_the_certificate_has_neither_false_positives_nor_false_negatives_against
     brute = _brute_force_minimisers(beta, lazy)
     assert cert.largest_if_defined_at_1 == max(brute)
     assert brute <= {K for K in cert.Ks if cert.defined_from.get(K) == 1}
+
+
+def test_theorem_3_is_judged_and_witnessed_only_at_a_feasible_k_star():
+    """A K* below one round is no allocation: the closed form is judged only where the bound's K* lies in
+    1 <= K* < t_sum / (alpha + beta), and its witness, if any, has such a K*."""
+    import re
+
+    from bladefl.theory import theorem_scans
+
+    base = {"alpha": 1.0, "beta": 6.0, "eta": 0.01, "t_sum": 100.0, "L": 4.0, "xi": 1.0, "delta": 0.5, "phi": 0.5,
+            "eps2": 3.0}
+    for rule in ("free", "proof"):
+        check = theorem_scans.closed_form(base, eps2_rule=rule, settings=400)
+        if check.witness:
+            k = float(re.search(r"the bound.s K\* = ([0-9.e+-]+)", check.witness).group(1))
+            assert 1 <= k < 100 / 7, check.witness
+        assert "below one round" in check.skipped

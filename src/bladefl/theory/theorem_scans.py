@@ -114,7 +114,10 @@ def closed_form(base: Mapping[str, float], *, eps2_rule: str = "free", settings:
     k_max = T / (a + b)
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = (T - k_exact * b) / a / k_exact
-        met = np.isfinite(k_exact) & (k_exact < k_max * (1 - 1e-6)) & (eta * d["L"] * tau <= PRECONDITION)
+        # judged only where the bound's K* is a number of rounds the time budget allows: 1 <= K* < t_sum / (alpha
+        # + beta) (a K* below one round is no allocation: the statement is about none there)
+        met = (np.isfinite(k_exact) & (k_exact >= 1) & (k_exact < k_max * (1 - 1e-6))
+               & (eta * d["L"] * tau <= PRECONDITION))
         rel = np.abs(k_closed - k_exact) / k_exact
     bad = met & ~(rel <= CLOSE)
     witness = ""
@@ -125,11 +128,12 @@ def closed_form(base: Mapping[str, float], *, eps2_rule: str = "free", settings:
     note = ""
     if met.any():
         worst = float(np.nanmax(rel[met]))
-        note = f"the closed form is off by up to {worst:.0%}; the bound's K* there is {np.nanmin(k_exact[met]):.3g}.." \
-               f"{np.nanmax(k_exact[met]):.3g}" + (" (below one round: outside the feasible K >= 1)"
-                                                   if np.nanmax(k_exact[met]) < 1 else "")
-    skipped = (f"the others miss the precondition eta L tau* <= {PRECONDITION} or have K* on the range's edge; "
-               f"eps2 {'free' if eps2_rule == 'free' else '= delta xi / phi'}")
+        note = (f"the closed form is off by up to {worst:.0%}; the bound's K* there is {np.nanmin(k_exact[met]):.3g}.."
+                f"{np.nanmax(k_exact[met]):.3g}")
+    below = int((np.isfinite(k_exact) & (k_exact < 1) & (eta * d["L"] * tau <= PRECONDITION)).sum())
+    skipped = (f"the others miss the precondition eta L tau* <= {PRECONDITION}, have K* on the range's edge or "
+               f"below one round ({below} meet the precondition only there: no feasible allocation); eps2 "
+               f"{'free' if eps2_rule == 'free' else '= delta xi / phi'}")
     return Check(f"closed form within {CLOSE:.0%}", settings, int(met.sum()), int(bad.sum()), skipped, witness, note)
 
 
