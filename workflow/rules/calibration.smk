@@ -87,7 +87,7 @@ rule calibration_rerun:
         mem_mb=3000,
         runtime=600,
     params:
-        out_dir=f"{CAL}/{{dataset}}/rerun/{{role}}",
+        out_dir=lambda w, output: Path(output.engine).parent,
     shell:
         "bladefl calibration-rerun --spec {input.spec} --picked {input.picked} --role {wildcards.role} "
         "--out-dir {params.out_dir} --threads {threads} > {log} 2>&1"
@@ -175,7 +175,7 @@ rule calibration_tables:
         storage=f"{CAL}/{{dataset}}/study.journal",
         roots=calibration_roots,
         trials=f"{CAL}/{{dataset}}/trials",
-        out_dir=f"{CAL}/{{dataset}}",
+        out_dir=folder_of_output,
     shell:
         "bladefl calibration-tables --spec {input.spec} --storage {params.storage} --picked {input.picked} "
         "--roots {params.roots} --trials-dir {params.trials} --out-dir {params.out_dir} > {log} 2>&1"
