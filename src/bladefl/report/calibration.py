@@ -94,16 +94,16 @@ def trials_view(trials: pd.DataFrame) -> pd.DataFrame:
 
 def verdict_changes(verdicts: Mapping[str, pd.DataFrame], calibrated: str) -> pd.DataFrame:
     """Each claim the second pass judges, its verdict under the stated reading and under the calibrated
-    one; ``changes`` where a decided verdict (reproduced or refuted) differs."""
+    one; ``changes`` where a decided verdict flips (reproduced against refuted), ``differs`` where any does."""
     stated, cal = verdicts["stated"], verdicts.get(calibrated)
     if cal is None:
-        return pd.DataFrame(columns=["claim", "stated", "calibrated", "changes"])
+        return pd.DataFrame(columns=["claim", "stated", "calibrated", "changes", "differs"])
     left = stated[["claim", "verdict"]].rename(columns={"verdict": "stated"})
     right = cal[["claim", "verdict"]].rename(columns={"verdict": "calibrated"})
     both = left.merge(right, on="claim", how="outer")
     decided = both.apply(lambda r: {r.stated, r.calibrated} <= set(CHANGE_VERDICTS) and r.stated != r.calibrated,
                          axis=1)
-    return both.assign(changes=decided)
+    return both.assign(changes=decided, differs=both.stated != both.calibrated)
 
 
 def importance_view(importances: pd.DataFrame) -> pd.DataFrame:
