@@ -9,7 +9,7 @@ second: more draws over every feasible K)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -53,9 +53,24 @@ def outcome_sentence(outcome: Mapping[str, Any], dataset_title: str) -> str:
     return " ".join(parts)
 
 
-def front_line(outcomes: Sequence[Mapping[str, Any]], titles: Mapping[str, str]) -> str:
-    """The front page's line: per dataset, the stated and the calibrated readings' distance to the paper."""
-    return " ".join(outcome_sentence(o, titles.get(o["dataset"], o["dataset"])) for o in outcomes)
+def front_line(outcome: Mapping[str, Any], dataset_title: str) -> str:
+    """The front page's line for one dataset (``outcome.json``): the stated and the calibrated readings'
+    distance to the paper per row (second pass), whether the targets are met, what moves it most."""
+    second, t = outcome["second_pass"], outcome["targets"]
+    moved = {obj: v["setting"] for obj, v in (outcome.get("most_important") or {}).items() if v["importance"] > 0}
+    most = ""
+    if len(set(moved.values())) > 1:
+        most = (f"; K* moved most by {moved.get('K_star_distance', '?')}, accuracy by "
+                f"{moved.get('accuracy_distance', '?')}")
+    elif moved:
+        most = f"; both moved most by {next(iter(moved.values()))}"
+    reached = "within" if outcome["reached"] else "not within"
+    tables = " and ".join(outcome["tables"]) if outcome["tables"] else "every table"
+    return (f"{dataset_title} ({tables}, {outcome['rows']} rows, {second['draws']} draws): stated reading "
+            f"{second['stated']['K_star']:.2f} rounds and {second['stated']['accuracy']:.1f} points per row; "
+            f"calibrated ({_settings(outcome['calibrated']['differs'])}) {second['calibrated']['K_star']:.2f} "
+            f"rounds and {second['calibrated']['accuracy']:.1f} points, {reached} the targets ({t['K_star']:g} round, "
+            f"{t['accuracy']:g} points){most}.")
 
 
 def rows_view(second_rows: pd.DataFrame, calibrated: str) -> pd.DataFrame:

@@ -33,18 +33,17 @@ def distance_table(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 def _cause(outcomes: Sequence[Mapping], calibration_link: str | None, sensitivity_link: str | None) -> str:
     """Why our numbers differ: the calibration study's outcome where one is given, else where to run it."""
-    from bladefl.report.calibration import outcome_sentence
+    from bladefl.report.calibration import front_line
 
     one_axis = (f"<a href='{html.escape(sensitivity_link)}'>this run's sensitivity study</a>" if sensitivity_link
                 else "the sensitivity study (docs/sensitivity.md)")
     if outcomes:
-        found = " ".join(outcome_sentence(o, dataset_title(o["dataset"])) for o in outcomes)
-        where = (f" (<a href='{html.escape(calibration_link)}'>its report</a>, docs/calibration.md)"
+        found = " ".join(front_line(o, dataset_title(o["dataset"])) for o in outcomes)
+        where = (f" (<a href='{html.escape(calibration_link)}'>its report</a>)"
                  if calibration_link else " (docs/calibration.md; <code>make reference-report "
                  "REF=reference/calibration-cpu</code> renders its report)")
-        cause = (f"<p class='small'><strong>Why they differ: the calibration study</strong>{where} searches the "
-                 f"settings the paper leaves unstated jointly ({one_axis} changes one at a time). "
-                 f"{html.escape(found)}</p>")
+        cause = (f"<p class='small'><strong>Why they differ</strong>: the calibration study{where} searches the "
+                 f"unstated settings jointly ({one_axis}: one at a time). {html.escape(found)}</p>")
     else:
         cause = ("<p class='small'>Why they differ: the calibration study (<code>snakemake --configfile "
                  "config/calibration.yaml</code>, docs/calibration.md) searches the paper's unstated settings jointly "
@@ -72,8 +71,8 @@ def distance_section(comparisons: Mapping[str, pd.DataFrame], outcomes: Sequence
         acc = part[part.acc_rows > 0]
         k_all = float((k.K_abs * k.K_rows).sum() / k.K_rows.sum()) if len(k) else math.nan
         acc_all = float((acc.acc_abs * acc.acc_rows).sum() / acc.acc_rows.sum()) if len(acc) else math.nan
-        lines.append(f"{dataset_title(d)}: our K* is {k_all:.1f} rounds and our best accuracy {acc_all:.1f} points "
-                     f"from the paper's per row on average ({int(k.K_rows.sum())} and {int(acc.acc_rows.sum())} rows)")
+        lines.append(f"{dataset_title(d)} K* {k_all:.1f} rounds, best accuracy {acc_all:.1f} points "
+                     f"({int(k.K_rows.sum())} and {int(acc.acc_rows.sum())} rows)")
     datasets = list(dict.fromkeys(table.dataset))
     head = "".join(f"<th colspan='2'>{html.escape(dataset_title(d))}</th>" for d in datasets)
     sub = "<th>K*, rounds</th><th>accuracy, points</th>" * len(datasets)
@@ -92,9 +91,8 @@ def distance_section(comparisons: Mapping[str, pd.DataFrame], outcomes: Sequence
                     + "".join(cells) + "</tr>")
     cause = _cause(outcomes, calibration_link, sensitivity_link)
     return f"""<h2>How far our numbers are from the paper's</h2>
-<p class='small'>{html.escape('. '.join(lines))}. Per table, the mean over its rows of |ours &minus; paper's| (in
-brackets the signed mean, ours &minus; paper's): K* in rounds (rows where the paper's value gives an integer K*),
-the best accuracy in points.</p>
+<p class='small'>From the paper's, per row on average: {html.escape('; '.join(lines))}. Per table: the mean
+|ours &minus; paper's| over its rows (the signed mean in brackets; K* where the paper's value gives an integer K*).</p>
 <table class='small'><tr><th rowspan='2'>table (swept)</th>{head}</tr><tr>{sub}</tr>
 {"".join(body)}
 </table>
