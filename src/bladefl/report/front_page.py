@@ -237,41 +237,5 @@ def figure_section(png: str | Path | None, caption: str) -> str:
             f"style='max-width:70%'>")
 
 
-def accuracy_section(comparisons: Mapping[str, pd.DataFrame], sensitivity: str | None, docs: str | None) -> str:
-    """Per paper table, each dataset's best accuracy (± its spread) beside the paper's."""
-    from bladefl.report.plots import param_name
-
-    gap = accuracy_gap(comparisons)
-    if gap.empty:
-        return ""
-    datasets = list(dict.fromkeys(gap.dataset))
-    head = "".join(f"<th colspan='3'>{html.escape(dataset_title(d))}</th>" for d in datasets)
-    sub = "<th>ours, %</th><th>paper, %</th><th>ours &minus; paper</th>" * len(datasets)
-    rows = []
-    for table, part in gap.groupby("table", sort=False):
-        cells = []
-        for d in datasets:
-            mine = part[part.dataset == d]
-            if mine.empty:
-                cells.append("<td></td><td></td><td></td>")
-                continue
-            r = mine.iloc[0]
-            spread = f" ± {r.sd:.1f}" if math.isfinite(r.sd) else ""
-            cells.append(f"<td>{r.ours:.1f}{spread}</td><td>{r.paper:.1f}</td><td>{r.difference:+.1f}</td>")
-        rows.append(f"<tr><td>{html.escape(str(table))} ({html.escape(param_name(str(part.parameter.iloc[0])))})</td>"
-                    + "".join(cells) + "</tr>")
-    where = (f"<a href='{html.escape(sensitivity)}'>this run's sensitivity study</a>" if sensitivity else
-             "the sensitivity study (<code>snakemake --configfile config/sensitivity.yaml --cores all</code>; not "
-             "part of this bundle)")
-    doc = f", <a href='{html.escape(docs)}'>docs/sensitivity.md</a>" if docs else ""
-    return f"""<h2>Best accuracy beside the paper's</h2>
-<p class='small'>Our best test accuracy over each table's rows (the mean curve's maximum, ± its standard deviation
-over the runs at that row), beside the paper's, in points. The paper does not say how it splits the data non-IID,
-nor its batch size or input scaling: {where}{doc} runs the grid under each reading of them.</p>
-<table class='small'><tr><th rowspan='2'>table (swept)</th>{head}</tr><tr>{sub}</tr>
-{"".join(rows)}
-</table>"""
-
-
 __all__ = ["verdict_table_html", "banner", "statement_table",
-           "headline_caption", "figure_section", "accuracy_section", "accuracy_line", "LEGEND", "STYLE", "counted"]
+           "headline_caption", "figure_section", "accuracy_line", "LEGEND", "STYLE", "counted"]
