@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -229,3 +230,45 @@ def test_a_listed_file_replaced_by_a_link_and_a_manifest_with_a_key_twice_are_re
     entry_end = text.index("}", first) + 1
     manifest.write_text(text[:first] + text[first:entry_end] + "," + text[first:entry_end] + text[entry_end:])
     assert any("given twice" in p for p in kr.problems(other)), kr.problems(other)
+
+
+def _hostile(tmp_path, change) -> tuple:
+    """The kept 2-seed bundle with its MNIST tidy table changed by ``change`` and the manifest re-hashed
+    (a bundle anyone can make self-consistent)."""
+    import shutil
+
+    import pandas as pd
+
+    from conftest import REPO
+
+    out = tmp_path / "reference/hostile"
+    shutil.copytree(REPO / "reference/default-2seeds", out)
+    for path in [out, *out.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o200)
+    table = pd.read_csv(out / "results/summary/mnist.csv")
+    kr.replace_files(out, {"results/summary/mnist.csv": change(table)}, {"by": "forger"})
+    return out, (out / kr.MANIFEST).read_bytes()
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda t: pd.concat([t] + [t.iloc[[0]]] * 200_000).to_csv(index=False), "repeats sweep, cell, K and seed"),
+    (lambda t: t.assign(K=t.K.astype(object).where(t.index > 0, "1e400")).to_csv(index=False), "K must be a whole"),
+    (lambda t: t.drop(columns="status").to_csv(index=False), "columns ['status'] missing"),
+    (lambda t: t.assign(status="weird").to_csv(index=False), "status must be one of"),
+    (lambda t: t.assign(cell=t.cell.where(t.index > 0, "alpha~9_beta~9_N~9_eta~0.9_lazy~0_sigma2~0_eps~inf"))
+     .to_csv(index=False), "is not a member of the bundle's grid"),
+    (lambda t: t.assign(train_loss=t.train_loss.astype(object).where(t.index > 0, "[1]")).to_csv(index=False),
+     "train_loss must be a number"),
+    (lambda t: "\x00\x01 not a table", "columns"),
+])
+def test_rejudge_holds_a_hostile_bundles_tables_to_the_schema_before_any_analysis(tmp_path, change, said):
+    """A self-consistent hostile bundle (its manifest re-hashed) once gave KeyError, IndexError and
+    OverflowError tracebacks, or re-judged 200,000 repeated rows silently: now one ValueError naming the
+    file, and the bundle is not touched."""
+    from conftest import REPO
+
+    out, before = _hostile(tmp_path, change)
+    with pytest.raises(ValueError, match=re.escape(said)) as caught:
+        kr.rejudge(out, REPO / "config/paper_statements.yaml", REPO / "config/paper_values.yaml", log=lambda m: None)
+    assert "summary/mnist.csv" in str(caught.value) and "\n" not in str(caught.value)
+    assert (out / kr.MANIFEST).read_bytes() == before

@@ -240,6 +240,9 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
     tables = yaml_tables(paper_values)
     sweep = config.get("bound_sweep", "fig3")
     margins = _margins(config)
+    problems = [p for dataset in config["datasets"] for p in table_problems(bundle / "results", dataset, members)]
+    if problems:  # before any analysis: one line naming the file, column and row
+        raise ValueError(f"{bundle}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     files = {}
     for dataset in config["datasets"]:
         results = bundle / "results"
@@ -256,6 +259,19 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
     record = {"code_version": provenance.code_version(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
               "files": sorted(files)}
     return _write_files(bundle, files, record)
+
+
+def table_problems(results: Path, dataset: str, members: Any) -> list[str]:  # noqa: ANN401 - Sequence[Member]
+    """A bundle's tables of one dataset held to what the workflow writes (the tidy run table, and the
+    bound's gaps and constants where it has them): :mod:`bladefl.experiments.tables.table_schema`."""
+    from bladefl.experiments.tables import table_schema as ts
+
+    problems = ts.summary_problems(results / "summary" / f"{dataset}.csv", members)
+    bound = results / "bound" / dataset
+    for name, required in (("gaps", ts.GAPS), ("constants", ts.CONSTANTS)):
+        if (bound / f"{name}.csv").is_file():
+            problems += ts.bound_problems(bound / f"{name}.csv", required, f"bound's {name} table")
+    return problems
 
 
 def yaml_tables(path: str | Path) -> list[dict]:
