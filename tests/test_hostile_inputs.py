@@ -85,3 +85,47 @@ def test_yaml_nested_past_any_configs_depth_is_refused_at_once(tmp_path, capsys)
     assert time.monotonic() - start < 10 and not (tmp_path / "out").exists()
     for name in ("config/config.yaml", "config/calibration.yaml", "workflow/schemas/config.schema.yaml"):
         assert strict_yaml.nesting_depth(open(name).read()) <= 10  # every file of the project loads
+
+
+def test_a_huge_dirichlet_concentration_and_an_unnamed_plan_folder_are_refused(tmp_path, capsys):
+    """Dirichlet(1e308) once gave NaN proportions without a word, and a run-group plan entry with
+    `out: ""` wrote into the current folder: both are one line, exit 2, nothing written."""
+    assert main(["run", "--set", "partition.scheme=dirichlet", "--set", "partition.dirichlet_alpha=1e308",
+                 "--out", str(tmp_path / "run")]) == 2
+    assert "partition.dirichlet_alpha must be a number in (0, 1e+06]" in capsys.readouterr().err
+    plan = json.dumps([{"out": "", "set": ["seed=0"]}])
+    assert main(["run-group", "--config", "config/engines/authors-code.yaml", "--plan", plan, "--partition",
+                 "x.npy", "--compute", "0", "--done", str(tmp_path / "g.done")]) == 2
+    assert "each folder named" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists() and not (tmp_path / "g.done").exists()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--set", "time.alpha=1e-300"], "time.t_sum / time.alpha must be at most 1e+06 local iterations"),
+    (["--set", "time.t_sum=1e308"], "time.t_sum / time.alpha must be at most 1e+06 local iterations"),
+])
+def test_a_time_budget_no_run_can_train_is_one_line(tmp_path, capsys, args, said):
+    """alpha = 1e-300 once asked torch for 1e302 iterations (a C++ stack trace): refused by the config."""
+    assert main(["run", *args, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text", ["dataset: mnist\n? [a, b]\n: 1\n", "dataset: !!set {mnist}\n"])
+def test_a_config_with_a_set_or_an_unhashable_key_is_one_line(tmp_path, capsys, text):
+    (tmp_path / "c.yaml").write_text(text)
+    assert main(["run", "--config", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "a set, or a list or mapping as a key" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("size", [0, 2 * 1024 * 1024])
+def test_a_key_secret_that_is_empty_or_too_large_is_one_line(tmp_path, capsys, data_root, size):
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"k" * size)
+    code = main(["run", "--config", "config/engines/paper.yaml", "--set", f"chain.key_secret_file={secret}",
+                 "--set", f"data_dir={data_root}", "--set", "partition.N=2", "--set", "partition.n=16",
+                 "--set", "time.K=[1]", "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "chain.key_secret_file" in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "summary.json").exists()

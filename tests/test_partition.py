@@ -81,7 +81,7 @@ def test_key_roundtrip():
         ({"n": 0}, "partition.n must be an integer >= 1"),
         ({"n": 511, "shards_per_client": 2}, "partition.n must be divisible by partition.shards_per_client"),
         ({"scheme": "classes", "n": 510, "classes_per_client": 4}, "divisible by partition.classes_per_client"),
-        ({"scheme": "dirichlet", "dirichlet_alpha": -0.5}, "partition.dirichlet_alpha must be a finite number > 0"),
+        ({"scheme": "dirichlet", "dirichlet_alpha": -0.5}, "partition.dirichlet_alpha must be a number in"),
     ],
 )
 def test_bad_specs_name_the_field(kwargs, match):

@@ -37,6 +37,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, RuntimeError, FileNotFoundError) as exc:  # bad input: one line, no traceback
+    except (ValueError, RuntimeError, OSError) as exc:  # bad input (a file too, e.g. an empty key secret): one line
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -183,9 +183,11 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
         refuse_special(Path(args.done))
     plan = json.loads(json_text(args.plan))
     bad = [i for i, item in enumerate(plan if isinstance(plan, list) else [None])
-           if not (isinstance(item, dict) and isinstance(item.get("out"), str) and isinstance(item.get("set"), list))]
+           if not (isinstance(item, dict) and isinstance(item.get("out"), str) and item["out"].strip()
+                   and isinstance(item.get("set"), list))]
     if not isinstance(plan, list) or bad:
-        raise ValueError(f"--plan: a list of {{\"out\": folder, \"set\": [overrides]}} entries (entries {bad} are not)")
+        raise ValueError(f"--plan: a list of {{\"out\": folder, \"set\": [overrides]}} entries, each folder named "
+                         f"(entries {bad} are not)")
     cfgs = [load_config(args.config, [*args.set, *item["set"]]) for item in plan]  # all validated first
     if not cfgs:
         raise ValueError("--plan lists no runs")

@@ -14,7 +14,6 @@ into the training set; all randomness comes from the ``numpy.random.Generator`` 
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -22,6 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 
 SCHEMES = ("shards", "classes", "dirichlet", "iid")
+MAX_DIRICHLET = 1e6  # Dirichlet(1e308) gives NaN proportions without a word
 _KEY = re.compile(r"(?P<scheme>shards|classes|dirichlet|iid)(?P<param>[0-9.e+-]*)"
                   r"_N(?P<N>\d+)_n(?P<n>\d+)_seed(?P<seed>\d+)")
 
@@ -85,8 +85,10 @@ def partition_errors(spec: PartitionSpec | SimpleNamespace, train_size: int | No
     if not isinstance(spec.seed, int) or isinstance(spec.seed, bool) or spec.seed < 0:
         errors.append(f"partition.seed must be an integer >= 0 (got {spec.seed!r})")
     if (not isinstance(spec.dirichlet_alpha, (int, float)) or isinstance(spec.dirichlet_alpha, bool)
-            or not 0 < spec.dirichlet_alpha < math.inf):
-        errors.append(f"partition.dirichlet_alpha must be a finite number > 0 (got {spec.dirichlet_alpha!r})")
+            or not 0 < spec.dirichlet_alpha <= MAX_DIRICHLET):
+        errors.append(f"partition.dirichlet_alpha must be a number in (0, {MAX_DIRICHLET:g}] (got "
+                      f"{spec.dirichlet_alpha!r}; far above 100 every client's proportions are the data's own: "
+                      "use scheme iid)")
     if errors:
         return errors
     if spec.scheme == "shards" and spec.n % spec.shards_per_client:

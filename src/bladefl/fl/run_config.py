@@ -21,6 +21,9 @@ import yaml
 
 from bladefl.chain.pow import DIFFICULTY_BITS
 from bladefl.core import strict_yaml
+from bladefl.core.values import is_finite as _is_finite
+from bladefl.core.values import is_int as _is_int
+from bladefl.core.values import is_num as _is_num
 from bladefl.data.datasets import SPECS, TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
@@ -145,20 +148,7 @@ SECTIONS = {
 
 ITERATIONS, LAZY_NOISE = ("full_batch", "epoch", "steps"), ("parameter", "model")
 MAX_STEPS = 10_000  # minibatch steps per iteration (an epoch of the largest client at batch 1 is 60,000 / N)
-MAX_K_VALUES = 1000  # K values of one run (the paper sweeps 9; 20,000 once ran, each a round loop)
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _is_finite(v: Any) -> bool:
-    """A number that is neither infinite nor nan (the paper's quantities that have no limit form)."""
-    return _is_num(v) and math.isfinite(v)
+MAX_ITERATIONS, MAX_K_VALUES = 1e6, 1000  # a run's local iterations (the paper's: 100) and K values (9)
 
 
 def _train_errors(t: dict[str, Any]) -> list[str]:
@@ -194,6 +184,9 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     need(m["activation"] in ("relu", "none"), "model.activation", "one of ['relu', 'none']", m["activation"])
     e.extend(_train_errors(t))
     need(_is_finite(tm["t_sum"]) and tm["t_sum"] > 0, "time.t_sum", "a finite number > 0", tm["t_sum"])
+    if not e and _is_num(tm["alpha"]) and tm["alpha"] > 0 and not tm["t_sum"] / tm["alpha"] <= MAX_ITERATIONS:
+        e.append(f"time.t_sum / time.alpha must be at most {MAX_ITERATIONS:g} local iterations (got "
+                 f"{tm['t_sum']!r} / {tm['alpha']!r})")
     for r in RANGES:  # the cell's parameters, as the grid checks them (fl.ranges)
         if r.run != "partition.N":  # (checked with the partition)
             section, name = r.run.split(".")
@@ -329,22 +322,22 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
 
 @functools.lru_cache(maxsize=64)
 def _load_unchanged(path: str, unchanged: tuple[str, int, int, int, int], overrides: tuple[str, ...]) -> RunConfig:
-    """:func:`_load` of ``path`` as it is now (``unchanged``: where it is, its inode, size and change
-    times, the memo's key beside the path as given, which errors name)."""
+    """:func:`_load` of ``path`` as it is now (``unchanged``: its place, inode, size and change times)."""
     return _load(path, overrides)
 
 
 def _load(path: str | Path | None, overrides: Sequence[str]) -> RunConfig:
-    data: Any = {}
-    if path:
-        try:
-            data = strict_yaml.load(Path(path).read_text())
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"--config {path}: cannot read it ({exc.__class__.__name__}: {exc})") from None
-        except (strict_yaml.DuplicateKeyError, strict_yaml.TooDeepError) as exc:
-            raise ConfigError(f"--config {path}: {exc}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--config {path}: not YAML ({str(exc).splitlines()[0]})") from None
+    try:
+        data: Any = strict_yaml.load(Path(path).read_text()) if path else {}
         if data is not None and not isinstance(data, Mapping):
             raise ConfigError(f"--config {path}: must hold a mapping of fields (got a {type(data).__name__})")
-    return from_dict(apply_overrides(data or {}, overrides))
+        return from_dict(apply_overrides(dict(data or {}), overrides))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--config {path}: cannot read it ({exc.__class__.__name__}: {exc})") from None
+    except (strict_yaml.DuplicateKeyError, strict_yaml.TooDeepError) as exc:
+        raise ConfigError(f"--config {path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--config {path}: not YAML ({str(exc).splitlines()[0]})") from None
+    except TypeError:  # a set (!!set), or a list or mapping as a key: nothing a config holds
+        raise ConfigError(f"--config {path or '(none)'}: a set, or a list or mapping as a key, where a config holds "
+                          "plain values") from None

@@ -25,19 +25,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bladefl.core.values import is_int as _is_int
+from bladefl.core.values import is_num as _is_num
+
 AXES = ("partition", "samples", "iteration", "batch_size", "scaling", "width", "activation", "lazy_noise",
         "eta_scale")
 _PARTITION = re.compile(r"(?P<scheme>shards|classes|dirichlet)(?P<param>[0-9]+(\.[0-9]+)?)|iid")
 _ITERATION = re.compile(r"epoch|full_batch|steps(?P<s>[1-9][0-9]{0,3})")
 _NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,63}")
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def value_error(axis: str, value: Any) -> str | None:
