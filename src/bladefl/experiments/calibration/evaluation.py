@@ -147,19 +147,14 @@ def row_results(plan: Plan, root: str | Path) -> pd.DataFrame:
     best = optimum(trained).set_index(["sweep", "cell"]) if len(trained) else None
     out = []
     for r in plan.rows:
-        if best is None or (r.sweep, r.cell.key) not in best.index:
-            out.append({"table": r.table, "sweep": r.sweep, "value": r.value, "cell": r.cell.key, "draws": 0,
-                        "K_values": ",".join(map(str, r.k_values(plan.t_sum, plan.window))),
-                        "K_star": math.nan, "K_star_sd": math.nan, "paper_K_star": r.paper_K_star,
-                        "max_accuracy": math.nan, "max_accuracy_sd": math.nan, "paper_max_accuracy": r.paper_accuracy,
-                        "K_star_distance": math.nan, "accuracy_distance": math.nan})
-            continue
-        o = best.loc[(r.sweep, r.cell.key)]
-        k, acc = float(o.K_star_loss), 100 * float(o.max_accuracy)
-        out.append({"table": r.table, "sweep": r.sweep, "value": r.value, "cell": r.cell.key, "draws": int(o.seeds),
+        o = best.loc[(r.sweep, r.cell.key)] if best is not None and (r.sweep, r.cell.key) in best.index else None
+        k, acc = (float(o.K_star_loss), 100 * float(o.max_accuracy)) if o is not None else (math.nan, math.nan)
+        out.append({"table": r.table, "sweep": r.sweep, "value": r.value, "cell": r.cell.key,
+                    "draws": int(o.seeds) if o is not None else 0,
                     "K_values": ",".join(map(str, r.k_values(plan.t_sum, plan.window))),
-                    "K_star": k, "K_star_sd": float(o.K_star_loss_std), "paper_K_star": r.paper_K_star,
-                    "max_accuracy": acc, "max_accuracy_sd": 100 * float(o.max_accuracy_std),
+                    "K_star": k, "K_star_sd": float(o.K_star_loss_std) if o is not None else math.nan,
+                    "paper_K_star": r.paper_K_star, "max_accuracy": acc,
+                    "max_accuracy_sd": 100 * float(o.max_accuracy_std) if o is not None else math.nan,
                     "paper_max_accuracy": r.paper_accuracy,
                     "K_star_distance": abs(k - r.paper_K_star), "accuracy_distance": abs(acc - r.paper_accuracy)})
     return pd.DataFrame(out)

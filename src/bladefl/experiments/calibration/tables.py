@@ -70,8 +70,8 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, second: pd.DataFrame, importa
     role = calibrated_role(second)
     by_role = second.set_index("role")
 
-    def pass_distances(frame: pd.DataFrame, where: Any) -> dict[str, float]:
-        row = frame.loc[where]
+    def pass_distances(where: str) -> dict[str, float]:
+        row = by_role.loc[where]
         return {"K_star": float(row.K_star_distance), "accuracy": float(row.accuracy_distance)}
 
     stated_first = done[done.point == "stated"]
@@ -79,6 +79,7 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, second: pd.DataFrame, importa
     top = {obj: (str(g.sort_values("importance", ascending=False).setting.iloc[0]),
                  float(g.importance.max())) for obj, g in importances.groupby("objective")} if len(importances) else {}
     calibrated = by_role.loc[role]
+    chosen = picked.get(role, picked["stated"])["values"]
     reached = bool(calibrated.K_star_distance <= spec.k_target and calibrated.accuracy_distance <= spec.accuracy_target)
     return {
         "dataset": spec.first.dataset, "targets": {"K_star": spec.k_target, "accuracy": spec.accuracy_target},
@@ -92,11 +93,10 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, second: pd.DataFrame, importa
                                     "K_star": float(closest.K_star_distance),
                                     "accuracy": float(closest.accuracy_distance)} if closest is not None else None),
                        "seconds_per_trial": float(done.run_seconds.mean()) if len(done) else math.nan},
-        "second_pass": {"draws": len(spec.second.draws), "stated": pass_distances(second.set_index("role"), "stated"),
-                        "calibrated": pass_distances(second.set_index("role"), role)},
-        "calibrated": {"role": role, "values": dict(picked.get(role, picked["stated"])["values"]),
-                       "differs": {k: v for k, v in picked.get(role, picked["stated"])["values"].items()
-                                   if spec.space.stated.values.get(k) != v},
+        "second_pass": {"draws": len(spec.second.draws), "stated": pass_distances("stated"),
+                        "calibrated": pass_distances(role)},
+        "calibrated": {"role": role, "values": dict(chosen),
+                       "differs": spec.space.point(chosen).differs(spec.space.stated),
                        "trial": picked.get(role, {}).get("trial")},
         "reached": reached,
         "most_important": {obj: {"setting": s, "importance": v} for obj, (s, v) in top.items()},
