@@ -129,3 +129,69 @@ def test_a_key_secret_that_is_empty_or_too_large_is_one_line(tmp_path, capsys, d
     err = capsys.readouterr().err
     assert code == 2 and "chain.key_secret_file" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def laughs(levels: int = 9) -> str:
+    """Aliases of aliases in flow style: ten values, then ``levels`` lists of ten aliases of the one
+    before (10^(levels+1) values when walked; the parser reads it in microseconds as shared lists)."""
+    parts = ["&a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    parts += [f"&a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, levels)]
+    return "[" + ", ".join(parts) + "]"
+
+
+def test_aliases_that_expand_past_any_config_are_refused_at_once(tmp_path, capsys):
+    """Nested alias lists (ten levels of ten) read as shared lists in microseconds, then hung every
+    command that walked them: `run --set`, `run --config` and `snakemake -n` (in the schema's error
+    message). Each is one line naming the expansion, at once; a few aliases stay readable."""
+    import subprocess
+    import sys
+
+    start = time.monotonic()
+    with pytest.raises(strict_yaml.TooLargeError):
+        strict_yaml.load(laughs())
+    assert strict_yaml.load("a: &x [1, 2]\nb: *x\n") == {"a": [1, 2], "b": [1, 2]}
+    assert main(["run", "--set", f"time.K={laughs()}", "--out", str(tmp_path / "out")]) == 2
+    assert "aliases expand to more than 100000 values" in capsys.readouterr().err
+    config = tmp_path / "laughs.yaml"
+    config.write_text(f"base:\n  time:\n    K: {laughs()}\n")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "out")]) == 2
+    assert "aliases expand" in capsys.readouterr().err
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(config)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "aliases expand to more than 100000 values" in done.stdout + done.stderr
+    assert time.monotonic() - start < 60 and not (tmp_path / "out").exists()
+
+
+def test_a_reference_optimum_from_elsewhere_is_checked_before_any_work(tmp_path, capsys):
+    """`run --reference` once took a KeyError traceback from an .npz without `history`; a file of
+    another model size, with NaN, pickled objects, no record beside it or no zip at all are each one
+    line naming the field, exit 2, before the data are read (no data folder exists here)."""
+    import numpy as np
+
+    from bladefl.fl.run_config import load_config
+    from bladefl.fl.stacked import model_shape
+
+    size = model_shape(load_config(None, [])).size
+    record = json.dumps({"f_star": 0.1, "epochs": 3})
+    cases = {
+        "no history": ({"w_star": np.zeros(size, np.float32)}, record, "field 'history'"),
+        "another model": ({"w_star": np.zeros(size - 1, np.float32), "history": np.ones(3)}, record,
+                          f"the run's model {size}"),
+        "NaN": ({"w_star": np.full(size, np.nan, np.float32), "history": np.ones(3)}, record, "field 'w_star'"),
+        "objects": ({"w_star": np.array([{}] * 3, dtype=object), "history": np.ones(3)}, record, "not an .npz"),
+        "no record": ({"w_star": np.zeros(size, np.float32), "history": np.ones(3)}, None, "No such file"),
+        "f_star text": ({"w_star": np.zeros(size, np.float32), "history": np.ones(3)},
+                        json.dumps({"f_star": "x", "epochs": 3}), "field 'f_star'"),
+    }
+    for name, (arrays, side, said) in cases.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.npz"
+        np.savez(path, **arrays)
+        if side is not None:
+            path.with_suffix(".json").write_text(side)
+        code = main(["run", "--reference", str(path), "--set", f"data_dir={tmp_path / 'nodata'}",
+                     "--out", str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert code == 2 and said in err and len(err.splitlines()) == 1 and "Traceback" not in err, (name, err)
+    (tmp_path / "zip.npz").write_bytes(b"PK\x03\x04 not a zip")
+    assert main(["run", "--reference", str(tmp_path / "zip.npz"), "--out", str(tmp_path / "out")]) == 2
+    assert "not an .npz" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -280,7 +280,8 @@ def test_a_ledger_that_is_no_ledger_is_one_line(tmp_path, capsys, content):
 
 # --- a seeded mutation loop ---------------------------------------------------------------------
 
-VALUES = [None, True, 0, -1, 1, 2**70, 1.5, float("inf"), "", "x", "0" * 64, [], {}, [1], {"a": 1}]
+VALUES = [None, True, 0, -1, 1, 2**70, 1.5, float("inf"), "", "x", "0" * 64, [], {}, [1], {"a": 1},
+          -(2**70), 2**63, 1e308, -1e308, -0.0, "\u0663", "-1", [[]], [None], {"": None}]
 
 
 def paths(value, prefix=()):

@@ -26,6 +26,9 @@ if workflow.is_main_process:  # once, not again in each job's own process
     for _note in _notes:
         print(f"note: {_note}", file=sys.stderr)
 
+# before the schema: its message prints the whole config (aliases of aliases would never end)
+if _problems := wc_files.config_file_errors(workflow.configfiles) or wc_files.config_size_errors(config):
+    raise wc_cfg.ConfigError("invalid config:\n  - " + "\n  - ".join(_problems))
 try:
     validate(config, schema="../schemas/config.schema.yaml")
 except WorkflowError:  # one line per problem naming the field, not the whole schema
@@ -38,8 +41,6 @@ except WorkflowError:  # one line per problem naming the field, not the whole sc
             )
         )
     ) from None
-if duplicates := wc_files.config_file_errors(workflow.configfiles):
-    raise wc_cfg.ConfigError("invalid config:\n  - " + "\n  - ".join(duplicates))
 wc_checks.check(config)
 # profiles/gpu declares a `gpu` resource: its grouping and its GPU check follow from that, not from
 # a config key that a `--config` on the command line would replace (bladefl.experiments.plan.gpu_profile).

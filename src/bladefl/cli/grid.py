@@ -116,6 +116,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     if args.reference and not Path(args.reference).is_file():
         raise ValueError(f"--reference {args.reference}: no such file (`bladefl reference` writes it)")
+    reference = None
+    if args.reference:  # checked before any work: a hostile file is one line
+        from bladefl.fl.stacked import model_shape
+        from bladefl.theory.reference import load
+
+        reference = load(args.reference, model_shape(cfg).size).w_star
     execution = resolve(cfg.device, threads=args.threads)
     execution.apply()
     data = None
@@ -123,11 +129,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from bladefl.fl.engine import load_client_data
 
         data = load_client_data(cfg, _partition_indices(args.partition, cfg.partition, cfg.dataset))
-    reference = None
-    if args.reference:
-        from bladefl.theory.reference import load
-
-        reference = load(args.reference).w_star
     summary = run_cell(cfg, args.out, data=data, progress=not args.quiet, reference=reference, execution=execution)
     for row in summary["per_K"]:
         if row["status"] == "ok":
@@ -212,9 +213,13 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     indices = [_partition_indices(paths[spec], spec, cfgs[0].dataset) for spec in specs]
     loaded = {}
     if references:
+        from bladefl.fl.stacked import model_shape
         from bladefl.theory.reference import load
 
-        loaded = {spec: load(path).w_star for spec, path in references.items()}
+        size = model_shape(cfgs[0]).size
+        if any(model_shape(c).size != size for c in cfgs):
+            raise ValueError("--reference: the group's runs have models of different sizes (model.hidden)")
+        loaded = {spec: load(path, size).w_star for spec, path in references.items()}
     from bladefl.experiments.runs.runner import CellJob, run_cells
 
     draw = {spec: i for i, spec in enumerate(specs)}

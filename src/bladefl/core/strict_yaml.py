@@ -40,7 +40,11 @@ _StrictLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?
 MAX_DEPTH = 50  # nesting of collections; no file of this project nests deeper than about 6
 
 
-class TooDeepError(ValueError):
+class OversizeError(ValueError):
+    """A document too deep or too large for any config: refused before anything walks it."""
+
+
+class TooDeepError(OversizeError):
     """A document nested deeper than :data:`MAX_DEPTH` (PyYAML's scanner takes time quadratic in the
     depth, and its composer recurses: 200,000 levels of ``[`` did not finish in 300 s)."""
 
@@ -74,12 +78,40 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
+MAX_VALUES = 100_000  # values of a document with its aliases expanded; the largest config holds a few hundred
+
+
+class TooLargeError(OversizeError):
+    """A document whose aliases expand to more than :data:`MAX_VALUES` values: ten levels of ten
+    aliases each read in microseconds as shared lists, then hang whatever walks them (10^10 values)."""
+
+
+def expanded_size(value: Any, limit: int = MAX_VALUES) -> int:
+    """The number of values in ``value`` counting a shared (aliased) list or mapping each time it is
+    reached, as any walk over it does; stops counting once past ``limit`` (time O(limit))."""
+    count, stack = 0, [value]
+    while stack and count <= limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+    return count
+
+
 def load(text: str) -> Any:
-    """``yaml.safe_load`` that refuses a repeated key (:class:`DuplicateKeyError`) and, before parsing,
-    a document nested deeper than :data:`MAX_DEPTH` (:class:`TooDeepError`: one line, at once)."""
+    """``yaml.safe_load`` that refuses a repeated key (:class:`DuplicateKeyError`), before parsing a
+    document nested deeper than :data:`MAX_DEPTH` (:class:`TooDeepError`: one line, at once), and
+    after it one whose aliases expand past :data:`MAX_VALUES` (:class:`TooLargeError`)."""
     if nesting_depth(text) > MAX_DEPTH:
         raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels (no config of this project nests that deep)")
-    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    if expanded_size(data) > MAX_VALUES:
+        raise TooLargeError(f"its aliases expand to more than {MAX_VALUES} values (no config of this project "
+                            "holds that many)")
+    return data
 
 
 class YamlFileError(ValueError):
@@ -96,7 +128,7 @@ def read_file(path: str | Path) -> Any:
         raise YamlFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise YamlFileError(f"{path}: not UTF-8 text") from None
-    except (DuplicateKeyError, TooDeepError) as exc:
+    except (DuplicateKeyError, OversizeError) as exc:
         raise YamlFileError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -119,12 +151,12 @@ def _first_reread(strict: Any, plain: Any, where: str = "") -> str | None:
 
 def file_problem(path: str | Path) -> str | None:
     """A key given twice in a YAML file others read with a plain reader (Snakemake keeps the last
-    one), or an integer in a form a plain reader turns into another number (``017`` is 15, ``0x10``
+    one), a document too deep or whose aliases expand too far, or an integer in a form a plain reader turns into another number (``017`` is 15, ``0x10``
     16, ``1_000`` 1000); None when there is neither, or when the file is unreadable (its reader says so)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
         strict = load(text)
-    except DuplicateKeyError as exc:
+    except (DuplicateKeyError, OversizeError) as exc:
         return f"{path}: {exc}"
     except (OSError, ValueError, TypeError, yaml.YAMLError):
         return None

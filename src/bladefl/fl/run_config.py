@@ -287,7 +287,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key, value = text.split("=", 1)
     try:
         return key.strip().split("."), strict_yaml.load(value)
-    except (yaml.YAMLError, strict_yaml.TooDeepError) as exc:
+    except (yaml.YAMLError, strict_yaml.OversizeError) as exc:
         problem = str(getattr(exc, "problem", "") or exc).splitlines()[0]
         raise ConfigError(f"{key.strip()[:80]}: {value[:80]!r} is not a YAML value ({problem})") from None
 
@@ -334,7 +334,7 @@ def _load(path: str | Path | None, overrides: Sequence[str]) -> RunConfig:
         return from_dict(apply_overrides(dict(data or {}), overrides))
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"--config {path}: cannot read it ({exc.__class__.__name__}: {exc})") from None
-    except (strict_yaml.DuplicateKeyError, strict_yaml.TooDeepError) as exc:
+    except (strict_yaml.DuplicateKeyError, strict_yaml.OversizeError) as exc:
         raise ConfigError(f"--config {path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"--config {path}: not YAML ({str(exc).splitlines()[0]})") from None

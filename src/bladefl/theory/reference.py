@@ -56,13 +56,49 @@ def save(ref: Reference, path, meta: dict) -> None:  # noqa: ANN001 - str | Path
     atomic.write_json(Path(path).with_suffix(".json"), {"f_star": ref.f_star, "epochs": ref.epochs, **meta})
 
 
-def load(path) -> Reference:  # noqa: ANN001 - str | Path
+MAX_BYTES = 64 * 2**20  # a reference optimum of the largest model the configs allow is a few MB
+
+
+def load(path, size: int | None = None) -> Reference:  # noqa: ANN001 - str | Path
+    """A reference optimum written by ``save``, checked as a file from elsewhere: a regular .npz of
+    at most ``MAX_BYTES`` with the arrays ``w_star`` (finite floats, ``size`` of them when given: the
+    model's parameter count) and ``history``, no pickled objects, and its ``.json`` beside it with a
+    finite ``f_star`` and a whole ``epochs``; ValueError naming the field otherwise."""
+    import io
     import json
+    import math
+    import zipfile
     from pathlib import Path
 
     import numpy as np
 
-    with np.load(path) as z:
-        w_star, history = torch.from_numpy(z["w_star"]), z["history"].tolist()
-    info = json.loads(Path(path).with_suffix(".json").read_text())
-    return Reference(w_star=w_star, f_star=float(info["f_star"]), epochs=int(info["epochs"]), history=history)
+    from bladefl.core.bounded_read import read_regular
+    from bladefl.core.run_files import no_key_twice
+
+    raw = read_regular(path, MAX_BYTES, "reference optimum")
+    try:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in ("w_star", "history") if k in z.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"reference optimum {path}: not an .npz of `bladefl reference` ({str(exc)[:80]})") from None
+    for key in ("w_star", "history"):
+        a = arrays.get(key)
+        if a is None or a.ndim != 1 or a.dtype.kind not in "fi" or not np.isfinite(a).all():
+            raise ValueError(f"reference optimum {path}: field {key!r} must be a 1-D array of finite numbers")
+    if size is not None and arrays["w_star"].size != size:
+        raise ValueError(f"reference optimum {path}: field 'w_star' has {arrays['w_star'].size} parameters, "
+                         f"the run's model {size} (a reference of another model or hidden width)")
+    side = Path(path).with_suffix(".json")
+    try:
+        info = json.loads(read_regular(side, 2**20, "reference optimum's record").decode("utf-8"),
+                          object_pairs_hook=no_key_twice)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"{side}: not valid JSON ({str(exc)[:80]})") from None
+    f_star, epochs = info.get("f_star") if isinstance(info, dict) else None, info.get("epochs") if isinstance(
+        info, dict) else None
+    if not isinstance(f_star, (int, float)) or isinstance(f_star, bool) or not math.isfinite(f_star):
+        raise ValueError(f"{side}: field 'f_star' must be a finite number")
+    if type(epochs) is not int or epochs < 0:
+        raise ValueError(f"{side}: field 'epochs' must be a whole number >= 0")
+    w_star = torch.from_numpy(arrays["w_star"].astype(np.float32))
+    return Reference(w_star=w_star, f_star=float(f_star), epochs=epochs, history=arrays["history"].tolist())

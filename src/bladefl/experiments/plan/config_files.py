@@ -55,3 +55,14 @@ def config_file_errors(paths: Sequence[str | Path]) -> list[str]:
     from bladefl.core import strict_yaml
 
     return [problem for path in paths if (problem := strict_yaml.file_problem(path))]
+
+
+def config_size_errors(config: Mapping) -> list[str]:
+    """The merged config (files and ``--config``) when its aliases expand past what any config holds:
+    checked before the schema, whose error message would print all of it (10^10 values hang it)."""
+    from bladefl.core import strict_yaml
+
+    if strict_yaml.expanded_size(config) > strict_yaml.MAX_VALUES:
+        return [f"the config's aliases expand to more than {strict_yaml.MAX_VALUES} values (no config of this "
+                "project holds that many)"]
+    return []
