@@ -1,7 +1,6 @@
 """Commands that compute: a dataset fetched, a partition written, one cell or a stacked group
-run, the reference optimum, and the tables over the grid's runs (summary, bound, detection).
-
-Each command: its arguments (``add_*``) beside its handler (``_cmd_*``)."""
+run, the reference optimum, and the tables over the grid's runs (summary, bound, detection). Each
+command: its arguments (``add_*``) beside its handler (``_cmd_*``)."""
 
 from __future__ import annotations
 
@@ -209,17 +208,8 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
         raise ValueError("--plan: every run of a group must share the dataset and the partition scheme, N and n "
                          "(its draws may differ)")
     paths = _by_draw(args.partition, specs, "--partition")
-    references = _by_draw(args.reference, specs, "--reference") if args.reference else {}
+    loaded = _group_references(args.reference, specs, cfgs)
     indices = [_partition_indices(paths[spec], spec, cfgs[0].dataset) for spec in specs]
-    loaded = {}
-    if references:
-        from bladefl.fl.stacked import model_shape
-        from bladefl.theory.reference import load
-
-        size = model_shape(cfgs[0]).size
-        if any(model_shape(c).size != size for c in cfgs):
-            raise ValueError("--reference: the group's runs have models of different sizes (model.hidden)")
-        loaded = {spec: load(path, size).w_star for spec, path in references.items()}
     from bladefl.experiments.runs.runner import CellJob, run_cells
 
     draw = {spec: i for i, spec in enumerate(specs)}
@@ -236,6 +226,19 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     if args.done:
         write_group_mark(args.done, len(jobs))
     return 0
+
+
+def _group_references(paths: list[str], specs: list, cfgs: list) -> dict:
+    """The reference optimum of each draw the group names (checked, of the runs' model size), or {}."""
+    if not paths:
+        return {}
+    from bladefl.fl.stacked import model_shape
+    from bladefl.theory.reference import load
+
+    size = model_shape(cfgs[0]).size
+    if any(model_shape(c).size != size for c in cfgs):
+        raise ValueError("--reference: the group's runs have models of different sizes (model.hidden)")
+    return {spec: load(path, size).w_star for spec, path in _by_draw(paths, specs, "--reference").items()}
 
 
 def add_reference(p: argparse.ArgumentParser) -> None:

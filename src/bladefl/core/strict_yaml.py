@@ -151,8 +151,9 @@ def _first_reread(strict: Any, plain: Any, where: str = "") -> str | None:
 
 def file_problem(path: str | Path) -> str | None:
     """A key given twice in a YAML file others read with a plain reader (Snakemake keeps the last
-    one), a document too deep or whose aliases expand too far, or an integer in a form a plain reader turns into another number (``017`` is 15, ``0x10``
-    16, ``1_000`` 1000); None when there is neither, or when the file is unreadable (its reader says so)."""
+    one), a document too deep or whose aliases expand too far, or an integer in a form a plain reader
+    turns into another number (``017`` is 15, ``0x10`` 16, ``1_000`` 1000); None when there is none of
+    these, or when the file is unreadable (its reader says so)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
         strict = load(text)

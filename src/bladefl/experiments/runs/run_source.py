@@ -76,6 +76,8 @@ def take_run(computed_in: str | Path, cfg: RunConfig, out: str | Path) -> Path:
     src, out = Path(computed_in), Path(out)
     if ".." in src.parts or len(src.parts) <= _GROUP_DEPTH:
         raise ValueError(f"--computed-in {src}: expected <group folder>/<dataset>/<cell>/seed~<seed>")
+    if ".." in out.parts:  # X/.. is not X's parent once X is made: the run would hold a stray folder
+        raise ValueError(f"--out {out}: a path without '..' (the run's own folder); nothing moved")
     overlap = overlap_problem(src, out)
     if overlap:
         raise ValueError(overlap)
