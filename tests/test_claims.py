@@ -75,9 +75,13 @@ def test_the_corollaries_on_the_fitted_bound_are_readings_judged_on_its_real_min
     base = {**{k: common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")}, "phi": 0.5, "eps2": 3.0,
             "M": 0, "N": 20, "theta": 0.0, "sigma2": 0.0}
     alpha = rows["K* falls as alpha grows (on the fitted bound)"]
-    expected = on_bound(corollary("K* falls as alpha grows"), base, [1, 2, 5], integer=False)
+    every = on_bound(corollary("K* falls as alpha grows"), base, [1, 2, 5], integer=False)
+    assert every.y[-1] < 1  # at alpha 5 the real K* is below one round: outside the feasible K, left out
+    expected = on_bound(corollary("K* falls as alpha grows"), base, [1, 2], integer=False)
     assert alpha["role"] == "reading" and alpha["statement"] == "cor1-alpha" and alpha["basis"] == "bound"
     assert str([round(y, 3) for y in expected.y]) in alpha["evidence"]
+    assert "judged over the feasible values only (left out: alpha = 5" in alpha["evidence"]
+    assert all(1 <= y for y in expected.y)
     # two runs: a direction, never tallied (the bootstrap's share over 2 units takes 3 distinct values)
     assert alpha["verdict"] == ("too few runs" if expected.holds else alpha["verdict"])
     assert "3 distinct values" in alpha["decided_by"]
@@ -207,3 +211,20 @@ def test_a_scan_of_valid_constants_holds_where_the_claim_is_a_theorem_and_names_
     np.testing.assert_allclose(again, falls.witness_k, rtol=1e-9)
     assert np.all(np.diff(again) > 0) and "witness" in falls.summary()
     assert scan(corollary("K* rises with eta"), base, etas, settings=600) == rises
+
+
+def test_a_fitted_bound_reading_with_no_feasible_k_star_is_not_applicable():
+    """Where the fitted bound's real K* is below one round at all but one swept value there is no
+    trend to judge: "not applicable", never a verdict read off K* = 0.8 and 0.6."""
+    from bladefl.experiments.plan.grid import expand
+    from bladefl.experiments.verdicts.bound import fitted_corollaries
+
+    grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
+            "sweeps": [{"name": "alpha", "vary": "alpha", "values": [5, 6, 8], "with": {"beta": 6}}]}
+    common, plain, lazy = _cells()
+    base = {**{k: common[k] for k in ("alpha", "beta", "eta", "L", "xi", "delta", "t_sum")}, "phi": 0.5, "eps2": 3.0,
+            "M": 0, "N": 20, "theta": 0.0, "sigma2": 0.0}
+    assert sum(k >= 1 for k in on_bound(corollary("K* falls as alpha grows"), base, [5, 6, 8], integer=False).y) < 2
+    row = {r["claim"]: r for r in fitted_corollaries([[plain, lazy]], expand(grid), _reps())}[
+        "K* falls as alpha grows (on the fitted bound)"]
+    assert row["verdict"] == "not applicable" and "no trend to judge" in row["decided_by"] + row["evidence"]

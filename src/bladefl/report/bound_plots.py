@@ -30,7 +30,7 @@ def bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:  # noqa: A
         part = gaps[gaps.cell == cell].groupby("K", as_index=False).mean(numeric_only=True)
         ax = axes[0, j]
         ax.plot(part.K, part.gap, "o-", label="experiment F(w^K) - F*")
-        ax.plot(part.K, part.G_fit, "s--", label="bound, fitted phi and eps2")
+        ax.plot(part.K, part.G_fit, "s--", label="bound, each run's mean fit (phi, eps2)")
         finite = np.isfinite(part.G_measured)
         if finite.any():
             ax.plot(part.K[finite], part.G_measured[finite], "^:", label="bound, measured constants")
@@ -48,7 +48,7 @@ def bound_figure(gaps, labels: dict[str, str], title: str) -> Figure:  # noqa: A
         axes[1, j].axhline(5, color="r", lw=0.8, ls="--", label="the paper's 5%")
         axes[1, j].axhline(-5, color="r", lw=0.8, ls="--")
         axes[1, j].set_xlabel("K (integrated rounds)")
-        axes[1, j].set_ylabel("(G fitted − gap) / gap, %")
+        axes[1, j].set_ylabel("(G of each run's mean fit − gap) / gap, %")
         axes[1, j].legend(fontsize=LEGEND_SIZE)
         axes[1, j].xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title)

@@ -142,12 +142,13 @@ def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame 
 
 def _draws(r: pd.Series) -> str:
     """Whether the statement holds on each partition draw, where draws are the units ("" else)."""
+    from bladefl.report.verdict_rows import per_draw
+
     label = str(getattr(r, "across_partitions", "") or "")
-    holding = str(getattr(r, "draws_holding", "") or "")
     if label in ("", "nan", "one draw", "not applicable", "vacuous", "mathematics: no units") or label.startswith(
             "one seed per draw"):
         return ""
-    return label + (f" ({holding})" if holding and holding != "nan" else "")
+    return per_draw(r)
 
 
 def statement_table(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None = None) -> str:
@@ -180,6 +181,11 @@ def statement_table(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame]
     return "\n".join(out)
 
 
+def _shown(value: object) -> str:
+    """A cell's text; "" for a missing value (NaN, None), never the word "nan"."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
 def verdict_table_html(part: pd.DataFrame) -> str:
     """A dataset's verdict rows as an HTML table: the statement and where the paper makes it, its
     role (rows in no tally say why), the verdict and the number that decided it, what the data show,
@@ -195,8 +201,8 @@ def verdict_table_html(part: pd.DataFrame) -> str:
         rows.append(f"<tr><td>{html.escape(str(r.claim))}<br><span class='muted'>{html.escape(str(r.source))}</span>"
                     + (f"<br><i>{html.escape(aside)}</i>" if aside else "") + "</td>"
                     f"<td><span class='v' style='background:{colour}'>{html.escape(str(r.verdict))}</span><br>"
-                    f"{html.escape(str(getattr(r, 'decided_by', '') or ''))}</td>"
-                    f"<td>{html.escape(str(getattr(r, 'finding', '') or ''))}</td>"
+                    f"{html.escape(_shown(getattr(r, 'decided_by', '')))}</td>"
+                    f"<td>{html.escape(_shown(getattr(r, 'finding', '')))}</td>"
                     f"<td>{html.escape(units)}{'<br>' + html.escape(draws) if draws else ''}</td>"
                     f"<td><details><summary>evidence</summary>{html.escape(str(r.evidence))}</details></td></tr>")
     return ("<table style='font-size:85%'><tr><th style='width:28%'>statement</th><th style='width:24%'>verdict, "
@@ -212,7 +218,9 @@ LEGEND = ("<details class='small muted'><summary>what each verdict means</summar
           "evidence). <b>inconclusive</b>: neither; never called refuted. <b>too few runs</b>: this design cannot "
           "reach p &lt; 0.05 after the correction. <b>not applicable</b>: the bound's preconditions fail. "
           "<b>vacuous</b>: a reading that holds whatever the data. Rows in no tally: other readings of a statement "
-          "and rows derived from another.</p></details>")
+          "and rows derived from another. <b>per draw</b>: the statement judged again on each partition draw's own "
+          "run seeds alone: holds (the claimed direction significant on that draw), fails (the opposite, or no change, "
+          "significant), unresolved (neither: a draw's few seeds often leave it so).</p></details>")
 
 
 def headline_caption(summaries: Mapping[str, pd.DataFrame]) -> str:
@@ -239,3 +247,15 @@ def figure_section(png: str | Path | None, caption: str) -> str:
 
 __all__ = ["verdict_table_html", "banner", "statement_table",
            "headline_caption", "figure_section", "accuracy_line", "LEGEND", "STYLE", "counted"]
+
+
+def unjudged_section(statements: Sequence[object]) -> str:
+    """The inventory's statements with no verdict row, each with where the paper makes it and why
+    (``judged: none``), folded under the statement table ("" where there are none)."""
+    none = [s for s in statements if getattr(s, "judged", "") == "none"]
+    if not none:
+        return ""
+    items = "".join(f"<li><b>{html.escape(str(s.where))}</b>: <i>“{html.escape(str(s.quote))}”</i> — "  # type: ignore[attr-defined]
+                    f"{html.escape(str(s.why_no_row))}</li>" for s in none)  # type: ignore[attr-defined]
+    return (f"<details class='small'><summary>{len(none)} statements of the paper with no verdict row, and why"
+            f"</summary><ul>{items}</ul></details>")

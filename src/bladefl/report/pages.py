@@ -96,9 +96,30 @@ def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequen
     seconds = float(pd.to_numeric(frame.seconds, errors="coerce").sum())
     run_time = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
     configs = ", ".join(_relative(c) for c in config_files) or "default"
-    return (f"code {versions} · config {configs} · seeds {list(seeds)} · data SHA-256 {checksums} · "
+    return (f"code {versions} · config {configs} · seeds {list(seeds)}{_units(frame, seeds)} · "
+            f"data SHA-256 {checksums} · "
             f"built {when:%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} CPUs) · "
             f"{len(frame)} runs on {hosts}, {run_time} of run time in all")
+
+
+def _units(frame: pd.DataFrame, seeds: Sequence[int]) -> str:
+    """What the seeds replicate: on how many partition draws they ran, so how many independent units."""
+    draws = int(frame.partition.nunique()) if "partition" in frame else 0
+    if draws <= 0 or not len(seeds):
+        return ""
+    if draws == 1:
+        return " on one partition draw (the runs are the units)"
+    if draws == len(seeds):
+        return f", each on its own partition draw ({draws} independent units)"
+    return f" on {draws} partition draws ({draws} independent units, the draws)"
+
+
+def _inventory() -> list:
+    """The statements of the project's inventory (config/paper_statements.yaml; [] where absent)."""
+    from bladefl.experiments.verdicts.statements import read_inventory
+
+    path = provenance_module.project_root() / "config" / "paper_statements.yaml"
+    return list(read_inventory(path).statements) if path.is_file() else []
 
 
 def _relative(path: str) -> str:
@@ -202,6 +223,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 {fp.LEGEND}
 {glossary}
 {fp.statement_table(table, comparisons)}
+{fp.unjudged_section(_inventory())}
 {_diverged_section(summaries or {})}
 {figure}"""
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>

@@ -133,3 +133,49 @@ def paper_points(comparison: pd.DataFrame, sweep: str) -> list[dict]:
 
 __all__ = ["inventory", "figure_of", "sweep_order", "heading", "differs_note", "size_gap", "paper_points", "cited",
            "settings_view"]
+
+
+def annotated_config(text: str, dataset: str | None = None) -> str:
+    """A workflow config's YAML as written, each sweep's free-text ``feeds`` label that names another
+    figure than the inventory's (the compiled paper's order) replaced by the inventory's, the old
+    label kept in a comment: a config kept before the figures were renumbered reads right."""
+    import re
+
+    from bladefl.core import strict_yaml
+
+    try:
+        sweeps = (strict_yaml.load(text) or {}).get("sweeps") or []
+    except (ValueError, AttributeError, yaml_error()):
+        return text
+    labels = iter([cited(str(s.get("name", "")), s.get("vary"), dataset) for s in sweeps if isinstance(s, dict)
+                   and "feeds" in s])
+    out = []
+    for line in text.splitlines(keepends=True):
+        match = re.match(r"^(\s*-?\s*)feeds: (.*?)\s*$", line)
+        label = next(labels, None) if match else None
+        if match and label and not _names_same(match.group(2), label):
+            said = match.group(2)
+            line = f"{match.group(1)}feeds: {label}  # the compiled paper's numbering; the config said: {said}\n"
+        out.append(line)
+    return "".join(out)
+
+
+def yaml_error() -> type[Exception]:
+    import yaml
+
+    return yaml.YAMLError
+
+
+def _names_same(written: str, label: str) -> bool:
+    """Whether a free-text label ("Table II, Fig. 4", "Figs. 10-11 (privacy)") names the figure (and
+    table) of ``label`` ("Fig. 4, Table II")."""
+    import re
+
+    def figures(text: str) -> set[int]:
+        out: set[int] = set()
+        for a, b in re.findall(r"Figs?\.\s*(\d+)(?:\s*-\s*(\d+))?", text):
+            out.update(range(int(a), int(b or a) + 1))
+        return out
+
+    tables = set(re.findall(r"Table ([IVX]+)", label))
+    return figures(label) <= figures(written) and tables <= set(re.findall(r"Table ([IVX]+)", written))

@@ -19,7 +19,8 @@ from bladefl.core.figures import save_png_svg
 # The swept parameters as a reader names them.
 PARAM_NAMES = {"alpha": "α", "beta": "β", "eta": "η", "lazy_ratio": "M/N", "sigma2": "σ²", "epsilon": "ε", "N": "N",
                "delta": "δ"}
-PALETTE = "colorblind"  # seaborn's colour-blind safe palette, with a marker and a dash per line besides
+# seaborn's colorblind palette, its two oranges never both among the first five lines; a marker and a dash per line
+PALETTE = ["#0173b2", "#de8f05", "#029e73", "#cc78bc", "#56b4e9", "#d55e00", "#ca9161", "#949494"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 LEGEND_SIZE = 8
 
@@ -180,9 +181,10 @@ def privacy_figure(table, title: str, units=None) -> Figure:  # noqa: ANN001 - D
     ks = np.asarray(ordered.K_star_loss, dtype=float)
     if np.isfinite(ks).any():  # whole rounds from 0 up: one K* alone would get ticks like 0.995, 1.005
         axes[0].set_ylim(0, float(np.nanmax(ks)) + 1)
-    axes[2].legend(fontsize=LEGEND_SIZE)
+    handles, names = axes[2].get_legend_handles_labels()  # below the panels: never over a curve
+    fig.legend(handles, names, loc="lower center", ncol=len(names), fontsize=LEGEND_SIZE + 1, frameon=False)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
@@ -239,8 +241,10 @@ def roc_figure(roc, title: str) -> Figure:  # noqa: ANN001 - DataFrame from dete
     """One panel per detector: the ROC curve of every cell with lazy clients (pooled over seeds, K
     and rounds), the chance diagonal dashed."""
     data = roc.assign(cell=[f"M/N = {r:g}, σ² = {s:g}" for r, s in zip(roc.lazy_ratio, roc.sigma2, strict=True)])
-    g = sns.relplot(data=data, x="fpr", y="tpr", hue="cell", col="detector", kind="line", sort=False,
-                    estimator=None, height=4, aspect=1.05, facet_kws={"xlim": (-0.02, 1.02), "ylim": (-0.02, 1.02)})
+    cells = list(dict.fromkeys(data.cell))
+    g = sns.relplot(data=data, x="fpr", y="tpr", hue="cell", style="cell", col="detector", kind="line", sort=False,
+                    estimator=None, height=4, aspect=1.05, palette=sns.color_palette(PALETTE, len(cells)),
+                    hue_order=cells, style_order=cells, facet_kws={"xlim": (-0.02, 1.02), "ylim": (-0.02, 1.02)})
     for ax in g.axes.flat:
         ax.plot([0, 1], [0, 1], "k--", lw=0.8, alpha=0.5)
         ax.grid(alpha=0.3)

@@ -92,6 +92,17 @@ def effect_text(r: object) -> str:
     return show(effect) + (f" [{show(low)}, {show(high)}]" if low == low and high == high else "")
 
 
+def per_draw(r: object) -> str:
+    """The per-draw view of a verdict row: the label, with the count of draws where it holds only where
+    the label does not already say it (a split between draws)."""
+    label = getattr(r, "across_partitions", "")
+    if not _is_text(label):
+        return ""
+    count = getattr(r, "draws_holding", "")
+    split = label in ("differs between draws", "flips") and _is_text(count) and count
+    return f"{label} (holds on {count})" if split else label
+
+
 def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
     """The verdict table as a reader takes it in: the statement and where the paper makes it, the
     verdict (rows in no tally say why), the number that decided it, what the data show, the units,
@@ -99,8 +110,7 @@ def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in table.itertuples():
         aside = not_counted(r)
-        draws = " ".join(x for x in (getattr(r, "across_partitions", ""), f"({getattr(r, 'draws_holding', '')})")
-                         if _is_text(x) and x != "()" and x != "(nan)")
+        draws = per_draw(r)
         decided = getattr(r, "decided_by", "")
         rows.append({"claim": f"{r.claim} ({r.source})",
                      "verdict": r.verdict + (f", {aside}" if aside else ""),
@@ -109,3 +119,33 @@ def verdict_view(table: pd.DataFrame) -> pd.DataFrame:
                      "units": verdict_units(r) if _number(getattr(r, "units", None)) == _number(
                          getattr(r, "units", None)) else "", "per draw": draws, "evidence": r.evidence})
     return pd.DataFrame(rows)
+
+
+def design_power(table: pd.DataFrame) -> str:
+    """A markdown section: what the experiment's independent units can decide (the smallest p each
+    exact test can give, the units it needs, the smallest change the paired t-test finds), computed
+    from the units of the experiment rows ("" without them)."""
+    from bladefl.experiments.verdicts.power import design_limits, detectable_change
+    from bladefl.report.tables import markdown
+
+    rows = table[(table.basis == "experiment")] if "basis" in table else table.iloc[:0]
+    units = pd.to_numeric(rows.get("units", pd.Series(dtype=float)), errors="coerce").dropna()
+    if units.empty:
+        return ""
+    m = int(units.mode().iloc[0])
+    noun = str(rows.unit.dropna().mode().iloc[0]) if "unit" in rows and rows.unit.notna().any() else "unit"
+    limits = design_limits(m)
+    for column in limits.columns:
+        if limits[column].dtype == bool:
+            limits[column] = limits[column].map({True: "yes", False: "no"})
+        elif column.startswith("smallest p"):
+            limits[column] = limits[column].map(lambda p: f"{p:.2g}")
+    d = detectable_change(m)
+    change = (f"The paired t-test over {m} {noun}s finds a mean change of {d:.2f} standard deviations of the "
+              f"{noun}s' changes with 80% power (two-sided, 5%); a smaller true change is mostly called "
+              "inconclusive (refuted needs the change shown inside its equivalence margin)." if d == d else "")
+    within = f" (the run seeds within a {noun} are not independent of each other)" if noun != "run" else ""
+    return (f"### What {m} {noun}s can decide\n\nThe experiment's independent units are {m} {noun}s{within}. "
+            "Before any data, each exact test has a smallest "
+            "p-value it can give; the false-discovery adjustment over the dataset's statements raises it further "
+            f"(a row says *too few runs* where it cannot reach 0.05). {change}\n\n" + markdown(limits))

@@ -134,23 +134,25 @@ def exclusion_table(exclusion: pd.DataFrame) -> pd.DataFrame:
 def detection_worst_rounds(per_round: pd.DataFrame) -> pd.DataFrame:
     """Per detector: how many rounds were scored and its worst round over every cell, seed and K
     (the lowest recall, the highest false-positive rate)."""
-    return (per_round.groupby("detector")
-            .agg(rounds=("recall", "size"), min_recall=("recall", "min"), max_fpr=("fpr", "max")).reset_index())
+    return (per_round.groupby("detector").agg(rounds=("recall", "size"), min_recall=("recall", "min"), max_fpr=(
+        "fpr", "max")).reset_index().rename(columns={"min_recall": "lowest recall of a round",
+                                                     "max_fpr": "highest false-positive rate of a round"}))
 
 
 HEADERS = {"K_star": "K*", "K_experiment": "K* experiment", "K_closed_form": "K* closed form (Thm. 3)",
            "K_exact_fit": "K* of fitted bound", "K_exact_measured": "K* of measured bound",
            "largest_K_star_if_defined_at_1": "largest K* (bound defined at K = 1)", "gap": "gap F(w^K) - F*",
-           "G_fit": "G fitted", "G_measured": "G measured", "rel_gap_fit": "(G fitted - gap) / gap",
-           "rel_gap_measured": "(G measured - gap) / gap", "rel_gap_fit_pct": "(G fitted - gap) / gap, %",
+           "G_fit": "G (run's mean fit)", "G_measured": "G measured", "rel_gap_fit": "(G mean fit - gap) / gap",
+           "rel_gap_measured": "(G measured - gap) / gap", "rel_gap_fit_pct": "(G mean fit - gap) / gap, %",
            "rel_gap_measured_pct": "(G measured - gap) / gap, %", "eta_L_below_1": "eta L < 1",
            "bracket_measured_positive": "bracket > 0 (measured)", "bracket_fit_positive": "bracket > 0 (fitted)",
            "theta_last": "theta (last round)", "eps2_of_K": "eps2 of K", "phi_measured": "phi measured",
            "eps2_measured": "eps2 measured", "phi_fit": "phi fitted", "eps2_fit": "eps2 fitted",
-           "f_star": "F*", "max_rel_excess": "largest (G - gap) / gap", "above_everywhere": "above at every K",
-           "undefined_at": "undefined at K", "max_rel_gap_fit": "largest rel. gap (fitted)",
-           "mean_rel_gap_fit": "mean rel. gap (fitted)", "fit_above_everywhere": "fitted above at every K",
-           "closed_form_eta_L": "eta L for the closed form to give K* experiment", "lazy_term": "lazy term",
+           "f_star": "F*", "max_rel_excess": "largest (G - gap) / gap of the run's fit",
+           "above_everywhere": "above at every K",
+           "undefined_at": "undefined at K", "max_rel_gap_fit": "largest rel. gap (run's mean fit)",
+           "mean_rel_gap_fit": "mean rel. gap (run's mean fit)", "fit_above_everywhere": "fitted above at every K",
+           "closed_form_eta_L": "eta L for the closed form to give K* experiment", "lazy_term": "with the lazy term",
            "cell": "condition", "K_star_loss": "K* (by loss)", "K_star_accuracy": "K* (by accuracy)",
            "min_train_loss": "min training loss", "max_accuracy": "max accuracy (%)",
            "K_star_loss_std_seeds": "K* sd over run seeds", "K_star_loss_std_partitions": "K* sd over draws",
@@ -176,6 +178,10 @@ def readable(frame: pd.DataFrame, labels: Mapping[str, str] | None = None) -> pd
     out = frame.copy()
     if labels is not None and "cell" in out:
         out["cell"] = out["cell"].map(lambda c: labels.get(c, c))
+    for c in out.columns:  # a true/false column in words
+        if out[c].dtype == bool or (out[c].dtype == object and len(out[c].dropna()) and set(out[c].dropna()) <= {
+                True, False}):
+            out[c] = out[c].map({True: "yes", False: "no"}).fillna("")
     return out.rename(columns=lambda c: HEADERS.get(c, str(c).replace("_", " ")))
 
 
@@ -250,7 +256,8 @@ def variants_summary(variants: pd.DataFrame, labels: Mapping[str, str]) -> pd.Da
     rows = []
     for (cell, variant), part in variants.groupby(["cell", "variant"], sort=False):
         rows.append({"condition": labels.get(cell, cell), "constants": variant, "runs": len(part),
-                     "largest (G − gap) / gap, %": _range(100 * pd.to_numeric(part.max_rel_excess), ".0f"),
+                     "largest (G − gap) / gap of each run's own fit, % (median, range)":
+                         _range(100 * pd.to_numeric(part.max_rel_excess), ".0f"),
                      "bound's K*": _mode(part.K_star.map(lambda v: "undefined" if v != v else f"{v:g}")),
                      "undefined at K": _mode(part.undefined_at.fillna("none")),
                      "experiment's K*": _mode(part.K_experiment.map(lambda v: f"{v:g}"))})
@@ -272,7 +279,8 @@ def kstar_summary(kstar: pd.DataFrame, variants: pd.DataFrame, labels: Mapping[s
                      "closed form (Thm. 3)": _range(part.K_closed_form, ".3g"),
                      "fitted bound": _range(part.K_exact_fit, "g"), "measured bound": measured,
                      "experiment": _range(part.K_experiment, "g"),
-                     "largest (G fitted − gap) / gap, %": _range(100 * pd.to_numeric(part.max_rel_gap_fit), ".0f")})
+                     "largest (G − gap) / gap of each run's mean fit, % (median, range)":
+                         _range(100 * pd.to_numeric(part.max_rel_gap_fit), ".0f")})
     return pd.DataFrame(rows)
 
 

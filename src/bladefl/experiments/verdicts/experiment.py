@@ -324,8 +324,10 @@ def _across(states: list[str]) -> str:
         return "fails on every draw"
     if "holds" in states and "fails" in states:
         return "differs between draws"
+    if all(s == "unresolved" for s in states):
+        return f"no draw decides on its own ({len(states)} unresolved: too few seeds per draw)"
     return (f"holds on {states.count('holds')}, fails on {states.count('fails')}, "
-            f"unresolved on {states.count('unresolved')} draws")
+            f"unresolved on {states.count('unresolved')} of {len(states)} draws")
 
 
 __all__ = ["EXPERIMENT_VERDICTS", "Judged", "Part", "TrendClaim", "claims", "judge", "verdict", "experiment_verdicts",

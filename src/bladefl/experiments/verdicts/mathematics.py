@@ -19,8 +19,9 @@ from bladefl.theory.constant_scan import scan
 
 
 def math_row(statement: str, name: str, source: str, holds: bool, judged: int, settings: int, summary: str,
-             witness: str, role: str = "claim", reading_of: str = "", page: str = "03_bound", failing: int = 0) -> dict:
-    """A verdict row of a statement judged as mathematics."""
+             witness: str, role: str = "claim", reading_of: str = "", page: str = "03_bound", failing: int = 0,
+             note: str = "") -> dict:
+    """A verdict row of a statement judged as mathematics (``note``: why it fails, appended to the finding)."""
     if judged == 0:
         verdict, decided = "not applicable", f"no scanned setting of {settings} can judge it"
         found = "no valid setting to judge it"
@@ -29,7 +30,8 @@ def math_row(statement: str, name: str, source: str, holds: bool, judged: int, s
         found = ""
     else:
         verdict, decided = "refuted", f"fails in a scanned setting (witness: {witness})"
-        found = f"fails in {failing} of {judged} valid settings of the constants scanned ({failing / judged:.0%})"
+        found = (f"fails in {failing} of {judged} valid settings of the constants scanned ({failing / judged:.0%})"
+                 f"{note}")
     return {"statement": statement, "role": role, "claim": name, "source": source, "basis": "mathematics",
             "verdict": verdict, "decided_by": decided, "finding": found, "support": math.nan, "seeds": math.nan,
             "units": math.nan,
@@ -71,9 +73,10 @@ def theorem_rows(fits: Sequence[CellFit], members: Sequence[Member], settings: i
     base = scan_base(f)
     centre = f"centred on {f.cell.cell}"
     rows = []
+    real = theorem_scans.convexity(base, tau_rule="real", settings=settings)
+    kinks = ": bends at the integer tau's kinks (with real tau, the paper's analysis, it holds in every setting)"
     specs = [
-        ("thm2", "claim", "the bound is convex in K (real tau)", "Theorem 2",
-         theorem_scans.convexity(base, tau_rule="real", settings=settings), ""),
+        ("thm2", "claim", "the bound is convex in K (real tau)", "Theorem 2", real, ""),
         ("thm2", "reading", "the bound is convex in K (the integer tau of the time model)", "Theorem 2",
          theorem_scans.convexity(base, tau_rule="integer", settings=settings), "the bound is convex in K (real tau)"),
         ("thm3", "claim", "Theorem 3's closed form is the bound's minimiser", "Theorem 3",
@@ -86,10 +89,16 @@ def theorem_rows(fits: Sequence[CellFit], members: Sequence[Member], settings: i
     if sweep is not None and len(sweep.values) >= 2:
         specs.append(("cor4-bound-eta", "claim", "the bound falls as eta grows while eta L < 1 (Corollary 4)",
                       "Corollary 4", theorem_scans.bound_falls_with_eta(base, sweep.values, settings=settings), ""))
+    lazy, noise = next((x for x in fits if x.cell.M > 0), None), sweep_varying(members, "sigma2")
+    small = min((float(v) for v in (noise.values if noise is not None else []) if float(v) > 0), default=math.nan)
+    if lazy is not None and math.isfinite(small):  # Section VI, on Theorem 4's bound: under the experiment's dp-K
+        specs.append(("dp-K", "reading", f"a small noise leaves K* unchanged (on the bound, Theorem 4, sigma2 = "
+                      f"{small:g})", "Section VI", theorem_scans.small_noise(scan_base(lazy), small, settings=settings),
+                      "K* does not depend on epsilon"))
     for statement, role, name, source, check, reading_of in specs:
         rows.append(math_row(statement, name, source, check.holds, check.judged, check.settings,
                              f"{centre}; {check.summary()}", check.witness, role=role, reading_of=reading_of,
-                             failing=check.failing))
+                             failing=check.failing, note=kinks if statement == "thm2" and real.holds else ""))
     return rows
 
 

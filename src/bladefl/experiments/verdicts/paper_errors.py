@@ -69,6 +69,46 @@ def table_rows(tables: Sequence[Mapping]) -> list[dict]:
     return rows
 
 
+DEFAULT_ALPHA = 1.0  # Sec. VI-A 3): "the time is normalized by the training time per iteration alpha"
+
+
+def training_time_row(tables: Sequence[Mapping], dataset: str = "") -> dict | None:
+    """Tables II, VI and VII print "tau alpha K*", yet their numbers are t_sum - beta K* (the analysis's
+    relaxation t_sum = K (tau alpha + beta), which drops tau's floor): the cells of ``dataset``'s column
+    (every column without one) where the training time the time model spends at that K*,
+    floor((t_sum/K* - beta)/alpha) alpha K*, differs (None: none)."""
+    from bladefl.fl.timemodel import tau_for
+
+    found, names = [], []
+    for t in (t for t in tables if t.get("quantity") == "training_time"):
+        t_sum = float(t.get("t_sum", 100))
+        for r, column in ((row, c) for row in t["rows"] for c in row if c == dataset or (
+                not dataset and c != "value" and not c.startswith("accuracy_"))):
+            alpha = float(r["value"]) if t["sweep"] == "alpha" else float(t.get("alpha", DEFAULT_ALPHA))
+            beta, value = table_beta(t, float(r["value"])), float(r[column])
+            k = paper_k_star(t["quantity"], value, beta, t_sum)
+            if math.isfinite(k) and (spent := tau_for(int(k), alpha, beta, t_sum) * alpha * k) != value:
+                where = f"{t['table']}{'' if dataset else f' ({column})'}"
+                found.append(f"{where} {t['sweep']} = {float(r['value']):g}: {value:g} = t_sum - beta K* at K* = "
+                             f"{k:g}; tau alpha K* = {spent:g}" + (f" ({value:g} is no multiple of alpha = {alpha:g})"
+                                                                   if value % alpha else ""))
+                names.append(str(t["table"]))
+    if not found:
+        return None
+    numerals = [n.removeprefix("Table ") for n in dict.fromkeys(names)]
+    tables_named = (f"Table {numerals[0]}" if len(numerals) == 1 else
+                    f"Tables {', '.join(numerals[:-1])} and {numerals[-1]}")
+    example = next((f for f in found if "no multiple" in f), found[0])
+    return error_row("tab-training-time", f"{tables_named} print{'s' * (len(numerals) == 1)} tau alpha K* but give "
+                     "t_sum - beta K*", f"{tables_named}, the tau alpha K* column",
+                     f"{len(found)} cells are t_sum - beta K*, not the training time tau alpha K* at their K* "
+                     f"(e.g. {example})",
+                     "; ".join(found) + "; the analysis assumes t_sum - K (tau alpha + beta) = 0 (Section III, which "
+                     "drops tau's floor), so its training time is t_sum - beta K*; the runs (and the paper's "
+                     "experiments) spend floor((t_sum/K - beta)/alpha) alpha K, less, at these K*; this project "
+                     "reads the columns as t_sum - beta K* (config/paper_values.yaml)", page="02_sweeps")
+
+
 def _fig3(fits: Sequence[CellFit], lazy: bool) -> CellFit | None:
     return next((f for f in fits if (f.cell.M > 0) == lazy), None)
 
@@ -151,8 +191,10 @@ def _derivative(f: CellFit, members: Sequence[Member], settings: int) -> tuple[s
 
 
 def paper_error_rows(tables: Sequence[Mapping], fits: Sequence[CellFit], members: Sequence[Member], model_size: int,
-                     settings: int = 2000) -> list[dict]:
-    return table_rows(tables) + (formula_rows(fits, members, model_size, settings) if fits else [])
+                     settings: int = 2000, dataset: str = "") -> list[dict]:
+    timing = training_time_row(tables, dataset)
+    return (table_rows(tables) + ([timing] if timing else [])
+            + (formula_rows(fits, members, model_size, settings) if fits else []))
 
 
-__all__ = ["paper_error_rows", "table_rows", "formula_rows", "SAMPLES_PER_CLIENT"]
+__all__ = ["paper_error_rows", "table_rows", "formula_rows", "training_time_row", "SAMPLES_PER_CLIENT"]

@@ -68,7 +68,7 @@ def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, b
     if fits:
         theory = pd.DataFrame(corollary_rows(fits, members, scan_settings) + theorem_rows(fits, members, scan_settings))
         frames.append(theory.assign(draws_holding="", across_partitions="mathematics: no units"))
-    errors = paper_error_rows(paper_tables, fits, members, model_size or Shape().size, scan_settings)
+    errors = paper_error_rows(paper_tables, fits, members, model_size or Shape().size, scan_settings, dataset or "")
     if errors:
         frames.append(pd.DataFrame(errors).assign(draws_holding="", across_partitions=""))
     out = pd.concat([f for f in frames if len(f)], ignore_index=True)

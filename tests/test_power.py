@@ -1,0 +1,59 @@
+"""What a design can decide (bladefl.experiments.verdicts.power) and Section VI's small-noise scan, against known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bladefl.experiments.verdicts.power import design_limits, detectable_change
+
+
+def test_the_smallest_p_of_each_exact_test_is_its_known_floor():
+    five = design_limits(5).set_index("swept values")
+    assert five.loc[2, "smallest p, one-sided"] == pytest.approx(1 / 32)  # the sign test over 5 units
+    assert five.loc[2, "two-sided p < 0.05 reachable"] == False  # noqa: E712 - 1/16 > 0.05
+    two = design_limits(2).set_index("swept values")
+    assert two.loc[3, "smallest p, one-sided"] == pytest.approx(1 / 36)  # (1/3!)^2
+    assert bool(two.loc[3, "one-sided p < 0.05 reachable"]) and not bool(two.loc[3, "two-sided p < 0.05 reachable"])
+    assert two.loc[2, "units a one-sided test needs"] == 5  # 0.5^5 < 0.05 <= 0.5^4
+
+
+def test_the_detectable_change_has_the_power_it_claims():
+    """d for 20 units is the textbook 0.66 (80% power, two-sided 5%), and a simulation of the paired
+    t-test at that d rejects in about 80% of draws."""
+    d = detectable_change(20)
+    assert d == pytest.approx(0.66, abs=0.01)
+    rng = np.random.default_rng(0)
+    changes = rng.normal(d, 1.0, size=(4000, 20))
+    rejected = stats.ttest_1samp(changes, 0.0, axis=1).pvalue < 0.05
+    assert rejected.mean() == pytest.approx(0.8, abs=0.03)
+    assert detectable_change(5) > d and np.isnan(detectable_change(1))
+
+
+def test_section_vi_small_noise_holds_for_a_small_sigma2_and_fails_for_a_large_one():
+    """The scan of Section VI's "a small noise does not affect K*" on Theorem 4's bound: at sigma2 = 0
+    against itself nothing moves; at a sigma2 whose noise term dwarfs the bound K* moves by rounds
+    and the witness names both K*; every judged setting has a feasible K*."""
+    from bladefl.theory.theorem_scans import small_noise
+
+    base = dict(alpha=1, beta=6, eta=0.01, t_sum=100, L=160, xi=1.0, delta=6.75, phi=1.6, eps2=3000, M=8, N=20,
+                theta=0.26)
+    none = small_noise(base, 0.0, settings=200)
+    assert none.holds and none.judged > 50 and "at most 0 rounds" in none.note
+    loud = small_noise(base, 1e3, settings=200)
+    assert not loud.holds and "without noise" in loud.witness and "at sigma2 = 1000" in loud.witness
+
+
+def test_the_training_time_columns_are_t_sum_minus_beta_k_not_tau_alpha_k():
+    """Table II's 64 at alpha = 5 is no multiple of 5: no integer tau gives tau alpha K* = 64; it is
+    t_sum - beta K* at K* = 6, where the time model trains tau alpha K* = 5 x 2 x 6 = 60."""
+    from bladefl.experiments.verdicts.paper_errors import training_time_row
+
+    tables = [{"table": "Table II", "sweep": "alpha", "beta": 6, "quantity": "training_time", "t_sum": 100,
+               "rows": [{"value": 5, "mnist": 64}, {"value": 1, "mnist": 40}]}]
+    row = training_time_row(tables, "mnist")
+    assert row["verdict"] == "paper error" and row["statement"] == "tab-training-time"
+    assert "64 = t_sum - beta K* at K* = 6; tau alpha K* = 60 (64 is no multiple of alpha = 5)" in row["evidence"]
+    assert "alpha = 1" not in row["evidence"]  # 40 = 100 - 6 x 10 = 6 x 1 x 10: the floor leaves nothing
+    assert training_time_row([{**tables[0], "rows": [{"value": 1, "mnist": 40}]}], "mnist") is None
