@@ -99,8 +99,9 @@ def training_time_row(tables: Sequence[Mapping], dataset: str = "") -> dict | No
     tables_named = (f"Table {numerals[0]}" if len(numerals) == 1 else
                     f"Tables {', '.join(numerals[:-1])} and {numerals[-1]}")
     example = next((f for f in found if "no multiple" in f), found[0])
-    return error_row("tab-training-time", f"{tables_named} print{'s' * (len(numerals) == 1)} tau alpha K* but give "
-                     "t_sum - beta K*", f"{tables_named}, the tau alpha K* column",
+    one = "s" * (len(numerals) == 1)
+    return error_row("tab-training-time", f"{tables_named} print{one} tau alpha K* but give{one} t_sum - beta K*",
+                     f"{tables_named}, the tau alpha K* column",
                      f"{len(found)} cells are t_sum - beta K*, not the training time tau alpha K* at their K* "
                      f"(e.g. {example})",
                      "; ".join(found) + "; the analysis assumes t_sum - K (tau alpha + beta) = 0 (Section III, which "
