@@ -1,4 +1,4 @@
-"""What a design can decide (bladefl.experiments.verdicts.power) and Section VI's small-noise scan, against known answers."""
+"""What a design can decide (verdicts.power) and Section VI's small-noise scan, against known answers."""
 
 from __future__ import annotations
 
@@ -54,6 +54,6 @@ def test_the_training_time_columns_are_t_sum_minus_beta_k_not_tau_alpha_k():
                "rows": [{"value": 5, "mnist": 64}, {"value": 1, "mnist": 40}]}]
     row = training_time_row(tables, "mnist")
     assert row["verdict"] == "paper error" and row["statement"] == "tab-training-time"
-    assert "64 = t_sum - beta K* at K* = 6; tau alpha K* = 60 (64 is no multiple of alpha = 5)" in row["evidence"]
+    assert "64 = t_sum - beta K* at K* = 6, tau alpha K* = 60 (64 is no multiple of 5)" in row["evidence"]
     assert "alpha = 1" not in row["evidence"]  # 40 = 100 - 6 x 10 = 6 x 1 x 10: the floor leaves nothing
     assert training_time_row([{**tables[0], "rows": [{"value": 1, "mnist": 40}]}], "mnist") is None

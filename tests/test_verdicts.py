@@ -487,3 +487,13 @@ def test_a_two_unit_design_shows_directions_and_tallies_nothing():
     assert "a look, not evidence" in falls.decided_by and "would say reproduced" in falls.evidence
     counted = out[(out.role == "claim") & (out.basis == "experiment")]
     assert not counted.verdict.isin(["reproduced", "refuted"]).any()
+
+
+def test_the_per_draw_label_says_something_on_every_row():
+    """A row where no draw decides alone says so in words (once "holds on 0, fails on 0, unresolved
+    on 5 draws (0/5)"), and a split label counts every draw."""
+    from bladefl.experiments.verdicts.experiment import _across
+
+    assert _across(["unresolved"] * 5) == "unresolved on every draw (5)"
+    assert _across(["holds", "unresolved", "unresolved"]) == "holds on 1, fails on 0, unresolved on 2 of 3 draws"
+    assert _across(["holds", "fails"]) == "differs between draws" and _across([]) == ""

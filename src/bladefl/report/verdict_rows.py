@@ -139,7 +139,7 @@ def design_power(table: pd.DataFrame) -> str:
         if limits[column].dtype == bool:
             limits[column] = limits[column].map({True: "yes", False: "no"})
         elif column.startswith("smallest p"):
-            limits[column] = limits[column].map(lambda p: f"{p:.2g}")
+            limits[column] = limits[column].map(lambda p: f"{p:.2g}" if p >= 1e-9 else "below 1e-9")
     d = detectable_change(m)
     change = (f"The paired t-test over {m} {noun}s finds a mean change of {d:.2f} standard deviations of the "
               f"{noun}s' changes with 80% power (two-sided, 5%); a smaller true change is mostly called "

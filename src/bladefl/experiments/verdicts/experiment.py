@@ -325,7 +325,7 @@ def _across(states: list[str]) -> str:
     if "holds" in states and "fails" in states:
         return "differs between draws"
     if all(s == "unresolved" for s in states):
-        return f"no draw decides on its own ({len(states)} unresolved: too few seeds per draw)"
+        return f"unresolved on every draw ({len(states)})"
     return (f"holds on {states.count('holds')}, fails on {states.count('fails')}, "
             f"unresolved on {states.count('unresolved')} of {len(states)} draws")
 

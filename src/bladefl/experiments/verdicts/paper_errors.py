@@ -90,7 +90,7 @@ def training_time_row(tables: Sequence[Mapping], dataset: str = "") -> dict | No
             if math.isfinite(k) and (spent := tau_for(int(k), alpha, beta, t_sum) * alpha * k) != value:
                 where = f"{t['table']}{'' if dataset else f' ({column})'}"
                 found.append(f"{where} {t['sweep']} = {float(r['value']):g}: {value:g} = t_sum - beta K* at K* = "
-                             f"{k:g}; tau alpha K* = {spent:g}" + (f" ({value:g} is no multiple of alpha = {alpha:g})"
+                             f"{k:g}, tau alpha K* = {spent:g}" + (f" ({value:g} is no multiple of {alpha:g})"
                                                                    if value % alpha else ""))
                 names.append(str(t["table"]))
     if not found:
@@ -102,8 +102,7 @@ def training_time_row(tables: Sequence[Mapping], dataset: str = "") -> dict | No
     one = "s" * (len(numerals) == 1)
     return error_row("tab-training-time", f"{tables_named} print{one} tau alpha K* but give{one} t_sum - beta K*",
                      f"{tables_named}, the tau alpha K* column",
-                     f"{len(found)} cells are t_sum - beta K*, not the training time tau alpha K* at their K* "
-                     f"(e.g. {example})",
+                     f"{example}; {len(found)} such cells",
                      "; ".join(found) + "; the analysis assumes t_sum - K (tau alpha + beta) = 0 (Section III, which "
                      "drops tau's floor), so its training time is t_sum - beta K*; the runs (and the paper's "
                      "experiments) spend floor((t_sum/K - beta)/alpha) alpha K, less, at these K*; this project "
