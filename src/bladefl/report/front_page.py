@@ -131,7 +131,7 @@ def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame 
                                     "the paper's numbers" if beside else "", "evidence") if x)
     folded = (f"<details><summary>{summary}</summary>{'<p>' + html.escape(beside) + '</p>' if beside else ''}"
               f"{'<ul>' + extra + '</ul>' if extra else ''}<p>{html.escape(str(r.evidence))}</p></details>")
-    decided = html.escape(_short(r.decided_by, 200))
+    decided = html.escape(_short(r.decided_by, 200 if r.verdict != "not applicable" else 90))
     found = html.escape(_short(r.finding, 200)) if isinstance(r.finding, str) and r.finding != r.decided_by else ""
     draws = _draws(r)
     found = " · ".join(x for x in (found, f"draws: {html.escape(draws)}" if draws else "") if x)

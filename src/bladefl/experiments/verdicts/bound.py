@@ -113,8 +113,8 @@ def _kink_note(full: Sequence[dict]) -> str:
     kinks = sum(len(x["at_drops"]) for x in full)
     if not bends:
         return ""
-    return (", every one a kink of the integer tau's floor (with real tau, as the paper's analysis has it, the "
-            "same fit is convex there)" if kinks == bends else
+    return (", every one a kink of the integer tau (with real tau, the paper's analysis, convex there)"
+            if kinks == bends else
             f"; {kinks} of the {bends} bends are kinks of the integer tau's floor")
 
 
