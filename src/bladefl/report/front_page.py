@@ -242,7 +242,7 @@ def figure_section(png: str | Path | None, caption: str) -> str:
     data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
     return (f"<h2>Accuracy and loss versus K, beside the paper's optimum</h2>\n<p class='small'>{html.escape(caption)}"
             f"</p>\n<img src='data:image/png;base64,{data}' alt='accuracy and loss versus K for the main sweeps' "
-            f"style='max-width:70%'>")
+            f"style='max-width:64%'>")
 
 
 __all__ = ["verdict_table_html", "banner", "statement_table",
