@@ -104,21 +104,19 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["provenance_summary", "variants_summary", "kstar_summary", "constants_summary",
-           "unit_description",
-           "fig3_labels", "readable", "csv_link", "HEADERS",
-           "seed_means", "provenance_view",
-           "sweep_curves", "sweep_units", "k_star_spread", "privacy_table", "privacy_units", "provenance",
-           "detection_quality_table",
+__all__ = ["provenance_summary", "variants_summary", "kstar_summary", "constants_summary", "unit_description",
+           "fig3_labels", "readable", "csv_link", "HEADERS", "seed_means", "provenance_view", "sweep_curves",
+           "sweep_units", "k_star_spread", "privacy_table", "privacy_units", "provenance", "detection_quality_table",
            "exclusion_table", "detection_worst_rounds", "lazy_explanations", "percent"]
 
 
 def detection_quality_table(quality: pd.DataFrame) -> pd.DataFrame:
     """Per sweep point and detector: each metric as "mean +- std" over seeds (fractions)."""
-    out = quality[["sweep", "lazy_ratio", "sigma2", "detector", "seeds"]].copy()
+    names = {"lazy_ratio": "M/N", "sigma2": "σ²", "fig3": "Fig. 3"}  # as the paper names them
+    out = quality[["sweep", "lazy_ratio", "sigma2", "detector", "seeds"]].replace({"sweep": names})
     for metric in ("precision", "recall", "fpr", "auc"):
         out[metric] = plus_minus(quality[metric], quality[f"{metric}_std"], ".3f", missing="n/a (nothing flagged)")
-    return out.rename(columns={"lazy_ratio": "M/N", "fpr": "false-positive rate", "auc": "ROC AUC"})
+    return out.rename(columns={**names, "fpr": "false-positive rate", "auc": "ROC AUC"})
 
 
 def exclusion_table(exclusion: pd.DataFrame) -> pd.DataFrame:
