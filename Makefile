@@ -43,18 +43,20 @@ clean-results:
 
 # Runs computed elsewhere (scripts/gpu/run.sh's grid-tables.tar.xz; docs/gpu.md), analysed here without
 # running them: partitions and references first, so that the imported runs are newer than their inputs,
-# then `make run SNAKEMAKE_ARGS="--configfile $(CONFIG) --config results_dir=$(RESULTS)"`.
+# then `make run SNAKEMAKE_ARGS="--configfile $(CONFIG)"`. Each config names its own results folder
+# (config/paper.yaml: results/paper); RESULTS=... puts them elsewhere.
 CONFIG ?= config/paper.yaml
-RESULTS ?= results
+RESULTS ?=
+RESULTS_SET = $(if $(RESULTS),--config results_dir=$(RESULTS))
 import-runs: install
 	@test -n "$(ARCHIVE)" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.xz [CONFIG=...] [RESULTS=...]"; exit 2; }
-	snakemake run_inputs --cores $(CORES) --configfile $(CONFIG) --config results_dir=$(RESULTS)
-	bladefl import-runs --archive $(ARCHIVE) --configfile config/config.yaml $(CONFIG) --results-dir $(RESULTS)
+	snakemake run_inputs --cores $(CORES) --configfile $(CONFIG) $(RESULTS_SET)
+	bladefl import-runs --archive $(ARCHIVE) --configfile config/config.yaml $(CONFIG) $(if $(RESULTS),--results-dir $(RESULTS))
 
 # The report's inputs kept for good in reference/$(NAME)/ (tidy tables, provenance, manifest; no runs).
 keep: install
 	@test -n "$(NAME)" || { echo "usage: make keep NAME=paper-20seeds [CONFIG=...] [RESULTS=...]"; exit 2; }
-	snakemake reference/$(NAME)/MANIFEST.json --cores $(CORES) --configfile $(CONFIG) --config results_dir=$(RESULTS)
+	snakemake reference/$(NAME)/MANIFEST.json --cores $(CORES) --configfile $(CONFIG) $(RESULTS_SET)
 
 # A kept bundle's verdict tables derived again from its own tables by this code (no runs), manifest updated.
 rejudge: install

@@ -198,7 +198,7 @@ def test_the_smoke_study_runs_through_the_workflow_with_its_page(tmp_path, data_
     (work / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)
     proc = snakemake(work, "--cores", "2", "--configfile", "config/calibration_smoke.yaml")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    cal = work / "results/calibration/mnist"
+    cal = work / "results/calibration-smoke/calibration/mnist"
     trials = __import__("pandas").read_csv(cal / "trials.csv")
     assert (trials.state == "complete").sum() == 4 and set(trials.point.dropna()) == {"stated", "partition-iid"}
     assert (trials.run_seconds > 0).all()  # each trial's cost, from its runs' own records
@@ -208,11 +208,12 @@ def test_the_smoke_study_runs_through_the_workflow_with_its_page(tmp_path, data_
     assert set(second.role) == {"stated", "best1"} and (second.draws == 2).all()
     engine = load_config(cal / "calibrated-mnist.yaml")  # the calibrated reading runs as an engine
     assert engine.dataset == "mnist"
-    page = (work / "results/report/mnist/07_calibration.html").read_text()
+    page = (work / "results/calibration-smoke/report/mnist/07_calibration.html").read_text()
     assert "What the study found" in page and "Pareto front" in page
-    index = (work / "results/report/index.html").read_text()
+    index = (work / "results/calibration-smoke/report/index.html").read_text()
     assert "07_calibration.html" in index and "calibrated reading" in index
-    assert not (work / "results/runs").exists()  # the study runs only its own readings
+    own = work / "results/calibration-smoke"  # the study runs only its own readings, in its own folder
+    assert not (work / "results/runs").exists() and not (own / "runs").exists()
     again = snakemake(work, "-n", "--configfile", "config/calibration_smoke.yaml")
     assert "Nothing to be done" in again.stdout + again.stderr
 

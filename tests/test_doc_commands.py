@@ -136,9 +136,14 @@ def test_templates_are_few_and_each_has_a_concrete_twin():
 
 # Doc commands that are whole and cheap once the smoke has run, executed as written in a copy of it
 # (with the environment active, as the docs say): the others are parsed, planned or dry-run above.
+SMOKE_RUN = ("results/smoke/runs/authors-code/mnist/alpha~1_beta~10_N~4_eta~0.05_lazy~0_sigma2~0_eps~inf/"
+             "seed~0")
 AFTER_THE_SMOKE = {
-    "bladefl resources --benchmarks benchmarks --out profiles/measured": "profiles/measured/config.yaml",
+    "bladefl resources --benchmarks benchmarks/smoke --out profiles/measured": "profiles/measured/config.yaml",
     ".venv/bin/snakemake --unlock": None,
+    # the README's re-verify example: the smoke writes the run and (default target) the anchor
+    ("bladefl chain verify " + SMOKE_RUN + "/chains/K2.json --summary " + SMOKE_RUN + "/summary.json "
+     "--anchor results/smoke/anchors/mnist.json"): None,
 }
 
 
@@ -154,7 +159,7 @@ def test_cheap_doc_commands_run_as_written_after_the_smoke(command, smoke, tmp_p
     (work / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)  # the checkout's environment
     if command.endswith("--unlock"):  # the lock a killed Snakemake leaves behind
         (work / ".snakemake/locks").mkdir(parents=True, exist_ok=True)
-        (work / ".snakemake/locks/0.output.lock").write_text(str(work / "results/summary/mnist.csv") + "\n")
+        (work / ".snakemake/locks/0.output.lock").write_text(str(work / "results/smoke/summary/mnist.csv") + "\n")
     proc = subprocess.run(command, shell=True, cwd=work, env=venv_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"`{command}`: {(proc.stdout + proc.stderr)[-2000:]}"
     made = AFTER_THE_SMOKE[command]

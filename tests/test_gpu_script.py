@@ -111,7 +111,7 @@ def test_an_archive_above_the_machines_file_limit_comes_back_in_parts_that_join(
 def test_a_stopped_workflow_packs_the_runs_of_finished_groups_not_yet_copied(machine, tmp_path):
     """Snakemake stopped between a group job and its runs' copies: the runs are packed from the
     group's folder; a run folder without its summary (written last) is not."""
-    group = machine / "results/groups/authors-code/mnist_N9_block0/mnist/cell~x"  # smoke: engine authors-code
+    group = machine / "results/smoke/groups/authors-code/mnist_N9_block0/mnist/cell~x"  # smoke: engine authors-code
     (group / "seed~0").mkdir(parents=True)
     (group / "seed~0/summary.json").write_text("{}")
     (group / "seed~0/rounds.csv").write_text("K\n")
@@ -120,7 +120,7 @@ def test_a_stopped_workflow_packs_the_runs_of_finished_groups_not_yet_copied(mac
     try:
         proc = run_script(machine, tmp_path / "out", MODE="snakemake", CHECK="0", BENCH="0", BUDGET_S="2")
     finally:
-        subprocess.run(["rm", "-rf", str(machine / "results/groups/authors-code/mnist_N9_block0")], check=True)
+        subprocess.run(["rm", "-rf", str(machine / "results/smoke/groups/authors-code/mnist_N9_block0")], check=True)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     about, names = packed(tmp_path / "out")
     assert about["finished"] is False

@@ -37,21 +37,21 @@ def test_every_figure_and_table_is_written(smoke):
     for nb, names in FIGURES.items():
         for name in names:
             for ext in ("png", "svg"):
-                path = smoke / f"results/figures/mnist/{nb}/{name}.{ext}"
+                path = smoke / f"results/smoke/figures/mnist/{nb}/{name}.{ext}"
                 assert path.is_file() and path.stat().st_size > 2000, path
     for nb, names in TABLES.items():
         for name in names:
             for ext in ("csv", "md"):
-                assert (smoke / f"results/tables/mnist/{nb}/{name}.{ext}").is_file(), (nb, name, ext)
+                assert (smoke / f"results/smoke/tables/mnist/{nb}/{name}.{ext}").is_file(), (nb, name, ext)
     for nb in ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"):
-        page = (smoke / f"results/report/mnist/{nb}.html").read_text()
+        page = (smoke / f"results/smoke/report/mnist/{nb}.html").read_text()
         assert "<html" in page and "Traceback" not in page
 
 
 def test_tables_are_built_from_the_smoke_results(smoke):
-    optimum = pd.read_csv(smoke / "results/summary/mnist_optimum.csv")
-    summary = pd.read_csv(smoke / "results/summary/mnist.csv")
-    t3 = pd.read_csv(smoke / "results/tables/mnist/02_sweeps/Table_III.csv").set_index("beta")
+    optimum = pd.read_csv(smoke / "results/smoke/summary/mnist_optimum.csv")
+    summary = pd.read_csv(smoke / "results/smoke/summary/mnist.csv")
+    t3 = pd.read_csv(smoke / "results/smoke/tables/mnist/02_sweeps/Table_III.csv").set_index("beta")
     ours = optimum[optimum.sweep == "beta"].set_index("value")
     for beta in (10.0, 12.0):
         assert t3.loc[beta, "K* ours"] == ours.loc[beta, "K_star_loss"]
@@ -59,30 +59,30 @@ def test_tables_are_built_from_the_smoke_results(smoke):
         assert t3.loc[beta, "max accuracy % ours"] == pytest.approx(100 * ours.loc[beta, "max_accuracy"])
     assert t3.loc[12.0, "β·K* (time) paper"] == 72 and t3.loc[6.0, "max accuracy % paper"] == 87.47
     assert t3.loc[12.0, "K* paper"] == 6 and t3.loc[8.0, "K* paper"] == 8
-    curves = pd.read_csv(smoke / "results/tables/mnist/02_sweeps/curves_beta.csv")
+    curves = pd.read_csv(smoke / "results/smoke/tables/mnist/02_sweeps/curves_beta.csv")
     mine = summary[summary.sweep == "beta"].groupby(["value", "K"]).train_loss.mean()
     assert np.allclose(curves.set_index(["value", "K"]).loss.sort_index(), mine.sort_index())
-    privacy = pd.read_csv(smoke / "results/tables/mnist/04_privacy/privacy.csv")
+    privacy = pd.read_csv(smoke / "results/smoke/tables/mnist/04_privacy/privacy.csv")
     eps = optimum[optimum.sweep == "epsilon"].sort_values("value")
     assert privacy.K_star_loss.tolist() == eps.K_star_loss.tolist()
     assert np.isinf(privacy.epsilon.iloc[-1])
-    kstar = pd.read_csv(smoke / "results/tables/mnist/03_bound/kstar.csv")
-    bound = pd.read_csv(smoke / "results/bound/mnist/kstar.csv")
+    kstar = pd.read_csv(smoke / "results/smoke/tables/mnist/03_bound/kstar.csv")
+    bound = pd.read_csv(smoke / "results/smoke/bound/mnist/kstar.csv")
     assert kstar.K_experiment.tolist() == bound.K_experiment.tolist()
-    verdicts = pd.read_csv(smoke / "results/verdicts/mnist.csv")
+    verdicts = pd.read_csv(smoke / "results/smoke/verdicts/mnist.csv")
     assert {"K* falls as beta grows", "K* does not depend on epsilon",
             "the bound's K* is the experiment's K*"} <= set(verdicts.claim)
-    comparison = pd.read_csv(smoke / "results/tables/mnist_paper_comparison.csv")
+    comparison = pd.read_csv(smoke / "results/smoke/tables/mnist_paper_comparison.csv")
     iv = comparison[(comparison.table == "Table IV") & (comparison.value == 10)].iloc[0]
     assert np.isnan(iv.paper_K_star) and "inconclusive" not in iv.note and "inconsistent" in iv.note
     assert "K* = 7" in iv.note  # the second reading: beta = 10
-    partitions = pd.read_csv(smoke / "results/tables/mnist/01_data/partitions.csv")
+    partitions = pd.read_csv(smoke / "results/smoke/tables/mnist/01_data/partitions.csv")
     assert partitions["mean classes per client"].iloc[0] == 4
 
 
 def test_index_opens_with_the_verdicts_and_links_every_notebook(smoke):
-    index = (smoke / "results/report/index.html").read_text()
-    verdicts = pd.read_csv(smoke / "results/verdicts/mnist.csv")
+    index = (smoke / "results/smoke/report/index.html").read_text()
+    verdicts = pd.read_csv(smoke / "results/smoke/verdicts/mnist.csv")
     for claim in verdicts[verdicts.role.isin(["claim", "paper error", "reading"])].claim:
         assert html.escape(claim) in index, claim
     assert index.index("<h2>Findings") < index.index("How far our numbers are from the paper") < index.index(
@@ -106,8 +106,8 @@ def _embedded_pngs(page: str) -> list[bytes]:
 
 def test_every_page_embeds_exactly_the_figures_it_saved(smoke):
     for nb in ("00_verdicts", "01_data", "02_sweeps", "03_bound", "04_privacy"):
-        page = (smoke / f"results/report/mnist/{nb}.html").read_text()
-        saved = sorted(p.read_bytes() for p in (smoke / f"results/figures/mnist/{nb}").glob("*.png"))
+        page = (smoke / f"results/smoke/report/mnist/{nb}.html").read_text()
+        saved = sorted(p.read_bytes() for p in (smoke / f"results/smoke/figures/mnist/{nb}").glob("*.png"))
         assert sorted(_embedded_pngs(page)) == saved, nb
         assert "&lt;Figure size" not in page
         assert "<script src=" not in page and "cdnjs" not in page  # stands alone, offline
@@ -116,14 +116,14 @@ def test_every_page_embeds_exactly_the_figures_it_saved(smoke):
 
 
 def test_snakemake_report_zip(smoke):
-    """The README's command for Snakemake's own report after the smoke run, as the README gives it."""
+    """docs/workflow.md's command for Snakemake's own report after the smoke run, as it gives it."""
     import shlex
 
-    command = "snakemake --configfile config/smoke.yaml --report results/report.zip"
-    assert f"`{command}`" in (REPO / "README.md").read_text()
+    command = "snakemake --configfile config/smoke.yaml --report results/smoke/report.zip"
+    assert f"`{command}`" in (REPO / "docs" / "workflow.md").read_text()
     proc = snakemake(smoke, *shlex.split(command)[1:], timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    names = zipfile.ZipFile(smoke / "results/report.zip").namelist()
+    names = zipfile.ZipFile(smoke / "results/smoke/report.zip").namelist()
     assert any(n.endswith("sweep_beta.png") for n in names) and any(n.endswith("Table_III.csv") for n in names)
 
 
@@ -213,5 +213,5 @@ def test_the_noise_norms_are_explained_over_the_runs_own_model(smoke):
     verdict table size a lazy upload's noise norm sigma sqrt(P) by that model, not the paper's
     784-256-10 (P = 203,530)."""
     for page in ("05_lazy", "00_verdicts"):
-        text = (smoke / f"results/report/mnist/{page}.html").read_text()
+        text = (smoke / f"results/smoke/report/mnist/{page}.html").read_text()
         assert "P = 25,450 parameters" in text and "203,530" not in text, page

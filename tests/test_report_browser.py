@@ -24,16 +24,16 @@ def browser():
 
 def test_pages_load_and_show_every_figure(smoke, browser):
     for nb in NOTEBOOKS:
-        check = browser.check(smoke / f"results/report/mnist/{nb}.html")
+        check = browser.check(smoke / f"results/smoke/report/mnist/{nb}.html")
         assert check.problems() == [], (nb, check.problems())
-        made = list((smoke / f"results/figures/mnist/{nb}").glob("*.png"))
+        made = list((smoke / f"results/smoke/figures/mnist/{nb}").glob("*.png"))
         assert len(check.images) == len(made), (nb, len(check.images), len(made))
         assert check.unresolved_links() == [], (nb, check.unresolved_links())
-    assert len(browser.check(smoke / "results/report/mnist/02_sweeps.html").images) >= 3
+    assert len(browser.check(smoke / "results/smoke/report/mnist/02_sweeps.html").images) >= 3
 
 
 def test_front_page_loads_shows_the_headline_figure_and_every_link_resolves(smoke, browser):
-    check = browser.check(smoke / "results/report/index.html")
+    check = browser.check(smoke / "results/smoke/report/index.html")
     assert check.problems() == [], check.problems()
     assert len(check.images) == 1 and check.broken_images == []
     assert check.images[0]["width"] > 400 and check.images[0]["height"] > 300

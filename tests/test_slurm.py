@@ -67,10 +67,11 @@ def test_smoke_workflow_runs_under_slurm(cluster, data_root, tmp_path, capsys):
     (work / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)
     # the workflow's cluster jobs, through the verdicts (the report's pages are localrules: they run on
     # the submit host as in the local smoke tests, and would only lengthen this one)
-    proc = run_profile(cluster, work, "--configfile", "config/smoke.yaml", targets=("results/verdicts/mnist.csv",))
+    proc = run_profile(cluster, work, "--configfile", "config/smoke.yaml",
+                       targets=("results/smoke/verdicts/mnist.csv",))
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-5000:])
     job_ids = {}
-    for summary in (work / "results/runs/authors-code/mnist").glob("*/seed~0/summary.json"):
+    for summary in (work / "results/smoke/runs/authors-code/mnist").glob("*/seed~0/summary.json"):
         job_ids[summary.parent.parent.name] = json.loads(summary.read_text())["provenance"]["slurm_job_id"]
     # 5 sweep cells and the lazy_ratio sweep's lazy cell with exclusion
     assert len(job_ids) == 6 and all(j and j.isdigit() for j in job_ids.values()), job_ids
@@ -82,7 +83,8 @@ def test_smoke_workflow_runs_under_slurm(cluster, data_root, tmp_path, capsys):
     ctld = (cluster.root / "slurmctld.log").read_text()
     allocated = set(re.findall(r"JobId=(\d+)", ctld))
     assert set(job_ids.values()) <= allocated
-    assert (work / "results/verdicts/mnist.csv").is_file() and (work / "results/bound/mnist/fit.csv").is_file()
+    results = work / "results/smoke"
+    assert (results / "verdicts/mnist.csv").is_file() and (results / "bound/mnist/fit.csv").is_file()
     with capsys.disabled():
         print("\nSLURM job ids of the smoke grid jobs (batches of 2):")
         for cell, job in sorted(job_ids.items(), key=lambda kv: int(kv[1])):

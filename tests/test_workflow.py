@@ -34,7 +34,7 @@ def smoke_dir(tmp_path: Path, data_root: Path) -> Path:
 @pytest.mark.slow
 def test_smoke_workflow_summary_tables(smoke):
     work = smoke
-    log = (work / "logs/fetch/MNIST.log").read_text()
+    log = (work / "logs/smoke/fetch/MNIST.log").read_text()
     assert "source registry: installed" in log and "all 4 files verified" in log
     indices = np.load(work / "data/partitions/mnist/classes4_N4_n64_seed0.npy")
     assert indices.shape == (4, 64) and len(np.unique(indices)) == 256
@@ -42,10 +42,10 @@ def test_smoke_workflow_summary_tables(smoke):
     assert (np.sort(np.asarray(manifest["label_histogram"]), axis=1)[:, -4:] == 16).all()
 
     # intermediate files (temp): the pages' parameter files are gone once the pages are made
-    assert (work / "results/report/mnist/02_sweeps.html").is_file()
-    assert not list((work / "results/report").glob("parameters/*/*.yaml"))
+    assert (work / "results/smoke/report/mnist/02_sweeps.html").is_file()
+    assert not list((work / "results/smoke/report").glob("parameters/*/*.yaml"))
 
-    table = pd.read_csv(work / "results/summary/mnist.csv")
+    table = pd.read_csv(work / "results/smoke/summary/mnist.csv")
     required = {"sweep", "cell", "K", "tau", "seed", "train_loss", "test_loss", "test_accuracy", "status"}
     assert required <= set(table.columns)
     assert set(table.sweep) == {"fig3", "beta", "lazy_ratio", "epsilon"}
@@ -58,30 +58,30 @@ def test_smoke_workflow_summary_tables(smoke):
     assert set(shared.sweep) == {"beta", "lazy_ratio", "epsilon"}
     assert shared.groupby("K").train_loss.nunique().eq(1).all()
     # 8 members in 5 unique cells, plus the lazy_ratio sweep's lazy cell run again with exclusion
-    assert len(list((work / "results/runs/authors-code/mnist").iterdir())) == 6
+    assert len(list((work / "results/smoke/runs/authors-code/mnist").iterdir())) == 6
     # the table is built from the runs' own outputs
-    run = work / "results/runs/authors-code/mnist" / shared.cell.iloc[0] / "seed~0" / "rounds.csv"
+    run = work / "results/smoke/runs/authors-code/mnist" / shared.cell.iloc[0] / "seed~0" / "rounds.csv"
     rounds = pd.read_csv(run)
     last = rounds[rounds.K == 2].iloc[-1]
     assert shared[shared.K == 2].train_loss.iloc[0] == pytest.approx(last.train_loss)
 
-    optimum = pd.read_csv(work / "results/summary/mnist_optimum.csv")
+    optimum = pd.read_csv(work / "results/smoke/summary/mnist_optimum.csv")
     assert len(optimum) == 8 and {"K_star_loss", "K_star_accuracy", "training_time", "mining_time",
                                   "max_accuracy", "max_accuracy_std"} <= set(optimum.columns)
     assert (optimum.mining_time == optimum.K_star_loss
             * optimum.cell.str.extract(r"beta~(\d+)")[0].astype(float)).all()
 
     # the bound: constants measured in the bound sweep's runs only, a reference optimum, fits, gaps, K*
-    bound = work / "results/bound/mnist"
+    bound = work / "results/smoke/bound/mnist"
     consts = pd.read_csv(bound / "constants.csv")
     assert len(consts) == 2 and (consts.L > 0).all() and (consts.delta > 0).all() and (consts.f_star > 0).all()
     lazy = consts[consts.cell.str.contains("lazy~0.25")]
     assert (lazy.M == 1).all() and (lazy.theta > 0).all() and (consts[consts.M == 0].theta == 0).all()
     assert (lazy.noise_norm > 0).all()
-    other = pd.read_csv(work / "results/runs/authors-code/mnist/alpha~1_beta~12_N~4_eta~0.05_lazy~0_sigma2~0_eps~inf"
-                        "/seed~0/rounds.csv")
+    other = pd.read_csv(work / "results/smoke/runs/authors-code/mnist"
+                        / "alpha~1_beta~12_N~4_eta~0.05_lazy~0_sigma2~0_eps~inf/seed~0/rounds.csv")
     assert other.L_mean.isna().all()  # cells outside the bound sweep do not measure
-    ref = json.loads((work / "results/reference/authors-code/mnist/classes4_N4_n64_seed0.json").read_text())
+    ref = json.loads((work / "results/smoke/reference/authors-code/mnist/classes4_N4_n64_seed0.json").read_text())
     assert consts.f_star.iloc[0] == pytest.approx(ref["f_star"])
     gaps = pd.read_csv(bound / "gaps.csv")
     merged = gaps.merge(table[table.sweep == "fig3"][["cell", "K", "train_loss"]], on=["cell", "K"])
@@ -90,7 +90,7 @@ def test_smoke_workflow_summary_tables(smoke):
     kstar = pd.read_csv(bound / "kstar.csv")
     assert {"K_closed_form", "K_exact_fit", "K_exact_measured", "K_experiment", "max_rel_gap_fit",
             "fit_above_everywhere"} <= set(kstar.columns)
-    verdicts = pd.read_csv(work / "results/verdicts/mnist.csv")
+    verdicts = pd.read_csv(work / "results/smoke/verdicts/mnist.csv")
     assert "K* falls as beta grows" in set(verdicts.claim)
     assert set(verdicts.basis) == {"bound", "experiment", "mathematics", "paper"}
     # the smoke grid has one seed: nothing on the runs is tested (the formula's statements need no runs);
@@ -103,27 +103,28 @@ def test_smoke_workflow_summary_tables(smoke):
             "the bound's K* is the experiment's K*"} <= set(verdicts.claim)
 
     # lazy-client detection: every lazy run records it; the exclusion run leaves the flagged upload out
-    lazy_cell = work / "results/runs/authors-code/mnist/alpha~1_beta~10_N~4_eta~0.05_lazy~0.25_sigma2~0.01_eps~inf"
+    lazy_cell = (work / "results/smoke/runs/authors-code/mnist"
+                 / "alpha~1_beta~10_N~4_eta~0.05_lazy~0.25_sigma2~0.01_eps~inf")
     det = pd.read_csv(lazy_cell / "seed~0/detections.csv")
     assert set(det.detector) == {"gaussian_difference", "gaussian_update", "near_duplicate"} and not det.excluded.any()
     cut = pd.read_csv(f"{lazy_cell}_exclude~1/seed~0/rounds.csv")
     assert (cut.n_excluded == 1).all() and (cut.n_in_block == 3).all()  # the one lazy client, every round
-    quality = pd.read_csv(work / "results/detection/mnist/quality.csv")
+    quality = pd.read_csv(work / "results/smoke/detection/mnist/quality.csv")
     assert set(quality.detector) == set(det.detector) and quality.auc.between(0, 1).all()
-    exclusion = pd.read_csv(work / "results/detection/mnist/exclusion.csv")
+    exclusion = pd.read_csv(work / "results/smoke/detection/mnist/exclusion.csv")
     assert list(exclusion.condition) == ["no lazy clients", "lazy clients", "lazy, flagged excluded"]
-    assert (work / "results/report/mnist/05_lazy.html").is_file()
+    assert (work / "results/smoke/report/mnist/05_lazy.html").is_file()
 
 
 @pytest.mark.slow
 def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
     work = smoke_dir(tmp_path, data_root)
     # the grid up to its summary table (the report's pages add nothing to what a restart must keep)
-    args = ["snakemake", "results/summary/mnist.csv", "--cores", "1", "--configfile", "config/smoke.yaml"]
+    args = ["snakemake", "results/smoke/summary/mnist.csv", "--cores", "1", "--configfile", "config/smoke.yaml"]
     proc = subprocess.Popen(args, cwd=work, env=venv_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    runs = work / "results/runs/authors-code/mnist"
-    logs = work / "logs/run/authors-code/mnist"
+    runs = work / "results/smoke/runs/authors-code/mnist"
+    logs = work / "logs/smoke/run/authors-code/mnist"
     deadline = time.time() + 300
     # Wait until one run job is done and Snakemake has started the next (its log exists).
     while time.time() < deadline and not (list(runs.glob("*/seed~0/summary.json"))
@@ -134,7 +135,7 @@ def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
     done_dirs = [p.parent for p in runs.glob("*/seed~0/summary.json")]  # both outputs of a job are written
     finished = {p: p.stat().st_mtime_ns for d in done_dirs for p in (d / "rounds.csv", d / "summary.json")}
     assert finished, "no job finished before the kill"
-    assert not (work / "results/summary/mnist.csv").exists()
+    assert not (work / "results/smoke/summary/mnist.csv").exists()
     for p in runs.rglob("*"):  # nothing half-written under a final name
         if p.name == "summary.json":
             json.loads(p.read_text())
@@ -142,12 +143,12 @@ def test_killed_run_restarts_without_redoing_finished_jobs(tmp_path, data_root):
             pd.read_csv(p)
     # SIGKILL (like a power loss) leaves Snakemake's lock behind: unlock, then restart.
     assert snakemake(work, "--unlock", "--configfile", "config/smoke.yaml").returncode == 0
-    restart = snakemake(work, "results/summary/mnist.csv", "--cores", "2", "--configfile", "config/smoke.yaml",
+    restart = snakemake(work, "results/smoke/summary/mnist.csv", "--cores", "2", "--configfile", "config/smoke.yaml",
                         "--rerun-incomplete")
     assert restart.returncode == 0, restart.stderr[-3000:]
     redone = [str(p.relative_to(work)) for p, t in finished.items() if p.stat().st_mtime_ns != t]
     assert not redone, f"finished jobs were redone: {redone}\n{restart.stderr[-3000:]}"
-    assert len(pd.read_csv(work / "results/summary/mnist.csv")) == 16  # 8 sweep members x K 1..2
+    assert len(pd.read_csv(work / "results/smoke/summary/mnist.csv")) == 16  # 8 sweep members x K 1..2
     assert not list(work.rglob("*.tmp"))
 
 
@@ -157,13 +158,13 @@ def test_the_readmes_re_verify_command_passes_on_every_ledger_the_workflow_write
     folder the workflow writes (no models kept: no --store)."""
     from bladefl.cli import main
 
-    ledgers = sorted((smoke / "results/runs").rglob("chains/K*.json"))
+    ledgers = sorted((smoke / "results/smoke/runs").rglob("chains/K*.json"))
     assert len(ledgers) == 12  # 6 runs x K 1..2
     for ledger in ledgers:  # the keys derive from the seed: consistent, not valid, without an anchor
         assert main(["chain", "verify", str(ledger), "--summary", str(ledger.parents[1] / "summary.json")]) == 3
     assert capsys.readouterr().out.count("consistent, its tip is the run's") == 12
     anchor = tmp_path / "anchors.json"  # a record kept outside the run folders (a kept bundle keeps one)
-    summaries = sorted(str(p) for p in (smoke / "results/runs").rglob("summary.json"))
+    summaries = sorted(str(p) for p in (smoke / "results/smoke/runs").rglob("summary.json"))
     assert main(["chain", "anchor", "--summary", *summaries, "--out", str(anchor)]) == 0
     for ledger in ledgers:
         assert main(["chain", "verify", str(ledger), "--summary", str(ledger.parents[1] / "summary.json"),
@@ -223,19 +224,19 @@ def test_report_renders_without_measured_constants(smoke, tmp_path):
     work = tmp_path / "work"
     shutil.copytree(smoke, work, symlinks=True)
     for made in ("report", "bound", "reference", "verdicts", "figures", "tables"):
-        shutil.rmtree(work / "results" / made)
+        shutil.rmtree(work / "results/smoke" / made)
     proc = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml", "--config", "measure_constants=False",
                      "--notemp")  # keeps the pages' parameter files (temp) to read them
     assert proc.returncode == 0, proc.stderr[-3000:]
-    pages = sorted(p.name for p in (work / "results/report/mnist").glob("*.html"))
+    pages = sorted(p.name for p in (work / "results/smoke/report/mnist").glob("*.html"))
     assert pages == ["00_verdicts.html", "01_data.html", "02_sweeps.html", "04_privacy.html", "05_lazy.html"]
-    params = yaml.safe_load((work / "results/report/parameters/mnist/00_verdicts.yaml").read_text())
-    assert params["verdicts"] == "results/verdicts/mnist.csv" and "gaps" not in params
-    assert not (work / "results/bound").exists() and not (work / "results/reference").exists()
-    verdicts = pd.read_csv(work / "results/verdicts/mnist.csv")
+    params = yaml.safe_load((work / "results/smoke/report/parameters/mnist/00_verdicts.yaml").read_text())
+    assert params["verdicts"] == "results/smoke/verdicts/mnist.csv" and "gaps" not in params
+    assert not (work / "results/smoke/bound").exists() and not (work / "results/smoke/reference").exists()
+    verdicts = pd.read_csv(work / "results/smoke/verdicts/mnist.csv")
     assert set(verdicts.basis) <= {"experiment", "paper"}  # no bound claims without measured constants
     assert set(verdicts[verdicts.basis == "paper"].statement) <= {"tab4-mnist"}  # the tables' errors need no runs
-    assert "mnist/04_privacy.html" in (work / "results/report/index.html").read_text()
+    assert "mnist/04_privacy.html" in (work / "results/smoke/report/index.html").read_text()
 
 
 @pytest.mark.slow
@@ -246,19 +247,19 @@ def test_stale_runs_and_partitions_do_not_leak_into_the_report(smoke, tmp_path):
 
     work = tmp_path / "work"
     shutil.copytree(smoke, work, symlinks=True)
-    runs = work / "results/runs/authors-code/mnist"
+    runs = work / "results/smoke/runs/authors-code/mnist"
     real = sorted(p.name for p in runs.iterdir())
     stale_cell = "alpha~9_beta~99_N~4_eta~0.5_lazy~0_sigma2~0_eps~inf"
     shutil.copytree(runs / real[0], runs / stale_cell)
     parts = work / "data/partitions/mnist"
     shutil.copy(parts / "classes4_N4_n64_seed0.json", parts / "classes4_N99_n64_seed0.json")
-    targets = ["results/report/mnist/00_verdicts.html", "results/report/mnist/01_data.html"]
+    targets = ["results/smoke/report/mnist/00_verdicts.html", "results/smoke/report/mnist/01_data.html"]
     proc = snakemake(work, "--cores", "2", "--configfile", "config/smoke.yaml", "--forcerun", *targets)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    prov = pd.read_csv(work / "results/tables/mnist/00_verdicts/provenance.csv")
+    prov = pd.read_csv(work / "results/smoke/tables/mnist/00_verdicts/provenance.csv")
     assert sorted(r.split("/")[0] for r in prov.run) == real
-    assert stale_cell not in (work / "results/report/mnist/00_verdicts.html").read_text()
-    page = (work / "results/report/mnist/01_data.html").read_text()
+    assert stale_cell not in (work / "results/smoke/report/mnist/00_verdicts.html").read_text()
+    page = (work / "results/smoke/report/mnist/01_data.html").read_text()
     page = re.sub(r"data:image/[a-z+]+;base64,[A-Za-z0-9+/=]+", "", page)
     assert "N99" not in page  # (an embedded image's base64 may spell anything)
 
@@ -279,8 +280,9 @@ def test_result_files_are_readable_by_others_under_umask_022(tmp_path, smoke):
     finally:
         os.umask(old)
     if old == 0o022:  # the smoke workflow ran under this process's umask
-        for rel in ("results/summary/mnist.csv", "results/report/index.html", "results/report/mnist/02_sweeps.html",
-                    "results/figures/mnist/02_sweeps/sweep_beta.png",
+        for rel in ("results/smoke/summary/mnist.csv", "results/smoke/report/index.html",
+                    "results/smoke/report/mnist/02_sweeps.html",
+                    "results/smoke/figures/mnist/02_sweeps/sweep_beta.png",
                     "data/partitions/mnist/classes4_N4_n64_seed0.npy"):
             assert (smoke / rel).stat().st_mode & 0o044 == 0o044, rel
 
@@ -290,29 +292,30 @@ def test_grouped_jobs_write_the_same_runs_as_one_job_per_cell(smoke, tmp_path, d
     """grouping: partition (the GPU profile's) runs every cell of a partition as one job and
     writes the same run folders, with the same numbers, as one job per cell."""
     work = smoke_dir(tmp_path, data_root)
-    proc = snakemake(work, "--cores", "2", "results/summary/mnist.csv", "--configfile", "config/smoke.yaml",
+    proc = snakemake(work, "--cores", "2", "results/smoke/summary/mnist.csv", "--configfile", "config/smoke.yaml",
                      "--config", "grouping=partition", "seeds_per_job=1")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert [p.name for p in (work / "logs/run_group/authors-code").iterdir()] == ["mnist_N4_block0.log"]
+    assert [p.name for p in (work / "logs/smoke/run_group/authors-code").iterdir()] == ["mnist_N4_block0.log"]
     keys = ["sweep", "cell", "K", "seed"]
-    grouped = pd.read_csv(work / "results/summary/mnist.csv").sort_values(keys).reset_index(drop=True)
-    single = pd.read_csv(smoke / "results/summary/mnist.csv").sort_values(keys).reset_index(drop=True)
+    grouped = pd.read_csv(work / "results/smoke/summary/mnist.csv").sort_values(keys).reset_index(drop=True)
+    single = pd.read_csv(smoke / "results/smoke/summary/mnist.csv").sort_values(keys).reset_index(drop=True)
     assert grouped[keys].equals(single[keys])
     for column in ("train_loss", "test_loss", "test_accuracy"):
         assert np.allclose(grouped[column], single[column], atol=1e-5, rtol=0), column
     # one wildcard rule run_group; each run taken to its place by run_cell, the group's folder and the
     # plans then removed (temp)
-    assert sorted(p.name for p in (work / "logs/run/authors-code/mnist").iterdir()) == sorted(
-        p.name for p in (smoke / "logs/run/authors-code/mnist").iterdir())
-    assert all(log.read_text().startswith("took ") for log in (work / "logs/run/authors-code/mnist").rglob("*.log"))
-    assert not list((work / "results").glob("groups/*/*"))
-    assert not [p for p in (work / "results/plans").rglob("*") if not p.is_dir()]
+    assert sorted(p.name for p in (work / "logs/smoke/run/authors-code/mnist").iterdir()) == sorted(
+        p.name for p in (smoke / "logs/smoke/run/authors-code/mnist").iterdir())
+    logs = work / "logs/smoke/run/authors-code/mnist"
+    assert all(log.read_text().startswith("took ") for log in logs.rglob("*.log"))
+    assert not list((work / "results/smoke").glob("groups/*/*"))
+    assert not [p for p in (work / "results/smoke/plans").rglob("*") if not p.is_dir()]
     # the run folders are the same output whichever grouping wrote them: one job per cell plans nothing
-    dry = snakemake(work, "-n", "--cores", "2", "results/summary/mnist.csv", "--configfile", "config/smoke.yaml")
+    dry = snakemake(work, "-n", "--cores", "2", "results/smoke/summary/mnist.csv", "--configfile", "config/smoke.yaml")
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout[-3000:]
     # the two fig3 cells (the bound's) record ||w - w*||, the others do not
     recorded = {p.parent.parent.name: pd.read_csv(p)["dist_ref"].notna().any()
-                for p in (work / "results/runs/authors-code/mnist").glob("*/seed~0/rounds.csv")}
+                for p in (work / "results/smoke/runs/authors-code/mnist").glob("*/seed~0/rounds.csv")}
     assert sum(recorded.values()) == 2, recorded
 
 
@@ -324,7 +327,7 @@ def test_runs_written_one_job_per_cell_are_not_planned_again_under_the_gpu_profi
 
     work = tmp_path / "work"
     shutil.copytree(smoke, work, symlinks=True)
-    dry = snakemake(work, "-n", "--cores", "2", "results/summary/mnist.csv", "--configfile", "config/smoke.yaml",
+    dry = snakemake(work, "-n", "--cores", "2", "results/smoke/summary/mnist.csv", "--configfile", "config/smoke.yaml",
                     "--config", "grouping=partition", "seeds_per_job=1")
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout[-3000:]
 
@@ -354,7 +357,7 @@ def test_a_killed_group_keeps_its_finished_runs_and_its_rerun_skips_them(tmp_pat
     work = smoke_dir(tmp_path, data_root)
     args = ["snakemake", "run_folders", "--cores", "2", "--configfile", "config/smoke.yaml", "--config",
             "grouping=partition", "seeds_per_job=1"]
-    group = work / "results/groups/authors-code/mnist_N4_block0"
+    group = work / "results/smoke/groups/authors-code/mnist_N4_block0"
     last = group / "mnist/alpha~1_beta~10_N~4_eta~0.05_lazy~0.25_sigma2~0.01_eps~inf_exclude~1/seed~0"
     last.parent.mkdir(parents=True)
     last.write_text("in the way")
@@ -365,9 +368,9 @@ def test_a_killed_group_keeps_its_finished_runs_and_its_rerun_skips_them(tmp_pat
     last.unlink()
     rerun = subprocess.run(args, cwd=work, env=venv_env(), capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    log = (work / "logs/run_group/authors-code/mnist_N4_block0.log").read_text()
+    log = (work / "logs/smoke/run_group/authors-code/mnist_N4_block0.log").read_text()
     assert f"{6 - finished} run folders written, {finished} already finished (of 6)" in log, log[-2000:]
-    assert len(list((work / "results/runs/authors-code/mnist").rglob("summary.json"))) == 6
+    assert len(list((work / "results/smoke/runs/authors-code/mnist").rglob("summary.json"))) == 6
     assert not group.exists()  # each run moved to its place, the emptied folders removed
 
 
@@ -380,7 +383,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     import sys
     import tarfile
 
-    runs = smoke / "results/runs/authors-code"
+    runs = smoke / "results/smoke/runs/authors-code"
     archive = tmp_path / "grid-tables.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:  # as scripts/gpu/run.sh packs them
         for f in sorted(runs.rglob("*")):
@@ -400,9 +403,9 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     tables = ("summary/mnist.csv", "summary/mnist_optimum.csv", "verdicts/mnist.csv", "bound/mnist/fit.csv",
               "detection/mnist/quality.csv", "tables/mnist_paper_comparison.csv")
     # the analyses (the report is rendered once, below, from the kept bundle)
-    assert snakemake(work, *(f"results/{t}" for t in tables), *args).returncode == 0
+    assert snakemake(work, *(f"results/smoke/{t}" for t in tables), *args).returncode == 0
     for table in tables:
-        assert (work / "results" / table).read_bytes() == (smoke / "results" / table).read_bytes(), table
+        assert (work / "results/smoke" / table).read_bytes() == (smoke / "results/smoke" / table).read_bytes(), table
 
     proc = snakemake(work, "reference/smoke/MANIFEST.json", *args, "--config", "keep_archive=True")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -414,7 +417,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     # the bundle is an anchor: a run's ledger verifies as valid against it, not only as consistent
     from bladefl.cli import main
 
-    ledger = next((work / "results/runs").rglob("chains/K2.json"))
+    ledger = next((work / "results/smoke/runs").rglob("chains/K2.json"))
     assert main(["chain", "verify", str(ledger), "--summary", str(ledger.parents[1] / "summary.json"), "--anchor",
                  str(work / "reference/smoke/results/anchors/mnist.json")]) == 0
     # the archive the runs came from is kept with them, and imports again from the bundle
@@ -450,7 +453,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     assert any("&lt;img src=x onerror=alert(1)&gt;" in s for s in shown)
     for page in ("00_verdicts", "02_sweeps", "03_bound", "05_lazy"):
         ours = sorted(f for f in (kept / "tables/mnist" / page).glob("*.csv") if f.stem != "provenance")
-        theirs = smoke / "results/tables/mnist" / page  # the pages rendered from the runs themselves
+        theirs = smoke / "results/smoke/tables/mnist" / page  # the pages rendered from the runs themselves
         assert ours and all(f.read_bytes() == (theirs / f.name).read_bytes() for f in ours)
 
 
@@ -469,3 +472,19 @@ def test_parsing_and_a_dry_run_need_no_torch(tmp_path):
         proc = subprocess.run(["snakemake", "-n", "--quiet", "rules", "--configfile", *configs], cwd=work, env=env,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, (configs, proc.stderr[-2000:])
+
+
+@pytest.mark.slow
+def test_the_smoke_writes_only_into_its_own_folders(smoke):
+    """Smoke and default results never mix: the smoke grid's results, logs and benchmarks all lie in
+    folders of its own (config/smoke.yaml), so a default run's `results/` tables, report and
+    benchmarks are never replaced by one-seed ones; and the configs' folders are pairwise apart."""
+    from bladefl.experiments.plan.config_files import read_configs
+
+    for top in ("results", "logs", "benchmarks"):
+        assert sorted(p.name for p in (smoke / top).iterdir()) == ["smoke"], top
+    folders = {}
+    for name in ("config.yaml", "smoke.yaml", "paper.yaml", "calibration.yaml", "calibration_smoke.yaml"):
+        config = read_configs([REPO / "config" / name], default=REPO / "config" / "config.yaml")
+        folders[name] = tuple(config[k] for k in ("results_dir", "logs_dir", "benchmarks_dir"))
+    assert len(set(folders.values())) == len(folders), folders

@@ -97,13 +97,14 @@ def test_default_and_paper_configs_are_valid(monkeypatch):
 
 
 def test_paper_config_is_an_overlay_on_the_default(monkeypatch):
-    """config/paper.yaml changes the seeds and draws only; everything else is config/config.yaml's
+    """config/paper.yaml changes the seeds, draws and output folders only; everything else is config/config.yaml's
     (one place to change a sweep), and the layers are read as Snakemake reads them."""
     from bladefl.experiments.plan.config_files import layers, read_configs
 
     monkeypatch.chdir(REPO)
     overlay = yaml.safe_load((REPO / "config/paper.yaml").read_text())
-    assert set(overlay) == {"seeds", "partition"} and set(overlay["partition"]) == {"seeds"}
+    assert set(overlay) == {"seeds", "partition", "results_dir", "logs_dir", "benchmarks_dir"}
+    assert set(overlay["partition"]) == {"seeds"} and overlay["results_dir"] == "results/paper"  # runs kept apart
     default, paper = read_configs(["config/config.yaml"]), read_configs(["config/paper.yaml"])
     assert paper["sweeps"] == default["sweeps"] and paper["partition"]["n"] == default["partition"]["n"]
     assert len(paper["seeds"]) == 20 and paper["partition"]["seeds"] == paper["seeds"]  # seed i on draw i

@@ -140,20 +140,24 @@ if [ "$mode" = snakemake ]; then
   if [ "${#settings[@]}" -gt 0 ]; then settings=(--config "${settings[@]}"); fi
   timeout --signal=INT "$grid_budget" python3 -m snakemake run_folders --profile profiles/gpu --configfile "$grid" \
     --scheduler greedy "${settings[@]}" 2>&1 | tee -a "$out/bench.txt" || rc=$?
-  # The finished run folders' tables, packed as the bench's are (the workflow writes results/runs/<profile>).
+  # The finished run folders' tables, packed as the bench's are (the workflow writes <results_dir>/runs/<engine>,
+  # each config its own results_dir: config/paper.yaml's is results/paper).
   engine=$(python3 -c "$config_of_grid; print(c.get('engine', 'paper'))" "$grid")
-  if [ -d "results/runs/$engine" ]; then
-    (cd "results/runs/$engine" && tables . | tar cf - --null -T -) | tar xf - -C "$grid_dir"
+  results=$(python3 -c "$config_of_grid; print(c.get('results_dir', 'results'))" "$grid")
+  folders=$(python3 -c "$config_of_grid; print(c.get('benchmarks_dir', 'benchmarks'), c.get('logs_dir', 'logs'))" "$grid")
+  if [ -d "$results/runs/$engine" ]; then
+    (cd "$results/runs/$engine" && tables . | tar cf - --null -T -) | tar xf - -C "$grid_dir"
   fi
   # Runs of finished groups not yet copied to their place (a workflow stopped between the two): each
-  # run folder with its summary (written last), from the group folders (results/groups/<engine>/<group>).
-  for group in results/groups/"$engine"/*/; do
+  # run folder with its summary (written last), from the group folders (<results_dir>/groups/<engine>/<group>).
+  for group in "$results"/groups/"$engine"/*/; do
     [ -d "$group" ] || continue
     (cd "$group" && find . -name summary.json -printf '%h\0' | while IFS= read -r -d '' run; do tables "$run"; done \
       | tar cf - --null -T -) | tar xf - -C "$grid_dir"
   done
   # Each job's wall and memory (Snakemake's benchmark files) and the groups' logs: where the wall went.
-  tar cJf "$out/jobs.tar.xz" $(ls -d benchmarks logs/run_group 2>/dev/null) 2>/dev/null || true
+  read -r bench_dir logs_dir <<< "$folders"
+  tar cJf "$out/jobs.tar.xz" $(ls -d "$bench_dir" "$logs_dir/run_group" 2>/dev/null) 2>/dev/null || true
 else
   timeout --signal=INT "$grid_budget" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-compare \
     --grid "$grid" --grid-only ${GRID_SEEDS:+--grid-seeds $GRID_SEEDS} --out "$grid_dir" 2>&1 | tee -a "$out/bench.txt" || rc=$?

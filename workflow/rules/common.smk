@@ -27,7 +27,9 @@ if workflow.is_main_process:  # once, not again in each job's own process
         print(f"note: {_note}", file=sys.stderr)
 
 # before the schema: its message prints the whole config (aliases of aliases would never end)
-if _problems := wc_files.config_file_errors(workflow.configfiles) or wc_files.config_size_errors(config):
+if _problems := wc_files.config_file_errors(
+    workflow.configfiles
+) or wc_files.config_size_errors(config):
     raise wc_cfg.ConfigError("invalid config:\n  - " + "\n  - ".join(_problems))
 try:
     validate(config, schema="../schemas/config.schema.yaml")

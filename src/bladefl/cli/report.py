@@ -270,6 +270,24 @@ def _cmd_run_page(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_findings(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundles", nargs="+", help="kept bundles, e.g. reference/paper-20seeds reference/default-2seeds")
+    p.add_argument("--out", help="the page to write (docs/findings.md); without it, printed")
+
+
+def _cmd_findings(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.report.findings_doc import findings_markdown
+
+    text = findings_markdown(args.bundles)  # every bundle checked against its manifest before a word is written
+    if args.out:
+        atomic.write_text(args.out, text)
+        print(f"wrote {args.out} from {', '.join(args.bundles)}")
+    else:
+        print(text, end="")
+    return 0
+
+
 COMMANDS: list[Command] = [
     ("sensitivity", "rank readings of the unstated settings by distance to the paper",
      add_sensitivity, _cmd_sensitivity),
@@ -278,6 +296,7 @@ COMMANDS: list[Command] = [
     ("report-index", "the report's front page: verdicts, headline figure, pages by dataset",
      add_report_index, _cmd_report_index),
     ("verdicts", "every statement of the paper judged once on one dataset", add_verdicts, _cmd_verdicts),
+    ("findings", "docs/findings.md computed from kept bundles' verdict tables", add_findings, _cmd_findings),
     ("paper-comparison", "the paper's Tables II-VII beside ours, one row per table row",
      add_paper_comparison, _cmd_paper_comparison),
     ("provenance", "one row per run: code version, device, host, data checksum, run time",

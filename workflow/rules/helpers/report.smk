@@ -169,6 +169,7 @@ def all_targets():
             else []
         ),
         *expand(f"{RESULTS}/verdicts/{{dataset}}.csv", dataset=DATASETS),
+        *expand(f"{RESULTS}/anchors/{{dataset}}.json", dataset=DATASETS),
         *(
             [f for d in DATASETS for f in detection_files(d).values()]
             if DETECTING

@@ -1,0 +1,90 @@
+"""docs/findings.md, computed: what the kept bundles' verdict tables say, bundle by bundle, as a
+Markdown page (the front page's findings box without the HTML). Every number comes from the
+bundle's own tables, checked against its manifest first; a test regenerates the page and compares,
+so the page never drifts from the tables it summarises (`bladefl findings`)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from bladefl.report.findings import BASES
+from bladefl.report.front_page import UNSETTLED, _names, _replication, accuracy_line, counted, dataset_title
+from bladefl.report.inputs import read_csv
+
+HEADER = ("# What the kept grids find\n\n"
+          "Computed from the kept bundles' verdict and comparison tables by `bladefl findings` (do not edit: "
+          "`tests/test_findings_doc.py` regenerates this page and compares). Each statement of the paper counts "
+          "once per dataset; its other readings are judged beside it and are on the report's pages. The verdicts' "
+          "meaning: [docs/workflow.md](workflow.md#verdicts); the words: [docs/glossary.md](glossary.md).\n")
+LABELS = (("Reproduced", ("reproduced",)), ("Refuted", ("refuted",)), ("Not settled", UNSETTLED))
+
+
+def _md(text: object) -> str:
+    """Plain text for a Markdown line: asterisks (K*) and underscores kept literal."""
+    return str(text).replace("*", "\\*").replace("_", "\\_")
+
+
+def _bullets(by: dict[str, dict[str, pd.Series]], datasets: Sequence[str], verdicts: Sequence[str]) -> list[str]:
+    lines = []
+    for rows in by.values():
+        hit = [d for d in datasets if d in rows and rows[d].verdict in verdicts]
+        if not hit:
+            continue
+        first = rows[hit[0]]
+        verdict = "" if first.verdict in ("reproduced", "refuted") else f", {first.verdict}"
+        found = "; ".join(f"{dataset_title(d)}: {_md(rows[d].finding)}" for d in hit
+                          if isinstance(rows[d].finding, str) and rows[d].finding)
+        lines.append(f"- **{_md(first.claim)}** ({', '.join(dataset_title(d) for d in hit)}{verdict})"
+                     + (f": {found}" if found else ""))
+    return lines
+
+
+def bundle_section(bundle: Path) -> str:
+    """One bundle's findings: its replication, who derived the verdicts, the tally, per basis and
+    verdict a bullet per statement with each dataset's finding, the paper's errors, the accuracy."""
+    from bladefl.experiments.bundles import kept_results
+    from bladefl.report.pages import VERDICT_COLUMNS, verdict_tally
+
+    found = kept_results.problems(bundle)
+    if found:  # hostile until checked
+        raise ValueError(f"{bundle}: {found[0]}")
+    about = kept_results.read_manifest(bundle).get("about", {})
+    results = bundle / "results"
+    first = sorted((results / "verdicts").glob("*.csv"), key=lambda p: (p.stem != "mnist", p.stem))  # MNIST first
+    table = pd.concat([read_csv(p, VERDICT_COLUMNS) for p in first], ignore_index=True)
+    comparisons = {p.name.removesuffix("_paper_comparison.csv"): read_csv(p) for p in
+                   sorted((results / "tables").glob("*_paper_comparison.csv"))}
+    datasets = list(dict.fromkeys(table.dataset))
+    judged = (about.get("rejudged") or [{}])[-1]
+    by_code = f", verdicts derived by code {judged['code_version']} on {judged['date']}" if judged else ""
+    lines = [f"## `{bundle.as_posix()}`\n", f"{about.get('runs', '?')} runs; the units: {_replication(table)}"
+             f"{by_code}.\n", f"**Tally.** {_md(verdict_tally(table))}.\n"]
+    rows = counted(table)
+    for basis, title in BASES:
+        by = _names(rows[(rows.basis == basis) & (rows.verdict != "paper error")], datasets)
+        if not by:
+            continue
+        lines.append(f"### {title}\n")
+        for label, verdicts in LABELS:
+            bullets = _bullets(by, datasets, verdicts)
+            if bullets:
+                lines += [f"**{label}**\n", *bullets, ""]
+    errors = _names(rows[rows.verdict == "paper error"], datasets)
+    if errors:
+        lines += ["### The paper's own errors\n", *_bullets(errors, datasets, ("paper error",)), ""]
+    accuracy = html.unescape(accuracy_line(comparisons))
+    if accuracy:
+        lines.append(f"**Best accuracy**: {_md(accuracy)}\n")
+    return "\n".join(lines)
+
+
+def findings_markdown(bundles: Sequence[str | Path]) -> str:
+    """docs/findings.md for ``bundles`` (each a kept bundle folder)."""
+    return "\n".join([HEADER, *(bundle_section(Path(b)) for b in bundles)]).rstrip("\n") + "\n"
+
+
+__all__ = ["findings_markdown", "bundle_section"]
