@@ -138,7 +138,7 @@ def test_the_front_page_shows_the_draws_and_links_each_claim_to_its_page(tmp_pat
     out.to_csv(tmp_path / "mnist.csv", index=False)
     page = write_index(tmp_path / "index.html", [tmp_path / "mnist.csv"], [])
     text = page.read_text()
-    assert "draws: differs between draws (1/2)" in text
+    assert "draws: differs between draws (holds on 1/2)" in text
     assert "href='mnist/02_sweeps.html'" in text
 
 

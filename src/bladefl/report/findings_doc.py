@@ -16,6 +16,7 @@ from bladefl.report.front_page import UNSETTLED, _names, _replication, accuracy_
 from bladefl.report.inputs import read_csv
 
 HEADER = ("# What the kept grids find\n\n"
+          "Commands here run in the project's environment: after `make`, `source .venv/bin/activate`. "
           "Computed from the kept bundles' verdict and comparison tables by `bladefl findings` (do not edit: "
           "`tests/test_findings_doc.py` regenerates this page and compares). Each statement of the paper counts "
           "once per dataset; its other readings are judged beside it and are on the report's pages. The verdicts' "
