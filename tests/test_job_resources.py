@@ -9,6 +9,7 @@ import yaml
 from bladefl.cli import main
 from bladefl.experiments.runs import job_resources as jr
 
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 HEAD = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
 
@@ -161,3 +162,32 @@ def test_any_folder_name_is_a_rule_key_of_the_profile_or_refused(tmp_path_factor
             assert code == 2 and not (work / "p").exists()
 
     check()
+
+
+def test_set_resources_beside_a_profile_that_sizes_rules_is_refused(tmp_path):
+    """`--set-resources` on the command line once replaced the measured profile's whole set-resources
+    (reference jobs back to their declared 30 min / 3,000 MB) without a word: the mix is one line and
+    exit 1 before any job; either alone runs, as does --set-resources beside a profile that sizes nothing."""
+    import subprocess
+    import sys
+
+    from bladefl.experiments.plan.resource_mix import mixed_resources
+    from conftest import copy_workflow
+
+    (tmp_path / "work").mkdir()
+    work = copy_workflow(tmp_path / "work")
+    measured = tmp_path / "measured"
+    measured.mkdir()
+    (measured / "config.yaml").write_text("set-resources:\n  run_cell: {mem_mb: 900}\n  reference: {runtime: 3}\n")
+    said = mixed_resources(["-n", "--workflow-profile", str(measured), "--set-resources", "run_cell:mem_mb=4000"])
+    assert said and "reference, run_cell" in said and "does not merge" in said
+    assert mixed_resources([f"--workflow-profile={measured}", "--set-resources=run_cell:mem_mb=1"]) is not None
+    assert mixed_resources(["--workflow-profile", str(measured)]) is None  # the profile alone
+    assert mixed_resources(["--set-resources", "run_cell:mem_mb=1"]) is None  # the command line alone
+    assert mixed_resources(["--profile", "profiles/slurm", "--set-resources", "run_group:gpu=1"], REPO) is None
+    snakemake = [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--workflow-profile", str(measured)]
+    mixed = subprocess.run([*snakemake, "--set-resources", "run_cell:mem_mb=4000"], cwd=work, capture_output=True,
+                           text=True, timeout=300)
+    assert mixed.returncode == 1 and "replaces every size --workflow-profile" in mixed.stdout + mixed.stderr
+    alone = subprocess.run(snakemake, cwd=work, capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 0, alone.stderr[-2000:]

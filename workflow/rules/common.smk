@@ -10,6 +10,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from bladefl.experiments.plan import gpu_profile
+from bladefl.experiments.plan import resource_mix
 from bladefl.experiments.plan import readings as rd
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.plan import config_checks as wc_checks
@@ -44,6 +45,9 @@ except WorkflowError:  # one line per problem naming the field, not the whole sc
         )
     ) from None
 wc_checks.check(config)
+# --set-resources beside a profile that sizes rules would silently discard the profile's sizes
+if workflow.is_main_process and (_mix := resource_mix.mixed_resources(sys.argv[1:])):
+    raise wc_cfg.ConfigError(_mix)
 # profiles/gpu declares a `gpu` resource: its grouping and its GPU check follow from that, not from
 # a config key that a `--config` on the command line would replace (bladefl.experiments.plan.gpu_profile).
 _gpu_resource = "gpu" in workflow.global_resources
