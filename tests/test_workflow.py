@@ -202,6 +202,9 @@ def test_paper_grid_dry_run_with_the_slurm_profile_shows_the_batches(tmp_path_fa
     runs = int(re.search(r"^run_cell\s+(\d+)$", out, re.M).group(1))
     assert runs == 1080
     assert out.count("Group job grid") == math.ceil(runs / 16) == 68
+    partitions = int(re.search(r"^partition\s+(\d+)$", out, re.M).group(1))
+    assert out.count("Group job prep") == math.ceil(partitions / 40) == 4  # the 4 s jobs batched too
+    assert "runtime=15" in out and "mem_mb=2000" in out  # a run's request follows its measured 1-3 min, 1.5 GB
     # docs/hpc.md's counts are this dry run's
     count = {rule: int(re.search(rf"^{rule}\s+(\d+)$", out, re.M).group(1))
              for rule in ("total", "partition", "reference")}

@@ -124,9 +124,10 @@ rule run_cell:
     conda:
         JOB_ENV
     threads: 1 if GROUPED else config["threads_per_run"]
+    # a run peaks at ~1.5 GB and takes 1-3 min on one 2-core x86_64 thread: a margin, and more at each retry
     resources:
-        mem_mb=1000 if GROUPED else 3000,
-        runtime=5 if GROUPED else 60,
+        mem_mb=lambda wildcards, attempt: (1000 if GROUPED else 2000) * attempt,
+        runtime=lambda wildcards, attempt: (5 if GROUPED else 15) * attempt,
     params:
         out=folder_of_output,
         data_dir=raw_root_of_input,
