@@ -139,7 +139,8 @@ def test_templates_are_few_and_each_has_a_concrete_twin():
 SMOKE_RUN = ("results/smoke/runs/authors-code/mnist/alpha~1_beta~10_N~4_eta~0.05_lazy~0_sigma2~0_eps~inf/"
              "seed~0")
 AFTER_THE_SMOKE = {
-    "bladefl resources --benchmarks benchmarks/smoke --out profiles/measured": "profiles/measured/config.yaml",
+    ("bladefl resources --benchmarks benchmarks/smoke --measured config/smoke.yaml --for config/paper.yaml "
+     "--out profiles/measured"): "profiles/measured/config.yaml",
     ".venv/bin/snakemake --unlock": None,
     # the README's re-verify example: the smoke writes the run and (default target) the anchor
     ("bladefl chain verify " + SMOKE_RUN + "/chains/K2.json --summary " + SMOKE_RUN + "/summary.json "

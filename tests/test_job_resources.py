@@ -191,3 +191,38 @@ def test_set_resources_beside_a_profile_that_sizes_rules_is_refused(tmp_path):
     assert mixed.returncode == 1 and "replaces every size --workflow-profile" in mixed.stdout + mixed.stderr
     alone = subprocess.run(snakemake, cwd=work, capture_output=True, text=True, timeout=300)
     assert alone.returncode == 0, alone.stderr[-2000:]
+
+
+def test_a_smoke_benchmark_sizes_the_paper_grids_jobs_by_their_work(tmp_path, capsys):
+    """Sizes follow the work: benchmarks of the smoke's jobs whose wall and peak grow with the work
+    (a fixed part plus so much per sample trained on and per number held) size every run and
+    reference optimum of config/paper.yaml to at least that cost times the margin; once the paper's
+    1,080 runs each asked for the smoke's largest (1 minute, 816 MB). The SLURM profile plans the
+    default's jobs; the GPU profile's stacked groups, measured as local no-ops, keep their declared size."""
+    from bladefl.experiments.plan.config_files import read_configs
+    from bladefl.experiments.runs.job_work import grid_jobs
+
+    def cost(job):  # the synthetic truth: what a job of this work took
+        return 3.0 + 2e-4 * job.samples, 700.0 + job.held_mb
+
+    root = tmp_path / "benchmarks"
+    for job in grid_jobs(read_configs([REPO / "config/smoke.yaml"])):
+        seconds, mb = (0.2, 1.0) if job.rule == "run_group" else cost(job)  # groups: no-ops, one job per run
+        bench(root / job.rule / f"{job.name}.tsv", seconds, mb)
+    bench(root / "summarize" / "mnist.tsv", 0.5, 80.0)
+    out = tmp_path / "measured"
+    assert main(["resources", "--benchmarks", str(root), "--measured", str(REPO / "config/smoke.yaml"), "--for",
+                 str(REPO / "config/paper.yaml"), "--out", str(out)]) == 0
+    assert "run_cell, reference sized for" in capsys.readouterr().out
+    sized = yaml.safe_load((out / "config.yaml").read_text())["set-resources"]
+    target = grid_jobs(read_configs([REPO / "config/paper.yaml"]))
+    for job in (j for j in target if j.rule in ("run_cell", "reference")):
+        seconds, mb = cost(job)
+        assert sized[job.rule]["runtime"] * 60 >= 1.5 * seconds, (job.name, sized[job.rule], seconds)
+        assert sized[job.rule]["mem_mb"] >= 1.5 * mb, (job.name, sized[job.rule], mb)
+    assert sized["summarize"] == {"runtime": 1, "mem_mb": 256}  # unscaled rules: their measured need, floored
+    assert "run_group" not in sized  # a no-op says nothing of a stacked group: its declared resources stand
+    assert "measured as a local no-op" in (out / "config.yaml").read_text()
+    assert main(["resources", "--benchmarks", str(root), "--for", str(REPO / "config/paper.yaml"), "--out",
+                 str(out)]) == 2  # --for without --measured: one line
+    assert "--measured and --for go together" in capsys.readouterr().err

@@ -77,6 +77,25 @@ def add_resources(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True,
                    help="the workflow profile folder to write (its config.yaml), for --workflow-profile")
     p.add_argument("--margin", type=float, default=1.5, help="ask for the largest measured need times this (>= 1)")
+    p.add_argument("--measured", nargs="+", metavar="CONFIG",
+                   help="the config(s) the benchmarks were measured on (e.g. config/smoke.yaml), with --for")
+    p.add_argument("--for", dest="target", nargs="+", metavar="CONFIG",
+                   help="size the runs, groups and reference optima for this grid's largest jobs (e.g. "
+                        "config/paper.yaml): the measured cost per unit of work times the work they do")
+
+
+def _scaled(args: argparse.Namespace) -> tuple[list, str]:
+    """The work-scaled rules for ``--measured`` and ``--for`` (both or neither), and the target's name."""
+    if bool(args.measured) != bool(args.target):
+        raise ValueError("--measured and --for go together: the configs the benchmarks ran and the grid to size")
+    if not args.measured:
+        return [], ""
+    from bladefl.experiments.plan.config_files import read_configs
+    from bladefl.experiments.runs import job_resources, job_work
+
+    done = job_work.grid_jobs(read_configs(args.measured))
+    target = job_work.grid_jobs(read_configs(args.target))
+    return job_resources.scale(job_resources.measurements(args.benchmarks), done, target), " ".join(args.target)
 
 
 def _cmd_resources(args: argparse.Namespace) -> int:
@@ -86,11 +105,14 @@ def _cmd_resources(args: argparse.Namespace) -> int:
     if not args.out.strip():
         raise ValueError("--out: give the profile's folder (an empty path would write into the current folder)")
     found = job_resources.needs(args.benchmarks)
-    text = job_resources.profile_text(found, args.margin)  # every file and the margin checked before a write
+    scaled, target = _scaled(args)
+    text = job_resources.profile_text(found, args.margin, scaled, target)  # every file and the margin checked first
     out = Path(args.out) / "config.yaml"
     atomic.write_text(out, text)
-    print(f"{out}: runtime and mem_mb for {len(found)} rules from {sum(n.jobs for n in found)} jobs' benchmark "
-          f"files (their largest need x {args.margin:g}); use with --workflow-profile {args.out}")
+    sized, scaled_rules = job_resources.scaled_needs(found, scaled), [x.rule for x in scaled if not x.why]
+    for_target = f", {', '.join(scaled_rules)} sized for {target}'s largest jobs" if scaled_rules else ""
+    print(f"{out}: runtime and mem_mb for {len(sized)} rules from {sum(n.jobs for n in found)} jobs' benchmark "
+          f"files (their largest need x {args.margin:g}{for_target}); use with --workflow-profile {args.out}")
     return 0
 
 

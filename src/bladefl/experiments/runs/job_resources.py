@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bladefl.core.bounded_read import read_regular
 
@@ -126,18 +128,106 @@ def profile(found: list[Need], margin: float = 1.5, least_minutes: int = 1, leas
     return {"set-resources": {n.rule: n.resources(margin, least_minutes, least_mb) for n in found}}
 
 
-def profile_text(found: list[Need], margin: float = 1.5) -> str:
+def measurements(root: str | Path) -> dict[str, dict[str, tuple[float, float | None]]]:
+    """Per rule, each job's (wall seconds, peak MB) by its benchmark file's name under the rule's folder."""
+    root = Path(root)
+    out: dict[str, dict[str, tuple[float, float | None]]] = {}
+    for path in sorted(root.rglob("*.tsv")):
+        rule = rule_of(path, root)
+        name = path.relative_to(root / rule).with_suffix("").as_posix() if (root / rule).is_dir() else rule
+        out.setdefault(rule, {})[name] = read_file(path)
+    return out
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """A rule's jobs sized for another grid from the measured cost per unit of work (``seconds`` 0: not
+    sized, the rule's declared resources stand; ``why`` says so)."""
+
+    rule: str
+    jobs: int  # measured jobs whose work is known
+    fixed_seconds: float  # the smallest measured jobs' wall (their start, imports, data and work)
+    seconds_per_sample: float
+    fixed_mb: float  # a job's peak less its own numbers' share
+    target_jobs: int
+    seconds: float  # the largest target job's expected wall
+    mem_mb: float  # and peak
+    why: str = ""
+
+
+def _rates(known: Sequence[tuple[Any, float, float | None]]) -> tuple[float, float, float, float]:
+    """(fixed seconds, smallest samples, seconds per sample beyond it, fixed MB) of a rule's measured
+    jobs: the smallest jobs' wall is the fixed part, the rate the steepest rise of the wall over the
+    samples beyond theirs; where no rise shows (one size of job, or noise) the whole wall counts as
+    work (fixed 0, rate the largest seconds per sample), the safe side. The fixed memory is the largest
+    peak less the job's own numbers' share."""
+    least = min(j.samples for j, _, _ in known)
+    fixed = min(sec for j, sec, _ in known if j.samples == least)
+    rises = [(sec - fixed) / (j.samples - least) for j, sec, _ in known if j.samples > least]
+    if not rises or max(rises) <= 0:
+        fixed, least, rises = 0.0, 0.0, [sec / max(j.samples, 1.0) for j, sec, _ in known]
+    mems = [max(0.0, mem - j.held_mb) for j, _, mem in known if mem is not None]
+    return fixed, least, max(rises), max(mems) if mems else 0.0
+
+
+def scale(measured: Mapping[str, Mapping[str, tuple[float, float | None]]], done: Sequence[Any],
+          target: Sequence[Any]) -> list[Scaled]:
+    """Each work-scaled rule (:mod:`job_work`) measured on the jobs ``done`` (JobWork), sized for the
+    largest of the jobs ``target`` (never below what was measured: :func:`scaled_needs`). A group job
+    measured where it computed nothing (one job per run: a local no-op) says nothing of a stacked
+    group's cost, so it is not sized: its declared resources stand."""
+    from bladefl.experiments.runs.job_work import SCALED_RULES
+
+    work = {(j.rule, j.name): j for j in done}
+    out = []
+    for rule in SCALED_RULES:
+        known = [(work[(rule, n)], sec, mem) for n, (sec, mem) in measured.get(rule, {}).items() if (rule, n) in work]
+        jobs = [j for j in target if j.rule == rule]
+        if not known or not jobs:
+            continue
+        fixed, least, rate, fixed_mb = _rates(known)
+        noop = rule == "run_group" and max(sec for _, sec, _ in known) < 1.0
+        out.append(Scaled(rule, len(known), fixed, rate, fixed_mb, len(jobs),
+                          0.0 if noop else max(fixed + rate * max(0.0, j.samples - least) for j in jobs),
+                          0.0 if noop else max(fixed_mb + j.held_mb for j in jobs),
+                          "measured as a local no-op (its runs ran one job each): its declared resources stand"
+                          if noop else ""))
+    return out
+
+
+def scaled_needs(found: list[Need], scaled: Sequence[Scaled]) -> list[Need]:
+    """The measured needs with each sized rule's need raised to its largest target job's; a rule
+    scaling leaves unsized is left out (its declared resources apply)."""
+    by_rule = {s.rule: s for s in scaled}
+    out = []
+    for n in found:
+        x = by_rule.get(n.rule)
+        if x is not None and x.why:
+            continue
+        out.append(n if x is None else Need(n.rule, n.jobs, max(n.seconds, x.seconds), max(n.mem_mb or 0.0, x.mem_mb)))
+    return out
+
+
+def profile_text(found: list[Need], margin: float = 1.5, scaled: Sequence[Scaled] = (), target: str = "") -> str:
     """The profile as YAML (written by the YAML dumper, the rules' names checked), each rule's jobs and
-    measured need listed in the comment above it."""
+    measured need listed in the comment above it; with ``scaled``, the work-scaled rules' sizes for
+    the largest job of ``target`` and the cost per unit of work they come from."""
     import yaml
 
-    sized = profile(found, margin)
+    sized = profile(scaled_needs(found, scaled), margin)
     lines = ["# Resources from measured needs (bladefl resources): the longest wall and the largest peak",
              f"# memory of each rule's jobs, times {margin:g}. Use with --workflow-profile <this folder>."]
     for n in found:
         mem = "no memory sample" if n.mem_mb is None else f"{n.mem_mb:.0f} MB"
         lines.append(f"#   {n.rule}: {n.jobs} job{'' if n.jobs == 1 else 's'}, at most {n.seconds:.1f} s and {mem}")
+    for x in scaled:
+        lines.append(f"#   {x.rule} for {target}: {x.why}" if x.why else
+                     f"#   {x.rule} sized for {target}'s largest of {x.target_jobs} jobs: {x.seconds:.0f} s and "
+                     f"{x.mem_mb:.0f} MB ({x.fixed_seconds:.1f} s + {1e6 * x.seconds_per_sample:.3g} s per million "
+                     f"samples more than the smallest job's, {x.fixed_mb:.0f} MB + its numbers, measured over "
+                     f"{x.jobs} jobs)")
     return "\n".join(lines) + "\n" + yaml.safe_dump(sized, default_flow_style=None, sort_keys=False)
 
 
-__all__ = ["COLUMNS", "BenchmarkError", "Need", "needs", "profile", "profile_text", "read_file", "rule_of"]
+__all__ = ["COLUMNS", "BenchmarkError", "Need", "Scaled", "measurements", "needs", "profile", "profile_text",
+           "read_file", "rule_of", "scale", "scaled_needs"]
