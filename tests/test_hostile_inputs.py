@@ -192,6 +192,9 @@ def test_a_reference_optimum_from_elsewhere_is_checked_before_any_work(tmp_path,
                      "--out", str(tmp_path / "out")])
         err = capsys.readouterr().err
         assert code == 2 and said in err and len(err.splitlines()) == 1 and "Traceback" not in err, (name, err)
+    (tmp_path / "text.npz").write_text("seed: 3\n")  # no zip at all: never handed to a pickle check
+    assert main(["run", "--reference", str(tmp_path / "text.npz"), "--out", str(tmp_path / "out")]) == 2
+    assert "not an .npz (a zip archive)" in capsys.readouterr().err
     (tmp_path / "zip.npz").write_bytes(b"PK\x03\x04 not a zip")
     assert main(["run", "--reference", str(tmp_path / "zip.npz"), "--out", str(tmp_path / "out")]) == 2
     assert "not an .npz" in capsys.readouterr().err and not (tmp_path / "out").exists()

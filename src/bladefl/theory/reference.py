@@ -76,6 +76,8 @@ def load(path, size: int | None = None) -> Reference:  # noqa: ANN001 - str | Pa
     from bladefl.core.run_files import no_key_twice
 
     raw = read_regular(path, MAX_BYTES, "reference optimum")
+    if not raw.startswith(b"PK"):  # an .npz is a zip archive; anything else is no reference optimum
+        raise ValueError(f"reference optimum {path}: not an .npz (a zip archive) of `bladefl reference`")
     try:
         with np.load(io.BytesIO(raw), allow_pickle=False) as z:
             arrays = {k: z[k] for k in ("w_star", "history") if k in z.files}
