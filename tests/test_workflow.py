@@ -492,3 +492,23 @@ def test_the_smoke_writes_only_into_its_own_folders(smoke):
         folders[name] = tuple(config.get(k, k.removesuffix("_dir")) for k in ("results_dir", "logs_dir",
                                                                               "benchmarks_dir"))
     assert len(set(folders.values())) == len(folders), folders
+
+
+@pytest.mark.slow
+def test_the_smoke_runs_as_a_snakemake_module_from_another_folder(tmp_path, data_root):
+    """`module bladefl: snakefile: <this checkout>/Snakefile` with `use rule * from bladefl`, from a
+    folder with none of the workflow's files: every file it reads from its own tree (engines, the
+    paper's values and statements, notebooks) comes from there, every file it writes lands here.
+    Once: "engine must be one of []", then missing config/paper_*.yaml and notebooks/."""
+    (tmp_path / "Snakefile").write_text(
+        f'configfile: "{REPO}/config/config.yaml"\n\n\nmodule bladefl:\n    snakefile:\n        "{REPO}/Snakefile"\n'
+        "    config:\n        config\n\n\nuse rule * from bladefl\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)
+    before = sorted(p.name for p in REPO.iterdir())
+    proc = subprocess.run(["snakemake", "--cores", "2", "--configfile", str(REPO / "config/smoke.yaml")],
+                          cwd=tmp_path, env=venv_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert (tmp_path / "results/smoke/report/index.html").is_file()
+    assert len(list((tmp_path / "results/smoke/runs").rglob("summary.json"))) == 6
+    assert sorted(p.name for p in REPO.iterdir()) == before  # nothing written into the workflow's own tree

@@ -33,9 +33,9 @@ rule verdicts:
         unpack(verdict_bound_inputs),
         summary=f"{RESULTS}/summary/{{dataset}}.csv",
         members=MEMBERS,
-        statements="config/paper_statements.yaml",
-        paper_values="config/paper_values.yaml",
-        engine=f"config/engines/{ENGINE}.yaml",
+        statements=own("config/paper_statements.yaml"),
+        paper_values=own("config/paper_values.yaml"),
+        engine=own(f"config/engines/{ENGINE}.yaml"),
     output:
         f"{RESULTS}/verdicts/{{dataset}}.csv",
     log:

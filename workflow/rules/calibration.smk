@@ -23,7 +23,7 @@ rule calibration_search:
     input:
         raw=dataset_raw_files,
         spec=f"{CAL}/{{dataset}}/spec.json",
-        engine=f"config/engines/{ENGINE}.yaml",
+        engine=own(f"config/engines/{ENGINE}.yaml"),
     output:
         f"{CAL}/{{dataset}}/workers/{{worker}}.json",
     log:
@@ -124,8 +124,8 @@ use rule verdicts as calibration_verdicts with:
     input:
         summary=f"{CAL}/{{dataset}}/{{role}}/summary.csv",
         members=f"{CAL}/{{dataset}}/members.json",
-        statements="config/paper_statements.yaml",
-        paper_values="config/paper_values.yaml",
+        statements=own("config/paper_statements.yaml"),
+        paper_values=own("config/paper_values.yaml"),
         engine=f"{CAL}/{{dataset}}/rerun/{{role}}/engine.yaml",
     output:
         f"{CAL}/{{dataset}}/{{role}}/verdicts.csv",

@@ -112,6 +112,16 @@ wildcard_constraints:
 
 
 JOB_ENV = "../../envs/environment.yaml"
+# The workflow's own files (engines, the paper's values and statements, notebooks) from its own tree,
+# so that it runs as a Snakemake module from another folder; relative where it runs from its clone.
+WORKFLOW_ROOT = Path(str(workflow.current_basedir)).parents[1]
+
+
+def own(path):
+    """A file of the workflow's own tree, as a path Snakemake and the jobs find from the working folder."""
+    if WORKFLOW_ROOT.resolve() == Path.cwd().resolve():
+        return path
+    return str(WORKFLOW_ROOT / path)
 
 
 def raw_root(raw_file):

@@ -8,7 +8,7 @@ rule reference:
     input:
         raw=dataset_raw_files,
         partition=f"{PARTITIONS}/{{dataset}}/{{key}}.npy",
-        engine=f"config/engines/{ENGINE}.yaml",
+        engine=own(f"config/engines/{ENGINE}.yaml"),
     output:
         npz=f"{REFERENCES}/{{dataset}}/{{key}}.npz",
         info=f"{REFERENCES}/{{dataset}}/{{key}}.json",
@@ -74,7 +74,7 @@ rule run_group:
         raw=group_raw_files,
         partition=group_partition,
         reference=group_reference,
-        engine=f"config/engines/{ENGINE}.yaml",
+        engine=own(f"config/engines/{ENGINE}.yaml"),
         plan=f"{RESULTS}/plans/{ENGINE}/{{group}}.json",
     output:
         temp(f"{GROUP_RUNS}/{{group}}.done"),
@@ -106,7 +106,7 @@ rule run_cell:
         raw=dataset_raw_files,
         partition=cell_partition,
         reference=cell_reference,
-        engine=f"config/engines/{ENGINE}.yaml",
+        engine=own(f"config/engines/{ENGINE}.yaml"),
         group=group_done,
     output:
         rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),
@@ -223,7 +223,7 @@ rule paper_comparison:
     input:
         summary=f"{RESULTS}/summary/{{dataset}}.csv",
         optimum=f"{RESULTS}/summary/{{dataset}}_optimum.csv",
-        paper_values="config/paper_values.yaml",
+        paper_values=own("config/paper_values.yaml"),
     output:
         csv=f"{RESULTS}/tables/{{dataset}}_paper_comparison.csv",
         md=f"{RESULTS}/tables/{{dataset}}_paper_comparison.md",

@@ -42,7 +42,7 @@ rule notebook_parameters:
 rule notebook:
     input:
         unpack(notebook_inputs),
-        notebook="notebooks/{nb}.ipynb",
+        notebook=own("notebooks/{nb}.ipynb"),
         parameters=f"{REPORT}/parameters/{{dataset}}/{{nb}}.yaml",
     output:
         executed=f"{REPORT}/notebooks/{{dataset}}/{{nb}}.ipynb",

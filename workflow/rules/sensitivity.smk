@@ -59,8 +59,8 @@ use rule verdicts as reading_verdicts with:
     input:
         summary=f"{SENS}/{{reading}}/summary/{{dataset}}.csv",
         members=MEMBERS,
-        statements="config/paper_statements.yaml",
-        paper_values="config/paper_values.yaml",
+        statements=own("config/paper_statements.yaml"),
+        paper_values=own("config/paper_values.yaml"),
         engine=reading_engine,
     output:
         f"{SENS}/{{reading}}/verdicts/{{dataset}}.csv",

@@ -27,9 +27,9 @@ def calibration_spec_text(dataset):
     """The study spec of a dataset (JSON), as every calibration job reads it."""
     return cal_study.spec_from_files(
         config,
-        "config/paper_values.yaml",
+        own("config/paper_values.yaml"),
         dataset,
-        f"config/engines/{ENGINE}.yaml",
+        own(f"config/engines/{ENGINE}.yaml"),
         RAW,
     )
 

@@ -10,7 +10,7 @@ wildcard_constraints:
 
 
 def reading_engine(wildcards):
-    return f"config/engines/{READINGS[wildcards.reading].engine}.yaml"
+    return own(f"config/engines/{READINGS[wildcards.reading].engine}.yaml")
 
 
 def reading_partition(wildcards):
@@ -50,7 +50,7 @@ def sensitivity_inputs(wildcards):
         "summaries": [f"{SENS}/{r}/summary/{d}.csv" for r in READINGS],
         "optima": [f"{SENS}/{r}/summary/{d}_optimum.csv" for r in READINGS],
         "verdicts": [f"{SENS}/{r}/verdicts/{d}.csv" for r in READINGS],
-        "paper_values": "config/paper_values.yaml",
+        "paper_values": own("config/paper_values.yaml"),
     }
 
 

@@ -32,13 +32,21 @@ class ConfigError(ValueError):
     """The workflow config is invalid; the message lists every problem found."""
 
 
+def engine_dir() -> Path:
+    """Where the engines are: config/engines under the working folder (a clone run where it lies),
+    else the project's own (the workflow used as a Snakemake module from another folder)."""
+    if ENGINE_DIR.is_dir():
+        return ENGINE_DIR
+    return Path(__file__).resolve().parents[4] / ENGINE_DIR  # <root>/src/bladefl/experiments/plan/this file
+
+
 def engine_path(config: Mapping[str, Any]) -> Path:
-    return ENGINE_DIR / f"{config.get('engine', 'paper')}.yaml"
+    return engine_dir() / f"{config.get('engine', 'paper')}.yaml"
 
 
 def available_engines() -> list[str]:
     """The engines there are: config/engines/<name>.yaml."""
-    return sorted(p.stem for p in ENGINE_DIR.glob("*.yaml"))
+    return sorted(p.stem for p in engine_dir().glob("*.yaml"))
 
 
 def engine(config: Mapping[str, Any]) -> RunConfig:
