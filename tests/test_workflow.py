@@ -512,3 +512,13 @@ def test_the_smoke_runs_as_a_snakemake_module_from_another_folder(tmp_path, data
     assert (tmp_path / "results/smoke/report/index.html").is_file()
     assert len(list((tmp_path / "results/smoke/runs").rglob("summary.json"))) == 6
     assert sorted(p.name for p in REPO.iterdir()) == before  # nothing written into the workflow's own tree
+
+
+@pytest.mark.snakemake
+def test_the_catalogs_test_folder_plans_the_smoke_grid(tmp_path):
+    """`snakemake --directory .test` (the Snakemake catalog's convention) plans the smoke grid from
+    .test/config/config.yaml, its files read from the workflow's tree and written under .test/."""
+    work = copy_workflow(tmp_path)
+    proc = snakemake(work, "-n", "--directory", ".test", "--cores", "2", "--quiet", "rules", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert re.search(r"^run_cell\s+6$", proc.stdout + proc.stderr, re.M)

@@ -251,3 +251,12 @@ def test_the_engines_model_size_is_what_its_noise_norms_are_over():
 
     assert model_size({"engine": "paper"}) == 784 * 256 + 256 + 256 * 10 + 10 == 203_530
     assert model_size({"engine": "authors-code"}) == 784 * 32 + 32 + 32 * 10 + 10 == 25_450
+
+
+def test_the_catalogs_test_config_is_the_smoke_grid():
+    """.test/config/config.yaml (the Snakemake catalog's `snakemake --directory .test`) is
+    config/config.yaml with config/smoke.yaml over it, whole: it never drifts from the pair."""
+    from bladefl.experiments.plan.config_files import read_configs
+
+    written = yaml.safe_load((REPO / ".test/config/config.yaml").read_text())
+    assert written == read_configs([REPO / "config/smoke.yaml"], default=REPO / "config/config.yaml")
