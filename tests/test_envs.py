@@ -59,3 +59,26 @@ def test_installed_versions_match_pins():
 
     for name, pinned in pip_pins().items():
         assert version(name) == pinned, name
+
+
+def test_the_post_deploy_script_installs_the_workflows_own_tree(tmp_path):
+    """Snakemake runs a copy of the post-deploy script from the working folder, which for the workflow
+    used as a module is the caller's: it installs from BLADEFL_SOURCE (the workflow's tree, which
+    common.smk sets), the working folder only where that is unset."""
+    import os
+    import subprocess
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python").write_text('#!/usr/bin/env bash\necho "$@"\n')
+    (fake / "python").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
+    script = ENVS / "environment.post-deploy.sh"
+    ran = subprocess.run(["bash", str(script)], env={**env, "BLADEFL_SOURCE": "/the/workflow"}, cwd=tmp_path,
+                         capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "-m pip install --no-deps -e /the/workflow"
+    env.pop("BLADEFL_SOURCE", None)
+    assert subprocess.run(["bash", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          check=True).stdout.strip().endswith("-e .")
+    assert 'os.environ.setdefault("BLADEFL_SOURCE", str(WORKFLOW_ROOT))' in (
+        ENVS.parent / "workflow/rules/common.smk").read_text()

@@ -2,6 +2,7 @@
 # both when the workflow is parsed, so a bad config stops everything before any job), the tools on
 # each job's PATH, the folders, the grid's cells and partitions, and the path helpers. What only
 # one rule file uses is in helpers/<that file> (the grid's groups, the bound's files, the pages).
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -115,6 +116,8 @@ JOB_ENV = "../../envs/environment.yaml"
 # The workflow's own files (engines, the paper's values and statements, notebooks) from its own tree,
 # so that it runs as a Snakemake module from another folder; relative where it runs from its clone.
 WORKFLOW_ROOT = Path(str(workflow.current_basedir)).parents[1]
+# the conda post-deploy script installs the package from here, not from the working folder
+os.environ.setdefault("BLADEFL_SOURCE", str(WORKFLOW_ROOT))
 
 
 def own(path):
