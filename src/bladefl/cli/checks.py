@@ -84,10 +84,8 @@ def add_resources(p: argparse.ArgumentParser) -> None:
                         "config/paper.yaml): the measured cost per unit of work times the work they do")
 
 
-def _scaled(args: argparse.Namespace) -> tuple[list, str]:
+def _scaled(args: argparse.Namespace, measured: dict) -> tuple[list, str]:
     """The work-scaled rules for ``--measured`` and ``--for`` (both or neither), and the target's name."""
-    if bool(args.measured) != bool(args.target):
-        raise ValueError("--measured and --for go together: the configs the benchmarks ran and the grid to size")
     if not args.measured:
         return [], ""
     from bladefl.experiments.plan.config_files import read_configs
@@ -95,7 +93,7 @@ def _scaled(args: argparse.Namespace) -> tuple[list, str]:
 
     done = job_work.grid_jobs(read_configs(args.measured))
     target = job_work.grid_jobs(read_configs(args.target))
-    return job_resources.scale(job_resources.measurements(args.benchmarks), done, target), " ".join(args.target)
+    return job_resources.scale(measured, done, target), " ".join(args.target)
 
 
 def _cmd_resources(args: argparse.Namespace) -> int:
@@ -104,8 +102,11 @@ def _cmd_resources(args: argparse.Namespace) -> int:
 
     if not args.out.strip():
         raise ValueError("--out: give the profile's folder (an empty path would write into the current folder)")
-    found = job_resources.needs(args.benchmarks)
-    scaled, target = _scaled(args)
+    if bool(args.measured) != bool(args.target):
+        raise ValueError("--measured and --for go together: the configs the benchmarks ran and the grid to size")
+    measured = job_resources.measurements(args.benchmarks)  # every benchmark file read once
+    found = job_resources.needs_of(measured)
+    scaled, target = _scaled(args, measured)
     text = job_resources.profile_text(found, args.margin, scaled, target)  # every file and the margin checked first
     out = Path(args.out) / "config.yaml"
     atomic.write_text(out, text)

@@ -105,19 +105,15 @@ def read_file(path: Path) -> tuple[float, float | None]:
 
 def needs(root: str | Path) -> list[Need]:
     """Every rule's largest need over its jobs' benchmark files under ``root``, by rule name."""
-    root = Path(root)
-    if not root.is_dir():
-        raise BenchmarkError(f"{root}: no such folder (the workflow writes its benchmark files there: "
-                             "config benchmarks_dir)")
-    by_rule: dict[str, list[tuple[float, float | None]]] = {}
-    for path in sorted(root.rglob("*.tsv")):
-        by_rule.setdefault(rule_of(path, root), []).append(read_file(path))
-    if not by_rule:
-        raise BenchmarkError(f"{root}: no benchmark files (*.tsv): run the workflow first")
+    return needs_of(measurements(root))
+
+
+def needs_of(measured: Mapping[str, Mapping[str, tuple[float, float | None]]]) -> list[Need]:
+    """Every rule's largest need over its jobs' measurements (:func:`measurements`)."""
     out = []
-    for rule, measured in sorted(by_rule.items()):
-        mems = [m for _, m in measured if m is not None]
-        out.append(Need(rule, len(measured), max(s for s, _ in measured), max(mems) if mems else None))
+    for rule, jobs in sorted(measured.items()):
+        mems = [m for _, m in jobs.values() if m is not None]
+        out.append(Need(rule, len(jobs), max(s for s, _ in jobs.values()), max(mems) if mems else None))
     return out
 
 
@@ -129,13 +125,19 @@ def profile(found: list[Need], margin: float = 1.5, least_minutes: int = 1, leas
 
 
 def measurements(root: str | Path) -> dict[str, dict[str, tuple[float, float | None]]]:
-    """Per rule, each job's (wall seconds, peak MB) by its benchmark file's name under the rule's folder."""
+    """Per rule, each job's (wall seconds, peak MB) by its benchmark file's name under the rule's folder
+    (every file under ``root`` read once, as :func:`read_file` reads it)."""
     root = Path(root)
+    if not root.is_dir():
+        raise BenchmarkError(f"{root}: no such folder (the workflow writes its benchmark files there: "
+                             "config benchmarks_dir)")
     out: dict[str, dict[str, tuple[float, float | None]]] = {}
     for path in sorted(root.rglob("*.tsv")):
         rule = rule_of(path, root)
         name = path.relative_to(root / rule).with_suffix("").as_posix() if (root / rule).is_dir() else rule
         out.setdefault(rule, {})[name] = read_file(path)
+    if not out:
+        raise BenchmarkError(f"{root}: no benchmark files (*.tsv): run the workflow first")
     return out
 
 
@@ -229,5 +231,5 @@ def profile_text(found: list[Need], margin: float = 1.5, scaled: Sequence[Scaled
     return "\n".join(lines) + "\n" + yaml.safe_dump(sized, default_flow_style=None, sort_keys=False)
 
 
-__all__ = ["COLUMNS", "BenchmarkError", "Need", "Scaled", "measurements", "needs", "profile", "profile_text",
-           "read_file", "rule_of", "scale", "scaled_needs"]
+__all__ = ["COLUMNS", "BenchmarkError", "Need", "Scaled", "measurements", "needs", "needs_of", "profile",
+           "profile_text", "read_file", "rule_of", "scale", "scaled_needs"]
