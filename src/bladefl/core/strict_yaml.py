@@ -101,6 +101,13 @@ def expanded_size(value: Any, limit: int = MAX_VALUES) -> int:
     return count
 
 
+def check_expansion(data: Any) -> None:  # noqa: ANN401 - any parsed document
+    """:class:`TooLargeError` where ``data``'s aliases expand past :data:`MAX_VALUES` values."""
+    if expanded_size(data) > MAX_VALUES:
+        raise TooLargeError(f"its aliases expand to more than {MAX_VALUES} values (no config of this project "
+                            "holds that many)")
+
+
 def load(text: str) -> Any:
     """``yaml.safe_load`` that refuses a repeated key (:class:`DuplicateKeyError`), before parsing a
     document nested deeper than :data:`MAX_DEPTH` (:class:`TooDeepError`: one line, at once), and
@@ -108,9 +115,7 @@ def load(text: str) -> Any:
     if nesting_depth(text) > MAX_DEPTH:
         raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels (no config of this project nests that deep)")
     data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    if expanded_size(data) > MAX_VALUES:
-        raise TooLargeError(f"its aliases expand to more than {MAX_VALUES} values (no config of this project "
-                            "holds that many)")
+    check_expansion(data)
     return data
 
 

@@ -23,6 +23,7 @@ from bladefl.report.front_page import (
     dataset_title,
 )
 
+LABELS = (("Reproduced", ("reproduced",)), ("Refuted", ("refuted",)), ("Not settled", UNSETTLED))  # findings' groups
 BASES = (("experiment", "On the runs"), ("bound", "On the bound fitted to the runs"),
          ("mathematics", "The bound's formula, over the valid settings of its constants (algebra, no runs)"))
 
@@ -65,8 +66,7 @@ def findings(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None
         if not by:
             continue
         blocks = []
-        for label, verdicts in (("Reproduced", ("reproduced",)), ("Refuted", ("refuted",)),
-                                ("Not settled", UNSETTLED)):
+        for label, verdicts in LABELS:
             hits = [s for s in by if any(by[s][d].verdict in verdicts for d in by[s])]
             if not hits:
                 continue
@@ -110,4 +110,4 @@ def _lead(table: pd.DataFrame, rows: pd.DataFrame, datasets: Sequence[str]) -> s
             f"{', '.join(kinds)}{over}. Each is counted once (other readings are judged beside it, not counted).")
 
 
-__all__ = ["BASES", "findings"]
+__all__ = ["BASES", "LABELS", "findings"]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bladefl.report.findings import BASES
-from bladefl.report.front_page import UNSETTLED, _names, _replication, accuracy_line, counted, dataset_title
+from bladefl.report.findings import BASES, LABELS
+from bladefl.report.front_page import _names, _replication, accuracy_line, counted, dataset_title
 from bladefl.report.inputs import read_csv
 
 HEADER = ("# What the kept grids find\n\n"
@@ -21,7 +21,6 @@ HEADER = ("# What the kept grids find\n\n"
           "`tests/test_findings_doc.py` regenerates this page and compares). Each statement of the paper counts "
           "once per dataset; its other readings are judged beside it and are on the report's pages. The verdicts' "
           "meaning: [docs/workflow.md](workflow.md#verdicts); the words: [docs/glossary.md](glossary.md).\n")
-LABELS = (("Reproduced", ("reproduced",)), ("Refuted", ("refuted",)), ("Not settled", UNSETTLED))
 
 
 def _md(text: object) -> str:

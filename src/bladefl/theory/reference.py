@@ -5,6 +5,7 @@ each client's loss on its own data, the paper's global loss)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -66,7 +67,6 @@ def load(path, size: int | None = None) -> Reference:  # noqa: ANN001 - str | Pa
     finite ``f_star`` and a whole ``epochs``; ValueError naming the field otherwise."""
     import io
     import json
-    import math
     import zipfile
     from pathlib import Path
 
@@ -74,6 +74,7 @@ def load(path, size: int | None = None) -> Reference:  # noqa: ANN001 - str | Pa
 
     from bladefl.core.bounded_read import read_regular
     from bladefl.core.run_files import no_key_twice
+    from bladefl.core.values import is_finite, is_int
 
     raw = read_regular(path, MAX_BYTES, "reference optimum")
     if not raw.startswith(b"PK"):  # an .npz is a zip archive; anything else is no reference optimum
@@ -96,11 +97,12 @@ def load(path, size: int | None = None) -> Reference:  # noqa: ANN001 - str | Pa
                           object_pairs_hook=no_key_twice)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{side}: not valid JSON ({str(exc)[:80]})") from None
-    f_star, epochs = info.get("f_star") if isinstance(info, dict) else None, info.get("epochs") if isinstance(
-        info, dict) else None
-    if not isinstance(f_star, (int, float)) or isinstance(f_star, bool) or not math.isfinite(f_star):
+    record: dict[str, Any] = info if isinstance(info, dict) else {}
+    f_star: Any = record.get("f_star")
+    epochs: Any = record.get("epochs")
+    if not is_finite(f_star):
         raise ValueError(f"{side}: field 'f_star' must be a finite number")
-    if type(epochs) is not int or epochs < 0:
+    if not is_int(epochs) or epochs < 0:
         raise ValueError(f"{side}: field 'epochs' must be a whole number >= 0")
     w_star = torch.from_numpy(arrays["w_star"].astype(np.float32))
     return Reference(w_star=w_star, f_star=float(f_star), epochs=epochs, history=arrays["history"].tolist())

@@ -62,7 +62,8 @@ def config_size_errors(config: Mapping) -> list[str]:
     checked before the schema, whose error message would print all of it (10^10 values hang it)."""
     from bladefl.core import strict_yaml
 
-    if strict_yaml.expanded_size(config) > strict_yaml.MAX_VALUES:
-        return [f"the config's aliases expand to more than {strict_yaml.MAX_VALUES} values (no config of this "
-                "project holds that many)"]
+    try:
+        strict_yaml.check_expansion(config)
+    except strict_yaml.TooLargeError as exc:
+        return [f"the config: {exc}"]
     return []

@@ -38,12 +38,14 @@ def _profile_file(name: str, workdir: Path) -> Path | None:
 def sized_rules(profile: Path) -> list[str]:
     """The rules a profile's ``set-resources`` sizes ([] where it sets none, or cannot be read: its
     reader, Snakemake, says so)."""
+    import yaml
+
     from bladefl.core import strict_yaml
     from bladefl.core.bounded_read import read_regular
 
     try:
         data = strict_yaml.load(read_regular(profile, PROFILE_LIMIT, "profile").decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError, __import__("yaml").YAMLError):
+    except (OSError, ValueError, UnicodeDecodeError, yaml.YAMLError):
         return []
     sizes = data.get("set-resources") if isinstance(data, dict) else None
     if isinstance(sizes, dict):
