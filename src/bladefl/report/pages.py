@@ -18,6 +18,7 @@ from bladefl.experiments.runs import provenance as provenance_module
 from bladefl.report.distance import distance_section
 from bladefl.report.findings import findings
 from bladefl.report.inputs import read_csv, read_json
+from bladefl.report.paper_figures import inventory
 from bladefl.report.verdict_rows import role
 
 NOTEBOOK_TITLES = {
@@ -112,14 +113,6 @@ def _units(frame: pd.DataFrame, seeds: Sequence[int]) -> str:
     if draws == len(seeds):
         return f", each on its own partition draw ({draws} independent units)"
     return f" on {draws} partition draws ({draws} independent units, the draws)"
-
-
-def _inventory() -> list:
-    """The statements of the project's inventory (config/paper_statements.yaml; [] where absent)."""
-    from bladefl.experiments.verdicts.statements import read_inventory
-
-    path = provenance_module.project_root() / "config" / "paper_statements.yaml"
-    return list(read_inventory(path).statements) if path.is_file() else []
 
 
 def _relative(path: str) -> str:
@@ -223,7 +216,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 {fp.LEGEND}
 {glossary}
 {fp.statement_table(table, comparisons)}
-{fp.unjudged_section(_inventory())}
+{fp.unjudged_section(inventory().statements)}
 {_diverged_section(summaries or {})}
 {figure}"""
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
