@@ -1,8 +1,9 @@
 """The calibration study: the space's readings as run configs, the engine's new readings (s minibatch
-steps, the step's scale, the lazy noise over the model), the rows and their K windows, the Pareto front
-and the trials that count, a killed study resumed without repeating a finished trial (real data, slow),
-and the smoke study through the workflow with its page (slow), dry runs of the whole study on the GPU
-and SLURM profiles."""
+steps, the step's scale, the lazy noise over the model), the rows (every feasible K), the screen, the
+paper's floor at a repeated cell, the Pareto front, the stopping and promotion rules, the trials that
+count, importances beside their control, a study killed at chosen instants (between ask and tag, and
+mid-trial) resumed without repeating a finished trial (real data, slow), and the smoke study through the
+workflow with its page (slow), dry runs of the whole study on the GPU and SLURM profiles."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import math
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import optuna
@@ -19,7 +19,7 @@ import pytest
 import torch
 import yaml
 
-from bladefl.experiments.calibration import evaluation, search, study
+from bladefl.experiments.calibration import evaluation, importance, search, study
 from bladefl.experiments.calibration.space import Point, space
 from bladefl.fl import lazy, mlp, trainer
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
@@ -46,6 +46,11 @@ def test_each_axis_value_is_the_run_config_it_names():
     # the named points come first, the stated one first of all; a point's key depends on its values only
     assert [p.name for p in sp.points][:2] == ["stated", "partition-classes4"]
     assert Point(dict(point.values)).key == point.key != sp.stated.key
+    # replicates sets no run field: it pairs run seeds with partition draws (the authors' one split)
+    seeds = sp.point({"replicates": "seeds"})
+    assert seeds.sets() == sp.stated.sets() and seeds.key != sp.stated.key
+    assert [seeds.partition_seed(d) for d in (0, 1, 2)] == [0, 0, 0]
+    assert [sp.stated.partition_seed(d) for d in (0, 1, 2)] == [0, 1, 2]
 
 
 @pytest.mark.parametrize("change, message", [
@@ -56,6 +61,17 @@ def test_each_axis_value_is_the_run_config_it_names():
     ({"points": {"x": {"width": 7}}}, "calibration.points.x.width must be one of"),
     ({"first": ["nobody"]}, "calibration.first: 'nobody' is not a point"),
     ({"tables": ["Table IX"]}, "calibration.tables: 'Table IX' is not one of"),
+    ({"draws": 1}, r"calibration.draws must be an integer in 2..100 \(got 1\)"),
+    ({"draws": 10**9}, r"calibration.draws must be an integer in 2..100"),
+    ({"window": 2}, "calibration.window: no longer a setting"),
+    ({"stop": {"patience": -3}}, r"calibration.stop.patience must be an integer in 1..1000"),
+    ({"stop": {"max_trials": 10**18}}, r"calibration.stop.max_trials must be an integer in 1..10000"),
+    ({"stop": {"tolerance": float("nan")}}, r"calibration.stop.tolerance must be a number in \[0, 100\]"),
+    ({"targets": {"K_star": float("nan")}}, r"calibration.targets.K_star must be a number in \(0, 1000\]"),
+    ({"targets": {"accuracy": float("inf")}}, r"calibration.targets.accuracy must be a number"),
+    ({"rerun": {"points": 10**7}}, r"calibration.rerun.points must be an integer in 1..20"),
+    ({"coverage": ["colour"]}, r"calibration.coverage: 'colour' is not an axis"),
+    ({"colour": 1}, r"calibration: unknown field\(s\) \['colour'\]"),
     ({"space": {"partition": {"values": ["shards2", "classes3"], "stated": "shards2"},
                 "samples": {"values": [512], "stated": 512}}, "points": {}},
      r"partition classes3 with samples 512 \(N=10\): partition.n must be divisible"),
@@ -64,6 +80,14 @@ def test_a_bad_calibration_block_is_refused_naming_the_field(change, message):
     block = {**FULL["calibration"], **change}
     text = study.spec_json({**GRID, "calibration": block}, TABLES, "mnist", "config/engines/paper.yaml", "data/raw")
     with pytest.raises(ValueError, match=message):
+        study.load_spec(text)
+
+
+@pytest.mark.parametrize("t_sum", [1e308, float("inf"), -5, "100"])
+def test_a_spec_whose_budget_is_out_of_bounds_is_refused_before_any_trial(t_sum):
+    text = study.spec_json({**GRID, "t_sum": t_sum, "calibration": FULL["calibration"]}, TABLES, "mnist",
+                           "config/engines/paper.yaml", "data/raw")
+    with pytest.raises(ValueError, match=r"t_sum must be a number in \(0, 1e\+06\]"):
         study.load_spec(text)
 
 
@@ -104,17 +128,34 @@ def test_the_lazy_noise_over_the_model_spreads_sigma2_over_its_parameters():
     assert lazy.lazy_scale(per_parameter, 100) == 0.0
 
 
-def test_rows_are_the_tables_cells_with_windows_around_the_papers_k_star():
+def test_rows_run_every_feasible_k_and_the_screen_holds_a_row_of_every_table():
     rows = evaluation.rows(GRID, TABLES, ["Table II", "Table III"], "mnist")
     assert [(r.table, r.value) for r in rows] == [("Table II", 1), ("Table II", 2), ("Table II", 5),
                                                   ("Table III", 6), ("Table III", 8), ("Table III", 12)]
     first = rows[0]  # Table II, alpha = 1 at beta = 6: tau alpha K* = 40 -> K* = (100 - 40) / 6 = 10
     assert first.paper_K_star == 10 and first.paper_accuracy == 87.44
-    assert first.k_values(100, 2) == [8, 9, 10, 11, 12]
-    assert first.k_values(100, None) == list(range(1, 15))  # every feasible K: floor(100 / 7)
-    assert first.k_values(30, 2) == [1, 2, 3, 4]  # no K of the window is feasible: every K
-    ks = evaluation.cell_ks([rows[0], rows[3]], 100, 1)  # the same cell in both tables: one run, the union
-    assert list(ks.values()) == [[9, 10, 11]]
+    assert first.k_values(100) == list(range(1, 15))  # every feasible K: floor(100 / 7), no window
+    every = evaluation.rows(GRID, TABLES, [], "fashion_mnist")
+    screen = evaluation.screen_rows(every)
+    assert {r.table for r in screen} == {r.table for r in every}  # a row of every table
+    cells = {r.cell.key for r in screen}
+    assert len(cells) == 3  # Tables II, III and IV share a cell, VI and VII another, V takes its own
+    assert all(r in screen for r in every if r.cell.key in cells)  # every row at a screened cell
+
+
+def test_the_papers_own_spread_at_a_repeated_cell_is_the_floor_no_reading_passes():
+    every = evaluation.rows(GRID, TABLES, [], "fashion_mnist")
+    repeated = evaluation.repeated_cells(every)
+    shared = repeated[repeated.rows.str.contains("Table II alpha = 1")].iloc[0]
+    # alpha 1, beta 6, eta 0.01, N 20 in Tables II, III and IV: Fashion-MNIST K* 9, 5, 5
+    assert shared.paper_K_star == "9, 5, 5" and shared.K_star_spread == 4
+    assert shared.accuracy_spread == pytest.approx(62.91 - 59.57)
+    k_floor, acc_floor = evaluation.paper_floor(every)
+    # any one K* at that cell is >= 4 rounds from the three values together; at the VI/VII cell (2, 5) >= 3
+    assert k_floor == pytest.approx((4 + 3) / sum(math.isfinite(r.paper_K_star) for r in every))
+    assert acc_floor > 0
+    single = [r for r in every if r.table == "Table V"]
+    assert evaluation.paper_floor(single) == (0.0, 0.0)  # no cell repeated: no floor
 
 
 def _trial(number: int, values: tuple[float, float], **attrs) -> optuna.trial.FrozenTrial:
@@ -135,8 +176,55 @@ def test_the_front_keeps_what_no_trial_beats_on_both_distances():
 def test_a_trial_a_killed_worker_left_counts_once_through_its_retry():
     failed = optuna.trial.create_trial(state=optuna.trial.TrialState.FAIL)
     failed.number = 1
-    trials = [_trial(0, (1.0, 1.0)), failed, _trial(2, (1.0, 2.0), retry_of=1)]
-    assert [t.number for t in search.counted(trials)] == [0, 2]
+    duplicate = optuna.trial.create_trial(state=optuna.trial.TrialState.FAIL, user_attrs={"duplicate_of": 0})
+    duplicate.number = 3
+    trials = [_trial(0, (1.0, 1.0)), failed, _trial(2, (1.0, 2.0), retry_of=1), duplicate]
+    assert [t.number for t in search.counted(trials)] == [0, 2]  # a re-proposed point is no new trial
+
+
+def _running(number: int, **attrs) -> optuna.trial.FrozenTrial:
+    t = optuna.trial.create_trial(state=optuna.trial.TrialState.COMPLETE, values=[0.0, 0.0], user_attrs=attrs)
+    t.state = optuna.trial.TrialState.RUNNING
+    t.number = number
+    return t
+
+
+def test_a_running_trial_no_living_worker_holds_is_stale_whenever_the_kill_came():
+    trials = [_running(0), _running(1, worker="w0"), _running(2, worker="w1"), _running(3, worker="w2"),
+              _trial(4, (1.0, 1.0), worker="w3")]
+    alive = {"w1"}.__contains__
+    # untagged (killed between ask and tag), this worker's own, a gone worker's; never a living one's or a finished one
+    assert [t.number for t in search.stale(trials, "w0", alive)] == [0, 1, 3]
+
+
+def test_the_search_stops_on_its_rule_and_promotes_the_best_fraction():
+    rule = search.StopRule(patience=3, tolerance=0.1, max_trials=10)
+    assert search.improvements([5, 4.95, 3, 3, 2.95, 3.5], 0.1) == [True, False, True, False, False, False]
+    assert search.running_best([5, 4.95, 3, 3.5]) == [5, 4.95, 3, 3]
+    assert search.stop_reason([5, 4.95, 3, 3, 2.95], 5, 0, rule) is None  # 2 trials since the last improvement
+    assert "last 3 evaluated" in search.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], 6, 0, rule)
+    assert search.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], 6, 2, rule) is None  # named or coverage points waiting
+    assert search.stop_reason([1.0] * 3, 10, 4, rule) == "the cap of 10 trials"  # the cap, whatever is left
+    assert search.promoted(2.0, [], 4)  # the first screened point
+    assert search.promoted(1.0, [3.0, 2.0, 4.0], 4) and not search.promoted(2.5, [3.0, 2.0, 4.0], 4)
+    assert search.promoted(2.5, [3.0, 2.0, 4.0, 5.0, 6.0, 7.0, 8.0], 4)  # 2nd of 8: within the best quarter
+    assert not search.promoted(math.nan, [3.0], 4)
+
+
+def test_importances_stand_beside_the_share_noise_gets():
+    params = {"a": optuna.distributions.CategoricalDistribution([0, 1]),
+              "b": optuna.distributions.CategoricalDistribution([0, 1, 2])}
+    trials = []
+    for i in range(24):  # distance 1 follows a alone; distance 2 is noise
+        a, b = i % 2, i % 3
+        t = optuna.trial.create_trial(params={"a": a, "b": b}, distributions=params,
+                                      values=[3.0 * a + 0.01 * ((7 * i) % 5), float((i * 7919) % 13)])
+        t.number = i
+        trials.append(t)
+    table = importance.importances(trials, ["a", "b"], permutations=12)
+    k = table[table.objective == "K_star_distance"].set_index("setting")
+    assert k.loc["a", "clears"] and k.loc["a", "importance"] > 0.9 and not k.loc["b", "clears"]
+    assert (table.control > 0).all() and (table.control <= 1).all()
 
 
 def _smoke_spec(tmp_path: Path, data_root: Path) -> Path:
@@ -145,44 +233,68 @@ def _smoke_spec(tmp_path: Path, data_root: Path) -> Path:
     return tmp_path / "spec.json"
 
 
-def _journal_states(spec_path: Path, storage: Path) -> list[optuna.trial.FrozenTrial]:
+def _journal(spec_path: Path, storage: Path) -> list[optuna.trial.FrozenTrial]:
     spec = study.load_spec(spec_path.read_text())
-    return search.open_study(storage, study.study_name(spec), spec.seed).get_trials(deepcopy=False)
+    return search.read_study(storage, study.study_name(spec))
+
+
+# A worker killed (SIGKILL) at a chosen instant, whatever the machine's speed: right after its n-th ask
+# (before the trial is tagged with its worker), or as its n-th evaluation of a reading's runs starts.
+KILLED_AT = """
+import os, signal, sys
+import optuna
+from bladefl.experiments.calibration import evaluation
+where, n = sys.argv[1], int(sys.argv[2])
+calls = []
+def killing(original):
+    def wrapper(*args, **kwargs):
+        if where == "ask":
+            result = original(*args, **kwargs)
+            calls.append(1)
+            if len(calls) == n:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return result
+        calls.append(1)
+        if len(calls) == n:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(*args, **kwargs)
+    return wrapper
+if where == "ask":
+    optuna.study.Study.ask = killing(optuna.study.Study.ask)
+else:
+    evaluation.run = killing(evaluation.run)
+from bladefl.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
 
 
 @pytest.mark.slow
-def test_a_killed_study_resumes_without_repeating_a_finished_trial(tmp_path, data_root):
+@pytest.mark.parametrize("where, n", [("ask", 2), ("run", 3)], ids=["between-ask-and-tag", "mid-trial"])
+def test_a_killed_study_resumes_without_repeating_a_finished_trial(tmp_path, data_root, where, n):
     spec_path = _smoke_spec(tmp_path, data_root)
     storage, trials_dir = tmp_path / "study.journal", tmp_path / "trials"
-    cmd = [str(Path(sys.executable).parent / "bladefl"), "calibrate", "--spec", str(spec_path), "--storage",
-           str(storage), "--trials-dir", str(trials_dir), "--threads", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=venv_env())
-    deadline = time.monotonic() + 300
-    try:  # kill it once a trial is finished and the next one running
-        while time.monotonic() < deadline:
-            states = [t.state for t in _journal_states(spec_path, storage)] if storage.exists() else []
-            if optuna.trial.TrialState.COMPLETE in states and optuna.trial.TrialState.RUNNING in states:
-                break
-            assert proc.poll() is None, "the study finished before it could be killed"
-            time.sleep(0.2)
-        else:
-            pytest.fail("no trial finished in 300 s")
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    before = {t.number: t for t in _journal_states(spec_path, storage)}
-    finished = [n for n, t in before.items() if t.state == optuna.trial.TrialState.COMPLETE]
-    running = [n for n, t in before.items() if t.state == optuna.trial.TrialState.RUNNING]
+    args = ["calibrate", "--spec", str(spec_path), "--storage", str(storage), "--trials-dir", str(trials_dir),
+            "--threads", "1"]
+    killed = subprocess.run([sys.executable, "-c", KILLED_AT, where, str(n), *args], capture_output=True, text=True,
+                            timeout=600, env=venv_env())
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    before = {t.number: t for t in _journal(spec_path, storage)}
+    finished = [k for k, t in before.items() if t.state == optuna.trial.TrialState.COMPLETE]
+    running = [k for k, t in before.items() if t.state == optuna.trial.TrialState.RUNNING]
+    assert finished == [0] and running == [1]  # trial 0 (stated, on every row) done, trial 1 left
+    assert ("worker" in before[1].user_attrs) == (where == "run")  # killed before its tag, or after
     summaries = {p: p.stat().st_mtime_ns for p in trials_dir.rglob("summary.json")}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=venv_env())
+    done = subprocess.run([str(Path(sys.executable).parent / "bladefl"), *args], capture_output=True, text=True,
+                          timeout=600, env=venv_env())
     assert done.returncode == 0, done.stderr[-2000:]
-    assert f"trials {running} were left running" in done.stdout
-    after = _journal_states(spec_path, storage)
+    assert f"trials {running} were left running" in done.stdout and "the search stops:" in done.stdout
+    after = _journal(spec_path, storage)
     spec = study.load_spec(spec_path.read_text())
+    assert not [t for t in after if t.state == optuna.trial.TrialState.RUNNING]  # nothing left for good
     complete = [t for t in after if t.state == optuna.trial.TrialState.COMPLETE]
-    assert len(search.counted(after)) == spec.target == len(complete)
-    for n in finished:  # finished trials are kept as they were, and not run again
-        assert after[n].state == optuna.trial.TrialState.COMPLETE and after[n].values == before[n].values
+    assert len(search.counted(after)) == len(complete) <= spec.rule.max_trials
+    for k in finished:  # finished trials are kept as they were, and not run again
+        assert after[k].state == optuna.trial.TrialState.COMPLETE and after[k].values == before[k].values
     named = [t.user_attrs["point"] for t in complete if t.user_attrs.get("point")]
     assert sorted(named) == sorted(p.name for p in spec.space.points)  # each named point completed once
     retried = [t for t in after if t.user_attrs.get("retry_of") in running]
@@ -200,16 +312,20 @@ def test_the_smoke_study_runs_through_the_workflow_with_its_page(tmp_path, data_
     assert proc.returncode == 0, proc.stderr[-3000:]
     cal = work / "results/calibration-smoke/calibration/mnist"
     trials = __import__("pandas").read_csv(cal / "trials.csv")
-    assert (trials.state == "complete").sum() == 4 and set(trials.point.dropna()) == {"stated", "partition-iid"}
-    assert (trials.run_seconds > 0).all()  # each trial's cost, from its runs' own records
+    done = trials[trials.state == "complete"]
+    assert 3 <= len(done) <= 4 and set(trials.point.dropna()) == {"stated", "partition-iid"}
+    assert (done.run_seconds > 0).all()  # each trial's cost, from its runs' own records
+    assert done.running_best.is_monotonic_decreasing and done.promoted.iloc[0]  # the stated reading on every row
     outcome = json.loads((cal / "outcome.json").read_text())
     assert outcome["second_pass"]["draws"] == 2 and outcome["calibrated"]["role"] == "best1"
+    assert outcome["search"]["stopped"] and outcome["conclusion"].startswith(("None of the 3", "None of the 4",
+                                                                             "The reading"))
     second = __import__("pandas").read_csv(cal / "second_rows.csv")
     assert set(second.role) == {"stated", "best1"} and (second.draws == 2).all()
     engine = load_config(cal / "calibrated-mnist.yaml")  # the calibrated reading runs as an engine
     assert engine.dataset == "mnist"
     page = (work / "results/calibration-smoke/report/mnist/07_calibration.html").read_text()
-    assert "What the study found" in page and "Pareto front" in page
+    assert "What the study found" in page and "Pareto front" in page and "running best" in page
     index = (work / "results/calibration-smoke/report/index.html").read_text()
     assert "07_calibration.html" in index and "calibrated reading" in index
     own = work / "results/calibration-smoke"  # the study runs only its own readings, in its own folder

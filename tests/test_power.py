@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -57,3 +59,26 @@ def test_the_training_time_columns_are_t_sum_minus_beta_k_not_tau_alpha_k():
     assert "64 = t_sum - beta K* at K* = 6, tau alpha K* = 60 (64 is no multiple of 5)" in row["evidence"]
     assert "alpha = 1" not in row["evidence"]  # 40 = 100 - 6 x 10 = 6 x 1 x 10: the floor leaves nothing
     assert training_time_row([{**tables[0], "rows": [{"value": 1, "mnist": 40}]}], "mnist") is None
+
+
+def test_a_setting_two_tables_share_with_different_values_is_a_paper_error_with_both_readings():
+    """Tables II and III meet at alpha 1, beta 6: Fashion-MNIST's K* there is 46 = 100 - 6 x 9 (Table II)
+    and 30 = 6 x 5 (Table III), 4 rounds apart, and the accuracies 59.57% and 61.51%."""
+    import yaml
+
+    from bladefl.experiments.plan.grid import expand
+    from bladefl.experiments.verdicts.paper_errors import repeated_cell_row
+
+    grid = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
+    tables = [{"table": "Table II", "sweep": "alpha", "beta": 6, "quantity": "training_time", "t_sum": 100,
+               "rows": [{"value": 1, "fashion_mnist": 46, "accuracy_fashion_mnist": 59.57}]},
+              {"table": "Table III", "sweep": "beta", "quantity": "mining_time", "t_sum": 100,
+               "rows": [{"value": 6, "fashion_mnist": 30, "accuracy_fashion_mnist": 61.51},
+                        {"value": 8, "fashion_mnist": 40, "accuracy_fashion_mnist": 60.34}]}]
+    row = repeated_cell_row(tables, expand(grid), "fashion_mnist")
+    assert row["verdict"] == "paper error" and row["statement"] == "tab-repeated-cell"
+    assert "K* 9, 5, accuracy 59.57, 61.51% (spread 4 rounds, 1.94 points)" in row["decided_by"]
+    assert "reading 1" in row["evidence"] and "reading 2" in row["evidence"]
+    same = [{**tables[1], "rows": [{**tables[1]["rows"][0], "fashion_mnist": 54, "accuracy_fashion_mnist": 59.57}]},
+            tables[0]]  # 54 = 6 x 9: the same K* and accuracy in both tables is no error
+    assert repeated_cell_row(same, expand(grid), "fashion_mnist") is None

@@ -88,9 +88,10 @@ rule calibration_rerun:
         runtime=600,
     params:
         out_dir=lambda w, output: Path(output.engine).parent,
+        trials=f"{CAL}/{{dataset}}/trials",
     shell:
-        "bladefl calibration-rerun --spec {input.spec} --picked {input.picked} --role {wildcards.role} "
-        "--out-dir {params.out_dir} --threads {threads} > {log} 2>&1"
+        "bladefl calibration-rerun --spec {input.spec:q} --picked {input.picked:q} --role {wildcards.role:q} "
+        "--out-dir {params.out_dir:q} --trials-dir {params.trials:q} --threads {threads} > {log:q} 2>&1"
 
 
 rule calibration_members:

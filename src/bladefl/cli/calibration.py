@@ -8,7 +8,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 from bladefl.cli.common import Command, folder_option
 
@@ -61,12 +60,15 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     folder_option(args.trials_dir, "--trials-dir")
     if not args.worker or not args.worker.replace("-", "").replace("_", "").isalnum():
         raise ValueError(f"--worker: letters, digits, '-' and '_' (got {args.worker!r})")
-    _log(f"{spec.first.dataset}: {len(spec.first.rows)} table rows, target {spec.target} trials "
-         f"({len(spec.space.points)} named points first), worker {args.worker}")
-    ran = first_pass(spec, args.storage, args.trials_dir, args.worker, threads=args.threads, log=_log)
-    _log(f"worker {args.worker}: {ran} trials run; the study holds its target")
+    _log(f"{spec.dataset}: {len(spec.full.rows)} table rows ({len(spec.screen.rows)} on the screen, "
+         f"{len(spec.screen.cells())} cells), {len(spec.full.draws)} draws, every feasible K; "
+         f"{len(spec.space.points)} named points first, then until {spec.rule}; worker {args.worker}")
+    if args.done is not None and not args.done.strip():
+        raise ValueError("--done: a file path is needed (got '')")
+    ran, reason = first_pass(spec, args.storage, args.trials_dir, args.worker, threads=args.threads, log=_log)
+    _log(f"worker {args.worker}: {ran} trials run; the search stopped: {reason}")
     if args.done:
-        atomic.write_json(args.done, {"worker": args.worker, "trials": ran})
+        atomic.write_json(args.done, {"worker": args.worker, "trials": ran, "stopped": reason})
     return 0
 
 
@@ -76,25 +78,33 @@ def add_pick(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="JSON: the points run again, by role (stated, best1, ...)")
 
 
+def _trials(spec, storage: str) -> list:  # noqa: ANN001 - StudySpec
+    """The study's trials from its journal, read as hostile (never written) and held to the spec."""
+    from bladefl.experiments.calibration.search import read_study
+    from bladefl.experiments.calibration.study import checked_trials, study_name
+
+    return checked_trials(spec, read_study(storage, study_name(spec)))
+
+
 def _cmd_pick(args: argparse.Namespace) -> int:
     from bladefl.experiments.calibration.study import pick, write_picked
 
     spec = _spec(args.spec)
-    if not Path(args.storage).is_file():
-        raise ValueError(f"--storage {args.storage}: no such file (run `bladefl calibrate` first)")
-    picked = pick(spec, args.storage)
+    picked = pick(spec, _trials(spec, args.storage))
     write_picked(args.out, picked)
     for role, entry in picked.items():
         print(f"{role}: trial {entry['trial']} {entry['name'] or ''} {entry['values']}")
     return 0
 
 
-def _picked(path: str) -> dict:
-    picked = _json_file(path, "--picked", 1 << 20)
-    if not isinstance(picked, dict) or "stated" not in picked or not all(
-            isinstance(v, dict) and isinstance(v.get("values"), dict) for v in picked.values()):
-        raise ValueError(f"--picked {path}: a mapping of roles (stated first) to their values is needed")
-    return picked
+def _picked(spec, path: str) -> dict:  # noqa: ANN001 - StudySpec
+    """The picked points, read as hostile and held to the spec (roles, axes, values) before any run."""
+    from bladefl.experiments.calibration.study import checked_picked
+
+    try:
+        return checked_picked(spec, _json_file(path, "--picked", 1 << 20))
+    except ValueError as exc:
+        raise ValueError(f"{exc} ({path})") from None
 
 
 def add_rerun(p: argparse.ArgumentParser) -> None:
@@ -102,6 +112,8 @@ def add_rerun(p: argparse.ArgumentParser) -> None:
     p.add_argument("--picked", required=True, help="the points run again (`bladefl calibration-pick`)")
     p.add_argument("--role", required=True, help="which of them: stated, best1, best2, ...")
     p.add_argument("--out-dir", required=True, help="its runs (<dir>/<dataset>/<cell>/seed~<draw>) and engine.yaml")
+    p.add_argument("--trials-dir", help="the search's runs (<dir>/<point key>/...): those of the point are taken, "
+                                        "not trained again")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
 
 
@@ -113,11 +125,12 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     spec = _spec(args.spec)
     if args.role not in spec.roles:
         raise ValueError(f"--role must be one of {spec.roles} (got {args.role!r})")
-    picked = _picked(args.picked)
+    picked = _picked(spec, args.picked)
     out = folder_option(args.out_dir, "--out-dir")
-    seconds = second_pass(spec, picked, args.role, out, threads=args.threads)
+    trials = folder_option(args.trials_dir, "--trials-dir") if args.trials_dir else None
+    seconds = second_pass(spec, picked, args.role, out, threads=args.threads, trials_root=trials)
     entry = picked.get(args.role, picked["stated"])
-    atomic.write_text(out / "engine.yaml", engine_yaml(spec, entry["values"], spec.first.dataset,
+    atomic.write_text(out / "engine.yaml", engine_yaml(spec, entry["values"], spec.dataset,
                                                       f"The calibration's {args.role} reading (second pass)."))
     print(f"{args.role}: {len(spec.second.rows)} rows on {len(spec.second.draws)} draws in {seconds:.0f} s -> {out}")
     return 0
@@ -138,8 +151,11 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     spec = _spec(args.spec)
     roots = dict(item.split("=", 1) for item in args.roots if "=" in item)
     if len(roots) != len(args.roots) or set(roots) != set(spec.roles):
-        raise ValueError(f"--roots: one ROLE=DIR for each of {spec.roles} (got {args.roots})")
-    written = write_tables(spec, args.storage, _picked(args.picked), roots, folder_option(args.out_dir, "--out-dir"),
+        raise ValueError(f"--roots: one ROLE=DIR for each of {spec.roles} (got {[r[:60] for r in args.roots[:8]]})")
+    for role, folder in roots.items():
+        folder_option(folder, f"--roots {role}")
+    trials = _trials(spec, args.storage)
+    written = write_tables(spec, trials, _picked(spec, args.picked), roots, folder_option(args.out_dir, "--out-dir"),
                            args.trials_dir)
     print("wrote " + ", ".join(str(p) for p in written), file=sys.stdout)
     return 0

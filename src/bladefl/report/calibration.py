@@ -1,10 +1,13 @@
-"""The calibration study on the report's pages: what it found in words computed from its tables, the
-per-row comparison (the paper, the stated reading and the calibrated one), the verdicts that change
-under the calibrated reading, and its figures (the Pareto front, the settings' importances).
+"""The calibration study on the report's pages: what it found in words computed from its tables and
+scoped to what it evaluated, the search's course (each trial's closeness and the running best, why it
+stopped), the per-row and per-table comparison (the paper, the stated reading and the calibrated one),
+the cells the paper reports twice with its own spread, the verdicts that change under the calibrated
+reading, and its figures (the running best, the front over every row, the settings' importances
+beside their control).
 
 Every number in a sentence here comes from the study's tables (``results/calibration/<dataset>/``);
-each says which pass it comes from (the first: one draw, the K window around the paper's K*; the
-second: more draws over every feasible K)."""
+each says which stage it comes from (the screen: the fewest cells holding a row of every table; every
+row: the promoted points; the second pass: the picked points on its draws)."""
 
 from __future__ import annotations
 
@@ -14,62 +17,59 @@ from typing import Any
 
 import pandas as pd
 
+from bladefl.report.plots import PALETTE
 from bladefl.report.tables import plus_minus
 
 CHANGE_VERDICTS = ("reproduced", "refuted")
+LABELS = {"K_star_distance": "K*", "accuracy_distance": "accuracy"}
 
 
 def _settings(differs: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in differs.items()) or "the stated settings"
 
 
+def _moved(outcome: Mapping[str, Any]) -> list[str]:
+    """The settings that move a distance beyond their control (the share pure noise gets)."""
+    return [f"the {LABELS.get(obj, obj)} distance: {v['setting']} ({100 * v['importance']:.0f}% of its variance, "
+            f"against {100 * v['control']:.0f}% for shuffled distances)"
+            for obj, v in (outcome.get("most_important") or {}).items()]
+
+
 def outcome_sentence(outcome: Mapping[str, Any], dataset_title: str) -> str:
-    """One paragraph: how far the stated and the calibrated readings are from the paper per row,
-    whether the targets are reached, what moves each distance most (from ``outcome.json``)."""
-    second, first = outcome["second_pass"], outcome["first_pass"]
-    targets = outcome["targets"]
-    cal = outcome["calibrated"]
-    tables = " and ".join(outcome["tables"]) if outcome["tables"] else "every table"
-    parts = [f"{dataset_title}, {tables} ({outcome['rows']} rows): under the stated reading our K* is "
-             f"{second['stated']['K_star']:.2f} rounds and our best accuracy {second['stated']['accuracy']:.1f} "
-             f"points from the paper's per row on average; the calibrated reading ({_settings(cal['differs'])}) "
-             f"gets to {second['calibrated']['K_star']:.2f} rounds and {second['calibrated']['accuracy']:.1f} points "
-             f"(second pass: {second['draws']} draws, every feasible K)."]
-    if outcome["reached"]:
-        parts.append(f"That is within the targets ({targets['K_star']:g} round and {targets['accuracy']:g} points "
-                     "per row).")
-    else:
-        closest = first.get("closest") or {}
-        parts.append(f"No point of the search comes within {targets['K_star']:g} round and {targets['accuracy']:g} "
-                     f"points per row on both: the paper's tables are not reached in this space"
-                     + (f" (the closest on the first pass: {closest['differs']}, {closest['K_star']:.2f} rounds, "
-                        f"{closest['accuracy']:.1f} points)." if closest else "."))
-    moved = outcome.get("most_important") or {}
-    said = [f"the {'K*' if obj == 'K_star_distance' else 'accuracy'} distance: {v['setting']} "
-            f"({100 * v['importance']:.0f}% of its variance over the trials)"
-            for obj, v in moved.items() if v["importance"] > 0]
-    if said:
-        parts.append("What moves it most (fANOVA over the first pass's trials): " + "; ".join(said) + ".")
+    """One paragraph: the conclusion scoped to what was evaluated, the stated and the calibrated readings'
+    distances per row, the paper's own floor, what moves each distance beyond its control."""
+    second = outcome["second_pass"]
+    floor = outcome.get("floor") or {}
+    parts = [f"{dataset_title}, {', '.join(outcome['tables'])} ({outcome['rows']} rows). {outcome['conclusion']}",
+             f"Under the stated reading our K* is {second['stated']['K_star']:.2f} rounds and our best accuracy "
+             f"{second['stated']['accuracy']:.1f} points from the paper's per row on average; the calibrated "
+             f"reading ({outcome['calibrated']['label']}) gets to {second['calibrated']['K_star']:.2f} rounds and "
+             f"{second['calibrated']['accuracy']:.1f} points (second pass: {second['draws']} draws, every feasible K)."]
+    if floor and (floor.get("K_star", 0) > 0 or floor.get("accuracy", 0) > 0):
+        parts.append(f"No reading can come nearer than {floor['K_star']:.2f} rounds and {floor['accuracy']:.2f} "
+                     "points per row: the paper gives one setting different values in different tables (below).")
+    moved = _moved(outcome)
+    parts.append("What moves it beyond noise (fANOVA over the screen's trials, beside the share shuffled distances "
+                 "get): " + "; ".join(moved) + "." if moved else
+                 "No setting's share of either distance's variance clears the share shuffled distances get: with "
+                 f"{outcome['search']['evaluated']} trials the importances do not say which setting matters.")
     return " ".join(parts)
 
 
 def front_line(outcome: Mapping[str, Any], dataset_title: str) -> str:
-    """The front page's line for one dataset (``outcome.json``): the stated and the calibrated readings'
-    distance to the paper per row (second pass), whether the targets are met, what moves it most."""
-    second, t = outcome["second_pass"], outcome["targets"]
-    moved = {obj: v["setting"] for obj, v in (outcome.get("most_important") or {}).items() if v["importance"] > 0}
+    """The front page's line for one dataset (``outcome.json``): the conclusion's scope, the stated and the
+    calibrated readings' distance per row (second pass), and a setting only where it clears its control."""
+    second, t, s = outcome["second_pass"], outcome["targets"], outcome["search"]
+    moved = {obj: v["setting"] for obj, v in (outcome.get("most_important") or {}).items()}
     most = ""
-    if len(set(moved.values())) > 1:
-        most = (f"; K* moved most by {moved.get('K_star_distance', '?')}, accuracy by "
-                f"{moved.get('accuracy_distance', '?')}")
-    elif moved:
-        most = f"; both moved most by {next(iter(moved.values()))}"
+    if moved:
+        most = "; beyond noise, " + ", ".join(f"{LABELS.get(o, o)} moved most by {v}" for o, v in moved.items())
     reached = "within" if outcome["reached"] else "not within"
-    tables = " and ".join(outcome["tables"]) if outcome["tables"] else "every table"
-    return (f"{dataset_title} ({tables}, {outcome['rows']} rows, {second['draws']} draws): stated reading "
-            f"{second['stated']['K_star']:.2f} rounds and {second['stated']['accuracy']:.1f} points per row; "
-            f"calibrated ({_settings(outcome['calibrated']['differs'])}) {second['calibrated']['K_star']:.2f} "
-            f"rounds and {second['calibrated']['accuracy']:.1f} points, {reached} the targets ({t['K_star']:g} round, "
+    return (f"{dataset_title} ({', '.join(outcome['tables'])}, {outcome['rows']} rows; {s['evaluated']} points "
+            f"evaluated, {s['promoted']} on every row, {second['draws']} draws): stated reading "
+            f"{second['stated']['K_star']:.2f} rounds and {second['stated']['accuracy']:.1f} points per row; nearest "
+            f"({outcome['calibrated']['label']}) {second['calibrated']['K_star']:.2f} rounds and "
+            f"{second['calibrated']['accuracy']:.1f} points, {reached} the targets ({t['K_star']:g} round, "
             f"{t['accuracy']:g} points){most}.")
 
 
@@ -79,13 +79,14 @@ def rows_view(second_rows: pd.DataFrame, calibrated: str) -> pd.DataFrame:
     out = []
     for (table, value), part in second_rows.groupby(["table", "value"], sort=False):
         by = part.set_index("role")
+        k_paper = by.paper_K_star.iloc[0]
         row: dict[str, Any] = {"table": table, "swept value": f"{part.sweep.iloc[0]} = {value:g}",
-                               "K* paper": by.paper_K_star.iloc[0]}
+                               "K* paper": "none (no integer K*)" if k_paper != k_paper else f"{k_paper:g}"}
         for role, label in (("stated", "stated"), (calibrated, "calibrated")):
             if role in by.index:
                 r = by.loc[role]
                 row[f"K* {label}"] = plus_minus(pd.Series([r.K_star]), pd.Series([r.K_star_sd]), ".1f")[0]
-        row["accuracy % paper"] = by.paper_max_accuracy.iloc[0]
+        row["accuracy % paper"] = f"{by.paper_max_accuracy.iloc[0]:.2f}"
         for role, label in (("stated", "stated"), (calibrated, "calibrated")):
             if role in by.index:
                 r = by.loc[role]
@@ -95,15 +96,59 @@ def rows_view(second_rows: pd.DataFrame, calibrated: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def per_table_view(per_table: pd.DataFrame, calibrated: str) -> pd.DataFrame:
+    """Per table: the stated and the calibrated readings' mean distances over its rows (second pass)."""
+    out = []
+    for table, part in per_table.groupby("table", sort=False):
+        by = part.set_index("role")
+        row: dict[str, Any] = {"table": table, "rows": int(part.rows.iloc[0])}
+        for role, label in (("stated", "stated"), (calibrated, "calibrated")):
+            if role in by.index:
+                row[f"K* distance {label} (rounds)"] = f"{by.loc[role].K_star_distance:.2f}"
+                row[f"accuracy distance {label} (points)"] = f"{by.loc[role].accuracy_distance:.1f}"
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def repeated_view(repeated: pd.DataFrame, calibrated: str) -> pd.DataFrame:
+    """The cells the paper reports in several rows: its values there and their spread, beside ours (the
+    same runs answer every row of the cell)."""
+    def cell(value: float, fmt: str) -> str:
+        return "n/a" if value != value else f"{value:{fmt}}"
+
+    out = []
+    for _, r in repeated.iterrows():
+        row = {"the same setting in": r["rows"], "K* paper": r.paper_K_star,
+               "paper's K* spread (rounds)": cell(r.K_star_spread, "g")}
+        for role, label in (("stated", "stated"), (calibrated, "calibrated")):
+            row[f"K* {label}"] = cell(r.get(f"K_star {role}", math.nan), "g")
+        row["accuracy % paper"] = r.paper_max_accuracy
+        row["paper's accuracy spread (points)"] = cell(r.accuracy_spread, ".2f")
+        for role, label in (("stated", "stated"), (calibrated, "calibrated")):
+            row[f"accuracy % {label}"] = cell(r.get(f"max_accuracy {role}", math.nan), ".1f")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
 def trials_view(trials: pd.DataFrame) -> pd.DataFrame:
-    """The search's trials as the page lists them (first pass)."""
-    done = trials[trials.state == "complete"].sort_values(["closeness", "trial"])
+    """The search's evaluated trials in the order they ran: screen distances, the running best, whether
+    each went on to every row and its distances there."""
+    done = trials[trials.state == "complete"].sort_values("trial")
+
+    def fmt(values: pd.Series, digits: int) -> list[str]:
+        return ["" if v != v else f"{v:.{digits}f}" for v in values]
+
     return pd.DataFrame({
-        "trial": done.trial, "point": done.point.fillna("").replace("", "(searched)"), "settings": done.differs,
-        "K* distance (rounds per row)": done.K_star_distance.round(2),
-        "accuracy distance (points per row)": done.accuracy_distance.round(2),
+        "trial": done.trial,
+        "point": [p or (f"coverage: {c}" if c else "(searched)")
+                  for p, c in zip(done.point.fillna(""), done.coverage.fillna(""), strict=True)],
+        "settings": done.differs,
+        "screen K* (rounds per row)": fmt(done.K_star_distance, 2),
+        "screen accuracy (points per row)": fmt(done.accuracy_distance, 1),
+        "closeness": fmt(done.closeness, 2), "running best": fmt(done.running_best, 2),
+        "every row: K*": fmt(done.full_K_star_distance, 2), "every row: accuracy": fmt(done.full_accuracy_distance, 1),
         "on the front": done.pareto.map({True: "yes", False: ""}),
-        "run seconds": (done.run_seconds if "run_seconds" in done else done.seconds).round(0),
+        "run seconds": fmt(done.run_seconds, 0),
     })
 
 
@@ -122,44 +167,84 @@ def verdict_changes(verdicts: Mapping[str, pd.DataFrame], calibrated: str) -> pd
 
 
 def importance_view(importances: pd.DataFrame) -> pd.DataFrame:
+    """Each setting's share of each distance's variance beside the control (the largest share shuffled
+    distances get, 95th percentile), and whether it clears it."""
     if importances.empty:
         return importances
-    table = importances.pivot_table(index="setting", columns="objective", values="importance", aggfunc="first")
-    return (100 * table).round(0).reset_index().rename(columns={"K_star_distance": "K* distance (%)",
-                                                                 "accuracy_distance": "accuracy distance (%)"})
+    out = []
+    for setting, part in importances.groupby("setting", sort=True):
+        by = part.set_index("objective")
+        row: dict[str, Any] = {"setting": setting}
+        for obj, label in LABELS.items():
+            if obj in by.index:
+                r = by.loc[obj]
+                row[f"{label} distance (%)"] = f"{100 * r.importance:.0f}"
+                row[f"{label} control (%)"] = f"{100 * r.control:.0f}"
+                row[f"{label}: beyond noise"] = "yes" if bool(r.clears) else "no"
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def running_best_figure(trials: pd.DataFrame, outcome: Mapping[str, Any], title: str):  # noqa: ANN201 - Figure
+    """Each evaluated trial's closeness to the targets on the screen, in the order they ran, the running
+    best as a step line, the trials promoted to every row marked, and why the search stopped."""
+    import matplotlib.pyplot as plt
+
+    done = trials[trials.state == "complete"].sort_values("trial")
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    order = range(1, len(done) + 1)
+    ax.scatter(order, done.closeness, s=26, color=PALETTE[7], label="a trial (screen)", zorder=2)
+    up = [i for i, p in zip(order, done.promoted, strict=True) if p]
+    ax.scatter(up, done.closeness[done.promoted], s=60, facecolors="none", edgecolors=PALETTE[0], lw=1.4,
+               label="went on to every row", zorder=3)
+    ax.step(list(order), done.running_best, where="post", color=PALETTE[2], lw=1.6, label="running best", zorder=1)
+    ax.axhline(1.0, color=PALETTE[5], lw=0.8, ls="--", label="the targets (closeness 1)")
+    ax.set_xlabel("evaluated trial, in the order it ran")
+    ax.set_ylabel("closeness to the targets\n(larger distance / its target)")
+    ax.set_yscale("log")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper right")
+    fig.text(0.01, 0.01, f"stopped: {outcome['search']['stopped']}", fontsize=7.5)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
 
 
 def pareto_figure(trials: pd.DataFrame, outcome: Mapping[str, Any], title: str):  # noqa: ANN201 - Figure
-    """K* distance against accuracy distance for every completed trial of the first pass: the
-    front joined, the stated reading and each named reading marked and labelled, the targets as a box."""
+    """K* distance against accuracy distance over every row, for each trial promoted there: the front
+    joined, the stated reading and each named reading labelled, the calibrated one circled, the targets
+    and the paper's own floor as lines."""
     import matplotlib.pyplot as plt
 
-    done = trials[trials.state == "complete"]
+    done = trials[(trials.state == "complete") & trials.promoted]
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
+    x, y = "full_K_star_distance", "full_accuracy_distance"
     searched = done[done.point.fillna("") == ""]
-    ax.scatter(searched.K_star_distance, searched.accuracy_distance, s=28, color="#9e9e9e", label="searched trial")
+    ax.scatter(searched[x], searched[y], s=28, color=PALETTE[7], label="searched or coverage point")
     named = done[(done.point.fillna("") != "") & (done.point != "stated")]
-    ax.scatter(named.K_star_distance, named.accuracy_distance, s=44, marker="s", color="#1f77b4",
-               label="sensitivity reading")
+    ax.scatter(named[x], named[y], s=44, marker="s", color=PALETTE[0], label="named reading")
     for r in named.itertuples():
-        ax.annotate(r.point, (r.K_star_distance, r.accuracy_distance), fontsize=8, xytext=(4, 3),
-                    textcoords="offset points")
+        ax.annotate(r.point, (getattr(r, x), getattr(r, y)), fontsize=8, xytext=(4, 3), textcoords="offset points")
     stated = done[done.point == "stated"]
-    ax.scatter(stated.K_star_distance, stated.accuracy_distance, s=90, marker="*", color="#d62728",
-               label="stated reading", zorder=3)
-    front = done[done.pareto].sort_values("K_star_distance")
-    ax.plot(front.K_star_distance, front.accuracy_distance, color="#2ca02c", lw=1.2, zorder=1, label="Pareto front")
+    ax.scatter(stated[x], stated[y], s=90, marker="*", color=PALETTE[5], label="stated reading", zorder=3)
+    front = done[done.pareto].sort_values(x)
+    ax.plot(front[x], front[y], color=PALETTE[2], lw=1.2, zorder=1, label="Pareto front")
     trial = outcome["calibrated"].get("trial")
     cal = done[done.trial == trial] if trial is not None and not (isinstance(trial, float) and math.isnan(trial)) \
         else done.iloc[0:0]
-    ax.scatter(cal.K_star_distance, cal.accuracy_distance, s=160, facecolors="none", edgecolors="black", lw=1.5,
-               label="calibrated reading", zorder=4)
-    t = outcome["targets"]
-    ax.axvspan(0, t["K_star"], ymax=1, color="#2ca02c", alpha=0.04)
-    ax.axhline(t["accuracy"], color="#2ca02c", lw=0.8, ls="--")
-    ax.axvline(t["K_star"], color="#2ca02c", lw=0.8, ls="--", label="targets")
-    ax.set_xlabel("K* distance: mean |K* - K*paper| per row (rounds)")
-    ax.set_ylabel("accuracy distance: mean |acc - paper's| per row (points)")
+    ax.scatter(cal[x], cal[y], s=160, facecolors="none", edgecolors="black", lw=1.5, label="calibrated reading",
+               zorder=4)
+    t, floor = outcome["targets"], outcome.get("floor") or {}
+    ax.axhline(t["accuracy"], color=PALETTE[2], lw=0.8, ls="--")
+    ax.axvline(t["K_star"], color=PALETTE[2], lw=0.8, ls="--", label="targets")
+    if floor.get("K_star", 0) > 0:
+        ax.axvline(floor["K_star"], color=PALETTE[3], lw=0.8, ls=":", label="the paper's own floor")
+    if floor.get("accuracy", 0) > 0:
+        ax.axhline(floor["accuracy"], color=PALETTE[3], lw=0.8, ls=":")
+    ax.set_xlabel("K* distance over every row: mean |K* - K*paper| (rounds)")
+    ax.set_ylabel("accuracy distance over every row (points)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.set_title(title)
@@ -169,7 +254,8 @@ def pareto_figure(trials: pd.DataFrame, outcome: Mapping[str, Any], title: str):
 
 
 def importance_figure(importances: pd.DataFrame, title: str):  # noqa: ANN201 - Figure
-    """Each setting's share of each distance's variance over the trials (fANOVA), as bars."""
+    """Each setting's share of each distance's variance (fANOVA) as bars, each distance's control (the
+    share shuffled distances get) as a dashed line in its colour."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -177,14 +263,16 @@ def importance_figure(importances: pd.DataFrame, title: str):  # noqa: ANN201 - 
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     width = 0.38
     x = np.arange(len(settings))
-    colours = {"K_star_distance": "#1f77b4", "accuracy_distance": "#ff7f0e"}
-    labels = {"K_star_distance": "K* distance", "accuracy_distance": "accuracy distance"}
+    colours = {"K_star_distance": PALETTE[0], "accuracy_distance": PALETTE[1]}
     for i, (obj, part) in enumerate(importances.groupby("objective", sort=False)):
         values = part.set_index("setting").importance.reindex(settings).fillna(0)
-        ax.bar(x + (i - 0.5) * width, 100 * values, width, color=colours.get(obj), label=labels.get(obj, obj))
+        ax.bar(x + (i - 0.5) * width, 100 * values, width, color=colours.get(obj),
+               label=f"{LABELS.get(obj, obj)} distance")
+        ax.axhline(100 * float(part.control.iloc[0]), color=colours.get(obj), lw=1.0, ls="--",
+                   label=f"{LABELS.get(obj, obj)}: control (shuffled)")
     ax.set_xticks(x, settings, rotation=20)
     ax.set_ylabel("share of the variance (%)")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7.5, ncol=2)
     fig.tight_layout()
     return fig

@@ -18,6 +18,8 @@ CAL_TABLE_FILES = [
     "trial_rows.csv",
     "second_rows.csv",
     "second.csv",
+    "per_table.csv",
+    "repeated.csv",
     "importances.csv",
     "outcome.json",
 ]
@@ -100,6 +102,8 @@ def calibration_page_files(dataset):
         "trials": files["trials"],
         "second_rows": files["second_rows"],
         "second": files["second"],
+        "per_table": files["per_table"],
+        "repeated": files["repeated"],
         "importances": files["importances"],
         "outcome": files["outcome"],
         "verdicts": [f"{CAL}/{dataset}/{r}/verdicts.csv" for r in CAL_ROLES],

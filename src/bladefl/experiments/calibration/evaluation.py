@@ -4,12 +4,17 @@ reading's K* and maximal accuracy on them, and its two distances to the paper.
 A **row** is a row of the paper's Tables II-VII for one dataset: a grid cell (the sweep's cell at
 the row's value), the paper's K* behind it (its table's formula; NaN where the table's value gives
 no integer K*) and the paper's maximal accuracy. A reading's runs train each row's cell on the
-study's partition draws (run seed i on draw i) for the K values of the row's **window** (the
-paper's K* +- ``window`` rounds, feasible ones; every feasible K with no window, or where the paper
-gives no integer K*). Its **distances** are the mean over rows of |K* - K*_paper| (rounds; rows with
-a paper K*) and of |max accuracy - paper's| (points), K* and the maximal accuracy read as the grid
-reads them (:func:`bladefl.experiments.tables.tidy.optimum`: the draw-mean loss curve's argmin, the
-draw-mean accuracy's maximum over the window).
+study's draws (run seed i on partition draw i, or on draw 0 under ``replicates: seeds``) for every
+feasible K (no window: a K* is never held inside a range that hides where the curve's minimum lies).
+Its **distances** are the mean over rows of |K* - K*_paper| (rounds; rows with a paper K*) and of
+|max accuracy - paper's| (points), K* and the maximal accuracy read as the grid reads them
+(:func:`bladefl.experiments.tables.tidy.optimum`: the draw-mean loss curve's argmin, the draw-mean
+accuracy's maximum).
+
+The **screen** is the fewest cells that hold a row of every table (:func:`screen_rows`): the
+successive-halving stage every trial runs before the best go on to every row. Where the paper gives
+one cell two or more values (a cell repeated across tables), no reading can match them all: its
+**floor** (:func:`paper_floor`) is the smallest mean distance any reading can reach.
 """
 
 from __future__ import annotations
@@ -40,13 +45,9 @@ class Row:
     paper_K_star: float  # NaN: the table's value gives no integer K*
     paper_accuracy: float  # percent; NaN where the paper gives none
 
-    def k_values(self, t_sum: float, window: int | None) -> list[int]:
-        """The K values a run of this row's cell needs: the window around the paper's K* (every
-        feasible K without a window, without a paper K*, or where no K of the window is feasible)."""
-        every = list(range(1, max_feasible_K(self.cell.alpha, self.cell.beta, t_sum) + 1))
-        if window is None or not math.isfinite(self.paper_K_star):
-            return every
-        return [k for k in every if abs(k - self.paper_K_star) <= window] or every
+    def k_values(self, t_sum: float) -> list[int]:
+        """The K values a run of this row's cell trains: every feasible K (tau >= 1)."""
+        return list(range(1, max_feasible_K(self.cell.alpha, self.cell.beta, t_sum) + 1))
 
 
 def rows(config: Mapping[str, Any], tables: Sequence[Mapping[str, Any]], names: Sequence[str], dataset: str
@@ -73,33 +74,93 @@ def row_members(study_rows: Sequence[Row]) -> list[Member]:
     return [Member(r.sweep, r.table, r.sweep, r.value, r.cell) for r in study_rows]
 
 
-def cell_ks(study_rows: Sequence[Row], t_sum: float, window: int | None) -> dict[str, list[int]]:
-    """Per cell (key), the K values its rows need (the union of their windows, ascending)."""
-    out: dict[str, set[int]] = {}
+def screen_rows(study_rows: Sequence[Row]) -> list[Row]:
+    """The screen: the fewest cells that hold a row of every table among ``study_rows`` (greedy set
+    cover: the cell with rows in most tables not yet held first; a tie goes to the cell with fewer
+    K values to run, then to the first in the rows' order), and every row at those cells."""
+    tables_of: dict[str, set[str]] = {}
+    order: dict[str, int] = {}
+    cost: dict[str, float] = {}
+    for i, r in enumerate(study_rows):
+        tables_of.setdefault(r.cell.key, set()).add(r.table)
+        order.setdefault(r.cell.key, i)
+        cost[r.cell.key] = r.cell.N / max(r.cell.alpha + r.cell.beta, 1e-9)
+    left = {r.table for r in study_rows}
+    chosen: list[str] = []
+    while left:
+        key = min(tables_of, key=lambda k: (-len(tables_of[k] & left), cost[k], order[k]))
+        chosen.append(key)
+        left -= tables_of[key]
+    return [r for r in study_rows if r.cell.key in chosen]
+
+
+def paper_floor(study_rows: Sequence[Row]) -> tuple[float, float]:
+    """The smallest mean |K* - K*paper| and |accuracy - paper's| per row that any reading can reach:
+    where the paper gives one cell several values (the same setting in two or more tables), one
+    reading's value there is at least the sum of their deviations from their median away from them
+    (0 where the paper never repeats a cell)."""
+    def floor(values: dict[str, list[float]], count: int) -> float:
+        total = sum(float(np.abs(np.asarray(v) - np.median(v)).sum()) for v in values.values() if len(v) > 1)
+        return total / count if count else math.nan
+
+    ks: dict[str, list[float]] = {}
+    accs: dict[str, list[float]] = {}
     for r in study_rows:
-        out.setdefault(r.cell.key, set()).update(r.k_values(t_sum, window))
-    return {k: sorted(v) for k, v in out.items()}
+        if math.isfinite(r.paper_K_star):
+            ks.setdefault(r.cell.key, []).append(r.paper_K_star)
+        if math.isfinite(r.paper_accuracy):
+            accs.setdefault(r.cell.key, []).append(r.paper_accuracy)
+    return floor(ks, sum(map(len, ks.values()))), floor(accs, sum(map(len, accs.values())))
+
+
+def repeated_cells(study_rows: Sequence[Row]) -> pd.DataFrame:
+    """Each cell the paper reports in more than one table row: the rows, the paper's K* and accuracy in
+    each, and their spread (max - min): the paper's own disagreement with itself at one setting."""
+    out = []
+    by_cell: dict[str, list[Row]] = {}
+    for r in study_rows:
+        by_cell.setdefault(r.cell.key, []).append(r)
+    for key, group in by_cell.items():
+        if len(group) < 2:
+            continue
+        ks = [r.paper_K_star for r in group if math.isfinite(r.paper_K_star)]
+        accs = [r.paper_accuracy for r in group if math.isfinite(r.paper_accuracy)]
+        out.append({"cell": key, "rows": "; ".join(f"{r.table} {r.sweep} = {r.value:g}" for r in group),
+                    "paper_K_star": ", ".join(f"{k:g}" for k in ks) or "none",
+                    "paper_max_accuracy": ", ".join(f"{a:.2f}" for a in accs) or "none",
+                    "K_star_spread": (max(ks) - min(ks)) if ks else math.nan,
+                    "accuracy_spread": (max(accs) - min(accs)) if accs else math.nan})
+    return pd.DataFrame(out, columns=["cell", "rows", "paper_K_star", "paper_max_accuracy", "K_star_spread",
+                                      "accuracy_spread"])
+
+
+def cell_ks(study_rows: Sequence[Row], t_sum: float) -> dict[str, list[int]]:
+    """Per cell (key), the K values its runs train (every feasible K, ascending)."""
+    return {r.cell.key: r.k_values(t_sum) for r in study_rows}
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What evaluating one reading runs: the engine, the rows and their K windows, the draws."""
+    """What evaluating one reading runs: the engine, the rows (every feasible K of each), the draws."""
 
     dataset: str
     engine: str  # the engine's config file
     t_sum: float
     rows: tuple[Row, ...]
-    window: int | None
     draws: tuple[int, ...]
     data_dir: str  # the raw data's root
     base_sets: tuple[str, ...] = ()  # the workflow config's own overrides of the engine (its partition's n)
 
     def run_sets(self, point: Point, cell: Cell, draw: int) -> list[str]:
-        """The ``--set`` overrides of one run: the cell, its window's K, the reading, the draw."""
-        ks = cell_ks([r for r in self.rows if r.cell.key == cell.key], self.t_sum, self.window)[cell.key]
+        """The ``--set`` overrides of one run: the cell, its K values, the reading, the run seed ``draw``
+        and the partition draw it trains on (:meth:`Point.partition_seed`)."""
+        ks = cell_ks([r for r in self.rows if r.cell.key == cell.key], self.t_sum)[cell.key]
         sets = [s for s in cell.overrides(self.t_sum) if not s.startswith("time.K=")]
         return [*sets, f"time.K=[{','.join(map(str, ks))}]", *self.base_sets, *point.sets(), f"dataset={self.dataset}",
-                f"seed={draw}", f"partition.seed={draw}", f"data_dir={self.data_dir}"]
+                f"seed={draw}", f"partition.seed={point.partition_seed(draw)}", f"data_dir={self.data_dir}"]
+
+    def with_rows(self, rows: Sequence[Row]) -> Plan:
+        return replace(self, rows=tuple(rows))
 
     def cells(self) -> list[Cell]:
         return list({r.cell.key: r.cell for r in self.rows}.values())
@@ -131,7 +192,7 @@ def run(plan: Plan, point: Point, root: str | Path, *, threads: int = 0, progres
         cfg = group[0].cfg
         execution = resolve(cfg.device, threads=threads)
         execution.apply()
-        specs = [replace(cfg.partition, seed=d) for d in plan.draws]
+        specs = [replace(cfg.partition, seed=point.partition_seed(d)) for d in plan.draws]
         data = load_draws(cfg, specs)
         run_cells(group, data, execution, progress=progress, resume=True)
     return time.perf_counter() - start
@@ -151,7 +212,7 @@ def row_results(plan: Plan, root: str | Path) -> pd.DataFrame:
         k, acc = (float(o.K_star_loss), 100 * float(o.max_accuracy)) if o is not None else (math.nan, math.nan)
         out.append({"table": r.table, "sweep": r.sweep, "value": r.value, "cell": r.cell.key,
                     "draws": int(o.seeds) if o is not None else 0,
-                    "K_values": ",".join(map(str, r.k_values(plan.t_sum, plan.window))),
+                    "K_values": f"1-{max(r.k_values(plan.t_sum))}",
                     "K_star": k, "K_star_sd": float(o.K_star_loss_std) if o is not None else math.nan,
                     "paper_K_star": r.paper_K_star, "max_accuracy": acc,
                     "max_accuracy_sd": 100 * float(o.max_accuracy_std) if o is not None else math.nan,

@@ -13,7 +13,10 @@ into that reading. The axes a config may use and what their values mean:
 - ``batch_size``; ``scaling``: ``standardised`` or ``raw`` pixels; ``width`` (hidden units);
   ``activation``: ``relu`` or ``none``;
 - ``lazy_noise``: ``parameter`` (sigma2 per parameter) or ``model`` (sigma2 over the model);
-- ``eta_scale``: every step is eta x scale (where the iteration changes the number of steps).
+- ``eta_scale``: every step is eta x scale (where the iteration changes the number of steps);
+- ``replicates``: what the scored runs replicate: ``draws`` (run seed i on partition draw i, the
+  paper engine's design) or ``seeds`` (every run seed on partition draw 0: the authors' code averages
+  20 runs of one split). It sets no run-config field; the study's plan reads it.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from bladefl.core.values import is_int as _is_int
 from bladefl.core.values import is_num as _is_num
 
 AXES = ("partition", "samples", "iteration", "batch_size", "scaling", "width", "activation", "lazy_noise",
-        "eta_scale")
+        "eta_scale", "replicates")
+REPLICATES = ("draws", "seeds")
 _PARTITION = re.compile(r"(?P<scheme>shards|classes|dirichlet)(?P<param>[0-9]+(\.[0-9]+)?)|iid")
 _ITERATION = re.compile(r"epoch|full_batch|steps(?P<s>[1-9][0-9]{0,3})")
 _NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,63}")
@@ -48,6 +52,7 @@ def value_error(axis: str, value: Any) -> str | None:
         "activation": lambda v: v in ("relu", "none"),
         "lazy_noise": lambda v: v in ("parameter", "model"),
         "eta_scale": lambda v: _is_num(v) and 0 < v <= 1000,
+        "replicates": lambda v: v in REPLICATES,
     }[axis]
     if ok(value):
         return None
@@ -61,6 +66,7 @@ def value_error(axis: str, value: Any) -> str | None:
         "activation": "relu or none",
         "lazy_noise": "parameter or model",
         "eta_scale": "a number in (0, 1000]",
+        "replicates": "draws or seeds",
     }[axis]
     return f"must be {allowed} (got {value!r})"
 
@@ -81,6 +87,8 @@ def overrides(axis: str, value: Any) -> dict[str, Any]:
         return {"train.iteration": value}
     if axis == "scaling":
         return {"normalize": value == "standardised"}
+    if axis == "replicates":
+        return {}  # the plan's pairing of run seeds and partition draws (evaluation.Plan.run_sets)
     return {_FIELD[axis]: value}
 
 
@@ -119,6 +127,11 @@ class Point:
             if axis in self.values:
                 out.update(overrides(axis, self.values[axis]))
         return [f"{k}={_yaml(v)}" for k, v in out.items()]
+
+    def partition_seed(self, draw: int) -> int:
+        """The partition draw the run of seed ``draw`` trains on: its own (``replicates: draws``) or
+        draw 0 for every seed (``replicates: seeds``)."""
+        return 0 if self.values.get("replicates") == "seeds" else draw
 
     def differs(self, stated: Point) -> dict[str, Any]:
         """The axes where this point leaves the stated reading, with its values."""

@@ -1,11 +1,14 @@
 """A calibration study of one dataset, as the workflow hands it to its jobs: its spec (a JSON file the
-workflow writes from the config's ``calibration`` block), the first pass (the search), the choice of
-the points run again, and the second pass (those points on more draws over the whole K range).
+workflow writes from the config's ``calibration`` block), the search (every trial on the screen, the
+best on every row: successive halving), the choice of the points run again, and the second pass
+(those points on the second pass's draws; runs the search already made are taken, not trained again).
 
 Files under the study's folder (``results/calibration/<dataset>/``): ``study.journal`` (Optuna's
-storage, shared by the workers), ``trials/<point key>/`` (the first pass's runs of each reading),
-``picked.json`` (the points run again, by role: ``stated``, ``best1``, ``best2``, ...) and
-``rerun/<role>/`` (their runs).
+storage, shared by the workers), ``trials/<point key>/`` (each reading's runs), ``picked.json`` (the
+points run again, by role: ``stated``, ``best1``, ``best2``, ...) and ``rerun/<role>/`` (their runs).
+
+This module imports no Optuna at import time: the workflow reads specs when it is parsed, on
+machines that may not carry Optuna (the GPU machine's script runs the grid only).
 """
 
 from __future__ import annotations
@@ -14,30 +17,80 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
-
-import optuna
+from typing import TYPE_CHECKING, Any
 
 from bladefl.core import atomic, strict_yaml
-from bladefl.experiments.calibration import evaluation, search
+from bladefl.core.values import is_finite, is_int
+from bladefl.experiments.calibration import evaluation
 from bladefl.experiments.calibration.evaluation import Plan
-from bladefl.experiments.calibration.space import Point, Space, space, space_errors
+from bladefl.experiments.calibration.space import AXES, Point, Space, space, space_errors
 from bladefl.experiments.plan.grid import members_to_json
 
-DEFAULTS: dict[str, Any] = {"tables": [], "window": 2, "draws": 1, "searched": 12, "sampler_seed": 0, "workers": 1,
-                            "targets": {"K_star": 1.0, "accuracy": 3.0}, "rerun": {"points": 2, "draws": 3}}
+if TYPE_CHECKING:
+    import optuna
+
+    from bladefl.experiments.calibration.search import StopRule
+
+DEFAULTS: dict[str, Any] = {"tables": [], "draws": 2, "promote": 4, "coverage": ["partition"], "sampler_seed": 0,
+                            "workers": 1, "stop": {"patience": 8, "tolerance": 0.05, "max_trials": 60},
+                            "targets": {"K_star": 1.0, "accuracy": 3.0}, "rerun": {"points": 2, "draws": 2}}
+# Bounds of the block's numbers (checked before any trial: a spec from elsewhere is hostile).
+LIMITS = {"draws": (2, 100), "promote": (1, 100), "workers": (1, 256), "sampler_seed": (0, 2**31 - 1),
+          "stop.patience": (1, 1000), "stop.max_trials": (1, 10_000), "rerun.points": (1, 20),
+          "rerun.draws": (1, 100)}
+MAX_T_SUM = 1e6
+
+
+def _number_errors(block: Mapping[str, Any]) -> list[str]:
+    errors = []
+    for field, (lo, hi) in LIMITS.items():
+        node: Any = block
+        for part in field.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if not (is_int(node) and lo <= node <= hi):
+            errors.append(f"calibration.{field} must be an integer in {lo}..{hi} (got {node!r})")
+    stop = block.get("stop")
+    tol: Any = stop.get("tolerance") if isinstance(stop, Mapping) else None
+    if not (is_finite(tol) and 0 <= tol <= 100):
+        errors.append(f"calibration.stop.tolerance must be a number in [0, 100] (got {tol!r})")
+    targets = block.get("targets")
+    for name in ("K_star", "accuracy"):
+        v: Any = targets.get(name) if isinstance(targets, Mapping) else None
+        if not (is_finite(v) and 0 < v <= 1000):
+            errors.append(f"calibration.targets.{name} must be a number in (0, 1000] (got {v!r})")
+    coverage = block.get("coverage")
+    if not (isinstance(coverage, list) and all(isinstance(a, str) for a in coverage)):
+        errors.append(f"calibration.coverage must be a list of axes (got {coverage!r})")
+    else:
+        axes: Any = block.get("space") if isinstance(block.get("space"), Mapping) else {}
+        errors += [f"calibration.coverage: {a!r} is not an axis of calibration.space {sorted(axes)}"
+                   for a in coverage if a not in axes]
+    for gone in ("window", "searched"):
+        if gone in block:
+            errors.append(f"calibration.{gone}: no longer a setting (every feasible K is run; the search stops on "
+                          "calibration.stop)")
+    allowed = sorted({*DEFAULTS, "space", "points", "first"})
+    unknown = sorted(set(block) - {*allowed, "window", "searched"})
+    if unknown:
+        errors.append(f"calibration: unknown field(s) {[str(u)[:40] for u in unknown]}; allowed: {allowed}")
+    return errors
 
 
 def block_errors(block: Mapping[str, Any], table_names: list[str]) -> list[str]:
-    """What is wrong with a ``calibration`` block, field by field (its space and points too)."""
-    errors = space_errors(block)
-    for name in block.get("tables") or []:
-        if name not in table_names:
-            errors.append(f"calibration.tables: {name!r} is not one of the paper's tables {table_names}")
+    """What is wrong with a ``calibration`` block, field by field (its numbers, space and points too)."""
+    errors = _number_errors(block) + space_errors(block)
+    tables = block.get("tables")
+    if not isinstance(tables, list):
+        errors.append(f"calibration.tables must be a list of the paper's tables {table_names} (got {tables!r})")
+    else:
+        for name in tables:
+            if name not in table_names:
+                errors.append(f"calibration.tables: {name!r} is not one of the paper's tables {table_names}")
     return errors
 
 
@@ -45,10 +98,13 @@ def block_errors(block: Mapping[str, Any], table_names: list[str]) -> list[str]:
 class StudySpec:
     """What a calibration of one dataset runs and compares."""
 
-    first: Plan  # the search's pass: the K window, the first draws
-    second: Plan  # the points run again: every feasible K, more draws
+    screen: Plan  # what every trial runs: the screen's rows, the study's draws, every feasible K
+    full: Plan  # what a promoted trial runs: every row
+    second: Plan  # the points run again: every row on the second pass's draws
     space: Space
-    target: int  # trials the study holds: its named points and the searched ones
+    rule: StopRule
+    promote: int  # successive halving: the best 1/promote of the screened points go on to every row
+    coverage: tuple[str, ...]  # axes whose every value the search visits
     seed: int
     k_target: float  # rounds per row the calibration aims for
     accuracy_target: float  # points per row
@@ -56,16 +112,26 @@ class StudySpec:
     digest: str = ""  # of the spec (its data folder aside): a changed study is a new study in the journal
 
     @property
+    def dataset(self) -> str:
+        return self.full.dataset
+
+    @property
     def roles(self) -> list[str]:
         return ["stated", *(f"best{i}" for i in range(1, self.rerun_points + 1))]
+
+
+def _with_defaults(block: Mapping[str, Any]) -> dict[str, Any]:
+    out = {**DEFAULTS, **block}
+    for part in ("stop", "targets", "rerun"):
+        given = block.get(part, {})
+        out[part] = {**DEFAULTS[part], **given} if isinstance(given, Mapping) else given
+    return out
 
 
 def spec_json(config: Mapping[str, Any], tables: list[dict], dataset: str, engine: str, data_dir: str) -> str:
     """The study spec of ``dataset`` as JSON (what the workflow hands each job): the calibration block
     with its defaults, the grid's base and sweeps, t_sum, the paper's tables, the engine and data."""
-    block = {**DEFAULTS, **config["calibration"]}
-    block["rerun"] = {**DEFAULTS["rerun"], **block.get("rerun", {})}
-    block["targets"] = {**DEFAULTS["targets"], **block.get("targets", {})}
+    block = _with_defaults(config["calibration"])
     partition = {k: v for k, v in config.get("partition", {}).items() if k not in ("seed", "seeds")}
     return json.dumps({"dataset": dataset, "engine": engine, "data_dir": data_dir, "t_sum": config.get("t_sum", 100),
                        "base_sets": [f"partition.{k}={v}" for k, v in sorted(partition.items())],
@@ -74,33 +140,46 @@ def spec_json(config: Mapping[str, Any], tables: list[dict], dataset: str, engin
 
 
 def load_spec(text: str) -> StudySpec:
-    """The study spec from :func:`spec_json`'s JSON, checked (ValueError naming the field)."""
+    """The study spec from :func:`spec_json`'s JSON, checked (ValueError naming the field) before any run."""
+    from bladefl.experiments.calibration.search import StopRule
+
     doc = json.loads(text)
-    block = doc["calibration"]
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("calibration"), Mapping):
+        raise ValueError("calibration spec: a mapping with a `calibration` block is needed")
+    block = _with_defaults(doc["calibration"])
+    if not isinstance(doc.get("tables"), list) or not all(isinstance(t, Mapping) and "table" in t
+                                                          for t in doc["tables"]):
+        raise ValueError("calibration spec: `tables` must be the paper's tables (a list of mappings)")
     errors = block_errors(block, [t["table"] for t in doc["tables"]])
+    t_sum: Any = doc.get("t_sum")
+    if not (is_finite(t_sum) and 0 < t_sum <= MAX_T_SUM):
+        errors.append(f"t_sum must be a number in (0, {MAX_T_SUM:g}] (got {t_sum!r})")
     if errors:
         raise ValueError("invalid calibration: " + "; ".join(errors))
     found = evaluation.rows(doc["grid"], doc["tables"], block["tables"], doc["dataset"])
     if not found:
         raise ValueError(f"calibration.tables {block['tables']}: none of their rows is a cell of the grid's sweeps")
-    t_sum = float(doc["t_sum"])
-    errors = partition_pairs_errors(block["space"], doc["engine"], [str(x) for x in doc.get("base_sets", [])],
-                                    sorted({r.cell.N for r in found}))
+    t_sum = float(t_sum)
+    base_sets = [str(x) for x in doc.get("base_sets", [])]
+    errors = partition_pairs_errors(block["space"], doc["engine"], base_sets, sorted({r.cell.N for r in found}))
     if errors:
         raise ValueError("invalid calibration: " + "; ".join(errors))
 
-    def plan(window: int | None, draws: int) -> Plan:
-        return Plan(doc["dataset"], doc["engine"], t_sum, tuple(found), window, tuple(range(draws)), doc["data_dir"],
-                    tuple(str(s) for s in doc.get("base_sets", [])))
+    def plan(rows: Sequence[evaluation.Row], draws: int) -> Plan:
+        return Plan(doc["dataset"], doc["engine"], t_sum, tuple(rows), tuple(range(draws)), doc["data_dir"],
+                    tuple(base_sets))
 
     sp = space(block)
     digest = hashlib.sha256(json.dumps({k: v for k, v in doc.items() if k != "data_dir"}, sort_keys=True)
                             .encode()).hexdigest()[:10]
-    return StudySpec(first=plan(int(block["window"]), int(block["draws"])),
-                     second=plan(None, int(block["rerun"]["draws"])), space=sp,
-                     target=len(sp.points) + int(block["searched"]), seed=int(block["sampler_seed"]),
-                     k_target=float(block["targets"]["K_star"]), accuracy_target=float(block["targets"]["accuracy"]),
-                     rerun_points=int(block["rerun"]["points"]), digest=digest)
+    stop = block["stop"]
+    return StudySpec(screen=plan(evaluation.screen_rows(found), int(block["draws"])),
+                     full=plan(found, int(block["draws"])), second=plan(found, int(block["rerun"]["draws"])), space=sp,
+                     rule=StopRule(int(stop["patience"]), float(stop["tolerance"]), int(stop["max_trials"])),
+                     promote=int(block["promote"]), coverage=tuple(block["coverage"]),
+                     seed=int(block["sampler_seed"]), k_target=float(block["targets"]["K_star"]),
+                     accuracy_target=float(block["targets"]["accuracy"]), rerun_points=int(block["rerun"]["points"]),
+                     digest=digest)
 
 
 def partition_pairs_errors(axes: Mapping[str, Any], engine: str, base_sets: list[str], Ns: list[int]) -> list[str]:
@@ -129,7 +208,7 @@ def partition_pairs_errors(axes: Mapping[str, Any], engine: str, base_sets: list
 def study_name(spec: StudySpec) -> str:
     """The study's name in its journal: the dataset and the spec's digest (a study whose spec changed
     starts again beside the old one, whose trials stay in the journal)."""
-    return f"calibration-{spec.first.dataset}-{spec.digest}"
+    return f"calibration-{spec.dataset}-{spec.digest}"
 
 
 def spec_from_files(config: Mapping[str, Any], paper_values: str | Path, dataset: str, engine: str,
@@ -144,81 +223,145 @@ def members_json(spec: StudySpec) -> str:
     return members_to_json(evaluation.row_members(spec.second.rows))
 
 
+def _scored(plan: Plan, root: Path, spec: StudySpec) -> tuple[tuple[float, float], list[dict[str, Any]], float]:
+    results = evaluation.row_results(plan, root)
+    k, acc = evaluation.distances(results)
+    return (k, acc), results.to_dict(orient="records"), evaluation.closeness(k, acc, spec.k_target,
+                                                                              spec.accuracy_target)
+
+
 def first_pass(spec: StudySpec, storage: str | Path, trials_root: str | Path, worker: str, *, threads: int = 0,
-               log: Callable[[str], None] = print) -> int:
-    """One worker of the search: trials until the study holds its target; returns how many it ran."""
+               log: Callable[[str], None] = print) -> tuple[int, str]:
+    """One worker of the search: trials until the stopping rule holds; returns how many it ran and why
+    the search stopped. Each trial runs the screen; the best 1/``promote`` of the screened points (and
+    the stated reading, the yardstick) go on to every row."""
+    from bladefl.experiments.calibration import search
+
     study = search.open_study(storage, study_name(spec), spec.seed, worker)
 
-    def evaluate(point: Point) -> search.Outcome:
+    def evaluate(point: Point, trial: optuna.Trial) -> search.Outcome:
         root = Path(trials_root) / point.key
-        seconds = evaluation.run(spec.first, point, root, threads=threads)
-        results = evaluation.row_results(spec.first, root)
-        cost = evaluation.run_seconds(spec.first, root)
-        return search.Outcome(evaluation.distances(results), {
-            "key": point.key, "seconds": round(seconds, 1), "run_seconds": round(cost, 1),
-            "rows": results.to_dict(orient="records")})
+        seconds = evaluation.run(spec.screen, point, root, threads=threads)
+        values, rows, closeness = _scored(spec.screen, root, spec)
+        trial.set_user_attr("screen_closeness", closeness)
+        attrs: dict[str, Any] = {"key": point.key, "screen_rows": rows, "screen_seconds": round(seconds, 1),
+                                 "screen_run_seconds": round(evaluation.run_seconds(spec.screen, root), 1)}
+        with search._lock(storage):
+            others = [search.screen_closeness(t) for t in study.get_trials(deepcopy=False)
+                      if t.number != trial.number and "screen_closeness" in t.user_attrs]
+        if point.name == "stated" or search.promoted(closeness, others, spec.promote):
+            log(f"trial {trial.number}: screen closeness {closeness:.2f}, on to every row")
+            seconds += evaluation.run(spec.full, point, root, threads=threads)
+            full, full_rows, full_closeness = _scored(spec.full, root, spec)
+            attrs |= {"full_values": list(full), "full_rows": full_rows, "full_closeness": full_closeness,
+                      "full_run_seconds": round(evaluation.run_seconds(spec.full, root), 1)}
+        attrs["seconds"] = round(seconds, 1)
+        return search.Outcome(values, attrs)
 
-    return search.run_worker(study, spec.space, storage, worker, spec.target, evaluate, log)
+    return search.run_worker(study, spec.space, storage, worker, spec.rule, evaluate, log, spec.coverage)
 
 
-def pick(spec: StudySpec, storage: str | Path) -> dict[str, dict[str, Any]]:
-    """The points run again, by role: the stated reading, then the Pareto front's points nearest the
-    targets (:func:`bladefl.experiments.calibration.evaluation.closeness`), the stated reading left out."""
-    study = search.open_study(storage, study_name(spec), spec.seed)
-    front = search.pareto(search.complete(study))
+def pick(spec: StudySpec, trials: Sequence[optuna.trial.FrozenTrial]) -> dict[str, dict[str, Any]]:
+    """The points run again, by role: the stated reading, then the points of the front over every row
+    nearest the targets (:func:`bladefl.experiments.calibration.evaluation.closeness`), the stated
+    reading left out; ``trials`` checked against the spec (:func:`checked_trials`)."""
+    from bladefl.experiments.calibration import search
+
     stated = spec.space.stated
-    def near(t: optuna.trial.FrozenTrial) -> tuple[float, int]:
-        return evaluation.closeness(t.values[0], t.values[1], spec.k_target, spec.accuracy_target), t.number
 
+    def near(t: optuna.trial.FrozenTrial) -> tuple[float, int]:
+        k, acc = search.full_values(t) or (math.nan, math.nan)
+        return evaluation.closeness(k, acc, spec.k_target, spec.accuracy_target), t.number
+
+    scored = [t for t in trials if search.full_values(t) is not None]
+    front = search.full_front(trials)
     ranked = sorted((t for t in front if spec.space.point(t.params).key != stated.key), key=near)
     if not ranked:  # the stated reading alone is on the front: the nearest other points
-        ranked = sorted((t for t in search.complete(study) if spec.space.point(t.params).key != stated.key), key=near)
-    picked: dict[str, dict[str, Any]] = {"stated": {"values": dict(stated.values), "trial": None, "name": "stated"}}
+        ranked = sorted((t for t in scored if spec.space.point(t.params).key != stated.key), key=near)
+    picked: dict[str, dict[str, Any]] = {"stated": {"values": dict(stated.values), "trial": None, "name": "stated",
+                                                    "key": stated.key}}
     for role, t in zip(spec.roles[1:], ranked, strict=False):
-        picked[role] = {"values": dict(t.params), "trial": t.number, "name": t.user_attrs.get("point", "")}
+        picked[role] = {"values": dict(t.params), "trial": t.number, "name": t.user_attrs.get("point", ""),
+                        "key": spec.space.point(t.params).key}
     return picked
 
 
+def checked_picked(spec: StudySpec, picked: Any) -> dict[str, dict[str, Any]]:  # noqa: ANN401 - parsed JSON
+    """A picked-points file held to the spec before a rerun: roles of the spec, each a point of its
+    space (every axis, a value of the axis), the stated role the stated reading."""
+    if not isinstance(picked, Mapping) or "stated" not in picked:
+        raise ValueError("--picked: a mapping of roles (stated first) to their points is needed")
+    out = {}
+    for role, entry in picked.items():
+        if role not in spec.roles:
+            raise ValueError(f"--picked: role {str(role)[:40]!r} is not one of {spec.roles}")
+        values = entry.get("values") if isinstance(entry, Mapping) else None
+        if not isinstance(values, Mapping) or set(values) != {a.name for a in spec.space.axes}:
+            raise ValueError(f"--picked {role}.values: a value for each axis {[a.name for a in spec.space.axes]}")
+        for axis, v in values.items():
+            if not any(type(v) is type(u) and v == u for u in spec.space.axis(axis).values):
+                raise ValueError(f"--picked {role}.values.{axis} must be one of {list(spec.space.axis(axis).values)} "
+                                 f"(got {str(v)[:40]!r})")
+        name = entry.get("name", "")
+        trial = entry.get("trial")
+        if not isinstance(name, str) or len(name) > 64 or not (trial is None or is_int(trial) and trial >= 0):
+            raise ValueError(f"--picked {role}: name a string and trial a trial number or null")
+        out[str(role)] = {"values": dict(values), "trial": trial, "name": name,
+                          "key": spec.space.point(values).key}
+    if out["stated"]["key"] != spec.space.stated.key:
+        raise ValueError("--picked stated: is not the stated reading of the spec's space")
+    return out
+
+
+def checked_trials(spec: StudySpec, trials: Sequence[optuna.trial.FrozenTrial]) -> list[optuna.trial.FrozenTrial]:
+    """A journal's trials held to the spec before anything is read from them (a journal from elsewhere is
+    hostile): each trial's settings a point of the space, its distances and attributes finite and not
+    negative where given; ValueError naming the trial and the field."""
+    from optuna.trial import TrialState
+
+    axes = {a.name: a.values for a in spec.space.axes}
+    for t in trials:
+        where = f"trial {t.number}"
+        if t.state == TrialState.WAITING:
+            continue
+        for axis, v in t.params.items():
+            if axis not in axes or not any(type(v) is type(u) and v == u for u in axes[axis]):
+                raise ValueError(f"--storage {where}: {str(axis)[:40]} = {str(v)[:40]!r} is not a value of the space "
+                                 f"(allowed: {list(axes.get(axis, ()))})")
+        if t.state != TrialState.COMPLETE:
+            continue
+        if set(t.params) != set(axes):
+            raise ValueError(f"--storage {where}: a complete trial sets every axis {sorted(axes)}")
+        for name, v in [("values", x) for x in (t.values or [math.nan])] + [
+                (k, x) for k in ("full_values",) for x in (t.user_attrs.get(k) or [])] + [
+                (k, t.user_attrs[k]) for k in ("screen_closeness", "full_closeness", "seconds") if k in t.user_attrs]:
+            if not (is_finite(v) and v >= 0):
+                raise ValueError(f"--storage {where}: {name} must be finite numbers >= 0 (got {str(v)[:40]!r})")
+        if "full_values" in t.user_attrs and len(t.user_attrs["full_values"]) != 2:
+            raise ValueError(f"--storage {where}: full_values must hold two distances")
+    return list(trials)
+
+
 def second_pass(spec: StudySpec, picked: Mapping[str, Mapping[str, Any]], role: str, root: str | Path, *,
-                threads: int = 0) -> float:
+                threads: int = 0, trials_root: str | Path | None = None) -> float:
     """Run one picked point (``role``) on the second pass's draws over every feasible K, under ``root``
-    (a role the first pass left empty, with fewer front points than roles, runs the stated reading)."""
+    (a role the search left empty, with fewer front points than roles, runs the stated reading). The
+    runs the search already made of that point (under ``trials_root``) are taken, not trained again."""
     entry = picked.get(role, picked["stated"])
     point = spec.space.point(entry["values"], entry.get("name") or role)
+    if trials_root is not None:
+        made = Path(trials_root) / point.key
+        for summary in evaluation.summaries(made, spec.second):
+            run = Path(summary).parent
+            target = Path(root) / run.relative_to(made)
+            if Path(summary).is_file() and not target.exists():
+                shutil.copytree(run, target, symlinks=False)
     return evaluation.run(spec.second, point, root, threads=threads)
-
-
-def trials_table(spec: StudySpec, storage: str | Path, trials_root: str | Path | None = None) -> tuple[Any, Any]:
-    """Two tables of the search: one row per trial (its state, named point, settings, distances,
-    on the Pareto front or not, its cost: the trial's wall and what its runs cost to compute, read
-    from their folders under ``trials_root`` where given, else as the trial recorded it) and one per
-    completed trial and row (ours beside the paper's)."""
-    import pandas as pd
-
-    study = search.open_study(storage, study_name(spec), spec.seed)
-    trials = study.get_trials(deepcopy=False)
-    front = {t.number for t in search.pareto(search.complete(study))}
-    stated = spec.space.stated
-    rows, per_row = [], []
-    for t in trials:
-        if t.state == optuna.trial.TrialState.WAITING:
-            continue
-        values = t.values if t.values else [math.nan, math.nan]
-        point = spec.space.point(t.params)
-        rows.append({"trial": t.number, "state": t.state.name.lower(), "point": t.user_attrs.get("point", ""),
-                     "key": point.key, "retry_of": t.user_attrs.get("retry_of", math.nan), **dict(t.params),
-                     "differs": "; ".join(f"{k}={v}" for k, v in point.differs(stated).items()) or "(stated)",
-                     "K_star_distance": values[0], "accuracy_distance": values[1],
-                     "closeness": evaluation.closeness(values[0], values[1], spec.k_target, spec.accuracy_target)
-                     if t.values else math.nan,
-                     "pareto": t.number in front, "seconds": t.user_attrs.get("seconds", math.nan),
-                     "run_seconds": (evaluation.run_seconds(spec.first, Path(trials_root) / point.key)
-                                     if trials_root is not None and t.values else
-                                     t.user_attrs.get("run_seconds", math.nan)),
-                     "error": t.user_attrs.get("error", "")})
-        per_row += [{"trial": t.number, **r} for r in t.user_attrs.get("rows", [])]
-    return pd.DataFrame(rows), pd.DataFrame(per_row)
 
 
 def write_picked(path: str | Path, picked: Mapping[str, Any]) -> None:
     atomic.write_json(path, dict(picked))
+
+
+__all__ = ["AXES", "DEFAULTS", "StudySpec", "checked_picked", "checked_trials", "first_pass", "load_spec",
+           "members_json", "pick", "second_pass", "spec_json", "study_name", "write_picked"]

@@ -1,13 +1,15 @@
-"""The calibration's tables, read by its report page and the front page: the search (every trial,
-its rows), the second pass per picked point and row (ours beside the paper's, with the spread over
-draws), the settings' importances, the outcome (how close the stated and the calibrated readings get,
-whether the targets are reached, what moves the distances most) and the calibrated engine config.
+"""The calibration's tables, read by its report page and the front page: the search (every trial, its
+screen and, where promoted, its score on every row, the running best, why it stopped), the second
+pass per picked point and row (ours beside the paper's, with the spread over draws), per table, the
+cells the paper reports twice with its own spread, the settings' importances beside their control,
+the outcome (how close the stated and the calibrated readings get, whether the targets are reached,
+in words scoped to what was evaluated) and the calibrated engine config.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +17,63 @@ import pandas as pd
 import yaml
 
 from bladefl.core import atomic
-from bladefl.experiments.calibration import evaluation, search, study
+from bladefl.experiments.calibration import evaluation, importance
 from bladefl.experiments.calibration.study import StudySpec
 
 ENGINE_SECTIONS = ("dataset", "partition", "model", "train", "time", "lazy", "privacy", "chain", "normalize", "seed")
+
+
+def _num(value: Any, default: float = math.nan) -> float:  # noqa: ANN401 - a trial attribute
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def trials_table(spec: StudySpec, trials: Sequence[Any], trials_root: str | Path | None = None
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """One row per trial (its state, named or coverage point, settings, screen distances, running best,
+    whether it went on to every row and its distances there, on the front over every row or not, its
+    cost), one per trial, stage and row (ours beside the paper's), and why the search stopped (its
+    rule applied to the trials in order)."""
+    from optuna.trial import TrialState
+
+    from bladefl.experiments.calibration import search
+
+    stated = spec.space.stated
+    front = {t.number for t in search.full_front(trials)}
+    evaluated = [t for t in trials if t.state == TrialState.COMPLETE]
+    closeness = [search.screen_closeness(t) for t in evaluated]
+    best = dict(zip((t.number for t in evaluated), search.running_best(closeness), strict=True))
+    better = dict(zip((t.number for t in evaluated), search.improvements(closeness, spec.rule.tolerance),
+                      strict=True))
+    rows, per_row = [], []
+    for t in trials:
+        if t.state == TrialState.WAITING:
+            continue
+        values = list(t.values) if t.values else [math.nan, math.nan]
+        point = spec.space.point(t.params)
+        full = search.full_values(t) or (math.nan, math.nan)
+        cost = _num(t.user_attrs.get("full_run_seconds"), _num(t.user_attrs.get("screen_run_seconds")))
+        if trials_root is not None and t.state == TrialState.COMPLETE:
+            plan = spec.full if search.full_values(t) is not None else spec.screen
+            cost = evaluation.run_seconds(plan, Path(trials_root) / point.key)
+        rows.append({"trial": t.number, "state": t.state.name.lower(), "point": t.user_attrs.get("point", ""),
+                     "coverage": t.user_attrs.get("coverage", ""), "key": point.key,
+                     "retry_of": t.user_attrs.get("retry_of", math.nan),
+                     "duplicate_of": t.user_attrs.get("duplicate_of", math.nan), **dict(t.params),
+                     "differs": "; ".join(f"{k}={v}" for k, v in point.differs(stated).items()) or "(stated)",
+                     "K_star_distance": values[0], "accuracy_distance": values[1],
+                     "closeness": search.screen_closeness(t) if t.values else math.nan,
+                     "running_best": best.get(t.number, math.nan), "improved": better.get(t.number, False),
+                     "promoted": search.full_values(t) is not None,
+                     "full_K_star_distance": full[0], "full_accuracy_distance": full[1],
+                     "full_closeness": _num(t.user_attrs.get("full_closeness")),
+                     "pareto": t.number in front, "seconds": _num(t.user_attrs.get("seconds")),
+                     "run_seconds": cost, "error": str(t.user_attrs.get("error", ""))[:200]})
+        for stage in ("screen", "full"):
+            per_row += [{"trial": t.number, "stage": stage, **r} for r in t.user_attrs.get(f"{stage}_rows") or []
+                        if isinstance(r, Mapping)]
+    counted = len(search.counted(trials))
+    reason = search.stop_reason(closeness, counted, 0, spec.rule) or "not stopped by its rule (cut short)"
+    return pd.DataFrame(rows), pd.DataFrame(per_row), reason
 
 
 def second_rows(spec: StudySpec, roots: Mapping[str, str | Path], picked: Mapping[str, Any]) -> pd.DataFrame:
@@ -44,12 +99,35 @@ def second_summary(rows: pd.DataFrame, spec: StudySpec) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def importance_table(spec: StudySpec, storage: str | Path) -> pd.DataFrame:
-    st = search.open_study(storage, study.study_name(spec), spec.seed)
-    found = search.importances(st, [a.name for a in spec.space.axes])
-    return pd.DataFrame([{"objective": obj, "setting": p, "importance": v}
-                         for obj, per in found.items() for p, v in per.items()],
-                        columns=["objective", "setting", "importance"])
+def per_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per role and table: the mean |K* - paper's| and |accuracy - paper's| over the table's rows."""
+    out = []
+    for (role, table), part in rows.groupby(["role", "table"], sort=False):
+        k = part.K_star_distance.dropna()
+        acc = part.accuracy_distance.dropna()
+        out.append({"role": role, "table": table, "rows": len(part),
+                    "K_star_distance": float(k.mean()) if len(k) else math.nan,
+                    "accuracy_distance": float(acc.mean()) if len(acc) else math.nan})
+    return pd.DataFrame(out, columns=["role", "table", "rows", "K_star_distance", "accuracy_distance"])
+
+
+def repeated_table(spec: StudySpec, rows: pd.DataFrame) -> pd.DataFrame:
+    """The cells the paper reports in several rows: its values and spread there, beside ours (each
+    role's K* and accuracy at that cell, one value whatever the table)."""
+    paper = evaluation.repeated_cells(spec.second.rows)
+    for role, part in rows.groupby("role", sort=False):
+        at = part.drop_duplicates("cell").set_index("cell")
+        paper[f"K_star {role}"] = [float(at.K_star.get(c, math.nan)) for c in paper.cell]
+        paper[f"max_accuracy {role}"] = [float(at.max_accuracy.get(c, math.nan)) for c in paper.cell]
+    return paper
+
+
+def importance_table(spec: StudySpec, trials: Sequence[Any]) -> pd.DataFrame:
+    """fANOVA over the evaluated trials' screen distances (every trial has them), each beside its control."""
+    from optuna.trial import TrialState
+
+    done = [t for t in trials if t.state == TrialState.COMPLETE]
+    return importance.importances(done, [a.name for a in spec.space.axes])
 
 
 def calibrated_role(summary: pd.DataFrame) -> str:
@@ -61,78 +139,124 @@ def calibrated_role(summary: pd.DataFrame) -> str:
     return str(others.sort_values(["closeness", "role"]).role.iloc[0])
 
 
-def outcome(spec: StudySpec, trials: pd.DataFrame, second: pd.DataFrame, importances: pd.DataFrame,
-            picked: Mapping[str, Any]) -> dict[str, Any]:
-    """What the study found, as the pages say it: the stated and the calibrated readings' distances
-    on each pass, whether the targets are met, the closest point of the search, the setting that
-    moves each distance most."""
+def conclusion(found: Mapping[str, Any]) -> str:
+    """The study's conclusion in words no stronger than what it evaluated (from ``outcome.json``)."""
+    t, s = found["targets"], found["search"]
+    second = found["second_pass"]["calibrated"]
+    tables = ", ".join(found["tables"])
+    within = [r["table"] for r in found["per_table"] if r["K_star"] <= t["K_star"] and r["accuracy"] <= t["accuracy"]]
+    scope = (f"{s['evaluated']} points evaluated on the screen, {s['promoted']} of them on every row of {tables} "
+             f"with {found['second_pass']['draws']} draws and every feasible K")
+    if found["reached"]:
+        return (f"The reading {found['calibrated']['label']} reaches {tables} within {t['K_star']:g} round and "
+                f"{t['accuracy']:g} points per row on average ({second['K_star']:.2f} rounds, {second['accuracy']:.1f} "
+                f"points; {scope}).")
+    part = (f"; per table it is within both targets on {', '.join(within)}" if within else
+            "; it is within both targets on no table")
+    return (f"None of the {scope} comes within {t['K_star']:g} round and {t['accuracy']:g} points per row on both "
+            f"distances; the nearest, {found['calibrated']['label']}, is {second['K_star']:.2f} rounds and "
+            f"{second['accuracy']:.1f} points from the paper per row{part}. The search stopped because "
+            f"{found['search']['stopped']}.")
+
+
+def _label(role: str, entry: Mapping[str, Any], differs: Mapping[str, Any]) -> str:
+    name = entry.get("name") or ""
+    settings = ", ".join(f"{k} {v}" for k, v in differs.items()) or "the stated settings"
+    return f"{name} ({settings})" if name and name != role else settings
+
+
+def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataFrame, rows: pd.DataFrame,
+            importances: pd.DataFrame, picked: Mapping[str, Any]) -> dict[str, Any]:
+    """What the study found, as the pages say it: the stated and the calibrated readings' distances on
+    the second pass overall and per table, whether the targets are met, the search's size and why it
+    stopped, the paper's own floor, the settings that move a distance beyond their control."""
     done = trials[trials.state == "complete"]
     role = calibrated_role(second)
     by_role = second.set_index("role")
 
-    def pass_distances(where: str) -> dict[str, float]:
+    def distances(where: str) -> dict[str, float]:
         row = by_role.loc[where]
         return {"K_star": float(row.K_star_distance), "accuracy": float(row.accuracy_distance)}
 
-    stated_first = done[done.point == "stated"]
-    closest = done.sort_values(["closeness", "trial"]).iloc[0] if len(done) else None
-    top = {obj: (str(g.sort_values("importance", ascending=False).setting.iloc[0]),
-                 float(g.importance.max())) for obj, g in importances.groupby("objective")} if len(importances) else {}
+    tables_of = per_table(rows)
+    cal_tables = tables_of[tables_of.role == role]
+    chosen = picked.get(role, picked["stated"])
+    differs = spec.space.point(chosen["values"]).differs(spec.space.stated)
+    floor = evaluation.paper_floor(spec.second.rows)
+    clears = importances[importances.clears] if len(importances) else importances
+    top = {obj: {"setting": str(g.sort_values("importance", ascending=False).setting.iloc[0]),
+                 "importance": float(g.importance.max()), "control": float(g.control.iloc[0])}
+           for obj, g in clears.groupby("objective")} if len(clears) else {}
     calibrated = by_role.loc[role]
-    chosen = picked.get(role, picked["stated"])["values"]
     reached = bool(calibrated.K_star_distance <= spec.k_target and calibrated.accuracy_distance <= spec.accuracy_target)
-    return {
-        "dataset": spec.first.dataset, "targets": {"K_star": spec.k_target, "accuracy": spec.accuracy_target},
-        "tables": sorted(set(r.table for r in spec.first.rows)), "rows": len(spec.first.rows),
-        "first_pass": {"draws": len(spec.first.draws), "window": spec.first.window, "trials": int(len(done)),
-                       "failed": int((trials.state == "fail").sum()), "points": [p.name for p in spec.space.points],
-                       "stated": ({"K_star": float(stated_first.K_star_distance.iloc[0]),
-                                   "accuracy": float(stated_first.accuracy_distance.iloc[0])}
-                                  if len(stated_first) else None),
-                       "closest": ({"trial": int(closest.trial), "point": closest.point, "differs": closest.differs,
-                                    "K_star": float(closest.K_star_distance),
-                                    "accuracy": float(closest.accuracy_distance)} if closest is not None else None),
-                       "seconds_per_trial": float(done.run_seconds.mean()) if len(done) else math.nan},
-        "second_pass": {"draws": len(spec.second.draws), "stated": pass_distances("stated"),
-                        "calibrated": pass_distances(role)},
-        "calibrated": {"role": role, "values": dict(chosen),
-                       "differs": spec.space.point(chosen).differs(spec.space.stated),
-                       "trial": picked.get(role, {}).get("trial")},
+    promoted = done[done.promoted] if "promoted" in done else done.iloc[0:0]
+    found = {
+        "dataset": spec.dataset, "targets": {"K_star": spec.k_target, "accuracy": spec.accuracy_target},
+        "tables": sorted({r.table for r in spec.full.rows}), "rows": len(spec.full.rows),
+        "screen": {"rows": len(spec.screen.rows), "cells": len(spec.screen.cells()),
+                   "tables": sorted({r.table for r in spec.screen.rows}), "draws": len(spec.screen.draws)},
+        "search": {"evaluated": int(len(done)), "promoted": int(len(promoted)), "promote": spec.promote,
+                   "failed": int(((trials.state == "fail") & trials.duplicate_of.isna()).sum()),
+                   "duplicates": int(trials.duplicate_of.notna().sum()), "stopped": reason,
+                   "rule": {"patience": spec.rule.patience, "tolerance": spec.rule.tolerance,
+                            "max_trials": spec.rule.max_trials},
+                   "coverage": {a: sorted({str(v) for v in done[a]}) if a in done else [] for a in spec.coverage},
+                   "points": [p.name for p in spec.space.points],
+                   "seconds_per_screen": float(done.run_seconds[~done.promoted].mean())
+                   if len(done) and (~done.promoted).any() else math.nan,
+                   "seconds_per_full": float(promoted.run_seconds.mean()) if len(promoted) else math.nan},
+        "second_pass": {"draws": len(spec.second.draws), "stated": distances("stated"), "calibrated": distances(role)},
+        "per_table": [{"table": r.table, "rows": int(r.rows), "K_star": float(r.K_star_distance),
+                       "accuracy": float(r.accuracy_distance)} for r in cal_tables.itertuples()],
+        "floor": {"K_star": floor[0], "accuracy": floor[1]},
+        "calibrated": {"role": role, "values": dict(chosen["values"]), "differs": differs,
+                       "trial": chosen.get("trial"), "label": _label(role, chosen, differs)},
         "reached": reached,
-        "most_important": {obj: {"setting": s, "importance": v} for obj, (s, v) in top.items()},
+        "most_important": top,
     }
+    found["conclusion"] = conclusion(found)
+    return found
 
 
 def engine_yaml(spec: StudySpec, values: Mapping[str, Any], dataset: str, note: str) -> str:
     """The calibrated reading as an engine config (``config/engines/calibrated-<dataset>.yaml``): the
-    study's engine with the reading's settings, its header saying where it comes from."""
+    study's engine with the reading's settings, its header saying where it comes from (written by
+    the YAML dumper, comments included: a note is data, never YAML)."""
     from bladefl.fl.run_config import load_config
 
     point = spec.space.point(values)
-    cfg = load_config(spec.first.engine, [*point.sets(), f"dataset={dataset}"]).to_dict()
+    cfg = load_config(spec.full.engine, [*point.sets(), f"dataset={dataset}"]).to_dict()
     body = {k: cfg[k] for k in ENGINE_SECTIONS}
-    header = "".join(f"# {line}\n" for line in note.splitlines())
+    safe = "".join(c if c.isprintable() and c.isascii() else " " for c in note.replace("\n", " "))
+    header = "".join(f"# {line}\n" for line in _wrap(safe))
     return header + yaml.safe_dump(body, sort_keys=False, default_flow_style=None)
 
 
-def write_tables(spec: StudySpec, storage: str | Path, picked: Mapping[str, Any], roots: Mapping[str, str | Path],
+def _wrap(text: str, width: int = 100) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width) or [""]
+
+
+def write_tables(spec: StudySpec, trials: Sequence[Any], picked: Mapping[str, Any], roots: Mapping[str, str | Path],
                  out: str | Path, trials_root: str | Path | None = None) -> list[Path]:
-    """Every table of the study into ``out``: trials.csv, trial_rows.csv, second_rows.csv,
-    second.csv, importances.csv, outcome.json, calibrated-<dataset>.yaml."""
+    """Every table of the study into ``out``: trials.csv, trial_rows.csv, second_rows.csv, second.csv,
+    per_table.csv, repeated.csv, importances.csv, outcome.json, calibrated-<dataset>.yaml."""
     out = Path(out)
-    trials, trial_rows = study.trials_table(spec, storage, trials_root)
+    table, trial_rows, reason = trials_table(spec, trials, trials_root)
     second = second_rows(spec, roots, picked)
     summary = second_summary(second, spec)
-    importances = importance_table(spec, storage)
-    found = outcome(spec, trials, summary, importances, picked)
-    dataset = spec.first.dataset
+    importances = importance_table(spec, trials)
+    found = outcome(spec, table, reason, summary, second, importances, picked)
+    dataset = spec.dataset
     note = (f"Engine \"calibrated-{dataset}\": the reading of the paper's unstated settings that the calibration "
-            f"study\n(config/calibration.yaml, docs/calibration.md) brings nearest the paper's "
-            f"{', '.join(found['tables'])} on {dataset}:\n"
+            f"study (config/calibration.yaml, docs/calibration.md) brings nearest the paper's "
+            f"{', '.join(found['tables'])} on {dataset}: "
             + (", ".join(f"{k} = {v}" for k, v in found["calibrated"]["differs"].items()) or "the stated reading")
             + f" (second pass: K* {found['second_pass']['calibrated']['K_star']:.2f} rounds, accuracy "
             f"{found['second_pass']['calibrated']['accuracy']:.2f} points per row from the paper's).")
-    files = {"trials.csv": trials, "trial_rows.csv": trial_rows, "second_rows.csv": second, "second.csv": summary,
+    files = {"trials.csv": table, "trial_rows.csv": trial_rows, "second_rows.csv": second, "second.csv": summary,
+             "per_table.csv": per_table(second), "repeated.csv": repeated_table(spec, second),
              "importances.csv": importances}
     written = []
     for name, frame in files.items():

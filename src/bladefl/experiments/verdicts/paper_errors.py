@@ -96,8 +96,7 @@ def training_time_row(tables: Sequence[Mapping], dataset: str = "") -> dict | No
     if not found:
         return None
     numerals = [n.removeprefix("Table ") for n in dict.fromkeys(names)]
-    tables_named = (f"Table {numerals[0]}" if len(numerals) == 1 else
-                    f"Tables {', '.join(numerals[:-1])} and {numerals[-1]}")
+    tables_named = _numerals(names)
     example = next((f for f in found if "no multiple" in f), found[0])
     one = "s" * (len(numerals) == 1)
     return error_row("tab-training-time", f"{tables_named} print{one} tau alpha K* but give{one} t_sum - beta K*",
@@ -107,6 +106,62 @@ def training_time_row(tables: Sequence[Mapping], dataset: str = "") -> dict | No
                      "drops tau's floor), so its training time is t_sum - beta K*; the runs (and the paper's "
                      "experiments) spend floor((t_sum/K - beta)/alpha) alpha K, less, at these K*; this project "
                      "reads the columns as t_sum - beta K* (config/paper_values.yaml)", page="02_sweeps")
+
+
+def _numerals(names: Sequence[str]) -> str:
+    numerals = [n.removeprefix("Table ") for n in dict.fromkeys(names)]
+    return (f"Table {numerals[0]}" if len(numerals) == 1 else
+            f"Tables {', '.join(numerals[:-1])} and {numerals[-1]}")
+
+
+def repeated_cell_row(tables: Sequence[Mapping], members: Sequence[Member], dataset: str = "") -> dict | None:
+    """One setting in two or more tables (the swept value of one is the fixed value of another: Tables
+    II, III and IV meet at alpha 1, beta 6, eta 0.01, N 20; VI and VII at M/N 0.2, sigma^2 0.01) with
+    different K* or accuracy in ``dataset``'s columns (every column without one): both readings, the
+    spread and what it means for any distance to the paper (None: no such cell)."""
+    cell_of = {(m.sweep, float(m.value)): m.cell for m in members if m.vary and m.value is not None}
+    groups: dict[str, list[tuple[Mapping, Mapping]]] = {}
+    for t in tables:
+        for r in t["rows"]:
+            cell = cell_of.get((t["sweep"], float(r["value"])))
+            if cell is not None:
+                groups.setdefault(cell.key, []).append((t, r))
+    columns = [dataset] if dataset else sorted({c.removeprefix("accuracy_") for t in tables for r in t["rows"]
+                                                for c in r if c.startswith("accuracy_")})
+    found, names = [], []
+    for entries in (g for g in groups.values() if len(g) > 1):
+        where = "; ".join(f"{t['table']} {t['sweep']} = {float(r['value']):g}" for t, r in entries)
+        for column in columns:
+            ks = [paper_k_star(t["quantity"], float(r.get(column, math.nan)), table_beta(t, float(r["value"])),
+                               float(t.get("t_sum", 100))) for t, r in entries]
+            accs = [float(r.get(f"accuracy_{column}", math.nan)) for _, r in entries]
+            finite_k = [k for k in ks if math.isfinite(k)]
+            finite_a = [a for a in accs if math.isfinite(a)]
+            k_spread = max(finite_k) - min(finite_k) if finite_k else 0.0
+            a_spread = max(finite_a) - min(finite_a) if finite_a else 0.0
+            if k_spread > 0 or a_spread > 0:
+                found.append((where, column, ks, accs, k_spread, a_spread))
+                names += [str(t["table"]) for t, _ in entries]
+    if not found:
+        return None
+    worst = max(found, key=lambda f: (f[4], f[5]))
+    label = "a setting they share" if len({f[0] for f in found}) == 1 else "settings they share"
+    k_most, a_most = max(f[4] for f in found), max(f[5] for f in found)
+
+    def shown(f: tuple) -> str:
+        where, column, ks, accs, k_spread, a_spread = f
+        return (f"{where} ({column}): K* {', '.join('n/a' if k != k else f'{k:g}' for k in ks)}, accuracy "
+                f"{', '.join(f'{a:.2f}' for a in accs)}% (spread {k_spread:g} rounds, {a_spread:.2f} points)")
+
+    return error_row(
+        "tab-repeated-cell", f"{_numerals(names)} give {label} different K* and accuracy",
+        f"{_numerals(names)}, the rows that share a setting",
+        shown(worst) + (f"; {len(found)} such cells" if len(found) > 1 else ""),
+        "; ".join(shown(f) for f in found) + f"; reading 1: each table is its own experiment (its own 20 runs), and "
+        f"the spread (up to {k_most:g} rounds and {a_most:.2f} points) is the paper's run-to-run noise at one setting; "
+        "reading 2: one setting has one K* and one accuracy, and the tables contradict each other. Either way no "
+        "reading can match every row: the same runs answer each of them, so any distance to the paper has a floor "
+        "(the calibration study states it)", page="02_sweeps")
 
 
 def _fig3(fits: Sequence[CellFit], lazy: bool) -> CellFit | None:
@@ -193,8 +248,10 @@ def _derivative(f: CellFit, members: Sequence[Member], settings: int) -> tuple[s
 def paper_error_rows(tables: Sequence[Mapping], fits: Sequence[CellFit], members: Sequence[Member], model_size: int,
                      settings: int = 2000, dataset: str = "") -> list[dict]:
     timing = training_time_row(tables, dataset)
-    return (table_rows(tables) + ([timing] if timing else [])
+    repeated = repeated_cell_row(tables, members, dataset)
+    return (table_rows(tables) + ([timing] if timing else []) + ([repeated] if repeated else [])
             + (formula_rows(fits, members, model_size, settings) if fits else []))
 
 
-__all__ = ["paper_error_rows", "table_rows", "formula_rows", "training_time_row", "SAMPLES_PER_CLIENT"]
+__all__ = ["paper_error_rows", "table_rows", "formula_rows", "training_time_row", "repeated_cell_row",
+           "SAMPLES_PER_CLIENT"]
