@@ -19,7 +19,7 @@ import pytest
 import torch
 import yaml
 
-from bladefl.experiments.calibration import evaluation, importance, search, study
+from bladefl.experiments.calibration import evaluation, importance, search, stopping, study
 from bladefl.experiments.calibration.space import Point, space
 from bladefl.fl import lazy, mlp, trainer
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
@@ -198,17 +198,17 @@ def test_a_running_trial_no_living_worker_holds_is_stale_whenever_the_kill_came(
 
 
 def test_the_search_stops_on_its_rule_and_promotes_the_best_fraction():
-    rule = search.StopRule(patience=3, tolerance=0.1, max_trials=10)
-    assert search.improvements([5, 4.95, 3, 3, 2.95, 3.5], 0.1) == [True, False, True, False, False, False]
-    assert search.running_best([5, 4.95, 3, 3.5]) == [5, 4.95, 3, 3]
-    assert search.stop_reason([5, 4.95, 3, 3, 2.95], 5, 0, rule) is None  # 2 trials since the last improvement
-    assert "last 3 evaluated" in search.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], 6, 0, rule)
-    assert search.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], 6, 2, rule) is None  # named or coverage points waiting
-    assert search.stop_reason([1.0] * 3, 10, 4, rule) == "the cap of 10 trials"  # the cap, whatever is left
-    assert search.promoted(2.0, [], 4)  # the first screened point
-    assert search.promoted(1.0, [3.0, 2.0, 4.0], 4) and not search.promoted(2.5, [3.0, 2.0, 4.0], 4)
-    assert search.promoted(2.5, [3.0, 2.0, 4.0, 5.0, 6.0, 7.0, 8.0], 4)  # 2nd of 8: within the best quarter
-    assert not search.promoted(math.nan, [3.0], 4)
+    rule = stopping.StopRule(patience=3, tolerance=0.1, max_trials=10)
+    assert stopping.improvements([5, 4.95, 3, 3, 2.95, 3.5], 0.1) == [True, False, True, False, False, False]
+    assert stopping.running_best([5, 4.95, 3, 3.5]) == [5, 4.95, 3, 3]
+    assert stopping.stop_reason([5, 4.95, 3, 3, 2.95], 5, 0, rule) is None  # 2 trials since the last improvement
+    assert "last 3 evaluated" in stopping.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], 6, 0, rule)
+    assert stopping.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], 6, 2, rule) is None  # named or coverage points waiting
+    assert stopping.stop_reason([1.0] * 3, 10, 4, rule) == "the cap of 10 trials"  # the cap, whatever is left
+    assert stopping.promoted(2.0, [], 4)  # the first screened point
+    assert stopping.promoted(1.0, [3.0, 2.0, 4.0], 4) and not stopping.promoted(2.5, [3.0, 2.0, 4.0], 4)
+    assert stopping.promoted(2.5, [3.0, 2.0, 4.0, 5.0, 6.0, 7.0, 8.0], 4)  # 2nd of 8: within the best quarter
+    assert not stopping.promoted(math.nan, [3.0], 4)
 
 
 def test_importances_stand_beside_the_share_noise_gets():

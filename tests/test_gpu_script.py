@@ -1,12 +1,17 @@
 """scripts/gpu/run.sh, as the GPU machine runs it, here on the CPU: the documented Snakemake command
 (MODE=snakemake) and the engine without Snakemake, each packing the finished run folders' tables
-and an ABOUT.json, also when the time budget stops the grid; what it packs imports."""
+and an ABOUT.json, also when the time budget stops the grid; what it packs imports.
+
+Every call runs under the import guard (scripts/gpu/import_guard): this Python then imports only what
+the GPU machine's does (its packages and the carried ones, scripts/gpu/closure.py), so a step of the
+script, or the workflow's parse, that needs anything else fails here, in CI, not on the GPU machine."""
 
 from __future__ import annotations
 
 import json
 import lzma
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -34,9 +39,45 @@ def machine(tmp_path_factory, data_root) -> Path:
     return work
 
 
-def run_script(work: Path, out: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=600,
-                          env={**venv_env(), "OUT": str(out), "DEVICE": "cpu", "GRID": "config/smoke.yaml", **env})
+@pytest.fixture(scope="module")
+def guard(tmp_path_factory) -> dict[str, str]:
+    """The environment of the import guard: the GPU machine's import names (closure.py --modules)."""
+    folder = tmp_path_factory.mktemp("guard")
+    names = subprocess.run([sys.executable, str(REPO / "scripts/gpu/closure.py"), "--modules"], capture_output=True,
+                           text=True, check=True).stdout
+    (folder / "modules.txt").write_text(names)
+    return {"PYTHONPATH": str(REPO / "scripts/gpu/import_guard"), "BLADEFL_IMPORT_GUARD": str(folder / "modules.txt")}
+
+
+def run_script(work: Path, out: Path, guard: dict[str, str], **env: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=600,
+                          env={**venv_env(), **guard, "OUT": str(out), "DEVICE": "cpu", "GRID": "config/smoke.yaml",
+                               **env})
+    refused = Path(guard["BLADEFL_IMPORT_GUARD"] + ".refused")
+    if proc.returncode and refused.exists():  # what the guard refused, for the failure's message
+        proc.stderr += f"\nmodules the import guard refused: {sorted(set(refused.read_text().split()))}"
+    return proc
+
+
+def test_the_import_guard_refuses_what_the_gpu_machine_lacks_and_allows_what_it_has(guard):
+    allowed = set(Path(guard["BLADEFL_IMPORT_GUARD"]).read_text().split())
+    assert {"torch", "numpy", "pandas", "yaml", "snakemake", "cryptography", "bladefl"} <= allowed
+    assert not {"optuna", "sklearn", "papermill", "pulp", "seaborn"} & allowed  # not carried: not there
+    code = ("import bladefl.cli, snakemake, torch, pandas\n"
+            "try:\n    import optuna\nexcept ModuleNotFoundError as exc:\n    print(exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**venv_env(), **guard})
+    assert proc.returncode == 0 and "No module named 'optuna' (not on the GPU machine" in proc.stdout, proc.stderr
+
+
+def test_the_workflow_parses_on_the_gpu_machine_whatever_the_config(guard, tmp_path):
+    """Every config's parse (the calibration's imports its study's spec) under the guard: a dry run."""
+    work = copy_workflow(tmp_path)
+    for config in ("config/paper.yaml", "config/calibration.yaml", "config/sensitivity.yaml"):
+        proc = subprocess.run(["snakemake", "-n", "--configfile", config, "--config", "gpu_profile_on_cpu=True",
+                               "--profile", "profiles/gpu"], cwd=work, capture_output=True, text=True, timeout=300,
+                              env={**venv_env(), **guard})
+        assert proc.returncode == 0, (config, (proc.stdout + proc.stderr)[-3000:])
 
 
 def packed(out: Path) -> tuple[dict, list[str]]:
@@ -47,8 +88,9 @@ def packed(out: Path) -> tuple[dict, list[str]]:
 
 
 @pytest.mark.slow
-def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(machine, tmp_path):
-    proc = run_script(machine, tmp_path / "out", MODE="snakemake", CHECK="0", BENCH="0", BUDGET_S="500", LEDGERS="1")
+def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(machine, tmp_path, guard):
+    proc = run_script(machine, tmp_path / "out", guard, MODE="snakemake", CHECK="0", BENCH="0", BUDGET_S="500",
+                      LEDGERS="1")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     out = proc.stdout + proc.stderr
     assert "rule run_group:" in out and "mnist_N4_block0" in out  # profiles/gpu: grouped, stacked jobs
@@ -68,8 +110,8 @@ def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(ma
 
 
 @pytest.mark.slow
-def test_a_grid_stopped_by_its_budget_still_packs_what_finished(machine, tmp_path):
-    proc = run_script(machine, tmp_path / "out", BENCH="0", CHECK="0", BUDGET_S="2")
+def test_a_grid_stopped_by_its_budget_still_packs_what_finished(machine, tmp_path, guard):
+    proc = run_script(machine, tmp_path / "out", guard, BENCH="0", CHECK="0", BUDGET_S="2")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "finished: false (rc 124" in proc.stdout
     about, names = packed(tmp_path / "out")
@@ -78,15 +120,18 @@ def test_a_grid_stopped_by_its_budget_still_packs_what_finished(machine, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_grid_continued_in_a_kept_folder_skips_finished_runs_and_the_device_check_is_packed(machine, tmp_path):
+def test_a_grid_continued_in_a_kept_folder_skips_finished_runs_and_the_device_check_is_packed(machine, tmp_path,
+                                                                                             guard):
     keep = tmp_path / "kept/grid"
-    first = run_script(machine, tmp_path / "out1", BENCH="0", GRID_DIR=str(keep))
+    first = run_script(machine, tmp_path / "out1", guard, BENCH_S="15", SEEDS="1", GRID_DIR=str(keep))
     assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    bench = (tmp_path / "out1/bench.txt").read_text()
+    assert "Error" not in bench.split("grid:")[0], bench[-2000:]  # the benchmark started under the guard
     check = (tmp_path / "out1/check.txt").read_text()
     assert "mixed group, cpu vs cpu: 18 of 18 runs within tolerance" in check
     assert "detect+exclude" in check and "counterfactual" in check and "DP eps 50" in check
     assert "(12 runs" in (tmp_path / "out1/bench.txt").read_text()
-    second = run_script(machine, tmp_path / "out2", BENCH="0", CHECK="0", GRID_DIR=str(keep))
+    second = run_script(machine, tmp_path / "out2", guard, BENCH="0", CHECK="0", GRID_DIR=str(keep))
     assert second.returncode == 0, (second.stdout + second.stderr)[-3000:]
     assert "(0 runs" in (tmp_path / "out2/bench.txt").read_text()  # every run folder was finished
     assert not (tmp_path / "out2/check.txt").exists()
@@ -97,8 +142,8 @@ def test_a_grid_continued_in_a_kept_folder_skips_finished_runs_and_the_device_ch
 
 
 @pytest.mark.slow
-def test_an_archive_above_the_machines_file_limit_comes_back_in_parts_that_join(machine, tmp_path):
-    proc = run_script(machine, tmp_path / "out", BENCH="0", CHECK="0", SPLIT_BYTES="4000")
+def test_an_archive_above_the_machines_file_limit_comes_back_in_parts_that_join(machine, tmp_path, guard):
+    proc = run_script(machine, tmp_path / "out", guard, BENCH="0", CHECK="0", SPLIT_BYTES="4000")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     parts = sorted((tmp_path / "out").glob("grid-tables.tar.xz.part-*"))
     assert parts and not (tmp_path / "out/grid-tables.tar.xz").exists()
@@ -108,7 +153,7 @@ def test_an_archive_above_the_machines_file_limit_comes_back_in_parts_that_join(
 
 
 @pytest.mark.slow
-def test_a_stopped_workflow_packs_the_runs_of_finished_groups_not_yet_copied(machine, tmp_path):
+def test_a_stopped_workflow_packs_the_runs_of_finished_groups_not_yet_copied(machine, tmp_path, guard):
     """Snakemake stopped between a group job and its runs' copies: the runs are packed from the
     group's folder; a run folder without its summary (written last) is not."""
     group = machine / "results/smoke/groups/authors-code/mnist_N9_block0/mnist/cell~x"  # smoke: engine authors-code
@@ -118,7 +163,7 @@ def test_a_stopped_workflow_packs_the_runs_of_finished_groups_not_yet_copied(mac
     (group / "seed~1").mkdir()
     (group / "seed~1/rounds.csv").write_text("K\n")
     try:
-        proc = run_script(machine, tmp_path / "out", MODE="snakemake", CHECK="0", BENCH="0", BUDGET_S="2")
+        proc = run_script(machine, tmp_path / "out", guard, MODE="snakemake", CHECK="0", BENCH="0", BUDGET_S="2")
     finally:
         subprocess.run(["rm", "-rf", str(machine / "results/smoke/groups/authors-code/mnist_N9_block0")], check=True)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]

@@ -1,9 +1,24 @@
-"""The installed distributions a set of packages needs (their requirement closure in this
-environment), less those of another set: what a machine that has the second set lacks.
-Prints name==version lines. Usage: closure.py snakemake --minus torch numpy pandas"""
+"""What the GPU machine has, what scripts/gpu/prepare.sh carries to it, and the import names of both,
+computed from the installed distributions of this environment (their requirement closure).
+
+    closure.py snakemake --minus torch numpy     name==version lines: what the first set needs that a
+                                                 machine with the second set lacks
+    closure.py --carried [--no-workflow]         name==version lines: what prepare.sh carries (Snakemake's
+                                                 closure less the machine's and PuLP's; cryptography's)
+    closure.py --modules                         the top-level module names a job on the GPU machine can
+                                                 import (the machine's packages, the carried ones, bladefl):
+                                                 what scripts/gpu/import_guard allows (tests/test_gpu_script.py)
+
+The lists below are the one place that says what the GPU machine holds (docs/gpu.md)."""
 import re
 import sys
 from importlib import metadata
+
+MACHINE = ["torch", "numpy", "pandas", "pyyaml", "tqdm", "matplotlib", "scipy"]  # Python 3.12 there
+CARRIED = ["cryptography"]  # the ledger's signatures (with its cffi and pycparser)
+WORKFLOW = ["snakemake"]  # MODE=snakemake; SNAKEMAKE=0 leaves it out
+LEFT_OUT = ["pulp"]  # Snakemake's ILP scheduler (30 MB): the script schedules greedily
+OWN = ["bladefl"]  # this project's source (src/ on PYTHONPATH there)
 
 
 def norm(name: str) -> str:
@@ -34,10 +49,36 @@ def closure(names: list[str]) -> dict[str, str]:
     return seen
 
 
+def carried(workflow: bool = True) -> dict[str, str]:
+    """What prepare.sh carries: cryptography's closure and (``workflow``) Snakemake's, less what the
+    machine has and what the script leaves out."""
+    have = closure(MACHINE)
+    want = {**closure(CARRIED), **(closure(WORKFLOW) if workflow else {})}
+    left_out = {norm(n) for n in LEFT_OUT}
+    return {n: v for n, v in want.items() if n not in have and n not in left_out}
+
+
+def modules(names: list[str]) -> set[str]:
+    """The top-level import names the distributions ``names`` provide."""
+    wanted = {norm(n) for n in names}
+    out = set()
+    for module, dists in metadata.packages_distributions().items():
+        if any(norm(d) in wanted for d in dists):
+            out.add(module)
+    return out
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
-    cut = args.index("--minus") if "--minus" in args else len(args)
-    want, have = closure(args[:cut]), closure(args[cut + 1:])
-    for name, version in sorted(want.items()):
-        if name not in have:
+    if args in (["--carried"], ["--carried", "--no-workflow"]):
+        for name, version in sorted(carried(workflow="--no-workflow" not in args).items()):
             print(f"{name}=={version}")
+    elif args == ["--modules"]:
+        dists = [*closure(MACHINE), *carried()]
+        print("\n".join(sorted(modules(dists) | set(OWN))))
+    else:
+        cut = args.index("--minus") if "--minus" in args else len(args)
+        want, have = closure(args[:cut]), closure(args[cut + 1:])
+        for name, version in sorted(want.items()):
+            if name not in have:
+                print(f"{name}=={version}")

@@ -57,7 +57,8 @@ for path in glob.glob(f"{carry}/data/*/raw/*.gz") + glob.glob(f"{carry}/data/*/r
             open(os.path.join(folder, os.path.basename(path)[:-3]), "wb") as dst:
         shutil.copyfileobj(src, dst)
 EOF
-export PYTHONPATH="$PWD/src:$PWD/$carry/site"
+# (a caller's PYTHONPATH is kept after them: the tests' import guard, scripts/gpu/import_guard)
+export PYTHONPATH="$PWD/src:$PWD/$carry/site${PYTHONPATH:+:$PYTHONPATH}"
 # The `bladefl` command the workflow's rules call (no pip install here to write it).
 mkdir -p "$carry/bin"
 printf '#!/bin/sh\nexec python3 -m bladefl.cli "$@"\n' >"$carry/bin/bladefl"

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from bladefl.core import atomic, strict_yaml
 from bladefl.core.values import is_finite, is_int
-from bladefl.experiments.calibration import evaluation
+from bladefl.experiments.calibration import evaluation, stopping
 from bladefl.experiments.calibration.evaluation import Plan
 from bladefl.experiments.calibration.space import AXES, Point, Space, space, space_errors
 from bladefl.experiments.plan.grid import members_to_json
@@ -34,7 +34,7 @@ from bladefl.experiments.plan.grid import members_to_json
 if TYPE_CHECKING:
     import optuna
 
-    from bladefl.experiments.calibration.search import StopRule
+    from bladefl.experiments.calibration.stopping import StopRule
 
 DEFAULTS: dict[str, Any] = {"tables": [], "draws": 2, "promote": 4, "coverage": ["partition"], "sampler_seed": 0,
                             "workers": 1, "stop": {"patience": 8, "tolerance": 0.05, "max_trials": 60},
@@ -141,7 +141,7 @@ def spec_json(config: Mapping[str, Any], tables: list[dict], dataset: str, engin
 
 def load_spec(text: str) -> StudySpec:
     """The study spec from :func:`spec_json`'s JSON, checked (ValueError naming the field) before any run."""
-    from bladefl.experiments.calibration.search import StopRule
+    from bladefl.experiments.calibration.stopping import StopRule
 
     doc = json.loads(text)
     if not isinstance(doc, Mapping) or not isinstance(doc.get("calibration"), Mapping):
@@ -249,7 +249,7 @@ def first_pass(spec: StudySpec, storage: str | Path, trials_root: str | Path, wo
         with search._lock(storage):
             others = [search.screen_closeness(t) for t in study.get_trials(deepcopy=False)
                       if t.number != trial.number and "screen_closeness" in t.user_attrs]
-        if point.name == "stated" or search.promoted(closeness, others, spec.promote):
+        if point.name == "stated" or stopping.promoted(closeness, others, spec.promote):
             log(f"trial {trial.number}: screen closeness {closeness:.2f}, on to every row")
             seconds += evaluation.run(spec.full, point, root, threads=threads)
             full, full_rows, full_closeness = _scored(spec.full, root, spec)

@@ -17,7 +17,7 @@ import pandas as pd
 import yaml
 
 from bladefl.core import atomic
-from bladefl.experiments.calibration import evaluation, importance
+from bladefl.experiments.calibration import evaluation, importance, stopping
 from bladefl.experiments.calibration.study import StudySpec
 
 ENGINE_SECTIONS = ("dataset", "partition", "model", "train", "time", "lazy", "privacy", "chain", "normalize", "seed")
@@ -41,8 +41,8 @@ def trials_table(spec: StudySpec, trials: Sequence[Any], trials_root: str | Path
     front = {t.number for t in search.full_front(trials)}
     evaluated = [t for t in trials if t.state == TrialState.COMPLETE]
     closeness = [search.screen_closeness(t) for t in evaluated]
-    best = dict(zip((t.number for t in evaluated), search.running_best(closeness), strict=True))
-    better = dict(zip((t.number for t in evaluated), search.improvements(closeness, spec.rule.tolerance),
+    best = dict(zip((t.number for t in evaluated), stopping.running_best(closeness), strict=True))
+    better = dict(zip((t.number for t in evaluated), stopping.improvements(closeness, spec.rule.tolerance),
                       strict=True))
     rows, per_row = [], []
     for t in trials:
@@ -72,7 +72,7 @@ def trials_table(spec: StudySpec, trials: Sequence[Any], trials_root: str | Path
             per_row += [{"trial": t.number, "stage": stage, **r} for r in t.user_attrs.get(f"{stage}_rows") or []
                         if isinstance(r, Mapping)]
     counted = len(search.counted(trials))
-    reason = search.stop_reason(closeness, counted, 0, spec.rule) or "not stopped by its rule (cut short)"
+    reason = stopping.stop_reason(closeness, counted, 0, spec.rule) or "not stopped by its rule (cut short)"
     return pd.DataFrame(rows), pd.DataFrame(per_row), reason
 
 
