@@ -27,15 +27,16 @@ rule all:
         all_targets(),
 
 
-# What the grid's runs read (data, partitions, reference optima), and nothing else: made before run
-# folders computed elsewhere are imported (`make import-runs`, docs/gpu.md).
+# What the grid's runs read (data, partitions, reference optima; of the seeds of config run_seeds), and
+# nothing else: made before run folders computed elsewhere are imported (`make import-runs`, docs/gpu.md).
 rule run_inputs:
     input:
         run_inputs(),
 
 
-# Every grid run's folder and nothing downstream: what the GPU machine computes (scripts/gpu/run.sh
-# MODE=snakemake); the analyses and the report are made where the run tables are imported.
+# Every grid run's folder (of the seeds of config run_seeds: a part of the grid) and nothing downstream:
+# what the GPU machine computes (scripts/gpu/run.sh MODE=snakemake); the analyses and the report are
+# made where the run tables are imported.
 rule run_folders:
     input:
-        [run_summaries(d) for d in DATASETS],
+        [summaries(RUNS, d, CELLS, RUN_SEEDS) for d in DATASETS],

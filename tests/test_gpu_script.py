@@ -16,6 +16,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bladefl.data.datasets import FILES
 from bladefl.experiments.bundles import run_import
@@ -171,3 +172,96 @@ def test_a_stopped_workflow_packs_the_runs_of_finished_groups_not_yet_copied(mac
     assert about["finished"] is False
     assert "grid/mnist/cell~x/seed~0/summary.json" in names and "grid/mnist/cell~x/seed~0/rounds.csv" in names
     assert not any("seed~1" in n for n in names if "cell~x" in n)
+
+
+def _grid_of_two_draws(machine: Path, name: str) -> str:
+    """The smoke grid with two seeds, each on its own draw and in its own group block (as the paper
+    grid's 20), written into the machine's copy, with folders of its own (``results/<name>``)."""
+    smoke = yaml.safe_load((machine / "config/smoke.yaml").read_text())
+    two = {**smoke, "results_dir": f"results/{name}", "logs_dir": f"logs/{name}",
+           "benchmarks_dir": f"benchmarks/{name}",
+           "seeds": [0, 1], "seeds_per_job": 1, "partition": {**smoke["partition"], "seeds": [0, 1]}}
+    (machine / f"config/{name}.yaml").write_text(yaml.safe_dump(two))
+    return f"config/{name}.yaml"
+
+
+@pytest.mark.slow
+def test_parts_of_the_grid_from_two_calls_pack_import_and_merge_into_the_whole_grid(machine, tmp_path, guard):
+    """Call 1 runs seed 0's part (GRID_SEEDS=0-0: config run_seeds, each run a run of the whole grid),
+    call 2 on the same machine seed 1's: the second continues in the machine's ignored results folder and
+    packs both. The parts import one after the other into one results folder: the whole grid, every
+    part's record kept."""
+    grid = _grid_of_two_draws(machine, "parts")
+    first = run_script(machine, tmp_path / "out1", guard, MODE="snakemake", CHECK="0", BENCH="0", GRID=grid,
+                       GRID_SEEDS="0-0", BUDGET_S="500")
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    about, names = packed(tmp_path / "out1")
+    assert about["finished"] and about["grid_seeds"] == "0-0"
+    assert {n.split("/")[3] for n in names if n.endswith("summary.json")} == {"seed~0"}
+    second = run_script(machine, tmp_path / "out2", guard, MODE="snakemake", CHECK="0", BENCH="0", GRID=grid,
+                        GRID_SEEDS="1-1", BUDGET_S="500")
+    assert second.returncode == 0, (second.stdout + second.stderr)[-3000:]
+    _, names = packed(tmp_path / "out2")
+    assert sum(n.endswith("summary.json") for n in names) == 12  # both calls' runs
+    config = run_import.read_config([REPO / "config/config.yaml", machine / grid])
+    config["data_dir"] = str(machine / "data")
+    results = tmp_path / "results"
+    cli = [str(Path(sys.executable).parent / "bladefl"), "import-runs", "--configfile",
+           str(REPO / "config/config.yaml"), str(machine / grid), "--results-dir", str(results)]
+    for out, seed in (("out1", "0"), ("out2", "1")):
+        proc = subprocess.run([*cli, "--archive", str(tmp_path / out / "grid-tables.tar.xz"), "--seeds", seed],
+                              cwd=machine, capture_output=True, text=True, timeout=300, env=venv_env())
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    whole = run_import.expected_configs(config, str(results / "runs/authors-code"))
+    assert all((Path(folder) / "summary.json").is_file() for folder in whole) and len(whole) == 12
+    record = json.loads((results / "imported.json").read_text())
+    assert record["seeds"] == [1] and [r["seeds"] for r in record["earlier_imports"]] == [[0]]
+
+
+# Every Python the script starts runs this first (PYTHONPATH): the import guard, and in the group job
+# (`bladefl run-group`), once it has computed its runs and is about to exit, SIGINT and SIGTERM ignored
+# and a sleep that only SIGKILL ends.
+HANGING_GROUP = """
+exec(open({guard!r}).read())
+import atexit, os, signal, sys, time
+if "run-group" in sys.argv:
+    def hang():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with open({marker!r}, "w") as out:
+            out.write(str(os.getpid()))
+        while True:
+            time.sleep(1)
+    atexit.register(hang)
+"""
+
+
+@pytest.mark.slow
+def test_the_budget_stops_a_job_that_ignores_sigint_and_every_finished_run_is_packed(machine, tmp_path, guard):
+    """The group job computes its runs and then ignores SIGINT and SIGTERM: the deadline stops the grid,
+    kills what is left, and packs every finished run (from the group's folder) before the budget."""
+    import time
+
+    hook, marker = tmp_path / "hook", tmp_path / "hung.pid"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(HANGING_GROUP.format(
+        guard=str(REPO / "scripts/gpu/import_guard/sitecustomize.py"), marker=str(marker)))
+    env = {**venv_env(), **guard, "PYTHONPATH": str(hook)}
+    budget = 120
+    start = time.monotonic()
+    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=machine, capture_output=True, text=True, timeout=600,
+                          env={**env, "OUT": str(tmp_path / "out"), "DEVICE": "cpu", "MODE": "snakemake",
+                               "GRID": _grid_of_two_draws(machine, "stopped"), "GRID_SEEDS": "0-0", "CHECK": "0",
+                               "BENCH": "0", "BUDGET_S": str(budget), "GRACE_S": "5"})
+    took = time.monotonic() - start
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "finished: false (rc 124" in proc.stdout and took < budget + 15, (took, proc.stdout[-2000:])
+    assert marker.exists(), "the group never reached its hang"
+    hung = int(marker.read_text())
+    assert not Path(f"/proc/{hung}").exists() or "zombie" in Path(f"/proc/{hung}/status").read_text().lower()
+    about, names = packed(tmp_path / "out")
+    assert about["finished"] is False
+    on_disk = {str(p.relative_to(p.parents[3])) for p in (machine / "results/stopped").rglob("summary.json")
+               if "/seed~" in str(p)}
+    in_archive = {n.removeprefix("grid/") for n in names if n.endswith("summary.json")}
+    assert len(in_archive) == 6 and on_disk <= in_archive  # every finished run, the group's six included

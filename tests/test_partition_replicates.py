@@ -158,12 +158,23 @@ def test_a_draw_is_judged_by_the_pooled_rule_for_noise():
     assert row.across_partitions == "one seed per draw: seed and draw not separable"
 
 
-def test_a_partial_grid_keeps_each_seeds_draw():
-    """The bench's partial grid (its first seeds) keeps every seed on the draw it has in the whole
-    grid and passes the config's checks (no draw without a run seed)."""
-    from bladefl.experiments.runs.timing import first_seeds
+@pytest.mark.parametrize("part, seeds", [("2", [0, 1]), (2, [0, 1]), ("10-19", list(range(10, 20))),
+                                         ("3,7", [3, 7])])
+def test_a_part_of_the_grid_keeps_each_seeds_draw(part, seeds):
+    """A part of the paper grid (config run_seeds: its first seeds, seeds i to j, or a list) passes the
+    config's checks as the whole grid does (where cutting `seeds` left 20 draws for fewer seeds) and
+    keeps every seed on the draw it has in the whole grid."""
+    from bladefl.experiments.runs.timing import grid_part
 
     paper = config_files.read_configs([ROOT / "config/paper.yaml"], default=ROOT / "config/config.yaml")
-    cut = first_seeds(paper, 2)
+    cut = grid_part(paper, part)
     config_checks.check(cut)
-    assert [wc.partition_draw(cut, s) for s in cut["seeds"]] == [wc.partition_draw(paper, s) for s in cut["seeds"]]
+    assert wc.run_seeds(cut) == seeds and cut["seeds"] == paper["seeds"]
+    assert [wc.partition_draw(cut, s) for s in seeds] == [wc.partition_draw(paper, s) for s in seeds] == seeds
+
+
+@pytest.mark.parametrize("bad", ["20-30", "x", [0, 99], [1, 1], "5-2", True])
+def test_a_part_that_is_not_of_the_grid_is_refused_naming_the_field(bad):
+    paper = config_files.read_configs([ROOT / "config/paper.yaml"], default=ROOT / "config/config.yaml")
+    with pytest.raises(wc.ConfigError, match=r"run_seeds"):
+        config_checks.check({**paper, "run_seeds": bad})

@@ -166,7 +166,7 @@ def test_existing_run_folders_are_kept_unless_replaced(tmp_path, config):
 def test_a_partial_grid_is_imported_as_a_config_with_its_first_seeds(tmp_path, config):
     """A grid cut short: seed 1's runs half-finished (one summary missing). Imported as the config
     with seed 0 alone, seed 1's runs are skipped and counted; as the whole config, refused."""
-    two = ri.with_seeds({**config, "partition": {**config["partition"], "seeds": [0, 1]}}, [0, 1])
+    two = {**config, "seeds": [0, 1], "partition": {**config["partition"], "seeds": [0, 1]}}
     members = complete(two)
     cut = {k: v for k, v in members.items() if not (k.endswith("summary.json") and "/seed~1/" in k and "eps~1000" in k)}
     with pytest.raises(ri.ArchiveError, match="rounds.csv or summary.json missing"):

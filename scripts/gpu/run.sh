@@ -25,8 +25,11 @@
 #   finished, in the time the grid left (a second call that finishes a grid measures the bench too).
 # BENCH_S (default 240): the benchmark's most seconds (stopped then, never fatal).
 # BUDGET_S (default 540): the whole script's seconds; the grid gets what the setup and the benchmark
-#   leave, less 30 s for packing, and is stopped then (SIGINT), so that what finished is packed before
-#   the machine's own limit (set the call's timeout above BUDGET_S); GRID_SEEDS: only the first seeds.
+#   leave, less the stop and 30 s for packing, and is stopped then by scripts/gpu/deadline.py (SIGINT,
+#   after GRACE_S (default 20) SIGTERM to every process it started, 5 s later SIGKILL), so that what
+#   finished is packed before the machine's own limit (set the call's timeout above BUDGET_S).
+# GRID_SEEDS: a part of the grid: k (the config's first k seeds) or i-j (seeds i to j), each run still a
+#   run of the whole config (config run_seeds); parts of separate calls import into one results folder.
 # GRID_DIR (default $OUT/grid): where the grid's run folders are written; a folder kept between calls
 #   (e.g. results-gpu/grid on a machine kept warm) makes a second call continue the grid, skipping the
 #   run folders already finished (MODE=bench runs draw by draw, so a grid cut short holds whole draws).
@@ -125,7 +128,10 @@ bench() {  # at most $1 seconds, and never fatal: the grid runs (or has run) wha
 if [ "${BENCH:-1}" != 0 ] && [ "${BENCH_AT:-start}" = start ]; then
   bench "${BENCH_S:-240}"
 fi
-grid_budget=$((budget - SECONDS - 30))  # SECONDS: since the script started (bash)
+# The grid's deadline leaves the stop (GRACE_S after SIGINT, 5 s after SIGTERM) and the packing (30 s)
+# inside the budget: scripts/gpu/deadline.py stops it whatever its jobs do (SECONDS: since the script started).
+grace=${GRACE_S:-20}
+grid_budget=$((budget - SECONDS - 30 - grace - 5))
 if [ "$grid_budget" -lt 1 ]; then grid_budget=1; fi
 t0=$(date +%s.%N)
 rc=0
@@ -134,13 +140,17 @@ if [ "$mode" = snakemake ]; then
   # The grid's config as Snakemake reads it (on top of config/config.yaml): its first N seeds, its engine.
   config_of_grid='import sys; from bladefl.experiments.plan.config_files import read_configs; c = read_configs([sys.argv[1]])'
   settings=()
-  if [ -n "${GRID_SEEDS:-}" ]; then
-    settings+=("seeds=$(python3 -c "$config_of_grid; print(c['seeds'][:int(sys.argv[2])])" "$grid" "$GRID_SEEDS")")
+  if [ -n "${GRID_SEEDS:-}" ]; then  # a part of the grid: config run_seeds (each run still a run of the whole grid)
+    settings+=("run_seeds=$(python3 -c "$config_of_grid; import re; k = sys.argv[2]
+print(','.join(map(str, c['seeds'][:int(k)])) if re.fullmatch('[0-9]+', k) else k)" "$grid" "$GRID_SEEDS")")
   fi
   if [ "${DEVICE:-cuda}" = cpu ]; then settings+=(gpu_profile_on_cpu=True); fi  # a dry run elsewhere
   if [ "${#settings[@]}" -gt 0 ]; then settings=(--config "${settings[@]}"); fi
-  timeout --signal=INT "$grid_budget" python3 -m snakemake run_folders --profile profiles/gpu --configfile "$grid" \
-    --scheduler greedy "${settings[@]}" 2>&1 | tee -a "$out/bench.txt" || rc=$?
+  # A call stopped by its deadline leaves Snakemake's lock: the next call on the same machine unlocks it.
+  python3 -m snakemake run_folders --profile profiles/gpu --configfile "$grid" "${settings[@]}" --unlock \
+    >/dev/null 2>&1 || true
+  python3 scripts/gpu/deadline.py "$grid_budget" "$grace" -- python3 -m snakemake run_folders --profile profiles/gpu \
+    --configfile "$grid" --scheduler greedy "${settings[@]}" 2>&1 | tee -a "$out/bench.txt" || rc=$?
   # The finished run folders' tables, packed as the bench's are (the workflow writes <results_dir>/runs/<engine>,
   # each config its own results_dir: config/paper.yaml's is results/paper).
   engine=$(python3 -c "$config_of_grid; print(c.get('engine', 'paper'))" "$grid")
@@ -160,8 +170,9 @@ if [ "$mode" = snakemake ]; then
   read -r bench_dir logs_dir <<< "$folders"
   tar cJf "$out/jobs.tar.xz" $(ls -d "$bench_dir" "$logs_dir/run_group" 2>/dev/null) 2>/dev/null || true
 else
-  timeout --signal=INT "$grid_budget" python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" --data-dir data/raw --host-copy-compare \
-    --grid "$grid" --grid-only ${GRID_SEEDS:+--grid-seeds $GRID_SEEDS} --out "$grid_dir" 2>&1 | tee -a "$out/bench.txt" || rc=$?
+  python3 scripts/gpu/deadline.py "$grid_budget" "$grace" -- python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" \
+    --data-dir data/raw --host-copy-compare --grid "$grid" --grid-only ${GRID_SEEDS:+--grid-seeds "$GRID_SEEDS"} \
+    --out "$grid_dir" 2>&1 | tee -a "$out/bench.txt" || rc=$?
 fi
 grid_s=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$t0")
 if [ "$rc" = 0 ]; then finished=true; fi

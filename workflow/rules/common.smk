@@ -82,6 +82,8 @@ TV_NAMES = {name: get_spec(name).torchvision_name for name in DATASETS}
 DATASET_OF_TV = {tv: name for name, tv in TV_NAMES.items()}
 CELLS = {cell.key: cell for cell in wc_cfg.all_cells(config)}
 SEEDS = config["seeds"]
+# The seeds whose runs the run targets make (config run_seeds: a part of the grid; default every seed).
+RUN_SEEDS = wc_cfg.run_seeds(config)
 
 
 # The partition file of each (N, run seed): the seed's draw; computed once, when the workflow is parsed.
@@ -140,10 +142,13 @@ def partition_files(dataset, key):
     return multiext(f"{PARTITIONS}/{dataset}/{key}", ".npy", ".json", ".png")
 
 
-def summaries(root, dataset, cells):
-    """The summary.json of every seed's run of ``cells`` under ``root`` (cell by cell)."""
+def summaries(root, dataset, cells, seeds=None):
+    """The summary.json of every seed's run (of ``seeds``: default every seed) of ``cells`` under
+    ``root`` (cell by cell)."""
     return [
-        run_id.file(root, dataset, c, s, "summary.json") for c in cells for s in SEEDS
+        run_id.file(root, dataset, c, s, "summary.json")
+        for c in cells
+        for s in (SEEDS if seeds is None else seeds)
     ]
 
 

@@ -53,7 +53,9 @@ def add_import_runs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--configfile", nargs="+", required=True,
                    help="the workflow config the runs belong to, as Snakemake reads it: files merged in order, "
                         "e.g. config/config.yaml config/paper.yaml")
-    p.add_argument("--seeds", type=int, nargs="+", help="only these run seeds of it (a partial grid: its first seeds)")
+    p.add_argument("--seeds", type=int, nargs="+",
+                   help="only these run seeds of it (a part of the grid, e.g. one call's; parts imported one after "
+                        "another into one results folder make the whole grid)")
     p.add_argument("--results-dir", help="the results folder (default: the config's results_dir)")
     p.add_argument("--replace", action="store_true", help="overwrite run folders that exist")
     p.add_argument("--key-secret", metavar="FILE",
@@ -74,6 +76,9 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     record = run_import.record(Path(args.archive), " ".join(args.configfile), config, imported)
+    earlier = run_import.earlier_imports(results / "imported.json")
+    if earlier:  # a grid imported in parts (calls of a machine, each its seeds): every part's record kept
+        record["earlier_imports"] = earlier
     atomic.write_json(results / "imported.json", record)
     print(f"imported {imported.total} run folders ({', '.join(f'{d}: {n}' for d, n in imported.runs.items())}) "
           f"under {runs_root}" + (f", skipped {imported.skipped} runs of other seeds" if imported.skipped else "")

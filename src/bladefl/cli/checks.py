@@ -54,7 +54,7 @@ def add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=int, nargs="*", default=[],
                    help="stacked groups to time: one cell's K values for this many seeds each (cuda: 1 6 23)")
     p.add_argument("--grid", help="also run every grid run of this workflow config, e.g. config/paper.yaml")
-    p.add_argument("--grid-seeds", type=int, help="only the grid's first seeds (a partial grid)")
+    p.add_argument("--grid-seeds", help="a part of the grid: k (its first k seeds), i-j or a,b,c (config run_seeds)")
     p.add_argument("--grid-only", action="store_true", help="with --grid: only the grid (no stacked groups, no drag)")
     p.add_argument("--out", default="results/bench-grid", help="where --grid writes its run folders")
     p.add_argument("--host-copy-compare", action="store_true",

@@ -101,13 +101,10 @@ def run_in_group(wildcards):
 
 
 def run_inputs():
-    """Every partition file and reference optimum the grid's runs read."""
-    partitions = [
-        p for d in DATASETS for key in PARTITION_KEYS for p in partition_files(d, key)
-    ]
-    references = (
-        [f for d in DATASETS for f in dataset_references(Page(d, None))]
-        if BOUND_CELLS
-        else []
-    )
+    """Every partition file and reference optimum the grid's runs (of the seeds of run_seeds) read."""
+    Ns = {c.N for c in CELLS.values()}
+    keys = sorted({partition_key(N, s) for N in Ns for s in RUN_SEEDS})
+    partitions = [p for d in DATASETS for key in keys for p in partition_files(d, key)]
+    bound = sorted({partition_key(c.N, s) for c in BOUND_CELLS.values() for s in RUN_SEEDS})
+    references = [f"{REFERENCES}/{d}/{key}.npz" for d in DATASETS for key in bound]
     return partitions + references

@@ -63,14 +63,14 @@ class Imported:
 
 
 def with_seeds(config: Mapping[str, Any], seeds: Sequence[int] | None) -> dict:
-    """The workflow config with its run seeds replaced by ``seeds`` (None: unchanged); the partition
-    draws are kept, so run seed i still trains on draw i mod P."""
-    return dict(config) if seeds is None else {**config, "seeds": [int(s) for s in seeds]}
+    """The workflow config with its part ``run_seeds`` set to ``seeds`` (None: unchanged): every seed
+    and partition draw of the design is kept, so a run of seed i is the run of the whole config."""
+    return dict(config) if seeds is None else {**config, "run_seeds": [int(s) for s in seeds]}
 
 
 def read_config(paths: Sequence[str | Path], seeds: Sequence[int] | None = None) -> dict:
     """The workflow config of Snakemake's ``--configfile`` files (on top of the default config, merged
-    in order), its seeds replaced by ``seeds`` when given, checked as the workflow checks it."""
+    in order), its part ``run_seeds`` set to ``seeds`` when given, checked as the workflow checks it."""
     config = with_seeds(config_files.read_configs(paths), seeds)
     config_checks.check(config)
     return config
@@ -85,7 +85,7 @@ def expected_configs(config: Mapping[str, Any], runs_root: str) -> dict[str, dic
     out = {}
     for dataset in config["datasets"]:
         for cell in wc.all_cells(config):
-            for seed in config["seeds"]:
+            for seed in wc.run_seeds(config):
                 cfg = load_config(engine, wc.run_sets(config, cell, dataset, seed)).to_dict()
                 out[run_id.folder(runs_root, dataset, cell.key, seed)] = _without_execution(cfg)
     return out
@@ -260,7 +260,7 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
     problems = []
     found = set()
     undigested = 0  # runs whose summary names no partition digest (counted as their files are read)
-    seeds = {int(s) for s in config["seeds"]}
+    seeds = set(wc.run_seeds(config))
     skipped = {key for key in runs if key[2] not in seeds}
     for (dataset, cell, seed), files in sorted(runs.items()):
         folder = run_id.folder(runs_root, dataset, cell, seed)
@@ -307,16 +307,35 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
     return result
 
 
+def earlier_imports(path: Path) -> list[dict]:
+    """The import records already in a results folder's ``imported.json`` (the last one and those it
+    keeps), read as hostile (a regular file of at most 16 MiB, JSON, no key twice): what a new part of
+    the grid keeps beside its own record; empty without one."""
+    from bladefl.core.bounded_read import read_regular
+
+    if not path.exists():
+        return []
+    try:
+        last = json.loads(read_regular(path, 16 << 20, "imported.json").decode("utf-8"),
+                          object_pairs_hook=run_files.no_key_twice)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: not an import record ({exc}); move it away to import anew") from None
+    if not isinstance(last, dict):
+        raise ValueError(f"{path}: not an import record (a {type(last).__name__}); move it away to import anew")
+    kept = last.pop("earlier_imports", [])
+    return [*(r for r in kept if isinstance(r, dict)), last]
+
+
 def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: Imported) -> dict:
     """What ``results/imported.json`` says of an import: the archive and its SHA-256, when, the
     config and seeds, the runs per dataset and the archive's ABOUT.json (device, wall time, commit)."""
     return {"archive": str(archive), "sha256": sha256_file(archive),
             "imported": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "config": str(configfile),
-            "seeds": list(config["seeds"]), "runs": imported.runs, "ledgers_verified": imported.verified,
+            "seeds": wc.run_seeds(config), "runs": imported.runs, "ledgers_verified": imported.verified,
             "without_ledgers": imported.unverified, "without_partition_digest": imported.undigested,
             "about": imported.about}
 
 
 __all__ = ["RUN_FILES", "ABOUT", "EXECUTION_FIELDS", "ArchiveError", "Imported", "with_seeds",
            "read_config", "expected_configs", "read_archive", "differences", "read_run_files", "run_problems",
-           "partition_problems", "ledger_problems", "import_runs", "record"]
+           "partition_problems", "ledger_problems", "import_runs", "earlier_imports", "record"]

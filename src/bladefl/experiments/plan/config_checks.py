@@ -29,6 +29,7 @@ from bladefl.experiments.plan.workflow_config import (
     partition_draws,
     partition_spec,
     run_sets,
+    run_seeds,
 )
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 from bladefl.fl.run_config import ConfigError as RunConfigError
@@ -175,6 +176,10 @@ def check(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"invalid config: partition.n must be at most the training set size {TRAIN_SIZE} "
                           f"(N clients of n samples each; got {n})")
     errors.extend(_partition_errors(config, grid_cells))
+    try:
+        run_seeds(config)
+    except ConfigError as exc:
+        errors.append(str(exc))
     if config.get("measure_constants", True):
         names = [s.get("name") for s in config.get("sweeps", [])]
         bound = config.get("bound_sweep", "fig3")

@@ -8,6 +8,7 @@ this module, never the other way round.
 from __future__ import annotations
 
 import dataclasses
+import re
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -83,6 +84,41 @@ def renamed_keys(config: Mapping[str, Any]) -> tuple[dict, list[str]]:
             readings_[name] = spec
         out["readings"] = readings_
     return out, notes
+
+
+RUN_SEEDS_FORMS = "a list of the config's seeds, or text 'i-j' (seeds i to j) or 'a,b,c' (from --config)"
+
+
+def run_seeds(config: Mapping[str, Any]) -> list[int]:
+    """The run seeds whose runs the workflow's run targets make (``run_seeds``; default every seed, in
+    the config's order): a part of the grid, each run still the run of the whole config (its seed
+    trains on its own draw), for one call of a machine (docs/gpu.md). Given as a list in a config file
+    or, from Snakemake's ``--config`` (which passes lists as text), as ``'i-j'`` or ``'a,b,c'``;
+    ConfigError naming the field otherwise, or when a seed is not one of ``seeds``."""
+    seeds = [int(s) for s in config.get("seeds", [0])]
+    given = config.get("run_seeds")
+    if given is None:
+        return seeds
+    if isinstance(given, int) and not isinstance(given, bool):
+        chosen = [given]
+    elif isinstance(given, str) and re.fullmatch(r"[0-9]{1,9}-[0-9]{1,9}", given.strip()):
+        lo, hi = (int(x) for x in given.strip().split("-"))
+        chosen = [s for s in seeds if lo <= s <= hi]
+        if lo > hi or not chosen:
+            raise ConfigError(f"run_seeds: {given!r} holds none of the seeds {seeds[:20]}")
+    elif isinstance(given, str) and re.fullmatch(r"[0-9]{1,9}(,[0-9]{1,9})*", given.strip()):
+        chosen = [int(x) for x in given.strip().split(",")]
+    elif isinstance(given, list) and given and all(
+            (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, str) and x.isascii() and x.isdigit()
+                                                                  and len(x) < 10) for x in given):
+        chosen = [int(x) for x in given]
+    else:
+        raise ConfigError(f"run_seeds must be {RUN_SEEDS_FORMS} (got {str(given)[:60]!r})")
+    outside = [s for s in chosen if s not in seeds]
+    if outside or len(set(chosen)) != len(chosen):
+        raise ConfigError(f"run_seeds must be distinct seeds of the config's seeds {seeds[:20]}"
+                          f"{' ...' if len(seeds) > 20 else ''} (got {chosen[:20]})")
+    return [s for s in seeds if s in chosen]
 
 
 def partition_draws(config: Mapping[str, Any]) -> list[int]:

@@ -194,22 +194,24 @@ def stacked_engine(cfg: RunConfig, data: ClientData, seeds: int, host_buffers: b
     return run_group(specs, data, execution).times
 
 
-def first_seeds(config: dict, seeds: int) -> dict:
-    """A workflow config cut to its first ``seeds`` run seeds, each on the partition draw it has in
-    the whole config (the draws without a run seed left out)."""
-    cut = {**config, "seeds": list(config["seeds"])[:seeds]}
-    if "seeds" in config.get("partition", {}):
-        cut["partition"] = {**config["partition"], "seeds": list(config["partition"]["seeds"])[:seeds]}
-    return cut
+def grid_part(config: dict, seeds: str | int) -> dict:
+    """A workflow config with its part ``run_seeds`` set from ``seeds``: k (an int or digits: the
+    config's first k seeds) or the text forms of config ``run_seeds`` ('i-j', 'a,b,c'); every seed and
+    draw of the design is kept, so each run of the part is the run of the whole config."""
+    text = str(seeds).strip()
+    if text.isascii() and text.isdigit():
+        return {**config, "run_seeds": list(config["seeds"])[: int(text)]}
+    return {**config, "run_seeds": text}
 
 
-def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: int | None
+def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: str | int | None
                  ) -> tuple[float, int, GroupTimes, float]:
     """Every grid run of a workflow config (its datasets, cells and seeds; no reference optima),
     each dataset x N as stacked groups on ``device`` (the runs of every partition draw together),
     written under ``out`` (run
     folders already finished there with the same config are skipped): (wall seconds, runs computed,
     the groups' times summed, seconds writing the run folders)."""
+    import dataclasses
     import json
 
     from bladefl.data import datasets
@@ -222,14 +224,17 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
 
     config = config_files.read_configs([config_path])  # on top of config/config.yaml, as Snakemake reads it
     if seeds:
-        config = first_seeds(config, seeds)
+        config = grid_part(config, seeds)
     config_checks.check(config)
+    part = set(wc.run_seeds(config))
     start, runs, summed, write = time.perf_counter(), 0, GroupTimes(), 0.0
     loaded = {d: tuple(datasets.load(d, data_dir, split, True) for split in (True, False)) for d in config["datasets"]}
     # Blocks of seeds (a group holds the runs of every draw its seeds train on), block by block over
     # both datasets and every N: a grid stopped early holds every run of the seeds of the blocks it
     # finished, which import as a partial grid (`bladefl import-runs --seeds`).
-    groups = wc.partition_jobs(config)
+    groups = [dataclasses.replace(g, seeds=tuple(s for s in g.seeds if s in part),
+                                  draws=tuple(dict.fromkeys(wc.partition_draw(config, s) for s in g.seeds if s in part)))
+              for g in wc.partition_jobs(config) if part & set(g.seeds)]
     order = {d: i for i, d in enumerate(config["datasets"])}
     for group in sorted(groups, key=lambda g: (g.block, order[g.dataset], g.N)):
         dataset = group.dataset

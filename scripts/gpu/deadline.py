@@ -1,0 +1,85 @@
+"""Run a command with a hard deadline (scripts/gpu/run.sh's grid): the command runs in a session of its
+own; at SECONDS it gets SIGINT (Snakemake stops scheduling and asks its jobs to stop), after GRACE more
+seconds every process left in its session or below it gets SIGTERM, and 5 seconds later SIGKILL. So
+the call ends by SECONDS + GRACE + 5 whatever its jobs do (a job that ignores SIGINT and SIGTERM
+included) and the script packs what finished before the machine's own limit.
+
+    deadline.py SECONDS GRACE -- COMMAND [ARG ...]
+
+Exits with the command's status, or 124 when the deadline stopped it (as timeout(1) does)."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def session_processes(sid: int, root: int) -> list[int]:
+    """Every process in session ``sid`` or descended from ``root`` (read from /proc)."""
+    parents: dict[int, int] = {}
+    members = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid, session = int(entry), int(fields[1]), int(fields[3])
+        parents[pid] = ppid
+        if session == sid:
+            members.add(pid)
+    for pid in list(parents):  # descendants of the root that left its session (setsid)
+        p, seen = pid, set()
+        while p in parents and p not in seen:
+            if p == root:
+                members.add(pid)
+                break
+            seen.add(p)
+            p = parents[p]
+    members.discard(os.getpid())
+    return sorted(members)
+
+
+def signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 4 or argv[2] != "--":
+        print(__doc__, file=sys.stderr)
+        return 2
+    seconds, grace = float(argv[0]), float(argv[1])
+    proc = subprocess.Popen(argv[3:], start_new_session=True)
+    try:
+        return proc.wait(timeout=max(seconds, 0.0))
+    except subprocess.TimeoutExpired:
+        pass
+    print(f"deadline: {seconds:g} s reached: SIGINT to the command, then its processes stopped after {grace:g} s",
+          file=sys.stderr, flush=True)
+    signal_all(session_processes(proc.pid, proc.pid), signal.SIGINT)
+    end = time.monotonic() + grace
+    while time.monotonic() < end and proc.poll() is None:
+        time.sleep(0.2)
+    left = session_processes(proc.pid, proc.pid)
+    if left:
+        signal_all(left, signal.SIGTERM)
+        time.sleep(min(5.0, grace))
+        left = session_processes(proc.pid, proc.pid)
+        if left:
+            print(f"deadline: {len(left)} processes ignored SIGINT and SIGTERM: killed", file=sys.stderr, flush=True)
+            signal_all(left, signal.SIGKILL)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    return 124
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
