@@ -47,7 +47,8 @@ def test_a_group_mark_is_a_whole_count_or_one_line(text):
             assert one_line(exc).startswith("--group")
             return
         record = json.loads(text)
-        assert set(record) == {"runs"} and type(record["runs"]) is int and computed_runs == (record["runs"] > 0)
+        assert {"runs"} <= set(record) <= {"runs", "seconds"} and type(record["runs"]) is int
+        assert computed_runs == (record["runs"] > 0)
         assert text.count('"runs"') == 1  # a key given twice is never taken
 
 
@@ -135,3 +136,20 @@ def test_a_group_move_to_any_folder_moves_whole_or_nothing(computed, tmp_path_fa
         assert code == 2 and len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
         assert sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*")) == everything
     shutil.rmtree(tmp)
+
+
+@FUZZ
+@given(st.text(max_size=80), st.lists(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True), min_size=1,
+                                       max_size=4, unique=True))
+def test_a_profile_written_from_any_config_name_reads_back_as_its_rules_only(target, rules):
+    """`bladefl resources --for NAME`: whatever NAME holds (newlines, U+2028, quotes, `$( )`, YAML), the
+    profile is YAML whose only key is set-resources, holding exactly the measured rules."""
+    from bladefl.experiments.runs.job_resources import Need, Scaled, profile_text
+
+    found = [Need(r, 2, 30.0, 500.0) for r in rules]
+    scaled = [Scaled(rules[0], 2, 10.0, 1e-6, 400.0, 8, 60.0, 900.0),
+              Scaled("not_measured", 1, 0, 0, 0, 1, 0, 0, why=f"not sized: {target}")]
+    text = profile_text(found, 1.5, scaled, target)
+    read = yaml.safe_load(text)
+    assert set(read) == {"set-resources"} and set(read["set-resources"]) == set(rules)
+    assert all(line.startswith("#") for line in text.splitlines() if not line.startswith(("set-resources", "  ")))

@@ -226,3 +226,17 @@ def test_a_smoke_benchmark_sizes_the_paper_grids_jobs_by_their_work(tmp_path, ca
     assert main(["resources", "--benchmarks", str(root), "--for", str(REPO / "config/paper.yaml"), "--out",
                  str(out)]) == 2  # --for without --measured: one line
     assert "--measured and --for go together" in capsys.readouterr().err
+
+
+def test_a_config_named_to_inject_profile_keys_is_written_escaped(tmp_path):
+    """Issue 61, item 1: a --for file named `x.yaml<newline>snakefile: ...<newline>jobs: 1<newline>#` gave a
+    profile with top-level `snakefile:` and `jobs:`; a U+2028 in the name, one that was not YAML."""
+    import yaml
+
+    from bladefl.experiments.runs.job_resources import Need, Scaled, profile_text
+
+    for name in ('x.yaml\nsnakefile: "/tmp/evil.smk"\njobs: 1\n#', "x\u2028snakefile: evil.yaml", "x\ry: 1"):
+        text = profile_text([Need("run_cell", 3, 40.0, 900.0)], 1.5,
+                            [Scaled("run_cell", 3, 10.0, 1e-6, 400.0, 8, 60.0, 900.0)], name)
+        assert set(yaml.safe_load(text)) == {"set-resources"}, text
+        assert "snakefile" not in yaml.safe_load(text) and text.isascii()

@@ -29,7 +29,10 @@ def computed(tmp_path_factory):
 def test_a_group_mark_says_whether_the_group_computed_its_runs(tmp_path):
     assert group_computed(write_group_mark(tmp_path / "a.done", 6)) is True
     assert group_computed(write_group_mark(tmp_path / "b.done", 0)) is False
-    for text in ("", "[]", '{"runs": -1}', '{"runs": true}', '{"runs": 1.5}', '{"runs": 1, "x": 2}', "{"):
+    timed = write_group_mark(tmp_path / "c.done", 6, (1.0e9, 1.0e9 + 90))  # its computation's start and end
+    assert group_computed(timed) is True and json.loads(timed.read_text())["seconds"] == [1.0e9, 1.0e9 + 90]
+    for text in ("", "[]", '{"runs": -1}', '{"runs": true}', '{"runs": 1.5}', '{"runs": 1, "x": 2}', "{",
+                 '{"runs": 1, "seconds": [1, NaN]}', '{"runs": 1, "seconds": [1, 2, 3]}', '{"runs": 1, "seconds": 5}'):
         (tmp_path / "bad.done").write_text(text)
         with pytest.raises(ValueError, match="--group"):
             group_computed(tmp_path / "bad.done")

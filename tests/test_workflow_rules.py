@@ -52,4 +52,38 @@ def test_a_rule_running_python_writes_its_log():
 def test_members_reach_the_analyses_as_a_file():
     text = "".join(p.read_text() for p in RULES.glob("*.smk"))
     # 4: the sensitivity readings reuse summarize and verdicts (`use rule ... with:`)
-    assert "--members {params.members" not in text and text.count("--members @{input.members}") == 4
+    assert "--members {params.members" not in text and text.count("--members @{input.members:q}") == 4
+
+
+# Values a shell command may hold unquoted: numbers by construction (threads, the gpu resource) and the
+# fetch sources, a resource (so that changing them replans nothing) whose schema allows source names only.
+UNQUOTED = {"threads", "resources.gpu", "resources.fetch_sources"}
+
+
+def shell_commands() -> dict[str, str]:
+    """Each rule's shell command as written (its string literals joined), by rule."""
+    out = {}
+    for name, body in rule_blocks().items():
+        m = re.search(r"^\s*shell:\s*\n((?:\s*f?\"[^\n]*\"\s*\n)+)", body, re.M)
+        if m:
+            out[name] = "".join(re.findall(r"\"((?:[^\"\\]|\\.)*)\"", m.group(1)))
+    return out
+
+
+def test_every_value_in_a_rules_shell_command_is_quoted():
+    """A config- or wildcard-derived value reaches the shell quoted (Snakemake's :q; a list quoted
+    element by element), so a path with a space, a quote, `$( )` or `;` is one argument, never code."""
+    commands = shell_commands()
+    assert len(commands) >= 20 and "grid.smk:run_cell" in commands
+    unquoted = {name: bad for name, text in commands.items()
+                if (bad := [p for p in re.findall(r"(?<!\{)\{([^{}]+)\}(?!\})", text)
+                            if not p.endswith(":q") and p not in UNQUOTED])}
+    assert unquoted == {}
+
+
+def test_the_fetch_sources_left_unquoted_are_names_only():
+    import yaml
+
+    schema = yaml.safe_load((RULES.parent / "schemas/config.schema.yaml").read_text())
+    items = schema["properties"]["fetch_sources"]["items"]
+    assert set(items["enum"]) <= {"existing", "torchvision", "registry"}

@@ -80,6 +80,7 @@ ENGINE_WALL_OF_RAW = Target(0.60)  # stacked engine, model-steps per wall second
 CHAIN_SHARE_STACKED = Target(0.10, at_least=False)  # the chain's share of a stacked group's wall
 LOOP_SPEED_BESIDE_CHAIN = Target(0.90)  # a Python loop's speed beside the chain over alone
 GRID_WALL_SECONDS = Target(300, at_least=False)  # config/paper.yaml, 20 seeds, both datasets, one GPU
+BOOKKEEPING_OF_COMPUTATION = Target(0.05, at_least=False)  # a group's runs put in place over its computation
 
 
 def breakdown_line(times: GroupTimes) -> str:
@@ -182,10 +183,38 @@ def round_end_lines(counts: tuple[int, ...] = (1, 10, 100)) -> list[tuple[str, f
     return [(f"round end, {hi} runs ending together / {lo}", per_end[hi] / per_end[lo], ROUND_END_SCALING)]
 
 
+def bookkeeping_main(args: argparse.Namespace) -> int:
+    """``--bookkeeping CONFIG``: the grid through Snakemake with the GPU profile's grouping on this machine,
+    then per group the seconds its runs took to be in place after its computation, over that computation."""
+    import shutil
+    from pathlib import Path
+
+    from bladefl.experiments.plan.config_files import read_configs
+    from bladefl.experiments.runs.bookkeeping import bookkeeping, run_grid
+
+    out = Path(args.out if args.out != "results/bench-grid" else "results/bench-bookkeeping").resolve()
+    if out.exists():
+        shutil.rmtree(out)
+    config = read_configs(args.bookkeeping)
+    wall = run_grid(args.bookkeeping, out, args.cores, Path.cwd())
+    table = bookkeeping({**config, "results_dir": str(out)}, out)
+    print(f"grid {' '.join(args.bookkeeping)} through Snakemake (profiles/gpu's grouping, {args.cores} cores): "
+          f"{wall:.1f} s wall, {int(table.runs.sum())} runs in {len(table)} groups")
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    total = float(table.bookkeeping_s.sum() / table.computation_s.sum())
+    per_run = float(table.bookkeeping_s.sum() / table.runs.sum())
+    print(f"bookkeeping {per_run:.3f} s per run after its group's computation ({args.cores} cores)")
+    _print_lines([("bookkeeping / computation, whole grid", total, BOOKKEEPING_OF_COMPUTATION),
+                  ("bookkeeping / computation, worst group", float(table.ratio.max()), BOOKKEEPING_OF_COMPUTATION)])
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     if args.chain_drag:
         _print_lines(drag_lines())
         return 0
+    if args.bookkeeping:
+        return bookkeeping_main(args)
     if args.device != "cpu" or args.grid or args.seeds:
         return cuda_main(args)
     repeat = 2 if args.quick else 5

@@ -24,8 +24,8 @@ rule bound:
     params:
         out_dir=folder_of_output,
     shell:
-        "bladefl bound --runs {input.runs} --members @{input.members} "
-        "--references {input.references} --out-dir {params.out_dir} > {log} 2>&1"
+        "bladefl bound --runs {input.runs:q} --members @{input.members:q} "
+        "--references {input.references:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule verdicts:
@@ -52,6 +52,6 @@ rule verdicts:
         t_sum=config["t_sum"],
         bound=verdict_bound_options,
     shell:
-        "bladefl verdicts --dataset {wildcards.dataset} --summary {input.summary} "
-        "--members @{input.members} --t-sum {params.t_sum} {params.bound} --statements {input.statements} "
-        "--paper-values {input.paper_values} --engine {input.engine} --out {output} > {log} 2>&1"
+        "bladefl verdicts --dataset {wildcards.dataset:q} --summary {input.summary:q} "
+        "--members @{input.members:q} --t-sum {params.t_sum:q} {params.bound:q} --statements {input.statements:q} "
+        "--paper-values {input.paper_values:q} --engine {input.engine:q} --out {output:q} > {log:q} 2>&1"

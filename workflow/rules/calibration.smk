@@ -40,8 +40,8 @@ rule calibration_search:
         storage=f"{CAL}/{{dataset}}/study.journal",
         trials=f"{CAL}/{{dataset}}/trials",
     shell:
-        "bladefl calibrate --spec {input.spec} --storage {params.storage} --trials-dir {params.trials} "
-        "--worker {wildcards.worker} --threads {threads} --done {output} > {log} 2>&1"
+        "bladefl calibrate --spec {input.spec:q} --storage {params.storage:q} --trials-dir {params.trials:q} "
+        "--worker {wildcards.worker:q} --threads {threads} --done {output:q} > {log:q} 2>&1"
 
 
 rule calibration_pick:
@@ -65,7 +65,7 @@ rule calibration_pick:
     params:
         storage=f"{CAL}/{{dataset}}/study.journal",
     shell:
-        "bladefl calibration-pick --spec {input.spec} --storage {params.storage} --out {output} > {log} 2>&1"
+        "bladefl calibration-pick --spec {input.spec:q} --storage {params.storage:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule calibration_rerun:
@@ -178,8 +178,8 @@ rule calibration_tables:
         trials=f"{CAL}/{{dataset}}/trials",
         out_dir=folder_of_output,
     shell:
-        "bladefl calibration-tables --spec {input.spec} --storage {params.storage} --picked {input.picked} "
-        "--roots {params.roots} --trials-dir {params.trials} --out-dir {params.out_dir} > {log} 2>&1"
+        "bladefl calibration-tables --spec {input.spec:q} --storage {params.storage:q} --picked {input.picked:q} "
+        "--roots {params.roots:q} --trials-dir {params.trials:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 localrules:
@@ -207,7 +207,7 @@ if CALIBRATION:
             mem_mb=1000,
             runtime=10,
         shell:
-            "bladefl calibration-index --outcomes {input.outcomes} --pages {input.pages} --out {output} > {log} 2>&1"
+            "bladefl calibration-index --outcomes {input.outcomes:q} --pages {input.pages:q} --out {output:q} > {log:q} 2>&1"
 
     ruleorder: calibration_index > report_index
 

@@ -26,8 +26,8 @@ rule fetch_data:
         dataset=dataset_of_tv,
         root=raw_root_of_output,
     shell:
-        "bladefl fetch --dataset {params.dataset} --root {params.root} "
-        "--sources {resources.fetch_sources} > {log} 2>&1"
+        "bladefl fetch --dataset {params.dataset:q} --root {params.root:q} "
+        "--sources {resources.fetch_sources} > {log:q} 2>&1"
 
 
 rule partition:
@@ -49,5 +49,5 @@ rule partition:
         root=raw_root_of_input,
         out=partitions_root_of_output,
     shell:
-        "bladefl partition --dataset {wildcards.dataset} --key {wildcards.key} "
-        "--root {params.root} --out {params.out} > {log} 2>&1"
+        "bladefl partition --dataset {wildcards.dataset:q} --key {wildcards.key:q} "
+        "--root {params.root:q} --out {params.out:q} > {log:q} 2>&1"

@@ -25,5 +25,5 @@ rule detection:
         out_dir=folder_of_output,
         sweeps=config.get("detection", {}).get("exclude_sweeps", []),
     shell:
-        "bladefl detection --runs {input.runs} --members @{input.members} "
-        "--exclude-sweeps {params.sweeps} --out-dir {params.out_dir} > {log} 2>&1"
+        "bladefl detection --runs {input.runs:q} --members @{input.members:q} "
+        "--exclude-sweeps {params.sweeps:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"

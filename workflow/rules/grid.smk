@@ -25,8 +25,8 @@ rule reference:
     params:
         data_dir=raw_root_of_input,
     shell:
-        "bladefl reference --config {input.engine} --partition {input.partition} "
-        "--set dataset={wildcards.dataset} --set data_dir={params.data_dir} --out {output.npz} > {log} 2>&1"
+        "bladefl reference --config {input.engine:q} --partition {input.partition:q} "
+        "--set dataset={wildcards.dataset:q} --set data_dir={params.data_dir:q} --out {output.npz:q} > {log:q} 2>&1"
 
 
 # The same group jobs are planned under both groupings (a group: one dataset x N x block of
@@ -93,9 +93,9 @@ rule run_group:
         data_dir=raw_root_of_input,
         reference=reference_option,
     shell:
-        "bladefl run-group --config {input.engine} --partition {input.partition} "
-        "{params.reference} --plan @{input.plan} --set data_dir={params.data_dir} "
-        "--threads {threads} --compute {resources.gpu} --quiet --done {output} > {log} 2>&1"
+        "bladefl run-group --config {input.engine:q} --partition {input.partition:q} "
+        "{params.reference:q} --plan @{input.plan:q} --set data_dir={params.data_dir:q} "
+        "--threads {threads} --compute {resources.gpu} --quiet --done {output:q} > {log:q} 2>&1"
 
 
 # One job per dataset x cell x seed, running all its K (grouping: cell); under grouping: partition a
@@ -135,9 +135,9 @@ rule run_cell:
         reference=reference_option,
         computed_in=run_in_group,
     shell:
-        "bladefl run --config {input.engine} --partition {input.partition} "
-        "{params.reference} --out {params.out} --group {input.group} --computed-in {params.computed_in} "
-        "--set data_dir={params.data_dir} {params.sets} --threads {threads} --quiet > {log} 2>&1"
+        "bladefl run --config {input.engine:q} --partition {input.partition:q} "
+        "{params.reference:q} --out {params.out:q} --group {input.group:q} --computed-in {params.computed_in:q} "
+        "--set data_dir={params.data_dir:q} {params.sets:q} --threads {threads} --quiet > {log:q} 2>&1"
 
 
 localrules:
@@ -175,8 +175,8 @@ rule summarize:
         mem_mb=1000,
         runtime=10,
     shell:
-        "bladefl summarize --runs {input.runs} --members @{input.members} "
-        "--table {output.table} --optimum {output.optimum} > {log} 2>&1"
+        "bladefl summarize --runs {input.runs:q} --members @{input.members:q} "
+        "--table {output.table:q} --optimum {output.optimum:q} > {log:q} 2>&1"
 
 
 rule provenance:
@@ -195,7 +195,7 @@ rule provenance:
         mem_mb=1000,
         runtime=10,
     shell:
-        "bladefl provenance --runs {input.runs} --out {output} > {log} 2>&1"
+        "bladefl provenance --runs {input.runs:q} --out {output:q} > {log:q} 2>&1"
 
 
 # Each run's chains (chain id, tip, block count), for `bladefl chain verify --anchor`: a record kept
@@ -216,7 +216,7 @@ rule anchors:
         mem_mb=1000,
         runtime=10,
     shell:
-        "bladefl chain anchor --summary {input.runs} --out {output} > {log} 2>&1"
+        "bladefl chain anchor --summary {input.runs:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule paper_comparison:
@@ -240,6 +240,6 @@ rule paper_comparison:
     params:
         t_sum=config["t_sum"],
     shell:
-        "bladefl paper-comparison --dataset {wildcards.dataset} --summary {input.summary} "
-        "--optimum {input.optimum} --paper-values {input.paper_values} --t-sum {params.t_sum} "
-        "--out {output.csv} > {log} 2>&1"
+        "bladefl paper-comparison --dataset {wildcards.dataset:q} --summary {input.summary:q} "
+        "--optimum {input.optimum:q} --paper-values {input.paper_values:q} --t-sum {params.t_sum:q} "
+        "--out {output.csv:q} > {log:q} 2>&1"

@@ -74,10 +74,10 @@ rule notebook:
         results=results_root,
         data=data_root,
     shell:
-        "mkdir -p {output.figures} {output.tables} && "
-        "bladefl run-page {input.notebook} --parameters {input.parameters} --executed {output.executed} "
-        "--out {output.html} --index {params.index} --results-dir {params.results} "
-        "--data-dir {params.data} > {log} 2>&1"
+        "mkdir -p {output.figures:q} {output.tables:q} && "
+        "bladefl run-page {input.notebook:q} --parameters {input.parameters:q} --executed {output.executed:q} "
+        "--out {output.html:q} --index {params.index:q} --results-dir {params.results:q} "
+        "--data-dir {params.data:q} > {log:q} 2>&1"
 
 
 rule report_index:
@@ -106,16 +106,16 @@ rule report_index:
         mem_mb=2000,
         runtime=10,
     params:
-        configfiles=" ".join(map(str, workflow.configfiles)),
-        seeds=" ".join(map(str, SEEDS)),
+        configfiles=list(map(str, workflow.configfiles)),
+        seeds=list(map(str, SEEDS)),
         figures=folder_of_output,
         provenance=provenance_tables,
         calibration=calibration_page_option,
     shell:
-        "bladefl report-index --verdicts {input.verdicts} --provenance {params.provenance} "
-        "--pages {input.pages} --summaries {input.summaries} --comparisons {input.comparisons} "
-        "--configfiles {params.configfiles} --seeds {params.seeds} --figures {params.figures} "
-        "--calibration {input.calibration} {params.calibration} --out {output.index} > {log} 2>&1"
+        "bladefl report-index --verdicts {input.verdicts:q} --provenance {params.provenance:q} "
+        "--pages {input.pages:q} --summaries {input.summaries:q} --comparisons {input.comparisons:q} "
+        "--configfiles {params.configfiles:q} --seeds {params.seeds:q} --figures {params.figures:q} "
+        "--calibration {input.calibration:q} {params.calibration:q} --out {output.index:q} > {log:q} 2>&1"
 
 
 # The report's inputs kept for good (`make keep NAME=...`, docs/gpu.md): reference/<name>/ with a
@@ -142,6 +142,6 @@ rule keep:
         data=data_root,
         imported=imported_option,
     shell:
-        "bladefl keep --files {input.files} --provenance {input.provenance} {params.imported} "
-        "--results-dir {params.results} --data-dir {params.data} --config-file {input.config} "
-        "--out reference/{wildcards.name} > {log} 2>&1"
+        "bladefl keep --files {input.files:q} --provenance {input.provenance:q} {params.imported:q} "
+        "--results-dir {params.results:q} --data-dir {params.data:q} --config-file {input.config:q} "
+        "--out reference/{wildcards.name:q} > {log:q} 2>&1"

@@ -37,8 +37,8 @@ rule reading_runs:
     params:
         data_dir=raw_root_of_input,
     shell:
-        "bladefl run-group --config {input.engine} --partition {input.partition} "
-        "--plan @{input.plan} --set data_dir={params.data_dir} --threads {threads} --quiet > {log} 2>&1"
+        "bladefl run-group --config {input.engine:q} --partition {input.partition:q} "
+        "--plan @{input.plan:q} --set data_dir={params.data_dir:q} --threads {threads} --quiet > {log:q} 2>&1"
 
 
 # The grid's tables and verdicts under each reading: the main grid's rules on the reading's runs.
@@ -94,10 +94,10 @@ rule sensitivity:
         t_sum=config["t_sum"],
         out_dir=folder_of_output,
     shell:
-        "bladefl sensitivity --dataset {wildcards.dataset} --readings {params.readings} "
-        "--axes {params.axes} --summaries {input.summaries} --optima {input.optima} "
-        "--verdicts {input.verdicts} --paper-values {input.paper_values} --t-sum {params.t_sum} "
-        "--out-dir {params.out_dir} > {log} 2>&1"
+        "bladefl sensitivity --dataset {wildcards.dataset:q} --readings {params.readings:q} "
+        "--axes {params.axes:q} --summaries {input.summaries:q} --optima {input.optima:q} "
+        "--verdicts {input.verdicts:q} --paper-values {input.paper_values:q} --t-sum {params.t_sum:q} "
+        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule sensitivity_index:
@@ -117,8 +117,8 @@ rule sensitivity_index:
         mem_mb=1000,
         runtime=10,
     shell:
-        "bladefl sensitivity-index --rankings {input.rankings} --pages {input.pages} "
-        "--out {output} > {log} 2>&1"
+        "bladefl sensitivity-index --rankings {input.rankings:q} --pages {input.pages:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 localrules:

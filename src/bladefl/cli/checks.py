@@ -6,6 +6,7 @@ Each command: its arguments (``add_*``) beside its handler (``_cmd_*``)."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from bladefl.cli.common import Command
@@ -60,6 +61,11 @@ def add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-copy-compare", action="store_true",
                    help="cuda: also time the largest group with the round ends' host copies into buffers kept "
                         "across round ends (the option) beside the default, pinned memory taken for each")
+    p.add_argument("--bookkeeping", nargs="+", metavar="CONFIG",
+                   help="run this workflow config's grid through Snakemake with the GPU profile's grouping on this "
+                        "machine (e.g. config/bench_bookkeeping.yaml) and print, per group, the seconds its runs take "
+                        "to be in place after its computation over that computation (target <= 0.05)")
+    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="--bookkeeping: Snakemake's cores")
     p.add_argument("--chain-drag", action="store_true",
                    help="only measure how much the chain slows the thread driving the training, with the chain's "
                         "GIL-bound part in threads vs in worker processes (also part of --device cuda)")

@@ -105,14 +105,15 @@ def add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from bladefl.experiments.runs.runner import run_cell
-    from bladefl.fl.execution import resolve
     from bladefl.fl.run_config import load_config
 
     cfg = load_config(args.config, args.set)  # every field validated before any work starts
     _writable_folder(args.out, "--out")
     if args.group and _took_computed_run(args.group, args.computed_in, cfg, args.out):
-        return 0
+        return 0  # a run its group computed, moved: no torch imported (a group's moves are bookkeeping)
+    from bladefl.experiments.runs.runner import run_cell
+    from bladefl.fl.execution import resolve
+
     if args.reference and not Path(args.reference).is_file():
         raise ValueError(f"--reference {args.reference}: no such file (`bladefl reference` writes it)")
     reference = None
@@ -173,7 +174,9 @@ def add_run_group(p: argparse.ArgumentParser) -> None:
 
 def _cmd_run_group(args: argparse.Namespace) -> int:
     import json
+    import time
 
+    started = time.time()
     from bladefl.experiments.runs.run_source import write_group_mark
     from bladefl.fl.run_config import load_config
 
@@ -224,7 +227,7 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     done = sum(s is not None for s in summaries)
     print(f"{done} run folders written, {len(jobs) - done} already finished (of {len(jobs)})")
     if args.done:
-        write_group_mark(args.done, len(jobs))
+        write_group_mark(args.done, len(jobs), (started, time.time()))
     return 0
 
 

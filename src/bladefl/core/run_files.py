@@ -233,5 +233,18 @@ def read_run(summary_path: str | Path) -> Run:
     return Run(summary, rows, raw)
 
 
-__all__ = ["STATUSES", "METRICS", "RunFileError", "Run", "same_number", "parse_rounds", "parse_summary", "read_rounds",
-           "read_summary", "check_together", "read_run", "no_key_twice"]
+
+DETECTION_COLUMNS = ["K", "round", "client", "lazy", "detector", "score", "flag", "excluded"]  # detections.csv
+
+
+def expects_detections(summary: dict) -> bool:
+    """Whether a run wrote ``detections.csv``: its validators ran detectors, it had lazy clients and
+    some K trained."""
+    config, lazy = summary.get("config", {}), summary.get("config", {}).get("lazy", {})
+    lazy_clients = round(float(lazy.get("ratio", 0.0)) * int(config.get("partition", {}).get("N", 0)))
+    trained = any(k.get("status") != "infeasible" for k in summary.get("per_K", []))
+    return bool(lazy.get("detectors")) and lazy_clients > 0 and trained
+
+
+__all__ = ["DETECTION_COLUMNS", "expects_detections", "STATUSES", "METRICS", "RunFileError", "Run", "same_number",
+           "parse_rounds", "parse_summary", "read_rounds", "read_summary", "check_together", "read_run", "no_key_twice"]

@@ -30,18 +30,27 @@ def bound_files(dataset):
 
 
 def verdict_margin_options(wildcards):
-    """`--margins` of the config's verdict margins (none: the library's defaults)."""
+    """`--margins` of the config's verdict margins (none: the library's defaults), as arguments (the
+    shell command quotes each: `:q`)."""
     margins = config.get("verdicts", {}).get("margins", {})
-    given = " ".join(f"{k}={v}" for k, v in sorted(margins.items()))
-    return f"--margins {given}" if given else ""
+    given = [f"{k}={v}" for k, v in sorted(margins.items())]
+    return ["--margins", *given] if given else []
 
 
 def verdict_bound_options(wildcards, input):
-    """The margins, and the bound's gaps and constants where the grid measures them."""
+    """The margins, and the bound's gaps and constants where the grid measures them (arguments)."""
     options = verdict_margin_options(wildcards)
     if not BOUND_CELLS:
         return options
-    return f"{options} --gaps {input.gaps} --constants {input.constants} --bound-sweep {config['bound_sweep']}".strip()
+    return [
+        *options,
+        "--gaps",
+        input.gaps,
+        "--constants",
+        input.constants,
+        "--bound-sweep",
+        config["bound_sweep"],
+    ]
 
 
 def verdict_bound_inputs(wildcards):

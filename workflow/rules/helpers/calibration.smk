@@ -85,7 +85,7 @@ def calibration_members_param(wildcards):
 
 
 def calibration_roots(wildcards):
-    return " ".join(f"{r}={CAL}/{wildcards.dataset}/rerun/{r}" for r in CAL_ROLES)
+    return [f"{r}={CAL}/{wildcards.dataset}/rerun/{r}" for r in CAL_ROLES]
 
 
 def calibration_table_files(dataset):
@@ -144,5 +144,5 @@ def calibration_page_option(wildcards):
     """`--calibration-page` with where `make reference-report` renders the kept calibration bundle."""
     bundle = config.get("calibration_bundle", "")
     if not bundle:
-        return ""
-    return f"--calibration-page results/kept/{Path(bundle).name}/report/index.html"
+        return []
+    return ["--calibration-page", f"results/kept/{Path(bundle).name}/report/index.html"]

@@ -35,15 +35,18 @@ def cell_reference(wildcards):
 
 
 def reference_option(wildcards, input):
-    return f"--reference {input.reference}" if input.reference else ""
+    """`--reference FILE...` where the job has reference optima, as arguments (quoted by `:q`)."""
+    refs = input.reference
+    refs = [refs] if isinstance(refs, str) else list(refs)
+    return ["--reference", *refs] if refs else []
 
 
 def run_overrides(wildcards):
-    """`--set` options of one grid job (see wc_cfg.run_sets)."""
+    """`--set` options of one grid job (see wc_cfg.run_sets), as arguments (quoted by `:q`)."""
     sets = wc_cfg.run_sets(
         config, CELLS[wildcards.cell], wildcards.dataset, int(wildcards.seed)
     )
-    return " ".join(f"--set {s}" for s in sets)
+    return [arg for s in sets for arg in ("--set", s)]
 
 
 def group_raw_files(wildcards):
@@ -105,6 +108,8 @@ def run_inputs():
     Ns = {c.N for c in CELLS.values()}
     keys = sorted({partition_key(N, s) for N in Ns for s in RUN_SEEDS})
     partitions = [p for d in DATASETS for key in keys for p in partition_files(d, key)]
-    bound = sorted({partition_key(c.N, s) for c in BOUND_CELLS.values() for s in RUN_SEEDS})
+    bound = sorted(
+        {partition_key(c.N, s) for c in BOUND_CELLS.values() for s in RUN_SEEDS}
+    )
     references = [f"{REFERENCES}/{d}/{key}.npz" for d in DATASETS for key in bound]
     return partitions + references

@@ -127,8 +127,10 @@ def imported_option(wildcards):
     """
     path = Path(f"{RESULTS}/imported.json")
     if not path.is_file():
-        return ""
-    return f"--imported {path}" + (" --with-archive" if config["keep_archive"] else "")
+        return []
+    return ["--imported", str(path)] + (
+        ["--with-archive"] if config["keep_archive"] else []
+    )
 
 
 def provenance_tables(wildcards, input):

@@ -14,8 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from bladefl.core.run_files import RunFileError
-from bladefl.experiments.tables.detection_analysis import DETECTION_COLUMNS, expects_detections
+from bladefl.core.run_files import DETECTION_COLUMNS, RunFileError, expects_detections
 
 _BOOLS = {"True", "False"}
 

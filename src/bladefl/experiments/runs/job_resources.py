@@ -210,26 +210,34 @@ def scaled_needs(found: list[Need], scaled: Sequence[Scaled]) -> list[Need]:
     return out
 
 
+def comment_line(text: str) -> str:
+    """``text`` as one YAML comment line: every character outside printable ASCII written as an escape
+    (a newline, U+2028 or any other line break in a file's name cannot end the comment and add keys)."""
+    return "# " + re.sub(r"[^\x20-\x7e]", lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
 def profile_text(found: list[Need], margin: float = 1.5, scaled: Sequence[Scaled] = (), target: str = "") -> str:
     """The profile as YAML (written by the YAML dumper, the rules' names checked), each rule's jobs and
-    measured need listed in the comment above it; with ``scaled``, the work-scaled rules' sizes for
-    the largest job of ``target`` and the cost per unit of work they come from."""
+    measured need listed in the comment above it, every comment line escaped (:func:`comment_line`: a
+    config file's name is user text); with ``scaled``, the work-scaled rules' sizes for the largest job
+    of ``target`` and the cost per unit of work they come from."""
     import yaml
 
     sized = profile(scaled_needs(found, scaled), margin)
-    lines = ["# Resources from measured needs (bladefl resources): the longest wall and the largest peak",
-             f"# memory of each rule's jobs, times {margin:g}. Use with --workflow-profile <this folder>."]
+    lines = ["Resources from measured needs (bladefl resources): the longest wall and the largest peak",
+             f"memory of each rule's jobs, times {margin:g}. Use with --workflow-profile <this folder>."]
     for n in found:
         mem = "no memory sample" if n.mem_mb is None else f"{n.mem_mb:.0f} MB"
-        lines.append(f"#   {n.rule}: {n.jobs} job{'' if n.jobs == 1 else 's'}, at most {n.seconds:.1f} s and {mem}")
+        lines.append(f"  {n.rule}: {n.jobs} job{'' if n.jobs == 1 else 's'}, at most {n.seconds:.1f} s and {mem}")
     for x in scaled:
-        lines.append(f"#   {x.rule} for {target}: {x.why}" if x.why else
-                     f"#   {x.rule} sized for {target}'s largest of {x.target_jobs} jobs: {x.seconds:.0f} s and "
+        lines.append(f"  {x.rule} for {target}: {x.why}" if x.why else
+                     f"  {x.rule} sized for {target}'s largest of {x.target_jobs} jobs: {x.seconds:.0f} s and "
                      f"{x.mem_mb:.0f} MB ({x.fixed_seconds:.1f} s + {1e6 * x.seconds_per_sample:.3g} s per million "
                      f"samples more than the smallest job's, {x.fixed_mb:.0f} MB + its numbers, measured over "
                      f"{x.jobs} jobs)")
-    return "\n".join(lines) + "\n" + yaml.safe_dump(sized, default_flow_style=None, sort_keys=False)
+    return ("\n".join(comment_line(line) for line in lines) + "\n"
+            + yaml.safe_dump(sized, default_flow_style=None, sort_keys=False))
 
 
-__all__ = ["COLUMNS", "BenchmarkError", "Need", "Scaled", "measurements", "needs", "needs_of", "profile",
+__all__ = ["COLUMNS", "BenchmarkError", "Need", "Scaled", "comment_line", "measurements", "needs", "needs_of", "profile",
            "profile_text", "read_file", "rule_of", "scale", "scaled_needs"]

@@ -15,6 +15,7 @@ Torch-free: taking a run moves files and reads the strict run-file readers, noth
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -26,10 +27,14 @@ from bladefl.fl.run_config import RunConfig
 _GROUP_DEPTH = 3
 
 
-def write_group_mark(path: str | Path, runs: int) -> Path:
+def write_group_mark(path: str | Path, runs: int, seconds: tuple[float, float] | None = None) -> Path:
     """The mark a group job leaves once done: how many runs its folder holds (0: none computed, each
-    run trains in its own job)."""
-    atomic.write_json(Path(path), {"runs": int(runs)})
+    run trains in its own job) and, where it computed them, when its computation started and ended
+    (seconds since the epoch: what the bookkeeping benchmark holds the runs' moves to)."""
+    record: dict = {"runs": int(runs)}
+    if seconds is not None:
+        record["seconds"] = [float(seconds[0]), float(seconds[1])]
+    atomic.write_json(Path(path), record)
     return Path(path)
 
 
@@ -43,10 +48,14 @@ def group_computed(path: str | Path) -> bool:
         record = json.loads(read_regular(path, 1024, "--group").decode("utf-8"), object_pairs_hook=no_key_twice)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"--group {path}: not a readable group mark ({exc})") from None
-    runs = record.get("runs") if isinstance(record, dict) and set(record) == {"runs"} else None
-    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 0:
-        raise ValueError(f'--group {path}: expected {{"runs": <whole number>}} (the mark `bladefl run-group '
-                         "--done` writes)")
+    keys_ok = isinstance(record, dict) and "runs" in record and set(record) <= {"runs", "seconds"}
+    runs = record.get("runs") if keys_ok else None
+    seconds = record.get("seconds", [0.0, 0.0]) if keys_ok else None
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 0 or not (
+            isinstance(seconds, list) and len(seconds) == 2 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in seconds)):
+        raise ValueError(f'--group {path}: expected {{"runs": <whole number>, "seconds": [start, end]}} (the mark '
+                         "`bladefl run-group --done` writes)")
     return runs > 0
 
 

@@ -24,22 +24,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bladefl.core.run_files import DETECTION_COLUMNS, expects_detections
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.tables.tidy import collect, optimum
 from bladefl.fl.detection_quality import precision_recall, roc_auc
 
-DETECTION_COLUMNS = ["K", "round", "client", "lazy", "detector", "score", "flag", "excluded"]
 METRICS = ["precision", "recall", "fpr", "auc"]
-
-
-def expects_detections(summary: dict) -> bool:
-    """Whether a run wrote ``detections.csv``: its validators ran detectors, it had lazy clients and
-    some K trained."""
-    config, lazy = summary.get("config", {}), summary.get("config", {}).get("lazy", {})
-    lazy_clients = round(float(lazy.get("ratio", 0.0)) * int(config.get("partition", {}).get("N", 0)))
-    trained = any(k.get("status") != "infeasible" for k in summary.get("per_K", []))
-    return bool(lazy.get("detectors")) and lazy_clients > 0 and trained
 
 
 def read_detections(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
