@@ -28,8 +28,8 @@ from bladefl.experiments.plan.workflow_config import (
     members,
     partition_draws,
     partition_spec,
-    run_sets,
     run_seeds,
+    run_sets,
 )
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 from bladefl.fl.run_config import ConfigError as RunConfigError

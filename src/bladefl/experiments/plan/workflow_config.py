@@ -8,8 +8,8 @@ this module, never the other way round.
 from __future__ import annotations
 
 import dataclasses
-import re
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path

@@ -239,5 +239,6 @@ def profile_text(found: list[Need], margin: float = 1.5, scaled: Sequence[Scaled
             + yaml.safe_dump(sized, default_flow_style=None, sort_keys=False))
 
 
-__all__ = ["COLUMNS", "BenchmarkError", "Need", "Scaled", "comment_line", "measurements", "needs", "needs_of", "profile",
+__all__ = ["COLUMNS", "BenchmarkError", "Need", "Scaled", "comment_line", "measurements", "needs", "needs_of",
+           "profile",
            "profile_text", "read_file", "rule_of", "scale", "scaled_needs"]

@@ -232,9 +232,12 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     # Blocks of seeds (a group holds the runs of every draw its seeds train on), block by block over
     # both datasets and every N: a grid stopped early holds every run of the seeds of the blocks it
     # finished, which import as a partial grid (`bladefl import-runs --seeds`).
-    groups = [dataclasses.replace(g, seeds=tuple(s for s in g.seeds if s in part),
-                                  draws=tuple(dict.fromkeys(wc.partition_draw(config, s) for s in g.seeds if s in part)))
-              for g in wc.partition_jobs(config) if part & set(g.seeds)]
+    def chosen(g: wc.PartitionJob) -> wc.PartitionJob:
+        seeds = tuple(s for s in g.seeds if s in part)
+        return dataclasses.replace(g, seeds=seeds, draws=tuple(dict.fromkeys(wc.partition_draw(config, s)
+                                                                             for s in seeds)))
+
+    groups = [chosen(g) for g in wc.partition_jobs(config) if part & set(g.seeds)]
     order = {d: i for i, d in enumerate(config["datasets"])}
     for group in sorted(groups, key=lambda g: (g.block, order[g.dataset], g.N)):
         dataset = group.dataset
