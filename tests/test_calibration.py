@@ -22,6 +22,7 @@ import yaml
 from bladefl.experiments.calibration import evaluation, importance, search, stopping, study
 from bladefl.experiments.calibration.space import Point, space
 from bladefl.fl import lazy, mlp, trainer
+from bladefl.cli import main
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
 from conftest import copy_workflow, dry_run_once, snakemake, venv_env
 
@@ -346,3 +347,171 @@ def test_the_whole_study_is_one_command_on_the_gpu_and_slurm_profiles(tmp_path_f
     rows = evaluation.rows(GRID, TABLES, [], "mnist")
     assert len(rows) == sum(len(t["rows"]) for t in TABLES)  # every table row is a row of the study
     assert math.isfinite(rows[0].paper_K_star)
+
+
+# --- the study's files read as hostile (issue 61, item 3) -----------------------------------------------
+
+def _forged_journal(tmp_path: Path, trials: list[dict]) -> tuple[Path, Path]:
+    """A smoke spec and a journal of its study holding ``trials`` (params, values, user_attrs), as anyone
+    could write one."""
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(study.spec_json(SMOKE, TABLES, "mnist", str(REPO / "config/engines/paper.yaml"), "data/raw"))
+    spec = study.load_spec(spec_path.read_text())
+    storage = tmp_path / "study.journal"
+    st = search.open_study(storage, study.study_name(spec), spec.seed)
+    for t in trials:
+        params = {**dict(spec.space.stated.values), **t.get("params", {})}
+        dists = {k: optuna.distributions.CategoricalDistribution(sorted({v, *spec.space.axis(k).values}, key=str))
+                 for k, v in params.items()}
+        st.add_trial(optuna.trial.create_trial(params=params, distributions=dists, values=t.get("values", [1.0, 2.0]),
+                                               user_attrs=t.get("attrs", {})))
+    return spec_path, storage
+
+
+@pytest.mark.parametrize("trials, said", [
+    ([{"params": {"partition": "../../../etc"}}], "partition = '../../../etc' is not a value of the space"),
+    ([{"params": {"width": 100000000}}], "width = '100000000' is not a value of the space"),
+    ([{"values": [0.123456789, 1.0]}], "values must be finite numbers >= 0"),  # written NaN in the journal below
+    ([{"values": [float("-inf"), 1.0]}], "values must be finite numbers >= 0"),
+    ([{"values": [-1.0, 1.0]}], "values must be finite numbers >= 0"),
+    ([{"attrs": {"full_values": [1.0, float("nan")]}}], "full_values must be finite numbers >= 0"),
+], ids=["path-partition", "huge-width", "nan", "minus-inf", "negative", "nan-full"])
+def test_a_forged_trial_is_refused_before_a_pick(tmp_path, capsys, trials, said):
+    spec_path, storage = _forged_journal(tmp_path, trials)
+    storage.write_text(storage.read_text().replace("0.123456789", "NaN"))  # what the API refuses, a file can hold
+    before = storage.read_bytes()
+    code = main(["calibration-pick", "--spec", str(spec_path), "--storage", str(storage), "--out",
+                 str(tmp_path / "picked.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "picked.json").exists() and storage.read_bytes() == before  # nothing written
+
+
+def test_a_journal_that_is_missing_empty_another_studys_or_malformed_is_one_line_and_never_written(tmp_path,
+                                                                                                   capsys):
+    spec_path, storage = _forged_journal(tmp_path, [])
+    other = tmp_path / "other.journal"
+    search.open_study(other, "calibration-fashion_mnist-0123456789", 0)
+    nulls = tmp_path / "nulls.journal"
+    nulls.write_text("null\nnull\n")
+    for journal, said in ((tmp_path / "missing.journal", "cannot read it"), (other, "holds no study"),
+                          (nulls, "not an Optuna journal")):
+        before = journal.read_bytes() if journal.exists() else None
+        for argv in (["calibration-pick", "--out", str(tmp_path / "p.json")],
+                     ["calibration-tables", "--picked", str(tmp_path / "p.json"), "--roots", "stated=x", "best1=y",
+                      "--out-dir", str(tmp_path / "t")]):
+            code = main([argv[0], "--spec", str(spec_path), "--storage", str(journal), *argv[1:]])
+            err = capsys.readouterr().err
+            assert code == 2 and said in err and len(err.strip().splitlines()) == 1, (argv[0], err)
+            assert (journal.read_bytes() if journal.exists() else None) == before  # a reader writes nothing
+    empty = main(["calibration-pick", "--spec", str(spec_path), "--storage", str(storage), "--out",
+                  str(tmp_path / "p.json")])
+    assert empty == 0 and json.loads((tmp_path / "p.json").read_text()).keys() == {"stated"}  # nothing scored yet
+
+
+def test_a_picked_file_is_held_to_the_spec_before_a_rerun(tmp_path, capsys):
+    spec_path, _ = _forged_journal(tmp_path, [])
+    spec = study.load_spec(spec_path.read_text())
+    stated = dict(spec.space.stated.values)
+    for picked, said in (({"stated": {"values": {**stated, "width": 10**8}}}, "values.width must be one of"),
+                         ({"stated": {"values": {**stated, "partition": "iid"}}}, "is not the stated reading"),
+                         ({"stated": {"values": stated}, "best7": {"values": stated}}, "role 'best7' is not one of"),
+                         ({"stated": {"values": {"width": 256}}}, "a value for each axis")):
+        (tmp_path / "picked.json").write_text(json.dumps(picked))
+        code = main(["calibration-rerun", "--spec", str(spec_path), "--picked", str(tmp_path / "picked.json"),
+                     "--role", "stated", "--out-dir", str(tmp_path / "rerun")])
+        err = capsys.readouterr().err
+        assert code == 2 and said in err, err
+        assert not (tmp_path / "rerun").exists()
+
+
+def test_a_journal_of_more_trials_than_a_study_holds_is_refused_quickly(tmp_path, capsys, monkeypatch):
+    """A 20,000-trial journal did not finish in 300 s: the trial count is bounded (the bound lowered here so
+    that the test writes a small journal)."""
+    import time as _time
+
+    monkeypatch.setattr(search, "MAX_TRIALS", 25)
+    spec_path, storage = _forged_journal(tmp_path, [{"values": [1.0, float(i)]} for i in range(30)])
+    start = _time.monotonic()
+    code = main(["calibration-pick", "--spec", str(spec_path), "--storage", str(storage), "--out",
+                 str(tmp_path / "p.json")])
+    assert code == 2 and "30 trials, over the 25 a study may hold" in capsys.readouterr().err
+    assert _time.monotonic() - start < 60
+
+
+def test_the_front_of_thousands_of_trials_is_a_sort_not_a_square():
+    import time as _time
+
+    rng = __import__("numpy").random.default_rng(0)
+    values = [tuple(v) for v in rng.random((20_000, 2))]
+    start = _time.monotonic()
+    front = search.pareto(values, lambda v: v)
+    assert _time.monotonic() - start < 10  # 4e8 comparisons the pairwise way
+    assert all(not any(u[0] <= v[0] and u[1] <= v[1] and u != v for u in values[:200]) for v in front)
+
+
+def _outcome() -> dict:
+    """An outcome.json as the study writes it (the fields the pages read)."""
+    pair = {"K_star": 1.5, "accuracy": 4.0}
+    return {"dataset": "mnist", "targets": {"K_star": 1.0, "accuracy": 3.0}, "tables": ["Table II"], "rows": 3,
+            "screen": {"rows": 2, "cells": 1, "draws": 2, "tables": ["Table II"]},
+            "search": {"evaluated": 5, "promoted": 2, "promote": 4, "failed": 0, "duplicates": 0, "stopped": "the cap",
+                       "rule": {"patience": 2, "tolerance": 0.05, "max_trials": 5}, "coverage": {"partition": ["iid"]},
+                       "points": ["stated"]},
+            "second_pass": {"draws": 2, "stated": pair, "calibrated": pair},
+            "per_table": [{"table": "Table II", "rows": 3, "K_star": 1.5, "accuracy": 4.0}],
+            "floor": {"K_star": 0.0, "accuracy": 0.0},
+            "calibrated": {"role": "best1", "values": {}, "differs": {"width": 32}, "trial": 3, "label": "width 32"},
+            "reached": False, "most_important": {}, "conclusion": "None of the 5 points ..."}
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda o: o.pop("second_pass"), "second_pass"),
+    (lambda o: o.update(second_pass=[1, 2]), "second_pass"),
+    (lambda o: o.update(most_important={"K_star_distance": {"setting": "x", "importance": "high", "control": 0.1}}),
+     "most_important.K_star_distance.importance"),
+    (lambda o: o["calibrated"].update(role="best1; rm -rf"), "calibrated.role"),
+    (lambda o: o.update(rows=10**12), "rows"),
+], ids=["missing", "list-for-dict", "importance-text", "role", "huge"])
+def test_a_hostile_outcome_is_one_line_for_the_calibration_index(tmp_path, capsys, edit, said):
+    """Issue 61, item 4: `calibration-index` read outcome.json with a plain reader (KeyError and TypeError
+    tracebacks): held to the outcome's schema now, one line naming the field."""
+    found = _outcome()
+    edit(found)
+    (tmp_path / "outcome.json").write_text(json.dumps(found))
+    code = main(["calibration-index", "--outcomes", str(tmp_path / "outcome.json"), "--pages", "x.html", "--out",
+                 str(tmp_path / "index.html")])
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "index.html").exists()
+
+
+@pytest.mark.parametrize("content, said", [
+    ('{"dataset": "mnist", "dataset": "mnist"}', "given twice"), ('{"rows": NaN}', "NaN is not a JSON number"),
+    ("fifo", "not a regular file"), ("sparse", "bytes, more than the"),
+], ids=["key-twice", "nan", "fifo", "300MB"])
+def test_an_outcome_file_is_read_bounded_and_strict(tmp_path, capsys, content, said):
+    import os
+
+    path = tmp_path / "outcome.json"
+    if content == "fifo":
+        os.mkfifo(path)
+    elif content == "sparse":
+        with open(path, "wb") as f:
+            f.truncate(300 << 20)
+    else:
+        path.write_text(content)
+    code = main(["calibration-index", "--outcomes", str(path), "--pages", "x.html", "--out", str(tmp_path / "i.html")])
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_calibration_index_prints_an_outcomes_text_as_text(tmp_path):
+    found = _outcome()
+    found["conclusion"] = "<script>alert(1)</script>"
+    found["calibrated"]["label"] = "<img src=x onerror=alert(1)>"
+    (tmp_path / "outcome.json").write_text(json.dumps(found))
+    assert main(["calibration-index", "--outcomes", str(tmp_path / "outcome.json"), "--pages", "x.html", "--out",
+                 str(tmp_path / "index.html")]) == 0
+    page = (tmp_path / "index.html").read_text()
+    assert "<script>alert" not in page and "<img src=x" not in page and "&lt;script&gt;" in page

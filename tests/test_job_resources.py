@@ -3,6 +3,8 @@ measured wall and peak memory times a margin, as a Snakemake workflow profile.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -240,3 +242,33 @@ def test_a_config_named_to_inject_profile_keys_is_written_escaped(tmp_path):
                             [Scaled("run_cell", 3, 10.0, 1e-6, 400.0, 8, 60.0, 900.0)], name)
         assert set(yaml.safe_load(text)) == {"set-resources"}, text
         assert "snakefile" not in yaml.safe_load(text) and text.isascii()
+
+
+def test_sizing_for_an_overflowing_grid_or_from_another_configs_benchmarks_is_one_line(tmp_path, capsys):
+    """Issue 61, item 5: `--for` a config overlay with t_sum 1e300 overflowed; `--measured` naming a config its
+    benchmarks did not run sized every rule at one minute, silently. Both exit 2 with one line now."""
+    from bladefl.experiments.plan.config_files import read_configs
+    from bladefl.experiments.runs.job_work import grid_jobs
+
+    root = tmp_path / "benchmarks"
+    for job in grid_jobs(read_configs([REPO / "config/smoke.yaml"])):
+        bench(root / job.rule / f"{job.name}.tsv", 5.0, 700.0)
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("t_sum: 1.0e+300\n")
+    assert main(["resources", "--benchmarks", str(root), "--measured", str(REPO / "config/smoke.yaml"), "--for",
+                 str(huge), "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert "--for: invalid config: t_sum must be a number in (0, 1e+06]" in err and len(err.splitlines()) == 1
+    assert main(["resources", "--benchmarks", str(root), "--measured", str(REPO / "config/paper.yaml"), "--for",
+                 str(REPO / "config/paper.yaml"), "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert "is a job of that config's grid" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_group_mark_path_that_is_empty_is_refused(tmp_path, capsys):
+    """Issue 61, item 5: `run-group --done ''` exited 0 without a mark (Snakemake would then wait for none)."""
+    plan = json.dumps([{"out": str(tmp_path / "r"), "set": []}])
+    assert main(["run-group", "--plan", plan, "--partition", str(tmp_path / "p.npy"), "--compute", "0",
+                 "--done", ""]) == 2
+    assert "--done: a file path is needed" in capsys.readouterr().err

@@ -272,3 +272,68 @@ def test_rejudge_holds_a_hostile_bundles_tables_to_the_schema_before_any_analysi
         kr.rejudge(out, REPO / "config/paper_statements.yaml", REPO / "config/paper_values.yaml", log=lambda m: None)
     assert "summary/mnist.csv" in str(caught.value) and "\n" not in str(caught.value)
     assert (out / kr.MANIFEST).read_bytes() == before
+
+
+def _forged(tmp_path, files: dict, about: dict | None = None):
+    """The kept 2-seed bundle with ``files`` (bundle path -> text) replaced and its manifest re-hashed,
+    ``about`` merged into its record: a hostile bundle anyone can make self-consistent."""
+    import json
+    import shutil
+
+    from conftest import REPO
+
+    out = tmp_path / "reference/forged"
+    shutil.copytree(REPO / "reference/default-2seeds", out)
+    for path in [out, *out.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o200)
+    manifest = json.loads((out / kr.MANIFEST).read_text())
+    for rel, text in files.items():
+        (out / rel).write_text(text)
+        manifest["files"][rel] = {"bytes": (out / rel).stat().st_size, "sha256": kr.sha256_file(out / rel)}
+    manifest["about"] = {**manifest.get("about", {}), **(about or {})}
+    (out / kr.MANIFEST).write_text(json.dumps(manifest))
+    assert kr.problems(out) == []
+    return out
+
+
+def test_rejudge_refuses_a_budget_that_overflows(tmp_path):
+    """Issue 61, item 5: a bundle whose config holds t_sum 1e308 overflowed in the time model; one line now."""
+    from conftest import REPO
+
+    import yaml
+
+    config = yaml.safe_load((REPO / "reference/default-2seeds/config.yaml").read_text())
+    out = _forged(tmp_path, {"config.yaml": yaml.safe_dump({**config, "t_sum": 1e308})})
+    with pytest.raises(ValueError, match=r"t_sum must be a number in \(0, 1e\+06\]"):
+        kr.rejudge(out, REPO / "config/paper_statements.yaml", REPO / "config/paper_values.yaml", log=lambda m: None)
+
+
+@pytest.mark.parametrize("edit, about, said", [
+    (lambda t: t.assign(verdict=t.verdict.where(t.index > 0, "maybe")), None, "verdict 'maybe' is not one of"),
+    (lambda t: pd.concat([t] * 400, ignore_index=True), None, "rows, more than a verdict table holds"),
+    (lambda t: t, {"rejudged": "yesterday"}, "about.rejudged is not a list"),
+    (lambda t: t, {"runs": "many"}, "about.runs is not a whole number"),
+], ids=["unknown-verdict", "repeated-rows", "rejudged-string", "runs-string"])
+def test_findings_from_a_hostile_bundle_are_one_line(tmp_path, edit, about, said):
+    """Issue 61, item 4: `bladefl findings` read kept bundles with plain readers (tracebacks, a verdict 'maybe'
+    and 100,000 repeated rows written into docs/findings.md): each is one ValueError naming the bundle now."""
+    from bladefl.report.findings_doc import findings_markdown
+
+    table = pd.read_csv(__import__("conftest").REPO / "reference/default-2seeds/results/verdicts/mnist.csv")
+    out = _forged(tmp_path, {"results/verdicts/mnist.csv": edit(table).to_csv(index=False)}, about)
+    with pytest.raises(ValueError, match=re.escape(said)) as caught:
+        findings_markdown([out])
+    assert "\n" not in str(caught.value)
+
+
+def test_findings_print_a_hostile_bundles_text_as_text(tmp_path):
+    """`<script>` and a javascript: link in a verdict's claim and finding reach docs/findings.md as text."""
+    from bladefl.report.findings_doc import findings_markdown
+
+    table = pd.read_csv(__import__("conftest").REPO / "reference/default-2seeds/results/verdicts/mnist.csv")
+    hit = table.role.isin(["claim"]) & (table.verdict == "reproduced")
+    table.loc[hit, "claim"] = "<script>alert(1)</script> [click](javascript:alert(1))"
+    table.loc[hit, "finding"] = "<img src=x onerror=alert(1)>"
+    page = findings_markdown([_forged(tmp_path, {"results/verdicts/mnist.csv": table.to_csv(index=False)})])
+    assert "<script>" not in page and "<img" not in page and not re.search(r"(?<!\\)\]\(javascript:", page)
+    assert "&lt;script&gt;" in page and "\\[click\\](javascript:alert(1))" in page

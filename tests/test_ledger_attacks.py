@@ -652,3 +652,62 @@ def test_a_store_file_that_is_no_model_is_one_line_not_a_memory_error(copy_of, c
     code = main(["chain", "verify", str(path), "--store", str(copy_of / "models")])
     out = capsys.readouterr().out
     assert code == 1 and said in out and len(out.splitlines()) == 1, out
+
+
+def _sync(folder, data, K=3):
+    """The run's records made to agree with a re-mined ledger: rounds.csv's hashes and the summary's tip."""
+    import pandas as pd
+
+    save(folder / f"chains/K{K}.json", data)
+    rounds = pd.read_csv(folder / "rounds.csv")
+    for raw in data["blocks"]:
+        rounds.loc[(rounds.K == K) & (rounds["round"] == raw["header"]["height"]), "block_hash"] = raw["hash"]
+    rounds.to_csv(folder / "rounds.csv", index=False)
+    summary = load(folder / "summary.json")
+    for entry in summary["per_K"]:
+        if entry["K"] == K:
+            entry["tip"] = data["blocks"][-1]["hash"]
+    save(folder / "summary.json", summary)
+
+
+def _metric_dropped(folder):
+    data = load(folder / "chains/K3.json")
+    data["blocks"][1]["header"]["test_accuracy"] = None
+    remine(data, 1)  # the hash leaves out an outcome field without a value
+    del data["blocks"][1]["header"]["test_accuracy"]  # the model's digest kept
+    _sync(folder, data)
+
+
+def _metric_huge(folder):
+    data = load(folder / "chains/K3.json")
+    data["blocks"][1]["header"]["test_loss"] = int("9" * 400)
+    remine(data, 1)
+    _sync(folder, data)
+
+
+def _alpha_zero(folder):
+    """alpha 0 in the summary's config, every block re-signed for the chain id that config gives."""
+    summary = load(folder / "summary.json")
+    summary["config"]["time"]["alpha"] = 0
+    save(folder / "summary.json", summary)
+    data = load(folder / "chains/K3.json")
+    cid = chain_id(summary["config"], 3)
+    data["genesis"]["chain_id"] = cid
+    for raw in data["blocks"]:
+        raw["transactions"] = [resign(t, chain_id=cid) for t in raw["transactions"]]
+    remine(data, 0)
+    _sync(folder, data)
+
+
+@pytest.mark.parametrize("forge, said", [
+    (_metric_dropped, "header.test_accuracy' is missing"), (_metric_huge, "header.test_loss"),
+    (_alpha_zero, "alpha")], ids=["metric-dropped", "metric-400-digits", "alpha-zero"])
+def test_the_last_three_malformed_ledger_tracebacks_are_one_line(copy_of, capsys, forge, said):
+    """Issue 61, item 5: a header that lost test_accuracy but kept its model's digest (TypeError), one whose
+    test_loss is a 400-digit integer (OverflowError), a summary with alpha 0 whose blocks were re-signed for
+    its chain id (ZeroDivisionError): each exits 1 with one line naming what is wrong."""
+    forge(copy_of)
+    code = main(["chain", "verify", str(copy_of / "chains/K3.json"), "--summary", str(copy_of / "summary.json")])
+    out = capsys.readouterr()
+    assert code == 1 and "Traceback" not in out.err and len(out.out.strip().splitlines()) == 1, out
+    assert said in out.out, out.out

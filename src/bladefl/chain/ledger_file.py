@@ -65,8 +65,9 @@ def shown(v: Any) -> str:
 
 
 def _metric(v: Any) -> str | None:
-    """A metric the run recorded: any float (a diverged run records nan)."""
-    return None if type(v) in (int, float) else f"must be a number (got {shown(v)})"
+    """A metric the run recorded: any float (a diverged run records nan), or an integer a float holds."""
+    ok = type(v) is float or (type(v) is int and abs(v) <= MAX_INT)
+    return None if ok else f"must be a number (got {shown(v)})"
 
 
 HASH = _hex(64)
@@ -159,6 +160,10 @@ def parse_block(raw: Any, height: int, clients: int) -> Block | Problem:
     wrong = f"field 'hash' {wrong}" if wrong else _record(raw["header"], HEADER, "header", optional=frozenset(OUTCOME))
     if not wrong and raw["header"]["miner"] >= clients:
         wrong = f"field 'header.miner' is {raw['header']['miner']}, not a registered client (0..{clients - 1})"
+    if not wrong and raw["header"].get("model_sha256"):  # a block that commits a model commits its metrics
+        lost = [name for name in OUTCOME if name not in raw["header"]]
+        if lost:
+            wrong = f"field 'header.{lost[0]}' is missing: a block that commits a model commits its metrics"
     if not wrong:
         wrong = _list(raw["transactions"], "transactions") or _list(raw.get("excluded", []), "excluded")
     for j, t in enumerate(raw["transactions"] if not wrong else []):

@@ -94,11 +94,19 @@ def _scaled(args: argparse.Namespace, measured: dict) -> tuple[list, str]:
     """The work-scaled rules for ``--measured`` and ``--for`` (both or neither), and the target's name."""
     if not args.measured:
         return [], ""
+    from bladefl.experiments.plan import config_checks
     from bladefl.experiments.plan.config_files import read_configs
     from bladefl.experiments.runs import job_resources, job_work
 
-    done = job_work.grid_jobs(read_configs(args.measured))
-    target = job_work.grid_jobs(read_configs(args.target))
+    configs = {option: read_configs(files) for option, files in (("--measured", args.measured),
+                                                                 ("--for", args.target))}
+    for option, config in configs.items():  # each checked as the workflow checks it, before any sizing
+        try:
+            config_checks.check(config)
+        except ValueError as exc:
+            raise ValueError(f"{option}: {exc}") from None
+    done = job_work.grid_jobs(configs["--measured"])
+    target = job_work.grid_jobs(configs["--for"])
     return job_resources.scale(measured, done, target), " ".join(args.target)
 
 

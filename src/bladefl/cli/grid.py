@@ -180,6 +180,8 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     from bladefl.experiments.runs.run_source import write_group_mark
     from bladefl.fl.run_config import load_config
 
+    if args.done is not None and not args.done.strip():
+        raise ValueError("--done: a file path is needed for the group's mark (got '')")
     if args.done:  # before any work: a mark never replaces a device, FIFO or folder
         from bladefl.core.atomic import refuse_special
 

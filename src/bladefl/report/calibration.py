@@ -21,6 +21,59 @@ from bladefl.report.plots import PALETTE
 from bladefl.report.tables import plus_minus
 
 CHANGE_VERDICTS = ("reproduced", "refuted")
+_NUMBER = {"type": "number", "minimum": 0, "maximum": 1e6}
+_TEXT = {"type": "string", "maxLength": 2000}
+_PAIR = {"type": "object", "required": ["K_star", "accuracy"], "properties": {"K_star": _NUMBER, "accuracy": _NUMBER}}
+# outcome.json as experiments.calibration.tables.outcome writes it: what the pages read, held to it first
+OUTCOME_SCHEMA = {
+    "type": "object",
+    "required": ["dataset", "targets", "tables", "rows", "search", "second_pass", "per_table", "floor", "calibrated",
+                 "reached", "conclusion"],
+    "properties": {
+        "dataset": {"type": "string", "enum": ["mnist", "fashion_mnist"]},
+        "targets": _PAIR, "floor": _PAIR, "reached": {"type": "boolean"}, "conclusion": _TEXT,
+        "tables": {"type": "array", "maxItems": 20, "items": {"type": "string", "pattern": "^Table [IVX]+$"}},
+        "rows": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "search": {"type": "object", "required": ["evaluated", "promoted", "stopped", "rule", "duplicates", "coverage"],
+                   "properties": {"evaluated": {"type": "integer", "minimum": 0, "maximum": 10000},
+                                  "promoted": {"type": "integer", "minimum": 0, "maximum": 10000},
+                                  "duplicates": {"type": "integer", "minimum": 0, "maximum": 100000},
+                                  "stopped": _TEXT,
+                                  "rule": {"type": "object", "required": ["patience", "tolerance", "max_trials"],
+                                           "properties": {"patience": _NUMBER, "tolerance": _NUMBER,
+                                                          "max_trials": _NUMBER}},
+                                  "coverage": {"type": "object", "additionalProperties": {
+                                      "type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 40}}}}},
+        "screen": {"type": "object", "properties": {"rows": _NUMBER, "cells": _NUMBER, "draws": _NUMBER,
+                                                     "tables": {"type": "array", "items": _TEXT, "maxItems": 20}}},
+        "second_pass": {"type": "object", "required": ["draws", "stated", "calibrated"],
+                        "properties": {"draws": {"type": "integer", "minimum": 1, "maximum": 100}, "stated": _PAIR,
+                                       "calibrated": _PAIR}},
+        "per_table": {"type": "array", "maxItems": 20, "items": {
+            "type": "object", "required": ["table", "rows", "K_star", "accuracy"],
+            "properties": {"table": {"type": "string", "pattern": "^Table [IVX]+$"}, "rows": _NUMBER,
+                           "K_star": _NUMBER, "accuracy": _NUMBER}}},
+        "calibrated": {"type": "object", "required": ["role", "label", "differs"],
+                       "properties": {"role": {"type": "string", "pattern": "^(stated|best[0-9]{1,2})$"},
+                                      "label": _TEXT, "differs": {"type": "object", "maxProperties": 20}}},
+        "most_important": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["setting", "importance", "control"],
+            "properties": {"setting": {"type": "string", "maxLength": 40}, "importance": _NUMBER,
+                           "control": _NUMBER}}},
+    },
+}
+
+
+def check_outcome(found: Mapping[str, Any], path: object) -> Mapping[str, Any]:
+    """``outcome.json`` held to :data:`OUTCOME_SCHEMA` (a kept bundle's comes from elsewhere): ValueError
+    naming the file and the first field that is not what the study writes."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(OUTCOME_SCHEMA).iter_errors(found))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(top)"
+        raise ValueError(f"{path}: not a calibration outcome: {where}: {str(error.message)[:160]}")
+    return found
 LABELS = {"K_star_distance": "K*", "accuracy_distance": "accuracy"}
 
 

@@ -23,9 +23,34 @@ HEADER = ("# What the kept grids find\n\n"
           "meaning: [docs/workflow.md](workflow.md#verdicts); the words: [docs/glossary.md](glossary.md).\n")
 
 
+MAX_ROWS = 5000  # a verdict table holds a few hundred rows per dataset
+DATASETS = ("mnist", "fashion_mnist")
+
+
 def _md(text: object) -> str:
-    """Plain text for a Markdown line: asterisks (K*) and underscores kept literal."""
-    return str(text).replace("*", "\\*").replace("_", "\\_")
+    """Plain text for a Markdown line, whatever it holds: HTML escaped (no tag, no script), brackets and
+    parentheses escaped (no link, no javascript: target), asterisks (K*) and underscores kept literal,
+    one line."""
+    plain = html.escape(" ".join(str(text).split()), quote=False)
+    for c in "\\*_[]`":
+        plain = plain.replace(c, "\\" + c)
+    return plain
+
+
+def check_verdicts(table: pd.DataFrame, path: object) -> pd.DataFrame:
+    """A kept bundle's verdict table held to what the workflow writes before a word of it is printed:
+    at most :data:`MAX_ROWS` rows, every verdict a verdict of the vocabulary, every dataset one of the
+    workflow's, the texts strings; ValueError naming the file and the first problem."""
+    from bladefl.experiments.verdicts.vocabulary import VERDICTS
+
+    if len(table) > MAX_ROWS:
+        raise ValueError(f"{path}: {len(table)} rows, more than a verdict table holds ({MAX_ROWS})")
+    wrong = table[~table.verdict.isin(VERDICTS)]
+    if len(wrong):
+        raise ValueError(f"{path}: verdict {str(wrong.verdict.iloc[0])[:40]!r} is not one of {list(VERDICTS)}")
+    if not table.dataset.isin(DATASETS).all():
+        raise ValueError(f"{path}: a dataset other than {list(DATASETS)}")
+    return table
 
 
 def _bullets(by: dict[str, dict[str, pd.Series]], datasets: Sequence[str], verdicts: Sequence[str]) -> list[str]:
@@ -53,14 +78,23 @@ def bundle_section(bundle: Path) -> str:
     if found:  # hostile until checked
         raise ValueError(f"{bundle}: {found[0]}")
     about = kept_results.read_manifest(bundle).get("about", {})
+    if not isinstance(about, dict):
+        raise ValueError(f"{bundle}: the manifest's about is not a mapping")
+    rejudged = about.get("rejudged") or []
+    if not (isinstance(rejudged, list) and all(isinstance(r, dict) and all(
+            isinstance(r.get(k), str) and len(r[k]) < 100 for k in ("code_version", "date")) for r in rejudged)):
+        raise ValueError(f"{bundle}: the manifest's about.rejudged is not a list of {{code_version, date}} records")
+    if not (isinstance(about.get("runs", 0), int) and not isinstance(about.get("runs", 0), bool)):
+        raise ValueError(f"{bundle}: the manifest's about.runs is not a whole number")
     results = bundle / "results"
     first = sorted((results / "verdicts").glob("*.csv"), key=lambda p: (p.stem != "mnist", p.stem))  # MNIST first
-    table = pd.concat([read_csv(p, VERDICT_COLUMNS) for p in first], ignore_index=True)
+    table = pd.concat([check_verdicts(read_csv(p, VERDICT_COLUMNS), p) for p in first], ignore_index=True)
     comparisons = {p.name.removesuffix("_paper_comparison.csv"): read_csv(p) for p in
                    sorted((results / "tables").glob("*_paper_comparison.csv"))}
     datasets = list(dict.fromkeys(table.dataset))
-    judged = (about.get("rejudged") or [{}])[-1]
-    by_code = f", verdicts derived by code {judged['code_version']} on {judged['date']}" if judged else ""
+    judged = (rejudged or [{}])[-1]
+    by_code = (f", verdicts derived by code {_md(judged['code_version'])} on {_md(judged['date'])}" if judged
+               else "")
     lines = [f"## `{bundle.as_posix()}`\n", f"{about.get('runs', '?')} runs; the units: {_replication(table)}"
              f"{by_code}.\n", f"**Tally.** {_md(verdict_tally(table))}.\n"]
     rows = counted(table)
@@ -87,4 +121,4 @@ def findings_markdown(bundles: Sequence[str | Path]) -> str:
     return "\n".join([HEADER, *(bundle_section(Path(b)) for b in bundles)]).rstrip("\n") + "\n"
 
 
-__all__ = ["findings_markdown", "bundle_section"]
+__all__ = ["check_verdicts", "findings_markdown", "bundle_section"]

@@ -201,7 +201,10 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     figure = fp.figure_section(headline_png, fp.headline_caption(summaries or {})) if summaries else ""
     link = (os.path.relpath(calibration_page, path.parent)
             if calibration_page and Path(calibration_page).is_file() else None)
-    distance = distance_section(comparisons or {}, [read_json(p) for p in calibration], link, study)
+    from bladefl.report.calibration import check_outcome
+
+    outcomes = [check_outcome(read_json(p), p) for p in calibration]
+    distance = distance_section(comparisons or {}, outcomes, link, study)
     words = provenance_module.project_root() / "docs" / "glossary.md"
     glossary = (f"<p class='small'>The statistics' words (Page test, FDR, equivalence margin, draw, unit, too few "
                 f"runs, witness): <a href='{html.escape(os.path.relpath(words, path.parent))}'>the glossary</a>.</p>"
@@ -311,16 +314,17 @@ def write_calibration_index(path: str | Path, outcomes: Sequence[str | Path], pa
                             provenance: str = "") -> Path:
     """The calibration study's front page: per dataset, what it found (computed from its outcome),
     and links to the pages."""
-    from bladefl.report.calibration import outcome_sentence
+    from bladefl.report.calibration import check_outcome, outcome_sentence
 
     path = Path(path)
-    found = [read_json(p) for p in outcomes]
+    found = [check_outcome(read_json(p), p) for p in outcomes]
     sections = "".join(f"<h2>{html.escape(dataset_title(o['dataset']))}</h2>\n<p>"
                        f"{html.escape(outcome_sentence(o, dataset_title(o['dataset'])))}</p>\n" for o in found)
     title = "BLADE-FL calibration study: the paper's unstated settings searched jointly"
     body = f"""<p>The settings the paper leaves unstated are searched together (Optuna, two objectives kept
-apart: the mean distance to the paper's K* and to its maximal accuracy per table row) for the reading that
-comes closest to its tables; the best points of the search run again on more partition draws over every K
+apart: the mean distance to the paper's K* and to its maximal accuracy per table row of Tables II-VII) for the
+reading that comes closest to its tables: every trial on the screen, the best of them on every row, each
+scored point on its draws over every feasible K; the picked points form the second pass
 (docs/calibration.md).</p>
 {sections}"""
     return _write_front_page(path, title, provenance, body, pages)

@@ -36,6 +36,9 @@ from bladefl.fl.run_config import ConfigError as RunConfigError
 from bladefl.fl.run_config import load_config
 
 
+MAX_T_SUM = 1e6  # as the schema bounds it: a million local iterations at alpha 1
+
+
 def job_config_errors(config: Mapping[str, Any]) -> list[str]:
     """Every run config a job of this workflow will receive, built now with the job's own
     overrides and checked by the run config's own rules (:func:`bladefl.fl.run_config.from_dict`),
@@ -167,8 +170,8 @@ def check(config: Mapping[str, Any]) -> None:
     except ConfigError as exc:
         errors, grid_cells = [*errors, str(exc)], []
     t_sum = config.get("t_sum", 100)
-    if isinstance(t_sum, bool) or not isinstance(t_sum, (int, float)) or not 0 < t_sum < math.inf:
-        raise ConfigError(f"invalid config: t_sum must be a finite number > 0 (got {t_sum!r})")
+    if isinstance(t_sum, bool) or not isinstance(t_sum, (int, float)) or not 0 < t_sum <= MAX_T_SUM:
+        raise ConfigError(f"invalid config: t_sum must be a number in (0, {MAX_T_SUM:g}] (got {t_sum!r})")
     t_sum = float(t_sum)
     errors.extend(sweep_errors(config))
     n = int(config.get("partition", {}).get("n", 512))

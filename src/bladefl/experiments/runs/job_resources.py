@@ -181,6 +181,12 @@ def scale(measured: Mapping[str, Mapping[str, tuple[float, float | None]]], done
     from bladefl.experiments.runs.job_work import SCALED_RULES
 
     work = {(j.rule, j.name): j for j in done}
+    measured_scaled = {(rule, n) for rule in SCALED_RULES for n in measured.get(rule, {})}
+    if measured_scaled and not measured_scaled & set(work):
+        rule, name = sorted(measured_scaled)[0]
+        raise BenchmarkError(f"--measured: none of the measured {', '.join(sorted({r for r, _ in measured_scaled}))} "
+                             f"jobs (e.g. {rule} {name[:60]!r}) is a job of that config's grid: the benchmarks were "
+                             "measured on another config (give the one they ran)")
     out = []
     for rule in SCALED_RULES:
         known = [(work[(rule, n)], sec, mem) for n, (sec, mem) in measured.get(rule, {}).items() if (rule, n) in work]

@@ -18,8 +18,11 @@ def time_model_problems(summary: Mapping[str, Any]) -> list[str]:
     time = summary["config"].get("time", {})
     try:
         alpha, beta, t_sum = (float(time[k]) for k in ("alpha", "beta", "t_sum"))
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return ["config.time lacks alpha, beta or t_sum (numbers)"]
+    if not (0 < alpha <= 1e6 and 0 <= beta <= 1e6 and 0 < t_sum <= 1e6):  # NaN fails every comparison
+        return [f"config.time: alpha in (0, 1e6], beta in [0, 1e6] and t_sum in (0, 1e6] (got alpha {alpha!r}, "
+                f"beta {beta!r}, t_sum {t_sum!r})"]
     problems = []
     for entry in summary["per_K"]:
         expected = allocate(int(entry["K"]), alpha, beta, t_sum)
