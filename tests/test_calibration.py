@@ -19,10 +19,10 @@ import pytest
 import torch
 import yaml
 
+from bladefl.cli import main
 from bladefl.experiments.calibration import evaluation, importance, search, stopping, study
 from bladefl.experiments.calibration.space import Point, space
 from bladefl.fl import lazy, mlp, trainer
-from bladefl.cli import main
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
 from conftest import copy_workflow, dry_run_once, snakemake, venv_env
 

@@ -298,9 +298,9 @@ def _forged(tmp_path, files: dict, about: dict | None = None):
 
 def test_rejudge_refuses_a_budget_that_overflows(tmp_path):
     """Issue 61, item 5: a bundle whose config holds t_sum 1e308 overflowed in the time model; one line now."""
-    from conftest import REPO
-
     import yaml
+
+    from conftest import REPO
 
     config = yaml.safe_load((REPO / "reference/default-2seeds/config.yaml").read_text())
     out = _forged(tmp_path, {"config.yaml": yaml.safe_dump({**config, "t_sum": 1e308})})

@@ -9,7 +9,6 @@ feasible K in every cell, sweeps, detection, readings) and then builds every job
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,6 @@ from bladefl.experiments.plan.workflow_config import (
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 from bladefl.fl.run_config import ConfigError as RunConfigError
 from bladefl.fl.run_config import load_config
-
 
 MAX_T_SUM = 1e6  # as the schema bounds it: a million local iterations at alpha 1
 
