@@ -23,6 +23,7 @@ from bladefl.report.tables import plus_minus
 CHANGE_VERDICTS = ("reproduced", "refuted")
 _NUMBER = {"type": "number", "minimum": 0, "maximum": 1e6}
 _TEXT = {"type": "string", "maxLength": 2000}
+_VALUES = {"type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 40}}
 _PAIR = {"type": "object", "required": ["K_star", "accuracy"], "properties": {"K_star": _NUMBER, "accuracy": _NUMBER}}
 # outcome.json as experiments.calibration.tables.outcome writes it: what the pages read, held to it first
 OUTCOME_SCHEMA = {
@@ -42,8 +43,7 @@ OUTCOME_SCHEMA = {
                                   "rule": {"type": "object", "required": ["patience", "tolerance", "max_trials"],
                                            "properties": {"patience": _NUMBER, "tolerance": _NUMBER,
                                                           "max_trials": _NUMBER}},
-                                  "coverage": {"type": "object", "additionalProperties": {
-                                      "type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 40}}}}},
+                                  "coverage": {"type": "object", "additionalProperties": _VALUES}}},
         "screen": {"type": "object", "properties": {"rows": _NUMBER, "cells": _NUMBER, "draws": _NUMBER,
                                                      "tables": {"type": "array", "items": _TEXT, "maxItems": 20}}},
         "second_pass": {"type": "object", "required": ["draws", "stated", "calibrated"],
