@@ -488,7 +488,7 @@ def test_a_hostile_outcome_is_one_line_for_the_calibration_index(tmp_path, capsy
 
 @pytest.mark.parametrize("content, said", [
     ('{"dataset": "mnist", "dataset": "mnist"}', "given twice"), ('{"rows": NaN}', "NaN is not a JSON number"),
-    ("fifo", "not a regular file"), ("sparse", "bytes, more than the"),
+    ("fifo", "a FIFO, device or socket"), ("sparse", "bytes, more than the"),
 ], ids=["key-twice", "nan", "fifo", "300MB"])
 def test_an_outcome_file_is_read_bounded_and_strict(tmp_path, capsys, content, said):
     import os

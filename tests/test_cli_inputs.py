@@ -18,7 +18,7 @@ PAPER = str(REPO / "config" / "engines" / "paper.yaml")
     "args, message",
     [
         (["run", "--config", "{tmp}/missing.yaml"], "--config {tmp}/missing.yaml: cannot read it (FileNotFoundError"),
-        (["run", "--config", "{tmp}"], "cannot read it (IsADirectoryError"),
+        (["run", "--config", "{tmp}"], "is not a regular file"),
         (["run", "--config", "{tmp}/list.yaml"], "must hold a mapping of fields (got a list)"),
         (["run", "--config", "{tmp}/broken.yaml"], "--config {tmp}/broken.yaml: not YAML"),
         (["run", "--config", PAPER, "--set", "time.beta=[1"], "time.beta: '[1' is not a YAML value"),

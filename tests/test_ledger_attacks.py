@@ -557,7 +557,7 @@ def test_a_key_secret_is_given_to_the_verifier_never_read_from_the_summary(secre
 
 @pytest.mark.parametrize("make, message", [
     (lambda p: p.write_bytes(b""), "is empty"),
-    (lambda p: os.mkfifo(p), "not a regular file"),
+    (lambda p: os.mkfifo(p), "a FIFO, device or socket"),
     (lambda p: None, "No such file"),
 ])
 def test_a_verifier_secret_that_is_empty_a_fifo_or_missing_is_one_line(secret_run, tmp_path, capsys, make, message):

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from bladefl.cli import bundles, calibration, chain, checks, grid, report
-from bladefl.cli.common import Command
+from bladefl.cli.common import Command, one_line
 
 
 def commands() -> list[Command]:
@@ -33,10 +33,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def special_files(args: argparse.Namespace) -> list[str]:
+    """The arguments that name a FIFO, a device or a socket (a path given as ``@file`` too): no command
+    reads or writes one (a FIFO would hang a reader, /dev/zero fill its memory), so every command refuses
+    them before any work, whatever its own readers do (tests/test_hostile_cli.py)."""
+    import os
+    import stat
+
+    found = []
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str) or not item or "\x00" in item:
+                continue
+            path = item[1:] if item.startswith("@") else item
+            try:
+                mode = os.stat(path).st_mode
+            except (OSError, ValueError):
+                continue  # no such path (a value that is no path, or a file to be written)
+            if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+                found.append(f"--{name.replace('_', '-')} {item}")
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        special = special_files(args)
+        if special:
+            raise ValueError(f"{special[0]}: a FIFO, device or socket, not a file or folder (no command reads or "
+                             "writes one)")
         return int(args.func(args) or 0)
     except (ValueError, RuntimeError, OSError) as exc:  # bad input (a file too, e.g. an empty key secret): one line
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2

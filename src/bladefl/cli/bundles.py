@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import Command, folder_option, key_secret
+from bladefl.cli.common import Command, folder_option, key_secret, one_line
 
 
 def add_keep(p: argparse.ArgumentParser) -> None:
@@ -73,7 +73,7 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
     try:
         imported = run_import.import_runs(Path(args.archive), config, runs_root, replace=args.replace, secret=secret)
     except run_import.ArchiveError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 1
     record = run_import.record(Path(args.archive), " ".join(args.configfile), config, imported)
     earlier = run_import.earlier_imports(results / "imported.json")
@@ -104,7 +104,7 @@ def _cmd_lay_out(args: argparse.Namespace) -> int:
     try:
         count = kept_results.lay_out(args.bundle, args.results_dir, args.data_dir)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 1
     print(f"laid out {count} files of {args.bundle} under {args.results_dir} and {args.data_dir}")
     return 0

@@ -80,8 +80,9 @@ def add_pick(p: argparse.ArgumentParser) -> None:
 
 def _trials(spec, storage: str) -> list:  # noqa: ANN001 - StudySpec
     """The study's trials from its journal, read as hostile (never written) and held to the spec."""
+    from bladefl.experiments.calibration.checks import checked_trials
     from bladefl.experiments.calibration.search import read_study
-    from bladefl.experiments.calibration.study import checked_trials, study_name
+    from bladefl.experiments.calibration.study import study_name
 
     return checked_trials(spec, read_study(storage, study_name(spec)))
 
@@ -99,7 +100,7 @@ def _cmd_pick(args: argparse.Namespace) -> int:
 
 def _picked(spec, path: str) -> dict:  # noqa: ANN001 - StudySpec
     """The picked points, read as hostile and held to the spec (roles, axes, values) before any run."""
-    from bladefl.experiments.calibration.study import checked_picked
+    from bladefl.experiments.calibration.checks import checked_picked
 
     try:
         return checked_picked(spec, _json_file(path, "--picked", 1 << 20))

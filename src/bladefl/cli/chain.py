@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from bladefl.cli.common import Command, key_secret
+from bladefl.cli.common import Command, key_secret, one_line
 
 
 def add_chain(p: argparse.ArgumentParser) -> None:
@@ -72,7 +72,7 @@ def _cmd_chain_verify(args: argparse.Namespace) -> int:
         print(f"{args.path}: chain valid{tip}, anchored by {by}")
         return VALID
     where = "genesis/file" if problem.height == 0 else f"block {problem.height}"
-    print(f"{args.path}: {where}: {problem.reason}; last good height {problem.last_good_height}")
+    print(one_line(f"{args.path}: {where}: {problem.reason}; last good height {problem.last_good_height}"))
     return PROBLEM
 
 

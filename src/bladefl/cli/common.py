@@ -41,3 +41,9 @@ def folder_option(path: str | Path, option: str) -> Path:
         if part.exists() and not part.is_dir():
             raise ValueError(f"{option} {path}: not a folder ({part} is a file)")
     return path
+
+
+def one_line(text: object) -> str:
+    """A message on one line whatever it quotes: every character that is not printable (a newline, a
+    carriage return, U+2028, a control character in a file's name) written as its escape."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))

@@ -9,27 +9,13 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import MEMBERS_HELP, Command, json_text
+from bladefl.cli.common import MEMBERS_HELP, Command, json_text, one_line
 
 
 def _partition_indices(path: str, spec, dataset: str):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
-    """The client index file at ``path``, checked before any work: it exists, holds integers, is a
-    partition of the training set with ``spec``'s N x n disjoint clients, and, where `bladefl
-    partition`'s manifest lies beside it, is the very draw the run's config asks for."""
+    from bladefl.data.partition_store import checked_partition
 
-    from bladefl.data.datasets import TRAIN_SIZE
-    from bladefl.data.partition_store import index_problems, manifest_problems, read_partition
-
-    if not Path(path).is_file():
-        raise ValueError(f"--partition {path}: no such file (write it with `bladefl partition`)")
-    try:
-        indices = read_partition(path)
-    except ValueError as exc:
-        raise ValueError(f"--partition {exc}") from None
-    problems = index_problems(indices, spec, TRAIN_SIZE) or manifest_problems(path, indices, dataset, spec)
-    if problems:
-        raise ValueError(f"--partition {path}: " + "; ".join(problems))
-    return indices
+    return checked_partition(path, spec, dataset, "--partition")
 
 
 def _by_draw(paths: list[str], specs: list, option: str) -> dict:  # noqa: ANN001 - PartitionSpec keys
@@ -66,7 +52,7 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
     try:
         fetch(args.dataset, args.root, sources=args.sources, log=lambda m: print(m, flush=True))
     except FetchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 1
     return 0
 

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import Command, json_text
+from bladefl.cli.common import Command, json_text, one_line
 
 
 def add_sensitivity(p: argparse.ArgumentParser) -> None:
@@ -250,7 +250,7 @@ def _cmd_run_page(args: argparse.Namespace) -> int:
     try:
         parameters = read(args.parameters, args.notebook, args.results_dir, args.data_dir)
     except ParameterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     from papermill.exceptions import PapermillExecutionError
 

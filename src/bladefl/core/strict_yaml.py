@@ -119,6 +119,16 @@ def load(text: str) -> Any:
     return data
 
 
+MAX_FILE_BYTES = 16 << 20  # a config or the paper's values: kilobytes
+
+
+def _text(path: str | Path) -> str:
+    """A YAML file's text: a regular file of at most :data:`MAX_FILE_BYTES` (a FIFO would hang)."""
+    from bladefl.core.bounded_read import read_regular
+
+    return read_regular(path, MAX_FILE_BYTES, "YAML file").decode("utf-8")
+
+
 class YamlFileError(ValueError):
     """A YAML file that cannot be read: one line naming the file and, for bad YAML, the line."""
 
@@ -128,7 +138,7 @@ def read_file(path: str | Path) -> Any:
     missing or unreadable, not UTF-8, not valid YAML (its line and problem, not the parser's caret
     drawing) or repeats a key."""
     try:
-        return load(Path(path).read_text(encoding="utf-8"))
+        return load(_text(path))
     except OSError as exc:
         raise YamlFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
@@ -160,7 +170,7 @@ def file_problem(path: str | Path) -> str | None:
     turns into another number (``017`` is 15, ``0x10`` 16, ``1_000`` 1000); None when there is none of
     these, or when the file is unreadable (its reader says so)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = _text(path)
         strict = load(text)
     except (DuplicateKeyError, OversizeError) as exc:
         return f"{path}: {exc}"

@@ -58,7 +58,13 @@ def write_partition(dataset: str, spec: PartitionSpec, data_root: str | Path, pa
 
 
 def read_partition(path: str | Path, expected_sha256: str | None = None) -> np.ndarray:
-    """The client index file at ``path`` (a NumPy .npy file of integers; never pickles)."""
+    """The client index file at ``path`` (a NumPy .npy file of integers; never pickles), a regular file of
+    at most 64 MiB (the largest partition, 60,000 int64 indices, is 480 kB)."""
+    import stat
+
+    info = Path(path).stat()
+    if not stat.S_ISREG(info.st_mode) or info.st_size > 64 << 20:
+        raise ValueError(f"{path}: not a partition index file (a regular .npy file of at most 64 MiB)")
     with open(path, "rb") as f:
         magic = f.read(6)
     if magic != b"\x93NUMPY":
@@ -119,3 +125,22 @@ def index_problems(indices: np.ndarray, spec: PartitionSpec, train_size: int) ->
         problems.append(f"{int((counts > 1).sum())} samples are held by more than one client (e.g. index "
                         f"{int(values[counts > 1][0])}); the clients must be disjoint")
     return problems
+
+
+def checked_partition(path: str | Path, spec: PartitionSpec, dataset: str, option: str = "--partition") -> np.ndarray:
+    """The client index file at ``path``, checked before any work: it exists, holds integers, is a
+    partition of the training set with ``spec``'s N x n disjoint clients, and, where `bladefl
+    partition`'s manifest lies beside it, is the very draw the run's config asks for (ValueError naming
+    ``option`` otherwise)."""
+    from bladefl.data.datasets import TRAIN_SIZE
+
+    if not Path(path).is_file():
+        raise ValueError(f"{option} {path}: no such file (write it with `bladefl partition`)")
+    try:
+        indices = read_partition(path)
+    except ValueError as exc:
+        raise ValueError(f"{option} {exc}") from None
+    problems = index_problems(indices, spec, TRAIN_SIZE) or manifest_problems(path, indices, dataset, spec)
+    if problems:
+        raise ValueError(f"{option} {path}: " + "; ".join(problems))
+    return indices

@@ -21,6 +21,7 @@ import yaml
 
 from bladefl.chain.pow import DIFFICULTY_BITS
 from bladefl.core import strict_yaml
+from bladefl.core.bounded_read import read_regular
 from bladefl.core.values import is_finite as _is_finite
 from bladefl.core.values import is_int as _is_int
 from bladefl.core.values import is_num as _is_num
@@ -328,7 +329,7 @@ def _load_unchanged(path: str, unchanged: tuple[str, int, int, int, int], overri
 
 def _load(path: str | Path | None, overrides: Sequence[str]) -> RunConfig:
     try:
-        data: Any = strict_yaml.load(Path(path).read_text()) if path else {}
+        data: Any = strict_yaml.load(read_regular(path, 1 << 20, "config").decode("utf-8")) if path else {}
         if data is not None and not isinstance(data, Mapping):
             raise ConfigError(f"--config {path}: must hold a mapping of fields (got a {type(data).__name__})")
         return from_dict(apply_overrides(dict(data or {}), overrides))

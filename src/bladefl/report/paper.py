@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from bladefl.experiments.tables.paper_tables import (  # noqa: F401 - re-exported: the report reads them here
     DEFAULT_BETA,
@@ -23,11 +22,12 @@ from bladefl.report.inputs import ReportInputError
 
 
 def paper_tables(path: str | Path) -> list[dict]:
+    from bladefl.experiments.tables.paper_tables import read_paper_tables
+
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ReportInputError(f"{path}: missing (the paper's values, transcribed from its tables)")
-    doc = yaml.safe_load(path.read_text())
-    return [{"t_sum": doc.get("t_sum", 100), **table} for table in doc["tables"]]
+    return read_paper_tables(path)
 
 
 QUANTITY_LABELS = {"training_time": "τ·α·K* (time)", "mining_time": "β·K* (time)"}

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from bladefl.core import atomic, run_files
+from bladefl.core.bounded_read import read_regular
 from bladefl.data.datasets import sha256_file
 
 MANIFEST = "MANIFEST.json"
@@ -45,7 +46,19 @@ def bundle_path(path: str | Path, results_dir: str | Path, data_dir: str | Path)
 def about_runs(provenance_tables: Sequence[str | Path]) -> dict[str, Any]:
     """What the runs behind the tables were: how many, code versions, devices, hosts, and their run
     time in all, from the report's provenance tables (``bladefl provenance``)."""
-    frame = pd.concat([pd.read_csv(p) for p in provenance_tables], ignore_index=True)
+    import io
+
+    from bladefl.core.bounded_read import read_regular
+
+    frames = []
+    for p in provenance_tables:
+        try:
+            frames.append(pd.read_csv(io.BytesIO(read_regular(p, 256 << 20, "provenance table"))))
+        except (OSError, ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise ValueError(f"--provenance {p}: not a provenance table ({str(exc)[:160]})") from None
+    frame = pd.concat(frames, ignore_index=True)
+    if "seconds" not in frame:
+        raise ValueError(f"--provenance {provenance_tables[0]}: not a provenance table (no `seconds` column)")
 
     def values(column: str) -> list[str]:
         return sorted(map(str, frame[column].dropna().unique())) if column in frame else []
@@ -110,10 +123,14 @@ def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, An
     return manifest
 
 
+MANIFEST_LIMIT = 16 << 20  # a bundle's manifest lists a few hundred files
+
+
 def read_manifest(bundle: str | Path) -> dict:
     path = Path(bundle) / MANIFEST
     try:
-        manifest = json.loads(path.read_text(), object_pairs_hook=run_files.no_key_twice)
+        manifest = json.loads(read_regular(path, MANIFEST_LIMIT, "manifest").decode("utf-8"),
+                              object_pairs_hook=run_files.no_key_twice)
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a readable manifest ({exc})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
@@ -276,10 +293,10 @@ def table_problems(results: Path, dataset: str, members: Any) -> list[str]:  # n
 
 def yaml_tables(path: str | Path) -> list[dict]:
     """The paper's tables (``config/paper_values.yaml``), each with the document's t_sum."""
-    import yaml
 
-    doc = yaml.safe_load(Path(path).read_text())
-    return [{"t_sum": doc.get("t_sum", 100), **table} for table in doc["tables"]]
+    from bladefl.experiments.tables.paper_tables import read_paper_tables
+
+    return read_paper_tables(path)
 
 
 def _margins(config: Mapping[str, Any]) -> Any:

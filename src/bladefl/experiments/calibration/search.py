@@ -184,6 +184,31 @@ def screen_closeness(t: FrozenTrial) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
 
 
+def _next_trial(study: optuna.Study, space: Space, worker: str, dists: dict[str, BaseDistribution], rule: StopRule,
+                duplicates: int) -> tuple[optuna.Trial | None, Point | None, str | None]:
+    """Under the workers' lock: why the search stops (its rule), else the next trial, asked and tagged with
+    its worker in one hold of the lock, and its point; a proposal of a point already evaluated is failed
+    as a duplicate (trial None)."""
+    trials = study.get_trials(deepcopy=False)
+    evaluated = [t for t in trials if t.state == TrialState.COMPLETE]
+    waiting = sum(t.state == TrialState.WAITING for t in trials)
+    reason = stop_reason([screen_closeness(t) for t in evaluated], len(counted(trials)), waiting, rule)
+    if reason is None and duplicates >= 3 * rule.patience:
+        reason = f"the sampler proposed only points already evaluated ({duplicates} in a row)"
+    if reason is not None:
+        return None, None, reason
+    trial = study.ask(dists)
+    trial.set_user_attr("worker", worker)
+    point = space.point(trial.params, trial.user_attrs.get("point") or "")
+    seen = next((t.number for t in trials if t.state in (TrialState.COMPLETE, TrialState.RUNNING)
+                 and "duplicate_of" not in t.user_attrs and space.point(t.params).key == point.key), None)
+    if seen is not None and not trial.user_attrs.get("retry_of"):
+        trial.set_user_attr("duplicate_of", seen)
+        study.tell(trial, state=TrialState.FAIL)
+        return None, None, None
+    return trial, point, None
+
+
 def run_worker(study: optuna.Study, space: Space, storage: str | Path, worker: str, rule: StopRule,
                evaluate: Callable[[Point, optuna.Trial], Outcome], log: Callable[[str], None] = print,
                coverage: Sequence[str] = ()) -> tuple[int, str]:
@@ -204,24 +229,12 @@ def run_worker(study: optuna.Study, space: Space, storage: str | Path, worker: s
         done, duplicates = 0, 0
         while True:
             with _lock(storage):
-                trials = study.get_trials(deepcopy=False)
-                evaluated = [t for t in trials if t.state == TrialState.COMPLETE]
-                waiting = sum(t.state == TrialState.WAITING for t in trials)
-                reason = stop_reason([screen_closeness(t) for t in evaluated], len(counted(trials)), waiting, rule)
-                if reason is None and duplicates >= 3 * rule.patience:
-                    reason = f"the sampler proposed only points already evaluated ({duplicates} in a row)"
-                if reason is not None:
-                    break
-                trial = study.ask(dists)
-                trial.set_user_attr("worker", worker)
-                point = space.point(trial.params, trial.user_attrs.get("point") or "")
-                seen = next((t.number for t in trials if t.state in (TrialState.COMPLETE, TrialState.RUNNING)
-                             and "duplicate_of" not in t.user_attrs and space.point(t.params).key == point.key), None)
-                if seen is not None and not trial.user_attrs.get("retry_of"):
-                    trial.set_user_attr("duplicate_of", seen)
-                    study.tell(trial, state=TrialState.FAIL)
-                    duplicates += 1
-                    continue
+                trial, point, reason = _next_trial(study, space, worker, dists, rule, duplicates)
+            if reason is not None:
+                break
+            if trial is None or point is None:  # the sampler proposed a point already evaluated: not run, not counted
+                duplicates += 1
+                continue
             duplicates = 0
             if not point.name and point.key in named:
                 point = space.point(trial.params, named[point.key])

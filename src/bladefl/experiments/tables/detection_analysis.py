@@ -16,7 +16,6 @@ true role, excluded) and ``summary.json`` files. Outputs, per dataset:
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bladefl.core.run_files import DETECTION_COLUMNS, expects_detections
+from bladefl.core.run_files import DETECTION_COLUMNS, expects_detections, read_summary
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.tables.tidy import collect, optimum
@@ -39,7 +38,7 @@ def read_detections(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     frames = []
     for path in map(Path, summary_paths):
         file = path.parent / "detections.csv"
-        if not file.is_file() and expects_detections(json.loads(path.read_text())):
+        if not file.is_file() and expects_detections(read_summary(path)):
             raise ValueError(f"{file}: missing, though the run's validators ran detectors on its lazy clients "
                              f"(a run folder copied without it? the detection tables would lose this run)")
         if file.is_file():

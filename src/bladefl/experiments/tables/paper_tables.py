@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 
 def table_k(quantity: str, paper_value: float, beta: float, t_sum: float) -> float:
@@ -52,3 +53,17 @@ def inconsistency(quantity: str, value: float, beta: float, t_sum: float) -> str
 
 
 __all__ = ["table_k", "paper_k_star", "table_row_k_star", "table_beta", "inconsistency", "DEFAULT_BETA"]
+
+
+def read_paper_tables(path: str | Path) -> list[dict]:
+    """The paper's tables (``config/paper_values.yaml``), each with the document's t_sum, read strictly
+    (a regular file of bounded size, a key given twice refused) and held to their shape: ValueError
+    naming the file otherwise."""
+    from bladefl.core import strict_yaml
+
+    doc = strict_yaml.read_file(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("tables"), list) or not all(
+            isinstance(t, dict) and isinstance(t.get("rows"), list) and isinstance(t.get("table"), str)
+            for t in doc["tables"]):
+        raise ValueError(f"{path}: not the paper's tables (a mapping whose `tables` each name a table and list rows)")
+    return [{"t_sum": doc.get("t_sum", 100), **table} for table in doc["tables"]]

@@ -108,7 +108,7 @@ def _figure(entry: object, i: int) -> Figure:
 
 def read_inventory(path: str | Path) -> Inventory:
     """The inventory at ``path``, every entry checked (:class:`InventoryError` naming the field)."""
-    doc = strict_yaml.load(Path(path).read_text(encoding="utf-8"))
+    doc = strict_yaml.read_file(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("statements"), list):
         raise InventoryError(f"{path}: needs a list 'statements'")
     statements = tuple(_statement(e, i) for i, e in enumerate(doc["statements"]))

@@ -1,0 +1,288 @@
+"""Every command guarded by construction (issue "Every command guarded by construction"): the suite walks
+the CLI's parser, finds every subcommand (and `chain`'s) and every argument, and feeds each argument that
+names a file or folder, a number or a name the same hostile corpus: FIFOs and devices, a file over any
+size bound, deep and aliased YAML, a key given twice, NaN, infinities, 1e308, negative and huge numbers,
+wrong types, path traversal and links, names with newlines, U+2028, quotes, `$( )` and `;`, HTML and
+script text. Each answer is an exit the command documents (2: bad input, one line naming it; 1 and 3
+where a verifier's verdict means it), never a traceback, never a hang, nothing executed, nothing written
+outside the command's own outputs, nothing half-written.
+
+A command or argument added without an entry in :data:`TABLE` (how its inputs are read) fails the suite
+until someone states it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from bladefl.cli import build_parser, main
+
+REPO = Path(__file__).resolve().parents[1]
+
+# How an argument is read. IN: a file (or files) read; DIR: a folder read; OUT: a file or folder written;
+# NUM: a number; NAME: a word of a closed set or a name; TEXT: free text that lands in an output; FLAG:
+# a switch (nothing to feed); SKIP: not fed here, with the reason.
+IN, DIR, OUT, NUM, NAME, TEXT, FLAG = "in", "dir", "out", "num", "name", "text", "flag"
+
+# Per command: the base arguments (placeholders {w}: the sandbox; {engine}: the tiny engine config) that a
+# hostile value replaces one at a time, the exits it documents, and each argument's kind. A command that
+# trains or measures (heavy) lists what it feeds and says where the rest is covered.
+TABLE: dict[str, dict] = {
+    "fetch": {"base": ["--dataset", "mnist", "--root", "{w}/raw", "--sources", "existing"], "exits": {1},
+              "args": {"--dataset": NAME, "--root": OUT, "--sources": NAME}},
+    "partition": {"base": ["--dataset", "mnist", "--key", "shards2_N4_n8_seed0", "--root", "{w}/raw", "--out",
+                           "{w}/part.npy"],
+                  "args": {"--dataset": NAME, "--key": NAME, "--root": DIR, "--out": OUT}},
+    "run": {"base": ["--config", "{engine}", "--out", "{w}/run", "--quiet", "--set", "data_dir={w}/raw"],
+            "args": {"--config": IN, "--set": TEXT, "--out": OUT, "--quiet": FLAG, "--partition": IN,
+                     "--threads": NUM, "--reference": IN, "--group": IN, "--computed-in": DIR}},
+    "run-group": {"base": ["--config", "{engine}", "--plan", "[]", "--partition", "{w}/p.npy", "--compute", "0"],
+                  "args": {"--config": IN, "--set": TEXT, "--plan": IN, "--partition": IN, "--reference": IN,
+                           "--threads": NUM, "--chain-processes": NUM, "--max-rows": NUM, "--quiet": FLAG,
+                           "--done": OUT, "--compute": NUM}},
+    "reference": {"base": ["--config", "{engine}", "--partition", "{w}/p.npy", "--out", "{w}/ref.npz"],
+                  "args": {"--config": IN, "--set": TEXT, "--partition": IN, "--out": OUT, "--eta": NUM,
+                           "--max-epochs": NUM}},
+    "bound": {"base": ["--runs", "{w}/s.json", "--members", "[]", "--references", "{w}/r.npz", "--out-dir", "{w}/b"],
+              "args": {"--runs": IN, "--members": IN, "--references": IN, "--out-dir": OUT}},
+    "detection": {"base": ["--runs", "{w}/s.json", "--members", "[]", "--out-dir", "{w}/d"],
+                  "args": {"--runs": IN, "--members": IN, "--exclude-sweeps": NAME, "--out-dir": OUT}},
+    "summarize": {"base": ["--runs", "{w}/s.json", "--members", "[]", "--table", "{w}/t.csv", "--optimum",
+                           "{w}/o.csv"],
+                  "args": {"--runs": IN, "--members": IN, "--table": OUT, "--optimum": OUT}},
+    "sensitivity": {"base": ["--dataset", "mnist", "--readings", "r", "--axes", "a", "--summaries", "{w}/s.csv",
+                             "--optima", "{w}/o.csv", "--verdicts", "{w}/v.csv", "--paper-values",
+                             "{repo}/config/paper_values.yaml", "--t-sum", "100", "--sweeps", "alpha", "--out-dir",
+                             "{w}/sens"],
+                    "args": {"--dataset": NAME, "--readings": NAME, "--axes": NAME, "--summaries": IN, "--optima": IN,
+                             "--verdicts": IN, "--paper-values": IN, "--t-sum": NUM, "--sweeps": NAME,
+                             "--out-dir": OUT}},
+    "sensitivity-index": {"base": ["--rankings", "{w}/r.csv", "--pages", "{w}/p.html", "--out", "{w}/i.html"],
+                          "args": {"--rankings": IN, "--pages": IN, "--out": OUT}},
+    "calibration-index": {"base": ["--outcomes", "{w}/outcome.json", "--pages", "{w}/p.html", "--out", "{w}/i.html"],
+                          "args": {"--outcomes": IN, "--pages": IN, "--out": OUT}},
+    "report-index": {"base": ["--verdicts", "{w}/v.csv", "--provenance", "{w}/p.csv", "--pages", "{w}/p.html",
+                              "--summaries", "{w}/s.csv", "--comparisons", "{w}/c.csv", "--seeds", "0", "--figures",
+                              "{w}/fig", "--out", "{w}/index.html"],
+                     "args": {"--verdicts": IN, "--provenance": IN, "--pages": IN, "--summaries": IN,
+                              "--comparisons": IN, "--configfiles": IN, "--seeds": NUM, "--figures": OUT,
+                              "--calibration": IN, "--calibration-page": IN, "--out": OUT}},
+    "verdicts": {"base": ["--dataset", "mnist", "--summary", "{w}/s.csv", "--members", "[]", "--t-sum", "100",
+                          "--out", "{w}/v.csv"],
+                 "args": {"--dataset": NAME, "--summary": IN, "--members": IN, "--t-sum": NUM, "--engine": IN,
+                          "--bound-sweep": NAME, "--gaps": IN, "--constants": IN, "--margins": TEXT,
+                          "--resamples": NUM, "--bound-resamples": NUM, "--statements": IN, "--paper-values": IN,
+                          "--out": OUT}},
+    "findings": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/findings.md"],
+                 "args": {"bundles": DIR, "--out": OUT}},
+    "paper-comparison": {"base": ["--dataset", "mnist", "--summary", "{w}/s.csv", "--optimum", "{w}/o.csv",
+                                  "--paper-values", "{repo}/config/paper_values.yaml", "--t-sum", "100", "--out",
+                                  "{w}/c.csv"],
+                         "args": {"--dataset": NAME, "--summary": IN, "--optimum": IN, "--paper-values": IN,
+                                  "--t-sum": NUM, "--out": OUT}},
+    "provenance": {"base": ["--runs", "{w}/s.json", "--out", "{w}/prov.csv"], "args": {"--runs": IN, "--out": OUT}},
+    "render-page": {"base": ["{w}/nb.ipynb", "--out", "{w}/page.html"],
+                    "args": {"notebook": IN, "--out": OUT, "--index": IN}},
+    "run-page": {"base": ["{w}/nb.ipynb", "--parameters", "{w}/p.yaml", "--executed", "{w}/e.ipynb", "--out",
+                          "{w}/page.html"],
+                 "args": {"notebook": IN, "--parameters": IN, "--executed": OUT, "--out": OUT, "--index": IN,
+                          "--results-dir": DIR, "--data-dir": DIR}},
+    "keep": {"base": ["--files", "{w}/f.csv", "--provenance", "{w}/p.csv", "--results-dir", "{w}/results",
+                      "--data-dir", "{w}/data", "--config-file", "{w}/c.yaml", "--out", "{w}/kept"],
+             "args": {"--files": IN, "--provenance": IN, "--imported": IN, "--results-dir": DIR, "--data-dir": DIR,
+                      "--config-file": IN, "--out": OUT, "--with-archive": FLAG}},
+    "import-runs": {"base": ["--archive", "{w}/a.tar.xz", "--configfile", "{repo}/config/config.yaml",
+                             "{repo}/config/smoke.yaml", "--results-dir", "{w}/imported"],
+                    "exits": {1, 2},
+                    "args": {"--archive": IN, "--configfile": IN, "--seeds": NUM, "--results-dir": OUT,
+                             "--replace": FLAG, "--key-secret": IN}},
+    "lay-out": {"base": ["{repo}/reference/default-2seeds", "--results-dir", "{w}/laid", "--data-dir", "{w}/laid/d"],
+                "exits": {1},  # 1: the bundle is not what its manifest says (nothing laid out)
+                "args": {"bundle": DIR, "--results-dir": OUT, "--data-dir": OUT}},
+    "rejudge": {"base": ["{w}/nobundle"], "args": {"bundle": DIR, "--statements": IN, "--paper-values": IN}},
+    "chain verify": {"base": ["{w}/K1.json"], "exits": {1, 2, 3},
+                     "args": {"path": IN, "--store": DIR, "--summary": IN, "--key-secret": IN, "--anchor": IN}},
+    "chain anchor": {"base": ["--summary", "{w}/s.json", "--out", "{w}/anchor.json"],
+                     "args": {"--summary": IN, "--out": OUT}},
+    "device-check": {"base": [], "args": {"--device": NAME, "--out": "skip: trains the mixed group (about a minute) "
+                                          "before writing; tests/test_device_check.py", "--tables": IN}},
+    "bench": {"base": ["--config", "{w}/none.yaml"],
+              "args": {"--config": IN, "--data-dir": "skip: measures the engine (minutes); the bench's own tests",
+                       "--quick": FLAG, "--device": NAME, "--seeds": NUM, "--grid": IN, "--grid-seeds": TEXT,
+                       "--grid-only": FLAG, "--out": "skip: with --grid only (minutes)", "--host-copy-compare": FLAG,
+                       "--bookkeeping": "skip: runs Snakemake (minutes); bladefl.experiments.runs.bookkeeping",
+                       "--cores": NUM, "--chain-drag": FLAG}},
+    "resources": {"base": ["--benchmarks", "{w}/benchmarks", "--out", "{w}/profile"],
+                  "args": {"--benchmarks": DIR, "--out": OUT, "--margin": NUM, "--measured": IN, "--for": IN}},
+    "calibrate": {"base": ["--spec", "{w}/nospec.json", "--storage", "{w}/study.journal", "--trials-dir",
+                           "{w}/trials"],
+                  "args": {"--spec": IN, "--storage": OUT, "--trials-dir": OUT, "--worker": NAME, "--threads": NUM,
+                           "--done": OUT}},
+    "calibration-pick": {"base": ["--spec", "{w}/spec.json", "--storage", "{w}/study.journal", "--out",
+                                  "{w}/picked.json"],
+                         "args": {"--spec": IN, "--storage": IN, "--out": OUT}},
+    "calibration-rerun": {"base": ["--spec", "{w}/spec.json", "--picked", "{w}/nopick.json", "--role", "stated",
+                                   "--out-dir", "{w}/rerun"],
+                          "args": {"--spec": IN, "--picked": IN, "--role": NAME, "--out-dir": OUT,
+                                   "--trials-dir": DIR, "--threads": NUM}},
+    "calibration-tables": {"base": ["--spec", "{w}/spec.json", "--storage", "{w}/study.journal", "--picked",
+                                    "{w}/nopick.json", "--roots", "stated={w}/r", "best1={w}/r", "--out-dir",
+                                    "{w}/tables"],
+                           "args": {"--spec": IN, "--storage": IN, "--picked": IN, "--roots": TEXT,
+                                    "--trials-dir": DIR, "--out-dir": OUT}},
+}
+
+PWNED = "PWNED"
+# The corpus, by kind ({w}: the sandbox). Shell text would create {w}/PWNED if anything ran it.
+CORPUS = {
+    IN: ["{fifo}", "/dev/zero", "{w}", "{w}/missing", "{big}", "{deep}", "{aliases}", "{twice}", "{nan}",
+         "{html}", "{w}/a\nb", "{w}/a\u2028b", f"$(touch {{w}}/{PWNED})", f"x;touch {{w}}/{PWNED};",
+         "{w}/q'\"q", "../../../../../../etc/passwd", "{link}"],
+    DIR: ["{fifo}", "/dev/zero", "{w}/missing", "{big}", "{w}/a\nb", f"$(touch {{w}}/{PWNED})", "{link}",
+          "../../../../../../etc"],
+    OUT: ["{fifo}", "{big}/under-a-file", "{w}/o\nb", "{w}/o\u2028b", f"{{w}}/$(touch {{w}}/{PWNED})",
+          f"{{w}}/o;touch {{w}}/{PWNED};", "{w}/q'\"q", ""],
+    NUM: ["nan", "inf", "-inf", "1e308", "-5", "9" * 40, "x", "0x10"],
+    NAME: ["", "a\nb", "\u2028", f"$(touch {{w}}/{PWNED})", "<script>alert(1)</script>", "../x", "x" * 5000],
+    TEXT: ["a\nb", "\u2028", f"$(touch {{w}}/{PWNED})", "<script>alert(1)</script>", "x" * 5000, "=", "k=[[[[[["],
+}
+
+
+def discovered() -> dict[str, list[str]]:
+    """Every subcommand (``chain``'s by ``chain <name>``) and its arguments, from the parser itself."""
+    def args_of(parser: argparse.ArgumentParser) -> list[str]:
+        return [a.option_strings[0] if a.option_strings else a.dest for a in parser._actions
+                if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
+
+    out: dict[str, list[str]] = {}
+    top = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in top.choices.items():
+        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if nested:
+            for sub, subparser in nested[0].choices.items():
+                out[f"{name} {sub}"] = args_of(subparser)
+        else:
+            out[name] = args_of(parser)
+    return out
+
+
+def test_every_command_and_argument_says_how_its_input_is_read():
+    """A command, or an argument, added without an entry here fails until its reading is stated."""
+    found = discovered()
+    assert sorted(found) == sorted(TABLE), (sorted(set(found) - set(TABLE)), sorted(set(TABLE) - set(found)))
+    for name, args in found.items():
+        assert sorted(args) == sorted(TABLE[name]["args"]), (name, sorted(set(args) ^ set(TABLE[name]["args"])))
+        for arg, kind in TABLE[name]["args"].items():
+            assert kind in CORPUS or kind == FLAG or kind.startswith("skip: "), (name, arg, kind)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> dict[str, str]:
+    """The sandbox's hostile files, and a tiny engine config."""
+    w = tmp_path_factory.mktemp("hostile")
+    os.mkfifo(w / "fifo")
+    with open(w / "big", "wb") as f:
+        f.truncate(300 << 20)  # sparse: 300 MB by its size, nothing on disk
+    (w / "deep.yaml").write_text("a: " + "[" * 100_000)
+    (w / "aliases.yaml").write_text("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)))
+    (w / "twice.json").write_text('{"a": 1, "a": 2}')
+    (w / "nan.json").write_text('{"a": NaN, "b": 1e999, "c": -1e308, "d": 99999999999999999999999999999999}')
+    (w / "html.csv").write_text("claim,verdict\n<script>alert(1)</script>,javascript:alert(1)\n")
+    (w / "link").symlink_to("/etc/passwd")
+    engine = w / "engine.yaml"
+    engine.write_text((REPO / "config/engines/authors-code.yaml").read_text().replace(
+        "N: 20, n: 512", "N: 2, n: 8").replace("K: [1, 2, 3, 4, 5, 6, 7, 8, 9]", "K: [1]"))
+    return {"w": str(w), "fifo": str(w / "fifo"), "big": str(w / "big"), "deep": str(w / "deep.yaml"),
+            "aliases": str(w / "aliases.yaml"), "twice": str(w / "twice.json"), "nan": str(w / "nan.json"),
+            "html": str(w / "html.csv"), "link": str(w / "link"), "engine": str(engine), "repo": str(REPO)}
+
+
+def _fill(value: str, world: dict[str, str]) -> str:
+    for key, path in world.items():
+        value = value.replace("{" + key + "}", path)
+    return value
+
+
+def _with(base: list[str], arg: str, value: str, kind: str, command: str) -> list[str]:
+    """``base`` with ``arg`` set to ``value`` (replacing the value it has there)."""
+    argv = list(base)
+    if not arg.startswith("-"):  # a positional: the first value that is no option
+        position = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+        if position is None or any(argv[j].startswith("-") for j in range(position)):
+            return [value, *argv]
+        argv[position] = value
+        return argv
+    if arg in argv:
+        i = argv.index(arg)
+        j = i + 1
+        while j < len(argv) and not argv[j].startswith("--"):
+            j += 1
+        return argv[:i] + [arg, value] + argv[j:]
+    return [*argv, arg, value]
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(signum, frame):  # noqa: ANN001, ANN202 - signal handler
+    raise Hang
+
+
+def _snapshot(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")} if root.exists() else set()
+
+
+CASES = [(name, arg) for name in sorted(TABLE) for arg, kind in TABLE[name]["args"].items()
+         if kind in CORPUS]
+
+
+@pytest.mark.parametrize("command, arg", CASES, ids=[f"{c}:{a}" for c, a in CASES])
+def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, monkeypatch, command, arg):
+    spec = TABLE[command]
+    kind = spec["args"][arg]
+    exits = {0, 2} | spec.get("exits", set())
+    w = Path(world["w"])
+    monkeypatch.chdir(tmp_path)  # anything written to a relative path lands here, and is checked
+    outs = [a for a, k in spec["args"].items() if k == OUT]
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for raw in CORPUS[kind]:
+            value = _fill(raw, world)
+            argv = [*command.split(), *_with([_fill(a, world) for a in spec["base"]], arg, value, kind, command)]
+            allowed = [Path(argv[i + 1]).absolute() for i, a in enumerate(argv[:-1]) if a in outs]
+            if kind == OUT and not arg.startswith("-"):
+                allowed.append(Path(value).absolute())
+            before = _snapshot(w) | {str(tmp_path / p) for p in _snapshot(tmp_path)}
+            out, err = io.StringIO(), io.StringIO()
+            signal.alarm(60)
+            try:
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    code = main(argv)
+            except SystemExit as exc:  # argparse's refusal: usage and one error line, exit 2
+                code = exc.code
+                last = err.getvalue().strip().splitlines()[-1]
+                assert code == 2 and last.startswith("bladefl"), (argv, err.getvalue()[-500:])
+            except Hang:
+                pytest.fail(f"{argv!r} hung for 60 s")
+            finally:
+                signal.alarm(0)
+            said = err.getvalue().strip()
+            assert code in exits, (argv, code, said[-500:])
+            if code == 2 and said and not said.splitlines()[-1].startswith("bladefl"):  # the CLI's own refusal
+                assert len(said.splitlines()) == 1 and said.startswith("error: "), (argv, said[-500:])
+            assert not (w / PWNED).exists() and not (tmp_path / PWNED).exists(), argv  # nothing ran
+            after = _snapshot(w) | {str(tmp_path / p) for p in _snapshot(tmp_path)}
+            new = [Path(p if p.startswith("/") else w / p) for p in after - before]
+            stray = [str(p) for p in new if not any(p == a or a in p.parents or p in a.parents for a in allowed)]
+            assert stray == [], (argv, stray[:5])  # nothing outside the command's own outputs
+            assert not [p for p in new if ".tmp" in p.name], argv  # nothing half-written
+    finally:
+        signal.signal(signal.SIGALRM, old)
