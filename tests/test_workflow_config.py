@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 from pathlib import Path
 
@@ -260,3 +261,31 @@ def test_the_catalogs_test_config_is_the_smoke_grid():
 
     written = yaml.safe_load((REPO / ".test/config/config.yaml").read_text())
     assert written == read_configs([REPO / "config/smoke.yaml"], default=REPO / "config/config.yaml")
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("results_dir", "r$(touch PWNED)", "no control character or shell metacharacter"),
+    ("data_dir", "d;touch PWNED;", "no control character or shell metacharacter"),
+    ("logs_dir", "logs\nsnakefile: evil", "no control character or shell metacharacter"),
+    ("results_dir", "results\u2028x", "no control character or shell metacharacter"),
+    ("benchmarks_dir", "/", "lies outside the working folder"),
+    ("results_dir", "../../elsewhere", "lies outside the working folder"),
+    ("calibration_bundle", "reference/`id`", "no control character or shell metacharacter"),
+])
+def test_a_config_path_is_checked_as_a_path_before_any_job(monkeypatch, field, value, said):
+    """Issue 61, item 2: config paths reached the rules' shell commands unquoted (`results_dir: r$(touch PWNED)`
+    created PWNED when a job ran); now quoted, and refused as paths before any job."""
+    monkeypatch.chdir(REPO)
+    with pytest.raises(ConfigError, match=re.escape(f"{field}") + ".*" + re.escape(said)):
+        check({**copy.deepcopy(BASE), field: value})
+    check({**copy.deepcopy(BASE), "benchmarks_dir": "/", "paths_outside_workdir": True})  # when the user says so
+
+
+@pytest.mark.snakemake
+def test_the_workflow_refuses_a_config_path_that_would_run_code_before_any_job(tmp_path):
+    from conftest import copy_workflow, snakemake
+
+    work = copy_workflow(tmp_path)
+    proc = snakemake(work, "-n", "--configfile", "config/smoke.yaml", "--config", "results_dir=r$(touch PWNED)")
+    assert proc.returncode != 0 and "shell metacharacter" in proc.stdout + proc.stderr
+    assert not list(work.rglob("PWNED")) and not (tmp_path / "PWNED").exists()

@@ -9,6 +9,7 @@ feasible K in every cell, sweeps, detection, readings) and then builds every job
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,33 @@ from bladefl.fl.run_config import ConfigError as RunConfigError
 from bladefl.fl.run_config import load_config
 
 MAX_T_SUM = 1e6  # as the schema bounds it: a million local iterations at alpha 1
+PATH_FIELDS = ("data_dir", "results_dir", "logs_dir", "benchmarks_dir", "calibration_bundle")
+# What a path the config names may hold: no control character, no shell metacharacter ($ ` ; | & < > ( )
+# quotes \ * ? ! { } [ ] #), whatever quoting the rules do.
+PATH_TEXT = re.compile(r"[A-Za-z0-9._/+=,@:%~ -]{1,4096}")
+
+
+def path_errors(config: Mapping[str, Any], workdir: str | Path | None = None) -> list[str]:
+    """The config's paths (:data:`PATH_FIELDS`) checked as paths before any job: plain text (no control
+    character, no shell metacharacter) and inside the working folder, unless the config says
+    ``paths_outside_workdir: true``."""
+    root = Path(workdir or Path.cwd()).resolve()
+    outside_ok = config.get("paths_outside_workdir") is True
+    errors = []
+    for field in PATH_FIELDS:
+        if field not in config or (field == "calibration_bundle" and config[field] == ""):
+            continue
+        value = config[field]
+        if not isinstance(value, str) or not PATH_TEXT.fullmatch(value):
+            shown = ascii(value)[:80]
+            errors.append(f"{field} must be a path of letters, digits, spaces and ._/+=,@:%~- only (no control "
+                          f"character or shell metacharacter; got {shown})")
+            continue
+        where = (root / value).resolve()
+        if not outside_ok and where != root and root not in where.parents:
+            errors.append(f"{field} {value!r} lies outside the working folder {root} (set paths_outside_workdir: "
+                          "true to allow it)")
+    return errors
 
 
 def job_config_errors(config: Mapping[str, Any]) -> list[str]:
@@ -177,6 +205,7 @@ def check(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"invalid config: partition.n must be at most the training set size {TRAIN_SIZE} "
                           f"(N clients of n samples each; got {n})")
     errors.extend(_partition_errors(config, grid_cells))
+    errors.extend(path_errors(config))
     try:
         run_seeds(config)
     except ConfigError as exc:
