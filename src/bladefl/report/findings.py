@@ -42,14 +42,19 @@ def _items(by: Mapping[str, Mapping[str, pd.Series]], hits: Sequence[str], datas
     and (``reason``) the likely reason it differs from the paper."""
     lines = []
     for s in hits:
-        first = next(r for d in datasets if (r := by[s].get(d)) is not None and r.verdict in verdicts)
-        where = ", ".join(dataset_title(d) for d in datasets if _has(by[s], d, verdicts))
-        shown = [html.escape(_short(first.finding, 110))]
+        tagged = [d for d in datasets if _has(by[s], d, verdicts)]
+        first = by[s][tagged[0]]
+        found = [(d, by[s][d].finding) for d in tagged if isinstance(by[s][d].finding, str) and by[s][d].finding]
+        # each dataset's own numbers where the item names two
+        shown = [html.escape(f"{dataset_title(d)}: {_short(f, 110)}" if len(found) > 1 else _short(f, 110))
+                 for d, f in found]
         if reason and (why := _reason(s)):
             shown.append(f"<i>likely: {html.escape(_short(why, 110))}</i>")
+        where = ", ".join(dataset_title(d) for d in tagged)
         aside = where + (f", {first.verdict}" if first.verdict not in ("reproduced", "refuted") else "")
+        said = f" — {'; '.join(shown)}" if shown else ""
         lines.append(f"<li><b>{html.escape(str(first.claim))}</b> <span class='muted'>({html.escape(aside)})"
-                     f"</span> — {'; '.join(shown)}</li>")
+                     f"</span>{said}</li>")
     return "<ul class='small' style='margin:.1em 0'>" + "".join(lines) + "</ul>"
 
 

@@ -166,11 +166,12 @@ def _links(path: Path, pages: Sequence[str | Path]) -> str:
 def _write_front_page(path: Path, title: str, provenance: str, body: str, pages: Sequence[str | Path],
                       style: str = "") -> Path:
     """A front page: title, provenance line, ``body`` (HTML), then the links to ``pages`` by dataset."""
-    from bladefl.report.front_page import STYLE
+    from bladefl.report.front_page import PAPER_LINE, STYLE
 
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{style or STYLE}</style>
 </head><body><h1>{html.escape(title)}</h1>
+{PAPER_LINE}
 <p class="prov">{html.escape(provenance)}</p>
 {body}
 <h2>Pages</h2>
@@ -225,6 +226,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{fp.STYLE}</style>
 </head><body><h1>{html.escape(title)}</h1>
+{fp.PAPER_LINE}
 <p class="prov">{html.escape(provenance)}</p>
 {body}
 </body></html>

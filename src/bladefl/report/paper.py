@@ -109,19 +109,24 @@ def compare_with_paper(comparison: pd.DataFrame, table: str) -> pd.DataFrame:
 
 
 def accuracy_gap(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per dataset and paper table: our best accuracy (%) over the table's rows, its spread (sd over
-    runs at that row), the paper's best, the difference."""
+    """Per dataset and paper table, the same row on both sides: the row of the table where the paper's
+    accuracy is highest, the paper's accuracy (%) there, ours at that row and its spread (sd over the
+    runs there), the difference."""
     rows = []
     for dataset, frame in comparisons.items():
         for table, part in frame.groupby("table", sort=False):
             ours, paper = pd.to_numeric(part.max_accuracy), pd.to_numeric(part.paper_max_accuracy)
-            if ours.notna().any() and paper.notna().any():
-                best = ours.idxmax()
-                sd = pd.to_numeric(part.max_accuracy_sd).get(best, math.nan) if "max_accuracy_sd" in part else math.nan
-                rows.append({"dataset": dataset, "table": table, "parameter": part.parameter.iloc[0],
-                             "ours": float(ours.max()), "sd": float(sd), "paper": float(paper.max()),
-                             "difference": float(ours.max() - paper.max())})
-    return pd.DataFrame(rows, columns=["dataset", "table", "parameter", "ours", "sd", "paper", "difference"])
+            if not paper.notna().any():
+                continue
+            at = paper.idxmax()
+            if not math.isfinite(float(ours.get(at, math.nan))):
+                continue
+            sd = pd.to_numeric(part.max_accuracy_sd).get(at, math.nan) if "max_accuracy_sd" in part else math.nan
+            value = part.value.get(at, math.nan) if "value" in part else math.nan
+            rows.append({"dataset": dataset, "table": table, "parameter": part.parameter.iloc[0], "value": value,
+                         "ours": float(ours[at]), "sd": float(sd), "paper": float(paper[at]),
+                         "difference": float(ours[at] - paper[at])})
+    return pd.DataFrame(rows, columns=["dataset", "table", "parameter", "value", "ours", "sd", "paper", "difference"])
 
 
 def paper_beside(claim: str, comparison: pd.DataFrame | None) -> str:

@@ -30,7 +30,9 @@ def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
         return escape(v)
 
     head = "| " + " | ".join(escape(c) for c in frame.columns) + " |"
-    rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
+    # text left, numbers right (a rendered notebook right-aligns every cell otherwise)
+    rule = "| " + " | ".join("---:" if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(
+        frame[c]) else ":---" for c in frame.columns) + " |"
     body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([head, rule, *body]) + "\n"
 

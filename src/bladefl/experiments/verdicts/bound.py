@@ -29,7 +29,7 @@ from bladefl.experiments.verdicts.bound_fit import (
     fitted_base,
 )
 from bladefl.experiments.verdicts.vocabulary import Replicates, claim_row, fmt, sweep_varying
-from bladefl.theory.bound import k_star_closed_form, lazy_upper_bound
+from bladefl.theory.bound import k_star_closed_form, k_star_real, lazy_upper_bound
 from bladefl.theory.certificate import certificate
 from bladefl.theory.claims import COROLLARIES, Corollary, Verdict, bound_falls_with_eta, on_bound, sweep_point
 
@@ -64,6 +64,14 @@ def _fig3_checks(f: CellFit, exp_k: float) -> dict:
             "above": b.measured.bound_above_everywhere and defined_where_measured(b.G_measured, f.gap),
             "k_fit": b.k_star_fit, "k_exp": exp_k, "undefined": b.undefined_measured,
             "convex": f.fit is not None and not concave, "concave_at": concave, "at_drops": drops}
+
+
+def _real_k_star(f: CellFit) -> float:
+    """The fitted bound's real-valued minimiser (nan without a fit with a finite eps2)."""
+    if f.fit is None or not np.isfinite(f.fit.eps2):
+        return math.nan
+    base: dict[str, Any] = fitted_base(f)
+    return float(k_star_real(**base))
 
 
 def _g(x: float) -> str:
@@ -139,6 +147,9 @@ def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[flo
         return ", ".join(f"{v} {label}" for v, label in zip(values, labels, strict=True))
 
     undefined = [_runs(x["undefined"]) or "nowhere" for x in full]
+    below = [f"{f.cell.cell} ({k:.3g})" for f in fits[0] if (k := _real_k_star(f)) < 1]
+    kstar_why = (f"the fitted bound's real minimiser lies below one round in {', '.join(below)}: over K >= 1 its K* "
+                 "is the boundary K = 1, not a minimum to hold the runs' K* to") if below else ""
     specs = [
         ("fig3-close", "claim", f"the bound is within {within:.0%} of the experiment at every K", "Fig. 3",
          lambda r: all(x["within"] <= within for x in r),
@@ -160,7 +171,7 @@ def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[flo
         ("fig3-kstar", "claim", "the bound's K* is the experiment's K*", "Fig. 3, Theorem 3",
          lambda r: all(x["k_fit"] == x["k_exp"] for x in r),
          f"K* of the upper fit {[x['k_fit'] for x in full]} vs experiment {[x['k_exp'] for x in full]}; for any "
-         f"constants: {' / '.join(certified)}", "",
+         f"constants: {' / '.join(certified)}", kstar_why,
          f"the fitted bound's K* {per_cell([_g(x['k_fit']) for x in full])} against the experiment's "
          f"{per_cell([_g(x['k_exp']) for x in full])}"),
     ]
@@ -201,12 +212,13 @@ def _caveats(claim: Corollary, base: dict[str, float], values: Sequence[float], 
 
 
 def _feasible(claim: Corollary, base: dict[str, float], values: Sequence[float], k_real: Sequence[float]) -> list[bool]:
-    """Where the fitted bound's real K* is a number of rounds the time budget allows: 1 <= K* <=
-    t_sum / (alpha + beta) at that value (outside it no run exists to minimise over)."""
+    """Where the fitted bound speaks: its real K* a number of rounds the time budget allows, 1 <= K* <=
+    t_sum / (alpha + beta) at that value (outside it no run exists to minimise over), and eta L < 1
+    there (outside it Lemma 1, and with it the bound, does not hold)."""
     out = []
     for x, k in zip(values, k_real, strict=True):
         p = sweep_point(base, claim.param, x)
-        out.append(math.isfinite(k) and 1 <= k <= p["t_sum"] / (p["alpha"] + p["beta"]))
+        out.append(math.isfinite(k) and 1 <= k <= p["t_sum"] / (p["alpha"] + p["beta"]) and p["eta"] * base["L"] < 1)
     return out
 
 
@@ -235,11 +247,12 @@ def fitted_corollaries(fits: Sequence[Sequence[CellFit]], members: Sequence[Memb
         caveat = _caveats(claim, base, values, k_real)
         vacuous = (f"the fitted bound of {f.cell.cell} has eps2 = inf (its minimax fit): no xi-delta term and no lazy "
                    f"term, so it cannot speak to {claim.param}") if not np.isfinite(f.fit.eps2) else (
-            f"the fitted bound's real K* lies in the feasible 1 <= K* <= t_sum / (alpha + beta) at {sum(feasible)} of "
-            f"its {len(feasible)} values of {claim.param}: no trend to judge") if sum(feasible) < 2 else ""
+            f"the fitted bound's real K* lies in the feasible 1 <= K* <= t_sum / (alpha + beta) with eta L < 1 at "
+            f"{sum(feasible)} of its {len(feasible)} values of {claim.param}: no trend to judge") if sum(feasible) < 2 \
+            else ""
         if left_out and not vacuous:
-            caveat = "; ".join(x for x in (caveat, f"judged over the feasible values only (left out: {claim.param} = "
-                                                   f"{', '.join(left_out)})") if x)
+            caveat = "; ".join(x for x in (caveat, f"judged where 1 <= K* <= t_sum / (alpha + beta) and eta L < 1 only "
+                                                   f"(left out: {claim.param} = {', '.join(left_out)})") if x)
         assumption = {"N": "; delta assumed to fall as sqrt(N0/N) (the paper's argument; no sweep measures it)",
                       "delta": "; delta at half, once and twice its measured value (no sweep varies it)"}
         rows.append({**claim_row(
