@@ -200,8 +200,9 @@ def row(j: Judged, units: Units, p_claim: float, p_opposite: float, reach: float
     c = j.claim
     return {"statement": c.statement, "role": c.role, "claim": c.name, "source": c.source, "basis": "experiment",
             "verdict": label, "decided_by": decided, "p_claim": p_claim, "p_opposite": p_opposite,
-            "finding": (f"no change inside {_margin_text(c.quantity, j.margins)}: " if label in ("reproduced", "refuted")
-                        and j.equivalent and not (j.same and p_claim < ALPHA) else "") + finding(j),
+            "finding": (f"no change inside {_margin_text(c.quantity, j.margins)}: "
+                        if label in ("reproduced", "refuted") and j.equivalent and not (j.same and p_claim < ALPHA)
+                        else "") + finding(j),
             "effect": j.effect.mean, "effect_low": j.effect.low, "effect_high": j.effect.high,
             "units": j.trend.units, "unit": units.kind, "replication": units.replication,
             "derived_from": c.derived_from, "reading_of": c.reading_of, "page": c.page,
