@@ -64,7 +64,7 @@ def test_the_corollaries_on_the_fitted_bound_are_readings_judged_on_its_real_min
     (continuous tau) of the fitted bound, a reading under the corollary's statement; M/N and sigma2
     on a lazy cell; eta L >= 1 and a K* below one round are said."""
     from bladefl.experiments.plan.grid import expand
-    from bladefl.experiments.verdicts.bound import fitted_corollaries
+    from bladefl.experiments.verdicts.bound_corollaries import fitted_corollaries
 
     grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
             "sweeps": [{"name": "alpha", "vary": "alpha", "values": [1, 2, 5], "with": {"beta": 6}},
@@ -80,13 +80,13 @@ def test_the_corollaries_on_the_fitted_bound_are_readings_judged_on_its_real_min
     expected = on_bound(corollary("K* falls as alpha grows"), base, [1, 2], integer=False)
     assert alpha["role"] == "reading" and alpha["statement"] == "cor1-alpha" and alpha["basis"] == "bound"
     assert str([round(y, 3) for y in expected.y]) in alpha["evidence"]
-    assert "judged over the feasible values only (left out: alpha = 5" in alpha["evidence"]
+    assert "judged where 1 <= K* <= t_sum / (alpha + beta) and eta L < 1 only (left out: alpha = 5" in alpha["evidence"]
     assert all(1 <= y for y in expected.y)
     # two runs: a direction, never tallied (the bootstrap's share over 2 units takes 3 distinct values)
     assert alpha["verdict"] == ("too few runs" if expected.holds else alpha["verdict"])
     assert "3 distinct values" in alpha["decided_by"]
     eta = rows["K* rises with eta (on the fitted bound)"]
-    assert "outside Lemma 1's eta L < 1, at eta = 0.6 (eta L = 1.2)" in eta["evidence"]
+    assert "eta L < 1 only (left out: eta = 0.6)" in eta["evidence"]  # outside Lemma 1: not judged there
     assert "cell lazy" in rows["K* falls as sigma2 grows (on the fitted bound)"]["evidence"]
 
 
@@ -133,7 +133,7 @@ def test_a_fitted_bound_without_its_lazy_term_is_not_applicable_to_the_lazy_coro
     from dataclasses import replace
 
     from bladefl.experiments.plan.grid import expand
-    from bladefl.experiments.verdicts.bound import fitted_corollaries
+    from bladefl.experiments.verdicts.bound_corollaries import fitted_corollaries
     from bladefl.theory.fit import Fit
 
     grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
@@ -154,7 +154,7 @@ def test_corollary_4s_second_part_is_judged_as_mathematics_with_the_fitted_bound
     import math
 
     from bladefl.experiments.plan.grid import expand
-    from bladefl.experiments.verdicts.bound import ETA_CLAIM, eta_fitted
+    from bladefl.experiments.verdicts.bound_corollaries import ETA_CLAIM, eta_fitted
     from bladefl.experiments.verdicts.mathematics import theorem_rows
     from bladefl.theory import theorem_scans
     from bladefl.theory.bound import upper_bound
@@ -217,7 +217,7 @@ def test_a_fitted_bound_reading_with_no_feasible_k_star_is_not_applicable():
     """Where the fitted bound's real K* is below one round at all but one swept value there is no
     trend to judge: "not applicable", never a verdict read off K* = 0.8 and 0.6."""
     from bladefl.experiments.plan.grid import expand
-    from bladefl.experiments.verdicts.bound import fitted_corollaries
+    from bladefl.experiments.verdicts.bound_corollaries import fitted_corollaries
 
     grid = {"base": {"alpha": 1, "beta": 10, "N": 20, "eta": 0.01, "lazy_ratio": 0.0, "sigma2": 0.0},
             "sweeps": [{"name": "alpha", "vary": "alpha", "values": [5, 6, 8], "with": {"beta": 6}}]}

@@ -22,13 +22,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from bladefl.experiments.plan.grid import Member
-from bladefl.experiments.verdicts.bound import (
-    bound_claims,
-    closed_form_readings,
-    eta_fitted,
-    fitted_corollaries,
-    remark_rows,
-)
+from bladefl.experiments.verdicts.bound import bound_claims, closed_form_readings, remark_rows
+from bladefl.experiments.verdicts.bound_corollaries import eta_fitted, fitted_corollaries
 from bladefl.experiments.verdicts.bound_fit import BoundCell, CellFit, bound_cells_of, cell_fit
 from bladefl.experiments.verdicts.convexity import convexity_family
 from bladefl.experiments.verdicts.experiment import EXPERIMENT_VERDICTS, experiment_verdicts, per_draw
