@@ -56,11 +56,12 @@ def stop_reason(closeness: Sequence[float], asked: int, waiting: int, rule: Stop
 
 def promoted(closeness: float, others: Sequence[float], keep: int) -> bool:
     """Successive halving's rule: a screened point goes on to every row where its closeness ranks
-    within the best 1/``keep`` of the screened points so far (itself included; ties count for it)."""
+    within the best 1/``keep`` of the screened points so far (itself included; a tie ranks it below
+    the point screened before it, so two equal points do not both go on)."""
     ranked = [c for c in others if math.isfinite(c)]
     if not math.isfinite(closeness):
         return False
-    rank = 1 + sum(c < closeness for c in ranked)
+    rank = 1 + sum(c <= closeness for c in ranked)
     return rank <= math.ceil((len(ranked) + 1) / keep)
 
 
