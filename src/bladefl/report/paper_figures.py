@@ -73,8 +73,9 @@ def size_gap(comparison: pd.DataFrame | None, vary: str) -> str:
                      f"{listed(acc.paper_max_accuracy, '.1f')}% (mean gap {acc_gap:.1f} points)")
     table = str(part.table.iloc[0]) if len(part) else ""
     return (f"- **The size differs** ({table}, {param_name(vary)} = {listed(part.value, 'g')}): "
-            + "; ".join(shown) + ". The verdicts judge directions; the calibration study (docs/calibration.md) "
-            "searches the settings the paper leaves unstated for the gap.")
+            + "; ".join(shown) + ". The verdicts judge directions; how near any reading of the settings the paper "
+            f"leaves unstated comes on {table or 'this table'} is {table or 'its'}'s row of the calibration study's "
+            "per-table distances (its report's calibration page, docs/calibration.md).")
 
 
 def differs_note(verdicts: pd.DataFrame, vary: str, comparison: pd.DataFrame | None = None) -> str:
