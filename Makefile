@@ -62,7 +62,8 @@ keep: install
 rejudge: install
 	bladefl rejudge $(REF)
 
-# The report rendered from a kept bundle alone, nothing run: results/kept/<name>/report/index.html.
+# The report rendered from a kept bundle alone, nothing run: results/kept/<name>/report/index.html
+# (KEPT=/an/absolute/folder renders it there: the config's paths may then lie outside this folder).
 REF ?= reference/paper-20seeds
 KEPT = results/kept/$(notdir $(REF))
 reference-report: install
@@ -70,5 +71,6 @@ reference-report: install
 	bladefl lay-out $(REF) --results-dir $(KEPT) --data-dir $(KEPT)/data
 	snakemake $(KEPT)/report/index.html --cores $(CORES) --configfile $(REF)/config.yaml \
 	  --config results_dir=$(KEPT) data_dir=$(KEPT)/data logs_dir=$(KEPT)/logs benchmarks_dir=$(KEPT)/benchmarks \
+	  $(if $(filter /%,$(KEPT)),paths_outside_workdir=True) \
 	  --allowed-rules dump_config notebook_parameters notebook report_index calibration_index
 	@echo "the report: $(KEPT)/report/index.html"

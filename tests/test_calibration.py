@@ -406,7 +406,8 @@ def test_a_journal_that_is_missing_empty_another_studys_or_malformed_is_one_line
             assert (journal.read_bytes() if journal.exists() else None) == before  # a reader writes nothing
     empty = main(["calibration-pick", "--spec", str(spec_path), "--storage", str(storage), "--out",
                   str(tmp_path / "p.json")])
-    assert empty == 0 and json.loads((tmp_path / "p.json").read_text()).keys() == {"stated"}  # nothing scored yet
+    assert empty == 2 and "holds no trial scored on every row" in capsys.readouterr().err  # nothing scored yet
+    assert not (tmp_path / "p.json").exists()
 
 
 def test_a_picked_file_is_held_to_the_spec_before_a_rerun(tmp_path, capsys):

@@ -40,10 +40,8 @@ details summary{cursor:pointer;color:#235}.links{margin:.3em 0}"""
 # What the report reproduces, on every front page (a saved copy names its paper). Not a result: a citation.
 PAPER = ("Reproducing J. Li, Y. Shao, K. Wei, M. Ding, C. Ma, L. Shi, Z. Han and H. V. Poor, <i>Blockchain Assisted "
          "Decentralized Federated Learning (BLADE-FL): Performance Analysis and Resource Allocation</i>, IEEE "
-         "Transactions on Parallel and Distributed Systems 33(10), 2401-2415, 2022, "
-         "<a href='https://doi.org/10.1109/TPDS.2021.3138848'>doi:10.1109/TPDS.2021.3138848</a>, "
-         "<a href='https://arxiv.org/abs/2101.06905'>arXiv:2101.06905</a>; the authors' code: "
-         "<a href='https://github.com/ElvisShaoYumeng/BLADE-FL'>github.com/ElvisShaoYumeng/BLADE-FL</a>.")
+         "Transactions on Parallel and Distributed Systems 33(10), 2401-2415, 2022, doi:10.1109/TPDS.2021.3138848, "
+         "arXiv:2101.06905; the authors' code: the GitHub repository ElvisShaoYumeng/BLADE-FL.")
 PAPER_LINE = f"<p class='paper small'>{PAPER}</p>"
 
 

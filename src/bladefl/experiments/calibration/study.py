@@ -275,6 +275,9 @@ def pick(spec: StudySpec, trials: Sequence[optuna.trial.FrozenTrial]) -> dict[st
         return evaluation.closeness(k, acc, spec.k_target, spec.accuracy_target), t.number
 
     scored = [t for t in trials if search.full_values(t) is not None]
+    if not scored:
+        raise ValueError(f"the study {study_name(spec)} holds no trial scored on every row: nothing to pick "
+                         "(run `bladefl calibrate` first)")
     front = search.full_front(trials)
     ranked = sorted((t for t in front if spec.space.point(t.params).key != stated.key), key=near)
     if not ranked:  # the stated reading alone is on the front: the nearest other points
