@@ -162,7 +162,7 @@ def conclusion(found: Mapping[str, Any]) -> str:
 def _label(role: str, entry: Mapping[str, Any], differs: Mapping[str, Any]) -> str:
     name = entry.get("name") or ""
     settings = ", ".join(f"{k} {v}" for k, v in differs.items()) or "the stated settings"
-    return f"{name} ({settings})" if name and name != role else settings
+    return f"{name}: {settings}" if name and name != role else settings
 
 
 def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataFrame, rows: pd.DataFrame,
