@@ -63,7 +63,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     _log(f"{spec.dataset}: {len(spec.full.rows)} table rows ({len(spec.screen.rows)} on the screen, "
          f"{len(spec.screen.cells())} cells), {len(spec.full.draws)} draws, every feasible K; "
          f"{len(spec.space.points)} named points first, then until no trial lowers the running best by more than "
-         f"{spec.rule.tolerance:g} in {spec.rule.patience} trials or {spec.rule.max_trials} trials; worker {args.worker}")
+         f"{spec.rule.tolerance:g} in {spec.rule.patience} trials or {spec.rule.max_trials} trials; "
+         f"worker {args.worker}")
     if args.done is not None and not args.done.strip():
         raise ValueError("--done: a file path is needed (got '')")
     ran, reason = first_pass(spec, args.storage, args.trials_dir, args.worker, threads=args.threads, log=_log)
