@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
 from bladefl.cli import main
 from bladefl.experiments.runs.run_source import finished_run, group_computed, take_run, write_group_mark
 from test_engine import small_cfg, synthetic
+
+REPO = Path(__file__).resolve().parents[1]
 
 CELL = "alpha~1_beta~10_N~4_eta~0.05_lazy~0_sigma2~0_eps~inf"
 
@@ -160,3 +163,28 @@ def test_overlapping_folders_are_refused_before_anything_moves(computed, tmp_pat
     err = capsys.readouterr().err
     assert ("overlap" in err or "inside the group's folder" in err or "not in a group's folder" in err), err
     assert sorted(p.relative_to(src.parents[2]).as_posix() for p in src.parents[2].rglob("*")) == before
+
+
+def test_the_bookkeeping_is_measured_from_the_groups_mark_to_its_last_run_in_place(tmp_path):
+    """`bladefl bench --bookkeeping`'s reading: a group computed from t = 1000 to 1100 s, its runs in place
+    at 1102 and 1104 s: 4 s of bookkeeping, 0.04 of its computation; a group without a mark is not read."""
+    import os
+
+    import yaml
+
+    from bladefl.experiments.plan import workflow_config as wc
+    from bladefl.experiments.runs.bookkeeping import bookkeeping
+
+    config = {**yaml.safe_load((REPO / "config/config.yaml").read_text()),
+              **yaml.safe_load((REPO / "config/smoke.yaml").read_text())}
+    group = wc.partition_jobs(config)[0]
+    engine = config["engine"]
+    write_group_mark(tmp_path / "groups" / engine / f"{group.name}.done", 6, (1000.0, 1100.0))
+    folders = group.run_dirs(str(tmp_path / "runs" / engine))
+    for i, folder in enumerate(folders):
+        Path(folder).mkdir(parents=True)
+        (Path(folder) / "summary.json").write_text("{}")
+        os.utime(folder, (1102.0 + 2 * (i == len(folders) - 1), 1102.0 + 2 * (i == len(folders) - 1)))
+    table = bookkeeping(config, tmp_path)
+    assert table.to_dict("records") == [{"group": group.name, "runs": len(folders), "in_place": len(folders),
+                                         "computation_s": 100.0, "bookkeeping_s": 4.0, "ratio": 0.04}]
