@@ -323,6 +323,11 @@ def test_the_smoke_study_runs_through_the_workflow_with_its_page(tmp_path, data_
                                                                              "The reading"))
     second = __import__("pandas").read_csv(cal / "second_rows.csv")
     assert set(second.role) == {"stated", "best1"} and (second.draws == 2).all()
+    # the second pass takes the search's runs (their folders made empty by Snakemake first), never trains again
+    picked = json.loads((cal / "picked.json").read_text())
+    taken = sorted((cal / "rerun/stated").rglob("summary.json"))
+    assert taken and all(p.read_bytes() == (cal / "trials" / picked["stated"]["key"] / p.relative_to(
+        cal / "rerun/stated")).read_bytes() for p in taken)
     engine = load_config(cal / "calibrated-mnist.yaml")  # the calibrated reading runs as an engine
     assert engine.dataset == "mnist"
     page = (work / "results/calibration-smoke/report/mnist/07_calibration.html").read_text()
@@ -516,3 +521,23 @@ def test_the_calibration_index_prints_an_outcomes_text_as_text(tmp_path):
                  str(tmp_path / "index.html")]) == 0
     page = (tmp_path / "index.html").read_text()
     assert "<script>alert" not in page and "<img src=x" not in page and "&lt;script&gt;" in page
+
+
+def test_roles_the_front_leaves_empty_go_to_the_nearest_other_points_scored_on_every_row(tmp_path):
+    """A front of one point (it dominates every other) fills best1; best2 is the nearest of the other
+    points scored on every row, not the stated reading run a second time."""
+    import dataclasses
+
+    spec_path, storage = _forged_journal(tmp_path, [
+        {"params": {}, "values": [1.0, 1.0], "attrs": {"full_values": [3.0, 9.0]}},  # the stated reading
+        {"params": {"partition": "iid"}, "values": [1.0, 1.0], "attrs": {"full_values": [1.0, 2.0]}},  # the front
+        {"params": {"width": 16}, "values": [1.0, 1.0], "attrs": {"full_values": [2.0, 8.0]}},
+        {"params": {"batch_size": 16}, "values": [1.0, 1.0], "attrs": {"full_values": [1.5, 4.0]}},
+        {"params": {"width": 16, "batch_size": 16}, "values": [1.0, 1.0]},  # screened only: never picked
+    ])
+    spec = dataclasses.replace(study.load_spec(spec_path.read_text()), rerun_points=3)
+    picked = study.pick(spec, search.read_study(storage, study.study_name(spec)))
+    assert list(picked) == ["stated", "best1", "best2", "best3"]
+    assert picked["best1"]["values"]["partition"] == "iid"
+    assert picked["best2"]["values"]["batch_size"] == 16 and picked["best2"]["values"]["width"] == 256
+    assert picked["best3"]["values"]["width"] == 16 and picked["best3"]["values"]["batch_size"] == 64

@@ -264,7 +264,8 @@ def first_pass(spec: StudySpec, storage: str | Path, trials_root: str | Path, wo
 def pick(spec: StudySpec, trials: Sequence[optuna.trial.FrozenTrial]) -> dict[str, dict[str, Any]]:
     """The points run again, by role: the stated reading, then the points of the front over every row
     nearest the targets (:func:`bladefl.experiments.calibration.evaluation.closeness`), the stated
-    reading left out; ``trials`` checked against the spec first (:func:`bladefl.experiments.calibration.checks.
+    reading left out, then (where the front holds fewer points than roles) the other points scored on
+    every row, nearest first; ``trials`` checked against the spec first (:func:`bladefl.experiments.calibration.checks.
     checked_trials`)."""
     from bladefl.experiments.calibration import search
 
@@ -280,8 +281,10 @@ def pick(spec: StudySpec, trials: Sequence[optuna.trial.FrozenTrial]) -> dict[st
                          "(run `bladefl calibrate` first)")
     front = search.full_front(trials)
     ranked = sorted((t for t in front if spec.space.point(t.params).key != stated.key), key=near)
-    if not ranked:  # the stated reading alone is on the front: the nearest other points
-        ranked = sorted((t for t in scored if spec.space.point(t.params).key != stated.key), key=near)
+    on_front = {t.number for t in ranked}
+    # fewer front points than roles: the nearest other points scored on every row fill the rest
+    ranked += sorted((t for t in scored if spec.space.point(t.params).key != stated.key
+                      and t.number not in on_front), key=near)
     picked: dict[str, dict[str, Any]] = {"stated": {"values": dict(stated.values), "trial": None, "name": "stated",
                                                     "key": stated.key}}
     for role, t in zip(spec.roles[1:], ranked, strict=False):
@@ -293,7 +296,7 @@ def pick(spec: StudySpec, trials: Sequence[optuna.trial.FrozenTrial]) -> dict[st
 def second_pass(spec: StudySpec, picked: Mapping[str, Mapping[str, Any]], role: str, root: str | Path, *,
                 threads: int = 0, trials_root: str | Path | None = None) -> float:
     """Run one picked point (``role``) on the second pass's draws over every feasible K, under ``root``
-    (a role the search left empty, with fewer front points than roles, runs the stated reading). The
+    (a role the search left empty, with fewer points scored on every row than roles, runs the stated reading). The
     runs the search already made of that point (under ``trials_root``) are taken, not trained again."""
     entry = picked.get(role, picked["stated"])
     point = spec.space.point(entry["values"], entry.get("name") or role)
@@ -302,8 +305,9 @@ def second_pass(spec: StudySpec, picked: Mapping[str, Mapping[str, Any]], role: 
         for summary in evaluation.summaries(made, spec.second):
             run = Path(summary).parent
             target = Path(root) / run.relative_to(made)
-            if Path(summary).is_file() and not target.exists():
-                shutil.copytree(run, target, symlinks=False)
+            # the run's folder may already be there, empty (Snakemake makes its outputs' folders first)
+            if Path(summary).is_file() and not (target / "summary.json").exists():
+                shutil.copytree(run, target, symlinks=False, dirs_exist_ok=True)
     return evaluation.run(spec.second, point, root, threads=threads)
 
 
