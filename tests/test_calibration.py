@@ -319,6 +319,7 @@ def test_the_smoke_study_runs_through_the_workflow_with_its_page(tmp_path, data_
     assert done.running_best.is_monotonic_decreasing and done.promoted.iloc[0]  # the stated reading on every row
     outcome = json.loads((cal / "outcome.json").read_text())
     assert outcome["second_pass"]["draws"] == 2 and outcome["calibrated"]["role"] == "best1"
+    assert sum(outcome["search"]["origins"].values()) == outcome["search"]["evaluated"]  # named, coverage, searched
     assert outcome["search"]["stopped"] and outcome["conclusion"].startswith(("None of the 3", "None of the 4",
                                                                              "The reading"))
     second = __import__("pandas").read_csv(cal / "second_rows.csv")
@@ -541,3 +542,18 @@ def test_roles_the_front_leaves_empty_go_to_the_nearest_other_points_scored_on_e
     assert picked["best1"]["values"]["partition"] == "iid"
     assert picked["best2"]["values"]["batch_size"] == 16 and picked["best2"]["values"]["width"] == 256
     assert picked["best3"]["values"]["width"] == 16 and picked["best3"]["values"]["batch_size"] == 64
+
+
+def test_the_conclusion_says_where_the_points_came_from_and_how_many_tables_each_reaches():
+    from bladefl.experiments.calibration import tables
+
+    found = _outcome()
+    found["search"]["origins"] = {"named": 2, "coverage": 2, "searched": 1}
+    found["per_table"] = [{"table": "Table II", "rows": 3, "K_star": 0.5, "accuracy": 2.0},
+                          {"table": "Table III", "rows": 3, "K_star": 2.5, "accuracy": 6.0}]
+    said = tables.conclusion(found)
+    assert said.startswith("None of the 5 points evaluated on the screen (2 named, 2 visiting the values of "
+                           "partition, 1 proposed by the sampler), 2 of them on every row")
+    assert said.endswith("; per table it is within both targets on Table II. The search stopped because the cap.")
+    found["reached"] = True
+    assert tables.conclusion(found).startswith("The reading width 32 reaches Table II within 1 round")

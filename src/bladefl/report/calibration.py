@@ -43,7 +43,11 @@ OUTCOME_SCHEMA = {
                                   "rule": {"type": "object", "required": ["patience", "tolerance", "max_trials"],
                                            "properties": {"patience": _NUMBER, "tolerance": _NUMBER,
                                                           "max_trials": _NUMBER}},
-                                  "coverage": {"type": "object", "additionalProperties": _VALUES}}},
+                                  "coverage": {"type": "object", "additionalProperties": _VALUES},
+                                  "origins": {"type": "object", "additionalProperties": False,
+                                              "required": ["named", "coverage", "searched"],
+                                              "properties": {k: {"type": "integer", "minimum": 0, "maximum": 10000}
+                                                             for k in ("named", "coverage", "searched")}}}},
         "screen": {"type": "object", "properties": {"rows": _NUMBER, "cells": _NUMBER, "draws": _NUMBER,
                                                      "tables": {"type": "array", "items": _TEXT, "maxItems": 20}}},
         "second_pass": {"type": "object", "required": ["draws", "stated", "calibrated"],

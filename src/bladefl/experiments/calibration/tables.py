@@ -145,8 +145,11 @@ def conclusion(found: Mapping[str, Any]) -> str:
     second = found["second_pass"]["calibrated"]
     tables = ", ".join(found["tables"])
     within = [r["table"] for r in found["per_table"] if r["K_star"] <= t["K_star"] and r["accuracy"] <= t["accuracy"]]
-    scope = (f"{s['evaluated']} points evaluated on the screen, {s['promoted']} of them on every row of {tables} "
-             f"with {found['second_pass']['draws']} draws and every feasible K")
+    o = s.get("origins") or {}
+    origins = (f" ({o['named']} named, {o['coverage']} visiting the values of {', '.join(s['coverage']) or 'no axis'}, "
+               f"{o['searched']} proposed by the sampler)" if o else "")
+    scope = (f"{s['evaluated']} points evaluated on the screen{origins}, {s['promoted']} of them on every row of "
+             f"{tables} with {found['second_pass']['draws']} draws and every feasible K")
     if found["reached"]:
         return (f"The reading {found['calibrated']['label']} reaches {tables} within {t['K_star']:g} round and "
                 f"{t['accuracy']:g} points per row on average ({second['K_star']:.2f} rounds, {second['accuracy']:.1f} "
@@ -190,6 +193,8 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataF
     calibrated = by_role.loc[role]
     reached = bool(calibrated.K_star_distance <= spec.k_target and calibrated.accuracy_distance <= spec.accuracy_target)
     promoted = done[done.promoted] if "promoted" in done else done.iloc[0:0]
+    named = done.point.fillna("").astype(str) != ""
+    covering = ~named & (done.coverage.fillna("").astype(str) != "")
     found = {
         "dataset": spec.dataset, "targets": {"K_star": spec.k_target, "accuracy": spec.accuracy_target},
         "tables": sorted({r.table for r in spec.full.rows}), "rows": len(spec.full.rows),
@@ -202,6 +207,8 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataF
                             "max_trials": spec.rule.max_trials},
                    "coverage": {a: sorted({str(v) for v in done[a]}) if a in done else [] for a in spec.coverage},
                    "points": [p.name for p in spec.space.points],
+                   "origins": {"named": int(named.sum()), "coverage": int(covering.sum()),
+                               "searched": int((~named & ~covering).sum())},
                    "seconds_per_screen": float(done.run_seconds[~done.promoted].mean())
                    if len(done) and (~done.promoted).any() else math.nan,
                    "seconds_per_full": float(promoted.run_seconds.mean()) if len(promoted) else math.nan},
