@@ -554,6 +554,26 @@ def test_the_conclusion_says_where_the_points_came_from_and_how_many_tables_each
     said = tables.conclusion(found)
     assert said.startswith("None of the 5 points evaluated on the screen (2 named, 2 visiting the values of "
                            "partition, 1 proposed by the sampler), 2 of them on every row")
-    assert said.endswith("; per table it is within both targets on Table II. The search stopped because the cap.")
+    assert said.endswith("; per table it is within both targets on Table II. The search stopped: the cap.")
     found["reached"] = True
     assert tables.conclusion(found).startswith("The reading width 32 reaches Table II within 1 round")
+
+
+def test_a_study_whose_worker_stopped_mid_trial_says_it_was_cut_short(tmp_path):
+    """Tables made while a trial is still running (its worker stopped before the rule did) do not claim
+    the rule stopped the search, nor the cap, which the running trial would otherwise fill."""
+    from bladefl.experiments.calibration import tables
+
+    spec_path, storage = _forged_journal(tmp_path, [{"attrs": {"screen_closeness": 1.0}},
+                                                    {"params": {"width": 16}, "attrs": {"screen_closeness": 2.0}}])
+    spec = study.load_spec(spec_path.read_text())
+    trials = search.read_study(storage, study.study_name(spec))
+    running = optuna.trial.create_trial(state=optuna.trial.TrialState.RUNNING, params={"partition": "iid"},
+                                        distributions={"partition": optuna.distributions.CategoricalDistribution(
+                                            ["shards2", "iid"])})
+    running.number = 2
+    table, _, reason = tables.trials_table(spec, [*trials, running])
+    assert reason == "cut short, trial 2 left running by a worker that stopped before the rule did"
+    assert list(table.state) == ["complete", "complete", "running"]
+    _, _, finished = tables.trials_table(spec, trials)
+    assert finished == "no trial lowered the running best by more than 0 in the last 1 evaluated trials"

@@ -71,8 +71,11 @@ def trials_table(spec: StudySpec, trials: Sequence[Any], trials_root: str | Path
         for stage in ("screen", "full"):
             per_row += [{"trial": t.number, "stage": stage, **r} for r in t.user_attrs.get(f"{stage}_rows") or []
                         if isinstance(r, Mapping)]
-    counted = len(search.counted(trials))
-    reason = stopping.stop_reason(closeness, counted, 0, spec.rule) or "not stopped by its rule (cut short)"
+    running = [t.number for t in trials if t.state == TrialState.RUNNING]
+    reason = (f"cut short, trial{'s' if len(running) > 1 else ''} {', '.join(map(str, running))} left running by a "
+              "worker that stopped before the rule did" if running else
+              stopping.stop_reason(closeness, len(search.counted(trials)), 0, spec.rule)
+              or "cut short before the rule stopped it")
     return pd.DataFrame(rows), pd.DataFrame(per_row), reason
 
 
@@ -158,7 +161,7 @@ def conclusion(found: Mapping[str, Any]) -> str:
             "; it is within both targets on no table")
     return (f"None of the {scope} comes within {t['K_star']:g} round and {t['accuracy']:g} points per row on both "
             f"distances; the nearest, {found['calibrated']['label']}, is {second['K_star']:.2f} rounds and "
-            f"{second['accuracy']:.1f} points from the paper per row{part}. The search stopped because "
+            f"{second['accuracy']:.1f} points from the paper per row{part}. The search stopped: "
             f"{found['search']['stopped']}.")
 
 
