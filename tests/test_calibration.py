@@ -577,3 +577,15 @@ def test_a_study_whose_worker_stopped_mid_trial_says_it_was_cut_short(tmp_path):
     assert list(table.state) == ["complete", "complete", "running"]
     _, _, finished = tables.trials_table(spec, trials)
     assert finished == "no trial lowered the running best by more than 0 in the last 1 evaluated trials"
+
+
+def test_the_floor_sentence_counts_the_settings_the_paper_gives_twice():
+    from bladefl.report.calibration import outcome_sentence
+
+    found = _outcome()
+    found["floor"] = {"K_star": 0.3, "accuracy": 0.5, "cells": 2}
+    assert "the paper gives 2 settings different values in different tables" in outcome_sentence(found, "MNIST")
+    found["floor"]["cells"] = 1
+    assert "the paper gives 1 setting different values" in outcome_sentence(found, "MNIST")
+    del found["floor"]["cells"]  # an outcome written before the count: no number made up
+    assert "the paper gives a setting different values" in outcome_sentence(found, "MNIST")

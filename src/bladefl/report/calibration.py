@@ -32,7 +32,11 @@ OUTCOME_SCHEMA = {
                  "reached", "conclusion"],
     "properties": {
         "dataset": {"type": "string", "enum": ["mnist", "fashion_mnist"]},
-        "targets": _PAIR, "floor": _PAIR, "reached": {"type": "boolean"}, "conclusion": _TEXT,
+        "targets": _PAIR,
+        "floor": {"type": "object", "required": ["K_star", "accuracy"],
+                  "properties": {"K_star": _NUMBER, "accuracy": _NUMBER,
+                                 "cells": {"type": "integer", "minimum": 0, "maximum": 1000}}},
+        "reached": {"type": "boolean"}, "conclusion": _TEXT,
         "tables": {"type": "array", "maxItems": 20, "items": {"type": "string", "pattern": "^Table [IVX]+$"}},
         "rows": {"type": "integer", "minimum": 1, "maximum": 1000},
         "search": {"type": "object", "required": ["evaluated", "promoted", "stopped", "rule", "duplicates", "coverage"],
@@ -103,8 +107,11 @@ def outcome_sentence(outcome: Mapping[str, Any], dataset_title: str) -> str:
              f"reading ({outcome['calibrated']['label']}) gets to {second['calibrated']['K_star']:.2f} rounds and "
              f"{second['calibrated']['accuracy']:.1f} points (second pass: {second['draws']} draws, every feasible K)."]
     if floor and (floor.get("K_star", 0) > 0 or floor.get("accuracy", 0) > 0):
+        cells = floor.get("cells")
+        which = (f"{cells} setting{'s' if cells != 1 else ''}" if isinstance(cells, int) and cells > 0
+                 else "a setting")
         parts.append(f"No reading can come nearer than {floor['K_star']:.2f} rounds and {floor['accuracy']:.2f} "
-                     "points per row: the paper gives one setting different values in different tables (below).")
+                     f"points per row: the paper gives {which} different values in different tables (below).")
     moved = _moved(outcome)
     parts.append("What moves it beyond noise (fANOVA over the screen's trials, beside the share shuffled distances "
                  "get): " + "; ".join(moved) + "." if moved else
