@@ -589,3 +589,14 @@ def test_the_floor_sentence_counts_the_settings_the_paper_gives_twice():
     assert "the paper gives 1 setting different values" in outcome_sentence(found, "MNIST")
     del found["floor"]["cells"]  # an outcome written before the count: no number made up
     assert "the paper gives a setting different values" in outcome_sentence(found, "MNIST")
+
+
+def test_the_front_line_names_a_run_of_tables_as_a_range():
+    from bladefl.report.calibration import front_line, table_span
+
+    assert table_span(["Table II", "Table III", "Table IV", "Table V", "Table VI", "Table VII"]) == "Tables II-VII"
+    assert table_span(["Table II", "Table III"]) == "Table II, Table III"
+    assert table_span(["Table II", "Table IV", "Table V"]) == "Table II, Table IV, Table V"  # a gap: listed
+    found = _outcome()
+    found["tables"] = ["Table II", "Table III", "Table IV"]
+    assert front_line(found, "MNIST").startswith("MNIST (Tables II-IV, 3 rows; 5 points evaluated")

@@ -70,3 +70,19 @@ def test_each_run_records_its_device_and_the_front_page_names_hosts_and_devices(
     line = pages.provenance_line({"mnist": table}, [], [0, 1])
     assert "2 runs on gpu1 (NVIDIA H100 80GB HBM3), 4 s of run time" in line
     assert "(" not in pages.provenance_line({"mnist": table.drop(columns="device")}, [], [0, 1]).split("runs on")[1]
+
+
+def test_the_provenance_line_writes_consecutive_seeds_as_a_range():
+    from bladefl.report.pages import seed_span
+
+    assert seed_span(range(20)) == "0-19" and seed_span([5, 6, 7]) == "5-7"
+    assert seed_span([0]) == "[0]" and seed_span([0, 1]) == "[0, 1]" and seed_span([0, 2, 3]) == "[0, 2, 3]"
+
+
+def test_the_pages_style_is_plain_text_and_folds_each_statements_evidence_onto_its_line():
+    """A CSS escape written into a Python string once became a control character on the page (an octal
+    escape): the style holds printable characters only, and a folded evidence stays on its line."""
+    from bladefl.report.front_page import STYLE
+
+    assert all(c.isprintable() or c == "\n" for c in STYLE)
+    assert ".statements details:not([open]){display:inline" in STYLE and 'content:"\u25b8 "' in STYLE

@@ -12,7 +12,7 @@ row: the promoted points; the second pass: the picked points on its draws)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -101,7 +101,7 @@ def outcome_sentence(outcome: Mapping[str, Any], dataset_title: str) -> str:
     distances per row, the paper's own floor, what moves each distance beyond its control."""
     second = outcome["second_pass"]
     floor = outcome.get("floor") or {}
-    parts = [f"{dataset_title}, {', '.join(outcome['tables'])} ({outcome['rows']} rows). {outcome['conclusion']}",
+    parts = [f"{dataset_title}, {table_span(outcome['tables'])} ({outcome['rows']} rows). {outcome['conclusion']}",
              f"Under the stated reading our K* is {second['stated']['K_star']:.2f} rounds and our best accuracy "
              f"{second['stated']['accuracy']:.1f} points from the paper's per row on average; the calibrated "
              f"reading ({outcome['calibrated']['label']}) gets to {second['calibrated']['K_star']:.2f} rounds and "
@@ -129,12 +129,23 @@ def front_line(outcome: Mapping[str, Any], dataset_title: str) -> str:
     if moved:
         most = "; beyond noise, " + ", ".join(f"{LABELS.get(o, o)} moved most by {v}" for o, v in moved.items())
     reached = "within" if outcome["reached"] else "not within"
-    return (f"{dataset_title} ({', '.join(outcome['tables'])}, {outcome['rows']} rows; {s['evaluated']} points "
+    return (f"{dataset_title} ({table_span(outcome['tables'])}, {outcome['rows']} rows; {s['evaluated']} points "
             f"evaluated, {s['promoted']} on every row, {second['draws']} draws): stated reading "
             f"{second['stated']['K_star']:.2f} rounds and {second['stated']['accuracy']:.1f} points per row; nearest "
             f"({outcome['calibrated']['label']}) {second['calibrated']['K_star']:.2f} rounds and "
             f"{second['calibrated']['accuracy']:.1f} points, {reached} the targets ({t['K_star']:g} round, "
             f"{t['accuracy']:g} points){most}.")
+
+
+_ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII")
+
+
+def table_span(tables: Sequence[str]) -> str:
+    """``Tables II-VII`` for a run of consecutive tables, else the tables listed."""
+    numbers = [_ROMAN.index(t.split()[-1]) if t.split()[-1] in _ROMAN else -1 for t in tables]
+    if len(numbers) > 2 and -1 not in numbers and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+        return f"Tables {tables[0].split()[-1]}-{tables[-1].split()[-1]}"
+    return ", ".join(tables)
 
 
 def rows_view(second_rows: pd.DataFrame, calibrated: str) -> pd.DataFrame:
@@ -255,7 +266,7 @@ def running_best_figure(trials: pd.DataFrame, outcome: Mapping[str, Any], title:
     import matplotlib.pyplot as plt
 
     done = trials[trials.state == "complete"].sort_values("trial")
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    fig, ax = plt.subplots(figsize=(9, 3.8))
     order = range(1, len(done) + 1)
     ax.scatter(order, done.closeness, s=26, color=PALETTE[7], label="a trial (screen)", zorder=2)
     up = [i for i, p in zip(order, done.promoted, strict=True) if p]
@@ -266,11 +277,14 @@ def running_best_figure(trials: pd.DataFrame, outcome: Mapping[str, Any], title:
     ax.set_xlabel("evaluated trial, in the order it ran")
     ax.set_ylabel("closeness to the targets\n(larger distance / its target)")
     ax.set_yscale("log")
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, ScalarFormatter
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if round(v, 6) in (0.5, 2, 3, 5, 20, 30, 50)
+                                               else ""))
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)  # beside: no trial hidden
     fig.text(0.01, 0.01, f"stopped: {outcome['search']['stopped']}", fontsize=7.5)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig

@@ -34,7 +34,10 @@ td,th{border:1px solid #ccc;padding:.25em .4em;vertical-align:top}table{border-c
 .findings p{margin:.25em 0}.v{font-weight:bold;padding:0 .3em;border-radius:3px;white-space:nowrap}
 .statements td{font-size:86%;text-align:left}.statements th{background:#f0f0f0;text-align:left}
 .paper{color:#333;margin:.1em 0 .3em}.section td{background:#f6f6f6;font-weight:bold}
-details summary{cursor:pointer;color:#235}.links{margin:.3em 0}"""
+details summary{cursor:pointer;color:#235}.links{margin:.3em 0}
+.statements details:not([open]){display:inline;margin-left:.4em;font-size:92%}
+.statements details:not([open])>summary{display:inline}
+.statements details:not([open])>summary::before{content:"\u25b8 "}"""
 
 
 # What the report reproduces, on every front page (a saved copy names its paper). Not a result: a citation.

@@ -97,10 +97,18 @@ def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequen
     seconds = float(pd.to_numeric(frame.seconds, errors="coerce").sum())
     run_time = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
     configs = ", ".join(_relative(c) for c in config_files) or "default"
-    return (f"code {versions} · config {configs} · seeds {list(seeds)}{_units(frame, seeds)} · "
+    return (f"code {versions} · config {configs} · seeds {seed_span(seeds)}{_units(frame, seeds)} · "
             f"data SHA-256 {checksums} · "
             f"built {when:%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} CPUs) · "
             f"{len(frame)} runs on {hosts}, {run_time} of run time in all")
+
+
+def seed_span(seeds: Sequence[int]) -> str:
+    """The run seeds as a user would write them: ``0-19`` for a run of consecutive seeds, else the list."""
+    values = [int(s) for s in seeds]
+    if len(values) > 2 and values == list(range(values[0], values[0] + len(values))):
+        return f"{values[0]}-{values[-1]}"
+    return str(values)
 
 
 def _units(frame: pd.DataFrame, seeds: Sequence[int]) -> str:
