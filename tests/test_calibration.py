@@ -592,7 +592,8 @@ def test_the_floor_sentence_counts_the_settings_the_paper_gives_twice():
 
 
 def test_the_front_line_names_a_run_of_tables_as_a_range():
-    from bladefl.report.calibration import front_line, table_span
+    from bladefl.report.calibration import front_line
+    from bladefl.report.paper import table_span
 
     assert table_span(["Table II", "Table III", "Table IV", "Table V", "Table VI", "Table VII"]) == "Tables II-VII"
     assert table_span(["Table II", "Table III"]) == "Table II, Table III"

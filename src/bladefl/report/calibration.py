@@ -12,11 +12,12 @@ row: the promoted points; the second pass: the picked points on its draws)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
+from bladefl.report.paper import table_span
 from bladefl.report.plots import PALETTE
 from bladefl.report.tables import plus_minus
 
@@ -135,17 +136,6 @@ def front_line(outcome: Mapping[str, Any], dataset_title: str) -> str:
             f"({outcome['calibrated']['label']}) {second['calibrated']['K_star']:.2f} rounds and "
             f"{second['calibrated']['accuracy']:.1f} points, {reached} the targets ({t['K_star']:g} round, "
             f"{t['accuracy']:g} points){most}.")
-
-
-_ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII")
-
-
-def table_span(tables: Sequence[str]) -> str:
-    """``Tables II-VII`` for a run of consecutive tables, else the tables listed."""
-    numbers = [_ROMAN.index(t.split()[-1]) if t.split()[-1] in _ROMAN else -1 for t in tables]
-    if len(numbers) > 2 and -1 not in numbers and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
-        return f"Tables {tables[0].split()[-1]}-{tables[-1].split()[-1]}"
-    return ", ".join(tables)
 
 
 def rows_view(second_rows: pd.DataFrame, calibrated: str) -> pd.DataFrame:

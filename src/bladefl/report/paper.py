@@ -154,5 +154,17 @@ def paper_beside(claim: str, comparison: pd.DataFrame | None) -> str:
             f"({str(part.table.iloc[0])}; ? = not in the paper or no integer K*)")
 
 
+_ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII")
+
+
+def table_span(tables: Sequence[str]) -> str:
+    """``Tables II-VII`` for a run of consecutive tables, else the tables listed."""
+    numbers = [_ROMAN.index(t.split()[-1]) if t.split()[-1] in _ROMAN else -1 for t in tables]
+    if len(numbers) > 2 and -1 not in numbers and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+        return f"Tables {tables[0].split()[-1]}-{tables[-1].split()[-1]}"
+    return ", ".join(tables)
+
+
 __all__ = ["accuracy_gap", "paper_beside", "paper_tables", "QUANTITY_LABELS", "table_k", "paper_k_star",
-           "paper_quantity", "sweep_betas", "paper_comparison", "compare_with_paper", "COMPARISON_COLUMNS"]
+           "paper_quantity", "sweep_betas", "paper_comparison", "compare_with_paper", "COMPARISON_COLUMNS",
+           "table_span"]
