@@ -601,3 +601,15 @@ def test_the_front_line_names_a_run_of_tables_as_a_range():
     found = _outcome()
     found["tables"] = ["Table II", "Table III", "Table IV"]
     assert front_line(found, "MNIST").startswith("MNIST (Tables II-IV, 3 rows; 5 points evaluated")
+
+
+def test_calibration_pick_says_each_role_in_settings_that_differ_from_the_stated(tmp_path, capsys):
+    spec_path, storage = _forged_journal(tmp_path, [
+        {"params": {}, "attrs": {"full_values": [3.0, 9.0], "point": "stated"}},
+        {"params": {"partition": "iid"}, "attrs": {"full_values": [1.0, 2.0], "point": "partition-iid"}},
+    ])
+    assert main(["calibration-pick", "--spec", str(spec_path), "--storage", str(storage), "--out",
+                 str(tmp_path / "picked.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "stated: the stated settings"
+    assert out[1] == "best1: trial 1, partition-iid: partition iid" and out[-1] == f"-> {tmp_path / 'picked.json'}"

@@ -96,7 +96,12 @@ def _cmd_pick(args: argparse.Namespace) -> int:
     picked = pick(spec, _trials(spec, args.storage))
     write_picked(args.out, picked)
     for role, entry in picked.items():
-        print(f"{role}: trial {entry['trial']} {entry['name'] or ''} {entry['values']}")
+        differs = spec.space.point(entry["values"]).differs(spec.space.stated)
+        settings = ", ".join(f"{k} {v}" for k, v in differs.items()) or "the stated settings"
+        name = f", {entry['name']}" if entry["name"] else ""
+        source = "" if entry["trial"] is None else f"trial {entry['trial']}{name}: "
+        print(f"{role}: {source}{settings}")
+    print(f"-> {args.out}")
     return 0
 
 
