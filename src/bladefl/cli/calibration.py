@@ -90,14 +90,14 @@ def _trials(spec, storage: str) -> list:  # noqa: ANN001 - StudySpec
 
 
 def _cmd_pick(args: argparse.Namespace) -> int:
+    from bladefl.experiments.calibration.space import settings_words
     from bladefl.experiments.calibration.study import pick, write_picked
 
     spec = _spec(args.spec)
     picked = pick(spec, _trials(spec, args.storage))
     write_picked(args.out, picked)
     for role, entry in picked.items():
-        differs = spec.space.point(entry["values"]).differs(spec.space.stated)
-        settings = ", ".join(f"{k} {v}" for k, v in differs.items()) or "the stated settings"
+        settings = settings_words(spec.space.point(entry["values"]).differs(spec.space.stated))
         name = f", {entry['name']}" if entry["name"] else ""
         source = "" if entry["trial"] is None else f"trial {entry['trial']}{name}: "
         print(f"{role}: {source}{settings}")

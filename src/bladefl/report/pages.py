@@ -19,6 +19,7 @@ from bladefl.report.distance import distance_section
 from bladefl.report.findings import findings
 from bladefl.report.inputs import read_csv, read_json
 from bladefl.report.paper_figures import inventory
+from bladefl.report.tables import run_span
 from bladefl.report.verdict_rows import role
 
 NOTEBOOK_TITLES = {
@@ -106,9 +107,8 @@ def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequen
 def seed_span(seeds: Sequence[int]) -> str:
     """The run seeds as a user would write them: ``0-19`` for a run of consecutive seeds, else the list."""
     values = [int(s) for s in seeds]
-    if len(values) > 2 and values == list(range(values[0], values[0] + len(values))):
-        return f"{values[0]}-{values[-1]}"
-    return str(values)
+    span = run_span(values)
+    return f"{span[0]}-{span[1]}" if span else str(values)
 
 
 def _units(frame: pd.DataFrame, seeds: Sequence[int]) -> str:

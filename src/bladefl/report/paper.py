@@ -19,6 +19,7 @@ from bladefl.experiments.tables.paper_tables import (  # noqa: F401 - re-exporte
     table_row_k_star,
 )
 from bladefl.report.inputs import ReportInputError
+from bladefl.report.tables import run_span
 
 
 def paper_tables(path: str | Path) -> list[dict]:
@@ -159,10 +160,9 @@ _ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XI
 
 def table_span(tables: Sequence[str]) -> str:
     """``Tables II-VII`` for a run of consecutive tables, else the tables listed."""
-    numbers = [_ROMAN.index(t.split()[-1]) if t.split()[-1] in _ROMAN else -1 for t in tables]
-    if len(numbers) > 2 and -1 not in numbers and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
-        return f"Tables {tables[0].split()[-1]}-{tables[-1].split()[-1]}"
-    return ", ".join(tables)
+    numerals = [t.split()[-1] for t in tables]
+    span = run_span([_ROMAN.index(n) for n in numerals]) if all(n in _ROMAN for n in numerals) else None
+    return f"Tables {_ROMAN[span[0]]}-{_ROMAN[span[1]]}" if span else ", ".join(tables)
 
 
 __all__ = ["accuracy_gap", "paper_beside", "paper_tables", "QUANTITY_LABELS", "table_k", "paper_k_star",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -45,6 +46,15 @@ def plus_minus(means: pd.Series, sds: pd.Series, fmt: str, sd_fmt: str | None = 
     return [missing if m != m else f"{m:{fmt}} +- {s:{sd_fmt}}" for m, s in zip(means, sds, strict=True)]
 
 
+def run_span(numbers: Sequence[int]) -> tuple[int, int] | None:
+    """The first and last of more than two consecutive integers in order (None otherwise): what a page
+    writes as a range (seeds 0-19, Tables II-VII)."""
+    values = list(numbers)
+    if len(values) > 2 and values == list(range(values[0], values[0] + len(values))):
+        return values[0], values[-1]
+    return None
+
+
 def write_table(frame: pd.DataFrame, name: str, folder: str | Path) -> list[Path]:
     """``<folder>/<name>.csv`` and ``.md`` (the folder re-checked for links at each write)."""
     folder = Path(folder)
@@ -53,4 +63,4 @@ def write_table(frame: pd.DataFrame, name: str, folder: str | Path) -> list[Path
     return [folder / f"{name}.csv", folder / f"{name}.md"]
 
 
-__all__ = ["markdown", "write_table"]
+__all__ = ["markdown", "run_span", "write_table"]

@@ -138,6 +138,11 @@ class Point:
         return {k: v for k, v in self.values.items() if stated.values.get(k) != v}
 
 
+def settings_words(differs: Mapping[str, Any]) -> str:
+    """What a reading changes, in words (``partition classes4, width 32``; none: the stated settings)."""
+    return ", ".join(f"{k} {v}" for k, v in differs.items()) or "the stated settings"
+
+
 def _yaml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

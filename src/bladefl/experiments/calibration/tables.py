@@ -18,6 +18,7 @@ import yaml
 
 from bladefl.core import atomic
 from bladefl.experiments.calibration import evaluation, importance, stopping
+from bladefl.experiments.calibration.space import settings_words
 from bladefl.experiments.calibration.study import StudySpec
 
 ENGINE_SECTIONS = ("dataset", "partition", "model", "train", "time", "lazy", "privacy", "chain", "normalize", "seed")
@@ -167,7 +168,7 @@ def conclusion(found: Mapping[str, Any]) -> str:
 
 def _label(role: str, entry: Mapping[str, Any], differs: Mapping[str, Any]) -> str:
     name = entry.get("name") or ""
-    settings = ", ".join(f"{k} {v}" for k, v in differs.items()) or "the stated settings"
+    settings = settings_words(differs)
     return f"{name}: {settings}" if name and name != role else settings
 
 
