@@ -117,7 +117,7 @@ TABLE: dict[str, dict] = {
                        "--quick": FLAG, "--device": NAME, "--seeds": NUM, "--grid": IN, "--grid-seeds": TEXT,
                        "--grid-only": FLAG, "--out": "skip: with --grid only (minutes)", "--host-copy-compare": FLAG,
                        "--bookkeeping": "skip: runs Snakemake (minutes); bladefl.experiments.runs.bookkeeping",
-                       "--cores": NUM, "--chain-drag": FLAG}},
+                       "--cores": NUM, "--chain-drag": FLAG, "--draws": IN}},
     "resources": {"base": ["--benchmarks", "{w}/benchmarks", "--out", "{w}/profile"],
                   "args": {"--benchmarks": DIR, "--out": OUT, "--margin": NUM, "--measured": IN, "--for": IN}},
     "calibrate": {"base": ["--spec", "{w}/nospec.json", "--storage", "{w}/study.journal", "--trials-dir",

@@ -66,6 +66,10 @@ def add_bench(p: argparse.ArgumentParser) -> None:
                         "machine (e.g. config/bench_bookkeeping.yaml) and print, per group, the seconds its runs take "
                         "to be in place after its computation over that computation (target <= 0.05)")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="--bookkeeping: Snakemake's cores")
+    p.add_argument("--draws", metavar="CONFIG",
+                   help="only time the random draws (epoch orders, round-end noise) of this workflow config's largest "
+                        "group (e.g. config/paper.yaml) by a GPU's draw threads on this machine's cores, the training "
+                        "taking no time: the least wall its computations can take here")
     p.add_argument("--chain-drag", action="store_true",
                    help="only measure how much the chain slows the thread driving the training, with the chain's "
                         "GIL-bound part in threads vs in worker processes (also part of --device cuda)")

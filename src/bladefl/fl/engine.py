@@ -36,7 +36,7 @@ from bladefl.fl.end_plan import EndPlan, noise_job, plan
 from bladefl.fl.evaluation import EvalSets, eval_set, evaluate
 from bladefl.fl.execution import Execution, default_chain_processes, resolve
 from bladefl.fl.host_buffers import HostBuffers
-from bladefl.fl.prefetch import NoiseDraws, OrderJob, draw_orders
+from bladefl.fl.prefetch import NoiseDraws, OrderJob, Orders, draw_orders
 from bladefl.fl.records import GroupResult, GroupTimes, KResult, RoundRecord, RunSpec
 from bladefl.fl.round_end import Clock, RoundEnds, end_round
 from bladefl.fl.run_config import RunConfig
@@ -91,7 +91,7 @@ def _threads(count: int, name: str) -> Iterator[ThreadPoolExecutor | None]:
         yield pool
 
 
-def _round_ends(runs: list[RunState], device: torch.device) -> list[tuple[int, EndPlan, list[int]]]:
+def round_ends(runs: list[RunState], device: torch.device) -> list[tuple[int, EndPlan, list[int]]]:
     """Every iteration at which runs end a round, in order: (iteration, the plan of the runs
     ending there, the round each ends). A set of runs that ends together again shares its plan."""
     ends: dict[int, list[RunState]] = {}
@@ -149,6 +149,22 @@ def run_group(specs: list[RunSpec], data: ClientData, execution: Execution | Non
     return GroupResult(results, times)
 
 
+@contextlib.contextmanager
+def group_draws(runs: list[RunState], ends: list[tuple[int, EndPlan, list[int]]], rows: int, n: int, size: int,
+                dev: torch.device, threads: int, epoch: bool = True) -> Iterator[tuple[Orders | None, NoiseDraws]]:
+    """A group's random draws, started: every run's epoch orders (for ``epoch`` iterations) into a
+    table of ``rows`` rows, and each round end's noise (models of ``size`` parameters), drawn ahead
+    by ``threads`` threads each (none: each when needed). The noise has threads of its own: the
+    orders, all handed to their threads at the start, would hold the first round end's noise back
+    until every order is drawn."""
+    iterations = max(r.iterations for r in runs)
+    with _threads(threads, "orders") as order_pool, _threads(threads, "noise") as noise_pool:
+        orders = None if not epoch else draw_orders(
+            [OrderJob(r.cfg.seed, r.K, k, r.tau, r.N, r.rows, torch.as_tensor(r.trainers))
+             for r in runs for k in range(1, r.K + 1)], iterations, rows, n, dev, order_pool)
+        yield orders, NoiseDraws([noise_job(end, ks, size) for _, end, ks in ends], dev, noise_pool)
+
+
 def _host_buffers(execution: Execution, tamper: Tamper | None, ends: list, models_per_run: int, size: int,
                   dev: torch.device) -> HostBuffers | None:
     """Host buffers sized for the largest round end, made once (None: copies allocate as they go)."""
@@ -170,22 +186,18 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
     x_rows, y_rows = data.x.reshape(data.x.shape[0] * n, -1), data.y.reshape(-1)
     x_full = None if epoch else data.x.index_select(0, layout.clients)
     y_full = None if epoch else data.y.index_select(0, layout.clients)
-    ends = _round_ends(runs, dev)
+    ends = round_ends(runs, dev)
     steps_per_iteration = math.ceil(trainer.span(n, batch, steps) / batch) if epoch else 1
     block = execution.rows_per_step(layout.rows)
     iterations = max(r.iterations for r in runs)
     v = layout.views
+    clock = Clock(times, dev)
     with (ThreadPoolExecutor(max_workers=max(1, execution.chain_threads), thread_name_prefix="chain") as pool,
-          _threads(execution.draw_threads, "draws") as draws_pool):
+          group_draws(runs, ends, layout.rows, n, shape.size, dev, execution.draw_threads, epoch) as (orders, noise)):
         executor = ChainExecutor(pool, workers, times, on_round)
         buffers = _host_buffers(execution, tamper, ends, data.N + 1, shape.size, dev)
         ctx = RoundEnds(layout, data, shape, executor, times, EvalSets(data), tamper,
                         torch.cuda.Stream(device=dev) if dev.type == "cuda" else None, buffers)
-        clock = Clock(times, dev)
-        orders = None if not epoch else draw_orders(
-            [OrderJob(r.cfg.seed, r.K, k, r.tau, r.N, r.rows, torch.as_tensor(r.trainers))
-             for r in runs for k in range(1, r.K + 1)], iterations, layout.rows, n, dev, draws_pool)
-        noise = NoiseDraws([noise_job(end, ks, shape.size) for _, end, ks in ends], dev, draws_pool)
         clock.mark("orders", sync=False)
         event = 0
         for i in range(iterations):

@@ -98,46 +98,92 @@ class Noise:
     dp: torch.Tensor | None  # [DP runs, N, P]
 
 
-def draw_noise(job: NoiseJob, device: torch.device) -> Noise:
-    """Draw a round end's noise on the CPU (into pinned memory on a GPU) and move it to ``device``."""
-    pin = device.type == "cuda"
+Stream = tuple[torch.Tensor, int, tuple]  # (the rows of a buffer it fills, seed, keys of its stream)
 
-    def fill(count: int, streams: list[tuple[torch.Generator, int]]) -> torch.Tensor | None:
-        if not streams:
-            return None
-        out = torch.empty(count, job.P, pin_memory=pin)
-        row = 0
-        for generator, rows in streams:
-            privacy.draw((rows, job.P), generator, out[row : row + rows])
-            row += rows
-        return out.to(device, non_blocking=True)
 
-    lazy = fill(sum(m for *_, m in job.lazy),
-                [(torch_generator(seed, "lazy-noise", K, k), m) for seed, K, k, m in job.lazy])
-    dp = fill(len(job.dp) * job.N, [(torch_generator(seed, "dp", K, k), job.N) for seed, K, k in job.dp])
+@dataclass(frozen=True)
+class NoiseBuffers:
+    """A round end's noise on the host (pinned on a GPU), and its streams: each fills its own rows."""
+
+    lazy: torch.Tensor | None
+    dp: torch.Tensor | None
+    streams: tuple[Stream, ...]
+
+
+def noise_buffers(job: NoiseJob, pin: bool) -> NoiseBuffers:
+    """The host buffers of ``job``'s noise and the stream that fills each run's rows: a lazy run's
+    M rows from (seed, "lazy-noise", K, k), a DP run's N rows from (seed, "dp", K, k)."""
+    streams: list[Stream] = []
+    lazy = dp = None
+    if job.lazy:
+        lazy = torch.empty(sum(m for *_, m in job.lazy), job.P, pin_memory=pin)
+        starts = [0]
+        for *_, m in job.lazy:
+            starts.append(starts[-1] + m)
+        streams += [(lazy[a:b], seed, ("lazy-noise", K, k))
+                    for (seed, K, k, _), a, b in zip(job.lazy, starts, starts[1:], strict=False)]
+    if job.dp:
+        dp = torch.empty(len(job.dp), job.N, job.P, pin_memory=pin)
+        streams += [(dp[i], seed, ("dp", K, k)) for i, (seed, K, k) in enumerate(job.dp)]
+    return NoiseBuffers(lazy, dp, tuple(streams))
+
+
+def fill(stream: Stream) -> None:
+    """Draw one stream's standard normals into its rows (the same values, whichever thread draws)."""
+    rows, seed, keys = stream
+    privacy.draw(tuple(rows.shape), torch_generator(seed, *keys), rows)
+
+
+def moved(buffers: NoiseBuffers, job: NoiseJob, device: torch.device) -> Noise:
+    """The drawn noise on ``device`` (from pinned memory without blocking on a GPU)."""
+    lazy = None if buffers.lazy is None else buffers.lazy.to(device, non_blocking=True)
+    dp = None if buffers.dp is None else buffers.dp.to(device, non_blocking=True)
     return Noise(lazy, None if dp is None else dp.view(len(job.dp), job.N, job.P))
 
 
+def draw_noise(job: NoiseJob, device: torch.device) -> Noise:
+    """Draw a round end's noise on the CPU, stream after stream, and move it to ``device``."""
+    buffers = noise_buffers(job, device.type == "cuda")
+    for stream in buffers.streams:
+        fill(stream)
+    return moved(buffers, job, device)
+
+
 class NoiseDraws:
-    """The round ends' noise, in the order of the round ends: with a pool, each round end's noise
-    is drawn while the rounds before it compute (``ahead`` round ends in advance)."""
+    """The round ends' noise, in the order of the round ends. With a ``pool`` (threads of its own:
+    the epoch orders, all handed to their pool at the start, never hold a round end's noise back),
+    each round end's noise is drawn while the rounds before it compute, ``ahead`` round ends in
+    advance, every run's stream a task of its own, so the threads draw one round end's runs
+    together; without a pool, each round end's noise is drawn when needed."""
 
     def __init__(self, jobs: list[NoiseJob], device: torch.device, pool: ThreadPoolExecutor | None,
                  ahead: int = 2) -> None:
         self.jobs, self.device, self.pool, self.ahead = jobs, device, pool, ahead
-        self.futures: dict[int, Future] = {}
+        self.pending: dict[int, Future] = {}
         for e in range(min(ahead, len(jobs))):
             self._submit(e)
 
+    def _start(self, e: int) -> tuple[NoiseBuffers, list[Future]]:
+        """In a pool thread: round end e's buffers (taking pinned memory can take a while), and its
+        streams handed to the pool."""
+        assert self.pool is not None
+        buffers = noise_buffers(self.jobs[e], self.device.type == "cuda")
+        return buffers, [self.pool.submit(fill, stream) for stream in buffers.streams]
+
     def _submit(self, e: int) -> None:
         if self.pool is not None and e < len(self.jobs) and not self.jobs[e].empty:
-            self.futures[e] = self.pool.submit(draw_noise, self.jobs[e], self.device)
+            self.pending[e] = self.pool.submit(self._start, e)
 
     def get(self, e: int) -> Noise:
         """Round end e's noise (drawn now without a pool)."""
         self._submit(e + self.ahead)
-        if self.jobs[e].empty:
+        job = self.jobs[e]
+        if job.empty:
             return Noise(None, None)
-        future = self.futures.pop(e, None)
-        return draw_noise(self.jobs[e], self.device) if future is None else future.result()
-
+        started = self.pending.pop(e, None)
+        if started is None:
+            return draw_noise(job, self.device)
+        buffers, parts = started.result()
+        for part in parts:
+            part.result()
+        return moved(buffers, job, self.device)
