@@ -94,3 +94,28 @@ def test_the_draws_bench_times_every_computation_of_a_configs_largest_group():
     for p in paces:
         assert 0 < p.noisy_ends <= p.round_ends and p.iterations > 0
         assert 0 <= p.first_iteration <= p.wall and 0 <= p.longest_noise_wait <= p.noise_wait <= p.wall
+
+
+def test_epoch_orders_are_drawn_chunk_by_chunk_the_iterations_needed_first_first(monkeypatch):
+    """With a pool the orders come a chunk of a round at a time, the most urgent chunk first: the first
+    chunk of every round starting at iteration 0 before any later chunk, each round's chunks in order
+    (its stream drawn in order), and the table the one drawn at once."""
+    jobs = [prefetch.OrderJob(seed=s, K=K, k=k, tau=tau, N=3, rows=slice(3 * r, 3 * r + 3),
+                              trainers=torch.arange(3))
+            for r, (s, K, k, tau) in enumerate([(0, 1, 1, 10), (1, 2, 1, 5), (1, 2, 2, 5), (2, 3, 1, 3)])]
+    at_once = prefetch.draw_orders(jobs, 10, 12, 8, CPU, None)
+    drawn: list[tuple[int, int]] = []
+    chunk = prefetch._draw_chunk
+
+    def logged(table, job, generator, first, count, n):  # noqa: ANN001, ANN202 - the patched signature
+        drawn.append((job.start + first, job.start + first + count))
+        chunk(table, job, generator, first, count, n)
+
+    monkeypatch.setattr(prefetch, "_draw_chunk", logged)
+    with ThreadPoolExecutor(1) as pool:
+        orders = prefetch.draw_orders(jobs, 10, 12, 8, CPU, pool)
+        tables = [orders.ready(i).clone() for i in range(10)]
+    assert torch.equal(torch.stack(tables), at_once.table)
+    starts = [a for a, _ in drawn]
+    assert starts[:3] == [0, 0, 0] and starts == sorted(starts)  # one thread: strictly the most urgent first
+    assert all(b - a <= prefetch.CHUNK for a, b in drawn) and len(drawn) == 3 + 2 + 2 + 1

@@ -4,13 +4,16 @@ orders, and the noise of its round ends (lazy clients' noise, local DP).
 Each draw comes from the run's own stream (seed, purpose, K, round), so a run's draws do not
 depend on what computes beside it. Drawing is CPU work of the size of a GPU's training (an
 argsort of n keys per client and iteration: about 45 us each; a normal draw per parameter of
-every DP upload), so with a thread pool the draws run while the GPU trains: orders round by
-round in the order the training needs them, noise one round end ahead. Without a pool (the
-CPU, whose cores train) they are drawn when needed.
+every DP upload), so with thread pools the draws run while the GPU trains: orders a few
+iterations of a round at a time, the ones needed first drawn first, and noise two round ends
+ahead, every run's stream a task. Without a pool (the CPU, whose cores train) they are drawn
+when needed, with the same values.
 """
 
 from __future__ import annotations
 
+import heapq
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,43 +41,94 @@ class OrderJob:
         return (self.k - 1) * self.tau
 
 
-def _draw_orders(table: torch.Tensor, job: OrderJob, n: int) -> None:
-    drawn = trainer.round_orders(torch_generator(job.seed, "batches", job.K, job.k), job.tau, job.N, n)
+CHUNK = 4  # iterations of a run's round drawn as one task (its stream drawn chunk after chunk)
+
+
+def _draw_chunk(table: torch.Tensor, job: OrderJob, generator: torch.Generator, first: int, count: int, n: int
+                ) -> None:
+    """Iterations ``first`` .. ``first + count - 1`` of the job's round (of its stream, drawn in order)."""
+    drawn = trainer.round_orders(generator, count, job.N, n)
     picked = drawn[:, job.trainers].to(torch.int32)
     if table.device.type == "cuda":  # through pinned memory, without blocking the thread
         picked = picked.pin_memory()
-    table[job.start : job.start + job.tau, job.rows].copy_(picked, non_blocking=True)
+    table[job.start + first : job.start + first + count, job.rows].copy_(picked, non_blocking=True)
 
 
-@dataclass
 class Orders:
     """Every run's epoch orders, stacked [iterations, rows, n] (int32, on the training's device):
-    :meth:`ready` waits only for the rounds that cover an iteration."""
+    :meth:`ready` waits only until every round covering an iteration has drawn it.
 
-    table: torch.Tensor
-    starts: list[int]  # first iteration of each drawing job, ascending
-    jobs: list[Future]
-    done: int = 0  # jobs known finished (a prefix)
+    With a ``pool`` each round's orders are drawn :data:`CHUNK` iterations at a time, the chunk
+    needed first drawn first (a heap keyed by the iteration a chunk starts at; a round's next chunk
+    joins the heap once its previous one is drawn, so its stream is drawn in order): the first
+    iteration waits for the first chunk of every run's first round, not for whole rounds."""
+
+    def __init__(self, jobs: Sequence[OrderJob], iterations: int, rows: int, n: int, device: torch.device,
+                 pool: ThreadPoolExecutor | None) -> None:
+        self.table = torch.zeros(iterations, rows, n, dtype=torch.int32, device=device)
+        self.n, self.pool = n, pool
+        self.missing = [0] * iterations  # per iteration: the rounds covering it not yet drawn that far
+        self.lock = threading.Condition()
+        self.heap: list[tuple[int, int, int]] = []  # (iteration a chunk starts at, job, first of its round)
+        self.generators: list[torch.Generator] = []
+        self.failed: BaseException | None = None
+        self.jobs = list(jobs)
+        for job in self.jobs:
+            generator = torch_generator(job.seed, "batches", job.K, job.k)
+            if pool is None:
+                _draw_chunk(self.table, job, generator, 0, job.tau, n)
+                continue
+            self.generators.append(generator)
+            for i in range(job.start, job.start + job.tau):
+                self.missing[i] += 1
+        if pool is not None:  # every round's first chunk is in the heap before a task takes one
+            self.heap = [(job.start, j, 0) for j, job in enumerate(self.jobs)]
+            heapq.heapify(self.heap)
+            for _ in self.jobs:
+                pool.submit(self._draw_next)
+
+    def _push(self, j: int, first: int) -> None:
+        """Round j's chunk from iteration ``first`` of the round joins the heap, and a task takes the
+        most urgent chunk."""
+        assert self.pool is not None
+        with self.lock:
+            heapq.heappush(self.heap, (self.jobs[j].start + first, j, first))
+        self.pool.submit(self._draw_next)
+
+    def _draw_next(self) -> None:
+        with self.lock:
+            _, j, first = heapq.heappop(self.heap)
+        job = self.jobs[j]
+        count = min(CHUNK, job.tau - first)
+        try:
+            _draw_chunk(self.table, job, self.generators[j], first, count, self.n)
+        except BaseException as exc:  # raised again where the orders are awaited
+            with self.lock:
+                self.failed = exc
+                self.lock.notify_all()
+            raise
+        with self.lock:
+            for i in range(job.start + first, job.start + first + count):
+                self.missing[i] -= 1
+            self.lock.notify_all()
+        if first + count < job.tau:
+            self._push(j, first + count)
 
     def ready(self, i: int) -> torch.Tensor:
-        """The orders of iteration i [rows, n], once every round covering it is drawn."""
-        while self.done < len(self.jobs) and self.starts[self.done] <= i:
-            self.jobs[self.done].result()
-            self.done += 1
+        """The orders of iteration i [rows, n], once every round covering it has drawn it."""
+        if self.pool is not None:
+            with self.lock:
+                self.lock.wait_for(lambda: self.missing[i] == 0 or self.failed is not None)
+                if self.failed is not None:
+                    raise RuntimeError("drawing the epoch orders failed") from self.failed
         return self.table[i]
 
 
 def draw_orders(jobs: Sequence[OrderJob], iterations: int, rows: int, n: int, device: torch.device,
                 pool: ThreadPoolExecutor | None) -> Orders:
-    """Draw every job's orders into one table: at once without a ``pool``, else handed to it in
-    the order of the rounds' first iterations."""
-    table = torch.zeros(iterations, rows, n, dtype=torch.int32, device=device)
-    jobs = sorted(jobs, key=lambda j: j.start)
-    if pool is None:
-        for job in jobs:
-            _draw_orders(table, job, n)
-        return Orders(table, [], [])  # nothing left to wait for
-    return Orders(table, [j.start for j in jobs], [pool.submit(_draw_orders, table, j, n) for j in jobs])
+    """Draw every job's orders into one table: at once without a ``pool``, else by its threads, the
+    iterations needed first drawn first (:class:`Orders`)."""
+    return Orders(jobs, iterations, rows, n, device, pool)
 
 
 @dataclass(frozen=True)
