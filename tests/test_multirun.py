@@ -148,7 +148,8 @@ def test_grid_groups_cover_every_run_once_and_the_bound_cells_measure():
     cells = wc.all_cells(config)  # the sweeps' cells and the detection (exclusion) cells
     runs = [(g.dataset, c, s) for g in groups for c in g.cells for s in g.seeds]
     assert len(runs) == len(set(runs)) == len(config["datasets"]) * len(cells) * 3
-    assert {len(g.seeds) for g in groups} == {2, 1}  # seeds 0-1, then 2
+    assert {len(g.seeds) for g in groups if g.N == 20} == {2, 1}  # seeds 0-1, then 2
+    assert {len(g.seeds) for g in groups if g.N != 20} == {3}  # one cell each: every seed in one group
     assert all({cc.N for cc in cells if cc.key in g.cells} == {g.N} for g in groups)
     plan = json.loads(wc.group_plan(config, next(g for g in groups if g.N == 20), "runs"))
     bound = {c.key for c in wc.bound_cells(config)}

@@ -43,8 +43,10 @@ def test_run_seeds_are_paired_with_draws_in_turn():
 
 
 def test_a_group_stacks_the_runs_of_its_seeds_draws_and_holds_every_run_once():
-    """(dataset, N, block of seeds) whatever draws the seeds train on: seeds 0-1 (draws 0, 1), 2-3
-    (draws 0, 1), 4 (draw 0); each group names the draws it stacks."""
+    """(dataset, N, block of seeds) whatever draws the seeds train on: at N = 20 (24 cells) blocks of
+    seeds_per_job seeds, 0-1 (draws 0, 1), 2-3 (draws 0, 1), 4 (draw 0); at the N of one cell every
+    seed in one group (no group holds more runs than seeds_per_job x the most cells); each group
+    names the draws it stacks."""
     cfg = config(seeds=[0, 1, 2, 3, 4], seeds_per_job=2, partition={"n": 512, "seeds": [0, 1]})
     groups = wc.partition_jobs(cfg)
     for g in groups:
@@ -52,12 +54,15 @@ def test_a_group_stacks_the_runs_of_its_seeds_draws_and_holds_every_run_once():
         assert "draw" not in g.name and g.name.endswith(f"_block{g.block}")
     runs = [(g.dataset, c, s) for g in groups for c in g.cells for s in g.seeds]
     assert len(runs) == len(set(runs)) == len(cfg["datasets"]) * len(wc.all_cells(cfg)) * 5
-    assert sorted({g.seeds for g in groups}) == [(0, 1), (2, 3), (4,)]
+    assert sorted({g.seeds for g in groups if g.N == 20}) == [(0, 1), (2, 3), (4,)]
+    assert {g.seeds for g in groups if g.N != 20} == {(0, 1, 2, 3, 4)}
     assert {g.draws for g in groups} == {(0, 1), (0,)}
+    most = max(len(g.cells) for g in groups)
+    assert most == 24 and all(len(g.cells) * len(g.seeds) <= 2 * most for g in groups)
     twenty = config(seeds=list(range(20)), seeds_per_job=5, partition={"n": 512, "seeds": list(range(20))})
-    stacked = wc.partition_jobs(twenty)  # 20 draws x 1 seed: 4 groups per dataset and N, 5 draws each
-    assert {len(g.draws) for g in stacked} == {5}
-    assert len(stacked) == len(twenty["datasets"]) * len({c.N for c in wc.all_cells(twenty)}) * 4
+    stacked = wc.partition_jobs(twenty)  # 20 draws x 1 seed: N = 20 in 4 groups of 5 draws, the others in one
+    assert sorted(len(g.draws) for g in stacked if g.dataset == "mnist") == [5, 5, 5, 5, 20, 20, 20]
+    assert len(stacked) == len(twenty["datasets"]) * (4 + 3)
 
 
 def test_the_config_check_names_both_forms_and_draws_without_runs():

@@ -247,18 +247,32 @@ class PartitionJob:
         return [run_id.folder(runs_root, self.dataset, c, s) for c in self.cells for s in self.seeds]
 
 
-def partition_jobs(config: Mapping[str, Any]) -> list[PartitionJob]:
-    """The grid's jobs under ``grouping: partition``: per dataset and N, blocks of ``seeds_per_job``
-    of the seeds (in the config's order), each holding the runs of every draw its seeds train on."""
+def seeds_per_group(config: Mapping[str, Any]) -> dict[int, int]:
+    """Per N, the seeds of one group job: ``seeds_per_job`` at the N with the most cells, and as many
+    more at another N as keep its group at most that size in runs (``seeds_per_job`` x the most
+    cells): the paper grid's N = 10, 15 and 25 (one cell each, N = 20 has 24) hold every seed in one
+    group, rather than four groups of 5 runs, each a process of its own."""
     seeds = [int(s) for s in config.get("seeds", [0])]
     per = int(config.get("seeds_per_job", len(seeds)))
+    counts: dict[int, int] = {}
+    for cell in all_cells(config):
+        counts[cell.N] = counts.get(cell.N, 0) + 1
+    most = max(counts.values(), default=1)
+    return {N: min(len(seeds), per * max(1, most // count)) for N, count in counts.items()}
+
+
+def partition_jobs(config: Mapping[str, Any]) -> list[PartitionJob]:
+    """The grid's jobs under ``grouping: partition``: per dataset and N, blocks of the seeds (in the
+    config's order; :func:`seeds_per_group` of them), each holding the runs of every draw its seeds
+    train on."""
+    seeds = [int(s) for s in config.get("seeds", [0])]
+    per_n = seeds_per_group(config)
     by_n: dict[int, list[str]] = {}
     for cell in all_cells(config):
         by_n.setdefault(cell.N, []).append(cell.key)
-    blocks = [tuple(seeds[i : i + per]) for i in range(0, len(seeds), per)]
     return [PartitionJob(d, N, b, block, tuple(keys), tuple(dict.fromkeys(partition_draw(config, s) for s in block)))
             for d in config.get("datasets", []) for N, keys in sorted(by_n.items())
-            for b, block in enumerate(blocks)]
+            for b, block in enumerate(tuple(seeds[i : i + per_n[N]]) for i in range(0, len(seeds), per_n[N]))]
 
 
 def group_plan(config: Mapping[str, Any], group: PartitionJob, runs_root: str) -> str:

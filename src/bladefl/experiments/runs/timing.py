@@ -218,11 +218,13 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     from bladefl.data.partition import make_partition
     from bladefl.experiments.plan import config_checks, config_files
     from bladefl.experiments.plan import workflow_config as wc
+    from bladefl.experiments.runs.job_work import with_defaults
     from bladefl.experiments.runs.runner import CellJob, run_cells
     from bladefl.fl.client_data import stack_draws
     from bladefl.fl.engine import client_data, resolve_device
 
-    config = config_files.read_configs([config_path])  # on top of config/config.yaml, as Snakemake reads it
+    # on top of config/config.yaml, the schema's defaults filled in (seeds_per_job), as Snakemake reads it
+    config = with_defaults(config_files.read_configs([config_path]))
     if seeds:
         config = grid_part(config, seeds)
     config_checks.check(config)
