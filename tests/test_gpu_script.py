@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import re
 import subprocess
 import sys
 import tarfile
@@ -72,13 +73,18 @@ def test_the_import_guard_refuses_what_the_gpu_machine_lacks_and_allows_what_it_
 
 
 def test_the_workflow_parses_on_the_gpu_machine_whatever_the_config(guard, tmp_path):
-    """Every config's parse (the calibration's imports its study's spec) under the guard: a dry run."""
+    """Every config's parse (the calibration's imports its study's spec) under the guard: a dry run, on
+    the GPU machine's 16 cores; the paper grid's small groups ask for a share of them, the largest for all."""
     work = copy_workflow(tmp_path)
     for config in ("config/paper.yaml", "config/calibration.yaml", "config/sensitivity.yaml"):
         proc = subprocess.run(["snakemake", "-n", "--configfile", config, "--config", "gpu_profile_on_cpu=True",
-                               "--profile", "profiles/gpu"], cwd=work, capture_output=True, text=True, timeout=300,
-                              env={**venv_env(), **guard})
+                               "--profile", "profiles/gpu", "--cores", "16"], cwd=work, capture_output=True,
+                              text=True, timeout=300, env={**venv_env(), **guard})
         assert proc.returncode == 0, (config, (proc.stdout + proc.stderr)[-3000:])
+        if config == "config/paper.yaml":
+            threads = dict(re.findall(r"wildcards: group=(\w+)\n\s+threads: (\d+)", proc.stdout + proc.stderr))
+            assert threads["mnist_N10_block0"] == "4" and threads["fashion_mnist_N20_block3"] == "16", threads
+            assert len(threads) == 14
 
 
 def packed(out: Path) -> tuple[dict, list[str]]:

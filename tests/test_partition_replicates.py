@@ -183,3 +183,14 @@ def test_a_part_that_is_not_of_the_grid_is_refused_naming_the_field(bad):
     paper = config_files.read_configs([ROOT / "config/paper.yaml"], default=ROOT / "config/config.yaml")
     with pytest.raises(wc.ConfigError, match=r"run_seeds"):
         config_checks.check({**paper, "run_seeds": bad})
+
+
+def test_a_group_asks_for_its_share_of_the_threads_by_runs_and_at_least_the_chains():
+    twenty = config(seeds=list(range(20)), seeds_per_job=5, partition={"n": 512, "seeds": list(range(20))})
+    groups = wc.partition_jobs(twenty)
+    asked = {g.name: wc.group_threads(groups, g, 16) for g in groups}
+    assert {asked[g.name] for g in groups if g.N == 20} == {16}  # 24 cells x 5 seeds: the most runs
+    assert {asked[g.name] for g in groups if g.N != 20} == {wc.MIN_GROUP_THREADS}  # 20 runs: 16 x 20 / 120 < 4
+    assert wc.group_threads(groups, groups[0], 2) == 2  # never more than threads_per_group
+    half = [wc.PartitionJob("mnist", 20, 0, (0, 1), ("a",) * 24), wc.PartitionJob("mnist", 10, 0, (0,), ("b",) * 12)]
+    assert [wc.group_threads(half, g, 32) for g in half] == [32, 8]

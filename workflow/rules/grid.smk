@@ -84,7 +84,7 @@ rule run_group:
         f"{BENCHMARKS}/run_group/{ENGINE}/{{group}}.tsv"
     conda:
         JOB_ENV
-    threads: config["threads_per_group"] if GROUPED else 1
+    threads: run_group_threads
     resources:
         mem_mb=16000 if GROUPED else 500,
         runtime=120 if GROUPED else 5,

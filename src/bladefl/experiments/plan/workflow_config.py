@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -273,6 +274,19 @@ def partition_jobs(config: Mapping[str, Any]) -> list[PartitionJob]:
     return [PartitionJob(d, N, b, block, tuple(keys), tuple(dict.fromkeys(partition_draw(config, s) for s in block)))
             for d in config.get("datasets", []) for N, keys in sorted(by_n.items())
             for b, block in enumerate(tuple(seeds[i : i + per_n[N]]) for i in range(0, len(seeds), per_n[N]))]
+
+
+MIN_GROUP_THREADS = 4  # the fewest threads a group job asks for (its chain's threads)
+
+
+def group_threads(groups: Sequence[PartitionJob], group: PartitionJob, threads: int) -> int:
+    """The threads a group job asks for: ``threads`` (``threads_per_group``) for the groups of the most
+    runs, and for a smaller group its share by runs, at least :data:`MIN_GROUP_THREADS`: a small group
+    leaves the other cores to the jobs beside it, the reference optima that the largest groups wait
+    for (under the GPU profile one group holds the GPU at a time). Results do not depend on it."""
+    most = max(len(g.cells) * len(g.seeds) for g in groups)
+    share = math.ceil(threads * len(group.cells) * len(group.seeds) / most)
+    return min(threads, max(MIN_GROUP_THREADS, share))
 
 
 def group_plan(config: Mapping[str, Any], group: PartitionJob, runs_root: str) -> str:
