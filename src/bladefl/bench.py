@@ -21,7 +21,9 @@ each part of the round ends, waiting for blocks; see :class:`bladefl.fl.records.
 the chain's share of wall time, and how much the chain slows the thread that drives the training
 (``--chain-drag``). ``--grid CONFIG`` also runs every grid run of a workflow config (all its
 datasets and seeds, no Snakemake) and prints its wall time, the writing of the run folders
-included, with the same breakdown.
+included, with the same breakdown. ``--draws CONFIG`` times the random draws of the config's largest
+group alone, as a GPU's draw threads make them on this machine's cores
+(:mod:`bladefl.experiments.runs.draw_pace`).
 
 Every target is a named constant below; the bench prints each value beside its target.
 """

@@ -18,14 +18,13 @@ from pathlib import Path
 
 import torch
 
+from bladefl.experiments.runs.job_work import PIXELS, with_defaults
 from bladefl.fl.engine import group_draws, round_ends
 from bladefl.fl.execution import DRAW_THREADS, MAX_ROWS
 from bladefl.fl.records import KResult
 from bladefl.fl.run_config import load_config
 from bladefl.fl.stacked import lay_out, model_shape
 from bladefl.fl.timemodel import allocate
-
-PIXELS = 784  # the input size of both datasets (28 x 28)
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,6 @@ def largest_group(config_path: str, max_rows: int = MAX_ROWS) -> tuple[list[list
     with N and n."""
     from bladefl.experiments.plan import config_files
     from bladefl.experiments.plan import workflow_config as wc
-    from bladefl.experiments.runs.job_work import with_defaults
     from bladefl.experiments.runs.runner import CellJob, batches
 
     config = with_defaults(config_files.read_configs([config_path]))  # its seeds_per_job, as Snakemake reads it
