@@ -77,9 +77,8 @@ def group_reference(wildcards):
 
 
 def run_group_threads(wildcards):
-    """A group job's threads: threads_per_group for the largest groups, a share for a smaller one (see
-    wc_cfg.group_threads); one for the default grouping's local group jobs, which compute nothing.
-    """
+    """A group job's threads: threads_per_group for the largest groups, a share for a
+    smaller one (wc_cfg.group_threads); 1 for the default grouping's idle group jobs."""
     if not GROUPED:
         return 1
     return wc_cfg.group_threads(
