@@ -191,13 +191,15 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
     block = execution.rows_per_step(layout.rows)
     iterations = max(r.iterations for r in runs)
     v = layout.views
-    clock = Clock(times, dev)
     with (ThreadPoolExecutor(max_workers=max(1, execution.chain_threads), thread_name_prefix="chain") as pool,
-          group_draws(runs, ends, layout.rows, n, shape.size, dev, execution.draw_threads, epoch) as (orders, noise)):
+          contextlib.ExitStack() as draws):
         executor = ChainExecutor(pool, workers, times, on_round)
         buffers = _host_buffers(execution, tamper, ends, data.N + 1, shape.size, dev)
         ctx = RoundEnds(layout, data, shape, executor, times, EvalSets(data), tamper,
                         torch.cuda.Stream(device=dev) if dev.type == "cuda" else None, buffers)
+        clock = Clock(times, dev)  # from here: starting the draws counts as the orders' time
+        orders, noise = draws.enter_context(
+            group_draws(runs, ends, layout.rows, n, shape.size, dev, execution.draw_threads, epoch))
         clock.mark("orders", sync=False)
         event = 0
         for i in range(iterations):
