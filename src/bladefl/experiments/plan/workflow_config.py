@@ -248,6 +248,14 @@ class PartitionJob:
         return [run_id.folder(runs_root, self.dataset, c, s) for c in self.cells for s in self.seeds]
 
 
+def _cells_by_n(config: Mapping[str, Any]) -> dict[int, list[str]]:
+    """The grid's cell keys per N, in the config's order."""
+    by_n: dict[int, list[str]] = {}
+    for cell in all_cells(config):
+        by_n.setdefault(cell.N, []).append(cell.key)
+    return by_n
+
+
 def seeds_per_group(config: Mapping[str, Any]) -> dict[int, int]:
     """Per N, the seeds of one group job: ``seeds_per_job`` at the N with the most cells, and as many
     more at another N as keep its group at most that size in runs (``seeds_per_job`` x the most
@@ -255,9 +263,7 @@ def seeds_per_group(config: Mapping[str, Any]) -> dict[int, int]:
     group, rather than four groups of 5 runs, each a process of its own."""
     seeds = [int(s) for s in config.get("seeds", [0])]
     per = int(config.get("seeds_per_job", len(seeds)))
-    counts: dict[int, int] = {}
-    for cell in all_cells(config):
-        counts[cell.N] = counts.get(cell.N, 0) + 1
+    counts = {N: len(keys) for N, keys in _cells_by_n(config).items()}
     most = max(counts.values(), default=1)
     return {N: min(len(seeds), per * max(1, most // count)) for N, count in counts.items()}
 
@@ -268,11 +274,8 @@ def partition_jobs(config: Mapping[str, Any]) -> list[PartitionJob]:
     train on."""
     seeds = [int(s) for s in config.get("seeds", [0])]
     per_n = seeds_per_group(config)
-    by_n: dict[int, list[str]] = {}
-    for cell in all_cells(config):
-        by_n.setdefault(cell.N, []).append(cell.key)
     return [PartitionJob(d, N, b, block, tuple(keys), tuple(dict.fromkeys(partition_draw(config, s) for s in block)))
-            for d in config.get("datasets", []) for N, keys in sorted(by_n.items())
+            for d in config.get("datasets", []) for N, keys in sorted(_cells_by_n(config).items())
             for b, block in enumerate(tuple(seeds[i : i + per_n[N]]) for i in range(0, len(seeds), per_n[N]))]
 
 

@@ -11,10 +11,8 @@ however fast its device is. Nothing is trained and no data is read."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -22,7 +20,6 @@ from bladefl.experiments.runs.job_work import PIXELS, with_defaults
 from bladefl.fl.engine import group_draws, round_ends
 from bladefl.fl.execution import DRAW_THREADS, MAX_ROWS
 from bladefl.fl.records import KResult
-from bladefl.fl.run_config import load_config
 from bladefl.fl.stacked import lay_out, model_shape
 from bladefl.fl.timemodel import allocate
 
@@ -49,19 +46,17 @@ def largest_group(config_path: str, max_rows: int = MAX_ROWS) -> tuple[list[list
     with N and n."""
     from bladefl.experiments.plan import config_files
     from bladefl.experiments.plan import workflow_config as wc
-    from bladefl.experiments.runs.runner import CellJob, batches
+    from bladefl.experiments.runs.runner import batches
+    from bladefl.experiments.runs.timing import group_jobs
 
     config = with_defaults(config_files.read_configs([config_path]))  # its seeds_per_job, as Snakemake reads it
     group = max(wc.partition_jobs(config), key=lambda g: len(g.cells) * len(g.seeds))
-    plan = json.loads(wc.group_plan(config, group, "draws"))
-    cfgs = [load_config(wc.engine_path(config), item["set"]) for item in plan]
-    draws = list(dict.fromkeys(c.partition for c in cfgs))
-    jobs = [CellJob(c, Path(item["out"]), draw=draws.index(c.partition)) for c, item in zip(cfgs, plan, strict=True)]
+    jobs, draws = group_jobs(config, group, "draws")
     out = []
     for batch in batches(jobs, True, max_rows):
         allocs = [(s, allocate(s.K, s.cfg.time.alpha, s.cfg.time.beta, s.cfg.time.t_sum)) for _, s in batch]
         out.append([(s, KResult(K=s.K, allocation=a, status="ok")) for s, a in allocs if a.feasible])
-    return out, group.N, cfgs[0].partition.n
+    return out, group.N, draws[0].n
 
 
 def draw_pace(config_path: str, threads: int = DRAW_THREADS, max_rows: int = MAX_ROWS) -> list[DrawPace]:

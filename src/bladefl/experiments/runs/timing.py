@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -23,6 +24,11 @@ from bladefl.fl.engine import ClientData, GroupTimes, RunSpec, load_client_data,
 from bladefl.fl.execution import resolve
 from bladefl.fl.records import ROUND_END_PARTS
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
+
+if TYPE_CHECKING:
+    from bladefl.data.partition import PartitionSpec
+    from bladefl.experiments.plan.workflow_config import PartitionJob
+    from bladefl.experiments.runs.runner import CellJob
 
 
 def timeit(fn: Callable[[], None], repeat: int) -> float:
@@ -204,6 +210,23 @@ def grid_part(config: dict, seeds: str | int) -> dict:
     return {**config, "run_seeds": text}
 
 
+def group_jobs(config: dict, group: PartitionJob, out: str, sets: tuple[str, ...] = ()
+               ) -> tuple[list[CellJob], list[PartitionSpec]]:
+    """What a ``grouping: partition`` job of ``group`` (a :class:`PartitionJob`) runs: each run
+    folder's :class:`CellJob` under ``out`` (its config with ``sets`` on top, its draw), and the
+    group's partition draws in plan order."""
+    import json
+
+    from bladefl.experiments.plan import workflow_config as wc
+    from bladefl.experiments.runs.runner import CellJob
+
+    plan = json.loads(wc.group_plan(config, group, out))
+    cfgs = [load_config(wc.engine_path(config), [*item["set"], *sets]) for item in plan]
+    draws = list(dict.fromkeys(c.partition for c in cfgs))
+    return [CellJob(c, Path(item["out"]), draw=draws.index(c.partition))
+            for c, item in zip(cfgs, plan, strict=True)], draws
+
+
 def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: str | int | None
                  ) -> tuple[float, int, GroupTimes, float]:
     """Every grid run of a workflow config (its datasets, cells and seeds; no reference optima),
@@ -212,14 +235,13 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     folders already finished there with the same config are skipped): (wall seconds, runs computed,
     the groups' times summed, seconds writing the run folders)."""
     import dataclasses
-    import json
 
     from bladefl.data import datasets
     from bladefl.data.partition import make_partition
     from bladefl.experiments.plan import config_checks, config_files
     from bladefl.experiments.plan import workflow_config as wc
     from bladefl.experiments.runs.job_work import with_defaults
-    from bladefl.experiments.runs.runner import CellJob, run_cells
+    from bladefl.experiments.runs.runner import run_cells
     from bladefl.fl.client_data import stack_draws
     from bladefl.fl.engine import client_data, resolve_device
 
@@ -244,11 +266,7 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     for group in sorted(groups, key=lambda g: (g.block, order[g.dataset], g.N)):
         dataset = group.dataset
         train, test = loaded[dataset]
-        plan = json.loads(wc.group_plan(config, group, out))  # what a grouping: partition job runs
-        cfgs = [load_config(wc.engine_path(config), [*item["set"], f"device={device}"]) for item in plan]
-        specs = list(dict.fromkeys(c.partition for c in cfgs))
-        jobs = [CellJob(c, Path(item["out"]), draw=specs.index(c.partition))
-                for c, item in zip(cfgs, plan, strict=True)]
+        jobs, specs = group_jobs(config, group, out, (f"device={device}",))
         data = stack_draws([client_data(train, test, make_partition(train.y, spec), resolve_device(device))
                             for spec in specs])
         t = time.perf_counter()
