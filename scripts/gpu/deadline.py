@@ -2,7 +2,8 @@
 own; at SECONDS it gets SIGINT (Snakemake stops scheduling and asks its jobs to stop), after GRACE more
 seconds every process left in its session or below it gets SIGTERM, and 5 seconds later SIGKILL. So
 the call ends by SECONDS + GRACE + 5 whatever its jobs do (a job that ignores SIGINT and SIGTERM
-included) and the script packs what finished before the machine's own limit.
+included) and the script packs what finished before the machine's own limit. SIGUSR1 to this process
+stops the command the same way at once (a grid stopped early by hand still packs what finished).
 
     deadline.py SECONDS GRACE -- COMMAND [ARG ...]
 
@@ -11,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 
@@ -55,12 +57,16 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     seconds, grace = float(argv[0]), float(argv[1])
+    asked = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: asked.set())
     proc = subprocess.Popen(argv[3:], start_new_session=True)
-    try:
-        return proc.wait(timeout=max(seconds, 0.0))
-    except subprocess.TimeoutExpired:
-        pass
-    print(f"deadline: {seconds:g} s reached: SIGINT to the command, then its processes stopped after {grace:g} s",
+    end = time.monotonic() + max(seconds, 0.0)
+    while (rc := proc.poll()) is None and not asked.is_set() and time.monotonic() < end:
+        asked.wait(min(0.5, max(end - time.monotonic(), 0.0)))
+    if rc is not None:
+        return rc
+    why = "a stop asked (SIGUSR1)" if asked.is_set() else f"{seconds:g} s reached"
+    print(f"deadline: {why}: SIGINT to the command, then its processes stopped after {grace:g} s",
           file=sys.stderr, flush=True)
     signal_all(session_processes(proc.pid, proc.pid), signal.SIGINT)
     end = time.monotonic() + grace
