@@ -1,0 +1,57 @@
+"""scripts/gpu/deadline.py alone: the hard stop of the GPU script's grid (the script around it:
+tests/test_gpu_script.py). No test here bounds a wall time: each waits on a marker or on the exit."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DEADLINE = Path(__file__).resolve().parents[1] / "scripts/gpu/deadline.py"
+# A command that says it started (the marker) and would sleep for long; started with SIGINT and SIGTERM
+# ignored (inherited, so from its first instruction: no window in which a signal could still end it).
+STUBBORN = "touch {marker}; sleep 600"
+
+
+def _ignore_sigint_and_sigterm() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _start(seconds: float, command: list[str]) -> subprocess.Popen:
+    """deadline.py SECONDS 1 -- COMMAND, itself and so its command started ignoring SIGINT and SIGTERM
+    (it only sends them)."""
+    return subprocess.Popen([sys.executable, str(DEADLINE), str(seconds), "1", "--", *command],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ignore_sigint_and_sigterm)
+
+
+def _wait_for(marker: Path, proc: subprocess.Popen) -> None:
+    while not marker.exists() and proc.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate()
+
+
+def test_a_command_that_ends_in_time_gives_its_own_status():
+    proc = _start(600, ["bash", "-c", "exit 3"])
+    assert proc.wait(timeout=120) == 3
+
+
+def test_the_deadline_kills_a_command_that_ignores_sigint_and_sigterm(tmp_path):
+    marker = tmp_path / "started"
+    proc = _start(0.5, ["bash", "-c", STUBBORN.format(marker=marker)])
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 124, err
+    assert "0.5 s reached" in err and "ignored SIGINT and SIGTERM: killed" in err, err
+
+
+def test_sigusr1_stops_the_command_at_once_the_same_way(tmp_path):
+    marker = tmp_path / "started"
+    proc = _start(3600, ["bash", "-c", STUBBORN.format(marker=marker)])
+    _wait_for(marker, proc)  # the command runs: deadline.py has taken SIGUSR1 over before starting it
+    proc.send_signal(signal.SIGUSR1)
+    _, err = proc.communicate(timeout=120)  # an hour's deadline: only the stop asked can end it here
+    assert proc.returncode == 124, err
+    assert "a stop asked (SIGUSR1)" in err and "ignored SIGINT and SIGTERM: killed" in err, err
