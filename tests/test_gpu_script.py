@@ -245,20 +245,20 @@ if "run-group" in sys.argv:
 
 
 def _descendant(root: int, needle: str) -> int | None:
-    """A process below ``root`` whose command line holds ``needle`` (read from /proc), or None."""
-    parents, lines = {}, {}
-    for entry in Path("/proc").iterdir():
+    """A process below ``root`` whose command line holds ``needle``, or None: the processes below it as
+    scripts/gpu/deadline.py finds them (``session_processes``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("deadline", REPO / "scripts/gpu/deadline.py")
+    assert spec is not None and spec.loader is not None
+    deadline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(deadline)
+    for pid in deadline.session_processes(root, root):
         try:
-            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            lines[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (ValueError, OSError):
+            if needle in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                return pid
+        except OSError:
             continue
-    for pid, line in lines.items():
-        p = pid
-        while p in parents and p != root:
-            p = parents[p]
-        if p == root and needle in line:
-            return pid
     return None
 
 
