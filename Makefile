@@ -10,7 +10,7 @@ SNAKEMAKE_ARGS ?=
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
-.PHONY: install run test test-fast lint bench clean-results import-runs keep reference-report rejudge
+.PHONY: install run test test-fast lint bench clean-results import-runs keep reference-report rejudge gpu-rehearsal
 
 $(STAMP): pyproject.toml envs/requirements.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -37,6 +37,10 @@ test-fast: install
 
 bench: install
 	bladefl bench
+
+# The GPU machine's call rehearsed on this CPU in a replica of its Python 3.12 and torch 2.11 (docs/gpu.md).
+gpu-rehearsal: install
+	scripts/gpu/rehearse.sh
 
 clean-results:
 	rm -rf results/* logs benchmarks .snakemake

@@ -12,6 +12,7 @@ import json
 import lzma
 import os
 import re
+import runpy
 import signal
 import subprocess
 import sys
@@ -72,6 +73,20 @@ def test_the_import_guard_refuses_what_the_gpu_machine_lacks_and_allows_what_it_
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**venv_env(), **guard})
     assert proc.returncode == 0 and "No module named 'optuna' (not on the GPU machine" in proc.stdout, proc.stderr
+
+
+def test_the_replica_holds_the_machines_packages_pinned_where_seen_and_the_scripts_parse():
+    """scripts/gpu/rehearse.sh installs closure.py --replica into a Python 3.12: every package of the
+    machine once, each version seen there pinned; every script of the GPU path is valid bash."""
+    closure = runpy.run_path(str(REPO / "scripts/gpu/closure.py"))
+    lines = subprocess.run([sys.executable, str(REPO / "scripts/gpu/closure.py"), "--replica"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert [line.split("==")[0] for line in lines] == closure["MACHINE"]
+    assert {line for line in lines if "==" in line} == {f"{n}=={v}" for n, v in closure["SEEN"].items()}
+    assert "torch" in closure["SEEN"]
+    for script in sorted((REPO / "scripts/gpu").glob("*.sh")):
+        proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert proc.returncode == 0, (script.name, proc.stderr)
 
 
 def test_the_workflow_parses_on_the_gpu_machine_whatever_the_config(guard, tmp_path):

@@ -8,6 +8,9 @@ computed from the installed distributions of this environment (their requirement
     closure.py --modules                         the top-level module names a job on the GPU machine can
                                                  import (the machine's packages, the carried ones, bladefl):
                                                  what scripts/gpu/import_guard allows (tests/test_gpu_script.py)
+    closure.py --replica                         requirement lines of a replica of the machine's Python: its
+                                                 packages, at the versions seen there where known
+                                                 (scripts/gpu/rehearse.sh installs them into a Python 3.12)
 
 The lists below are the one place that says what the GPU machine holds (docs/gpu.md)."""
 import re
@@ -15,6 +18,9 @@ import sys
 from importlib import metadata
 
 MACHINE = ["torch", "numpy", "pandas", "pyyaml", "tqdm", "matplotlib", "scipy"]  # Python 3.12 there
+# The versions seen there (the device tool's KINDS.md, 2026-11: Python 3.12.3, torch 2.11.0+cu130, numpy 2.5.2);
+# the others were not read, and a replica takes the newest.
+SEEN = {"torch": "2.11.0", "numpy": "2.5.2"}
 CARRIED = ["cryptography"]  # the ledger's signatures (with its cffi and pycparser)
 WORKFLOW = ["snakemake"]  # MODE=snakemake; SNAKEMAKE=0 leaves it out
 LEFT_OUT = ["pulp"]  # Snakemake's ILP scheduler (30 MB): the script schedules greedily
@@ -73,6 +79,8 @@ if __name__ == "__main__":
     if args in (["--carried"], ["--carried", "--no-workflow"]):
         for name, version in sorted(carried(workflow="--no-workflow" not in args).items()):
             print(f"{name}=={version}")
+    elif args == ["--replica"]:
+        print("\n".join(f"{n}=={SEEN[n]}" if n in SEEN else n for n in MACHINE))
     elif args == ["--modules"]:
         dists = [*closure(MACHINE), *carried()]
         print("\n".join(sorted(modules(dists) | set(OWN))))

@@ -19,7 +19,7 @@ class _Guard(importlib.abc.MetaPathFinder):
         self.allowed = allowed
         self.log = log
 
-    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001, ANN201 - the finder protocol
+    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001, ANN202 - the finder protocol
         top = fullname.partition(".")[0]
         if path is not None or top in self.allowed or top in sys.stdlib_module_names or top.startswith("_"):
             return None  # a submodule, or an allowed top-level module: the other finders find it

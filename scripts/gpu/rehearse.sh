@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The GPU machine's call rehearsed here, on the CPU, in a replica of that machine's software
+# (docs/gpu.md, "A rehearsal in a replica of the machine's Python"):
+#   1. a Python 3.12 virtual environment (PY312, default python3.12) holding only the machine's packages,
+#      at the versions seen there where known (scripts/gpu/closure.py --replica: torch 2.11.0, numpy 2.5.2,
+#      the newest pandas, pyyaml, tqdm, matplotlib and scipy), in REPLICA (default build/gpu-replica; made
+#      once from the package registry, about 5 GB: torch's wheel and its CUDA libraries);
+#   2. prepare.sh's carry for Python 3.12 (gpu_carry, prepared if it is missing);
+#   3. the checkout as the device tool sends it (tracked and untracked files that git does not ignore, and
+#      gpu_carry) copied to a folder of its own: no results, no data, no virtual environment;
+#   4. there, with the replica's python3 first on PATH and nothing on PYTHONPATH:
+#      a. the smoke grid through the Snakemake call, with the device check and the bench's start
+#         (MODE=snakemake DEVICE=cpu GRID=config/smoke.yaml SEEDS=1), to its end;
+#      b. the one call of docs/gpu.md as typed there (MODE=snakemake CHECK=0 BENCH=0 GRID_SEEDS=0-9 on
+#         config/paper.yaml), on the CPU with a short budget (PAPER_BUDGET_S, default 150 s): it parses and
+#         plans the paper's grid, starts its first jobs, is stopped by its deadline and packs;
+#   5. back in this project's environment, in the copy: the smoke grid's archive imported into a results
+#      folder of its own, its partitions made here (what `make import-runs` does).
+# Writes build/rehearsal/ (REHEARSAL): smoke/ and paper/ (what $OUT holds after each call), their logs,
+# and summary.txt; exits 1 naming the first check that failed.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+py312=${PY312:-python3.12}
+replica=${REPLICA:-build/gpu-replica}
+where=${REHEARSAL:-build/rehearsal}
+python=${PYTHON:-.venv/bin/python}
+fail() { echo "rehearsal: $*" >&2; exit 1; }
+
+# 1. The replica of the machine's Python (kept between rehearsals; made again when its pins change).
+pins=$("$python" scripts/gpu/closure.py --replica)
+if [ ! -x "$replica/bin/python3" ] || [ "$(cat "$replica/PINS" 2>/dev/null)" != "$pins" ]; then
+  rm -rf "$replica"
+  "$py312" -m venv "$replica"
+  # shellcheck disable=SC2086 # one requirement a word
+  "$replica/bin/python3" -m pip install -q --disable-pip-version-check $pins
+  printf '%s\n' "$pins" >"$replica/PINS"
+fi
+"$replica/bin/python3" -c 'import sys; assert sys.version_info[:2] == (3, 12), sys.version' \
+  || fail "$replica is not a Python 3.12 (PY312=$py312)"
+# 2. The carry, for the machine's Python 3.12.
+if [ ! -s gpu_carry/site.tar.xz ]; then
+  scripts/gpu/prepare.sh gpu_carry
+fi
+# 3. The checkout as it travels.
+rm -rf "$where"
+mkdir -p "$where/checkout"
+git ls-files -z --cached --others --exclude-standard | tar cf - --null -T - | tar xf - -C "$where/checkout"
+cp -r gpu_carry "$where/checkout/gpu_carry"
+work=$(cd "$where/checkout" && pwd)
+out=$(cd "$where" && pwd)
+# 4. The calls, in the replica alone.
+replica_env=(env -u PYTHONPATH -u VIRTUAL_ENV PATH="$(cd "$replica" && pwd)/bin:$PATH")
+(cd "$work" && "${replica_env[@]}" OUT="$out/smoke" MODE=snakemake DEVICE=cpu GRID=config/smoke.yaml SEEDS=1 \
+  BENCH_S=120 BUDGET_S=1500 bash scripts/gpu/run.sh) >"$out/smoke.log" 2>&1 || fail "the smoke call failed: $out/smoke.log"
+(cd "$work" && "${replica_env[@]}" OUT="$out/paper" DEVICE=cpu MODE=snakemake CHECK=0 BENCH=0 \
+  BUDGET_S="${PAPER_BUDGET_S:-150}" GRID_SEEDS=0-9 bash scripts/gpu/run.sh) >"$out/paper.log" 2>&1 \
+  || fail "the paper call failed: $out/paper.log"
+# 5. The smoke grid's archive imported here.
+bin=$(cd "$(dirname "$python")" && pwd)
+(cd "$work" && "$bin/snakemake" run_inputs --cores "${CORES:-2}" --configfile config/smoke.yaml \
+  --config results_dir=results-imported && "$bin/bladefl" import-runs --archive "$out/smoke/grid-tables.tar.xz" \
+  --configfile config/config.yaml config/smoke.yaml --results-dir results-imported) >"$out/import.log" 2>&1 \
+  || fail "the smoke grid's archive did not import: $out/import.log"
+# What each call says of itself, and what a reader checks.
+"$python" - "$out" "$replica" <<'EOF'
+import json, subprocess, sys, tarfile
+from pathlib import Path
+
+out, replica = Path(sys.argv[1]), sys.argv[2]
+versions = subprocess.run([f"{replica}/bin/python3", "-c", "import sys, torch, numpy, pandas, scipy, matplotlib; "
+                           "print(sys.version.split()[0], torch.__version__, numpy.__version__, pandas.__version__, "
+                           "scipy.__version__, matplotlib.__version__)"], capture_output=True, text=True,
+                          check=True).stdout.split()
+lines = ["the replica: Python {}, torch {}, numpy {}, pandas {}, scipy {}, matplotlib {}".format(*versions)]
+problems = []
+for call in ("smoke", "paper"):
+    log = (out / f"{call}.log").read_text(errors="replace")
+    # The stopped call's jobs end in KeyboardInterrupt (the deadline's SIGINT); nothing else may fail.
+    tracebacks = log.count("\nTraceback (most recent call last)")
+    if tracebacks > (log.count("\nKeyboardInterrupt") if call == "paper" else 0):
+        problems.append(f"{call}: a traceback other than the stop's in {call}.log")
+    with tarfile.open(out / call / "grid-tables.tar.xz") as tar:
+        names = tar.getnames()
+        about = json.load(tar.extractfile("grid/ABOUT.json"))
+    runs = sum(n.endswith("/summary.json") for n in names)
+    lines.append(f"{call}: {about['grid']} seeds {about['grid_seeds']}, {runs} runs packed, grid "
+                 f"{about['grid_wall_s']} s, finished {about['finished']}")
+    if call == "smoke" and (not about["finished"] or runs == 0):
+        problems.append("smoke: the grid did not finish")
+    if call == "paper":
+        if "Job stats:" not in log:
+            problems.append("paper: Snakemake did not plan the paper's grid")
+        if "deadline: " not in log:
+            problems.append("paper: the deadline did not stop the grid")
+        if about["finished"]:
+            problems.append("paper: a 2-core CPU finished the paper grid in the budget? (a stop was expected)")
+check = (out / "smoke/check.txt").read_text()
+lines.append("device check: " + (check.strip().splitlines() or ["(empty)"])[-1])
+if " 18 of 18 " not in check:
+    problems.append("smoke: the device check did not pass 18 of 18")
+lines.append("import: " + (out / "import.log").read_text().strip().splitlines()[-1])
+(out / "summary.txt").write_text("\n".join(lines + [f"PROBLEM {p}" for p in problems]) + "\n")
+print("\n".join(lines))
+for p in problems:
+    print(f"rehearsal: {p}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+EOF
