@@ -13,6 +13,7 @@ import lzma
 import os
 import re
 import runpy
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,7 +42,19 @@ def machine(tmp_path_factory, data_root) -> Path:
             (work / "gpu_carry/data" / tv / "raw" / f"{f}.xz").write_bytes(lzma.compress(data, preset=0))
     (work / "gpu_carry/wheels").mkdir()
     (work / "gpu_carry/CODE_VERSION").write_text("abc1234\n")
+    write_source_digest(work)
     return work
+
+
+def write_source_digest(work: Path) -> None:
+    """gpu_carry/SOURCE.sha256 of the copy's code, as prepare.sh writes it (scripts/gpu/source_digest.py)."""
+    files = [str(p.relative_to(work)) for folder in ("Snakefile", "src", "workflow", "config", "profiles",
+                                                      "notebooks", "scripts")
+             for p in ([work / folder] if (work / folder).is_file() else sorted((work / folder).rglob("*")))
+             if p.is_file() and "__pycache__" not in p.parts]
+    digest = subprocess.run([sys.executable, str(REPO / "scripts/gpu/source_digest.py")], cwd=work,
+                            input="\0".join(files).encode(), capture_output=True, check=True).stdout
+    (work / "gpu_carry/SOURCE.sha256").write_bytes(digest)
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +100,26 @@ def test_the_replica_holds_the_machines_packages_pinned_where_seen_and_the_scrip
     for script in sorted((REPO / "scripts/gpu").glob("*.sh")):
         proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
         assert proc.returncode == 0, (script.name, proc.stderr)
+
+
+def test_a_checkout_changed_since_the_carry_was_prepared_is_refused_before_any_work(tmp_path):
+    """Results record the code version prepare.sh wrote: a checkout whose code differs from the code the
+    carry was prepared for (its SOURCE.sha256) is refused at once, naming the file, and writes nothing."""
+    work = tmp_path / "work"
+    (work / "scripts/gpu").mkdir(parents=True)
+    shutil.copy(REPO / "scripts/gpu/run.sh", work / "scripts/gpu/run.sh")
+    (work / "src").mkdir()
+    (work / "src/engine.py").write_text("x = 1\n")
+    (work / "gpu_carry").mkdir()
+    (work / "gpu_carry/CODE_VERSION").write_text("abc1234\n")
+    write_source_digest(work)
+    assert "src/engine.py" in (work / "gpu_carry/SOURCE.sha256").read_text()
+    (work / "src/engine.py").write_text("x = 2\n")  # changed after prepare.sh
+    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "OUT": str(tmp_path / "out")})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "src/engine.py" in proc.stderr and "abc1234" in proc.stderr and "prepare.sh again" in proc.stderr
+    assert not (tmp_path / "out").exists() and not (work / "data").exists()
 
 
 def test_the_workflow_parses_on_the_gpu_machine_whatever_the_config(guard, tmp_path):

@@ -5,7 +5,8 @@
 #      at the versions seen there where known (scripts/gpu/closure.py --replica: torch 2.11.0, numpy 2.5.2,
 #      the newest pandas, pyyaml, tqdm, matplotlib and scipy), in REPLICA (default build/gpu-replica; made
 #      once from the package registry, about 5 GB: torch's wheel and its CUDA libraries);
-#   2. prepare.sh's carry for Python 3.12 (gpu_carry, prepared if it is missing);
+#   2. prepare.sh's carry for Python 3.12 (gpu_carry: its packages and data kept when up to date, the
+#      code's record written anew);
 #   3. the checkout as the device tool sends it (tracked and untracked files that git does not ignore, and
 #      gpu_carry) copied to a folder of its own: no results, no data, no virtual environment;
 #   4. there, with the replica's python3 first on PATH and nothing on PYTHONPATH:
@@ -39,9 +40,7 @@ fi
 "$replica/bin/python3" -c 'import sys; assert sys.version_info[:2] == (3, 12), sys.version' \
   || fail "$replica is not a Python 3.12 (PY312=$py312)"
 # 2. The carry, for the machine's Python 3.12.
-if [ ! -s gpu_carry/site.tar.xz ]; then
-  scripts/gpu/prepare.sh gpu_carry
-fi
+PY_VERSION=3.12 PYTHON="$python" scripts/gpu/prepare.sh gpu_carry >/dev/null
 # 3. The checkout as it travels.
 rm -rf "$where"
 mkdir -p "$where/checkout"
@@ -88,6 +87,8 @@ for call in ("smoke", "paper"):
                  f"{about['grid_wall_s']} s, finished {about['finished']}")
     if call == "smoke" and (not about["finished"] or runs == 0):
         problems.append("smoke: the grid did not finish")
+    if about["code_version"] != (out / "checkout/gpu_carry/CODE_VERSION").read_text().strip():
+        problems.append(f"{call}: the code version packed is not the carry's ({about['code_version']})")
     if call == "paper":
         if "Job stats:" not in log:
             problems.append("paper: Snakemake did not plan the paper's grid")

@@ -41,6 +41,19 @@ grid=${GRID:-config/paper.yaml}
 mode=${MODE:-bench}
 budget=${BUDGET_S:-540}
 grid_dir=${GRID_DIR:-$out/grid}
+# The code must be the code the carry was prepared for (prepare.sh's SOURCE.sha256), or the results would
+# record another code version than the one that made them: refused before any work.
+if [ -s "$carry/SOURCE.sha256" ]; then
+  if ! changed=$(sha256sum --check --quiet "$carry/SOURCE.sha256" 2>&1); then
+    echo "error: this checkout's code differs from the code $carry was prepared for ($(cat "$carry/CODE_VERSION" \
+      2>/dev/null || echo unknown)): $(echo "$changed" | grep -v '^sha256sum: WARNING' | head -5 | tr '\n' ' ')" \
+      "- run scripts/gpu/prepare.sh again (seconds when only the code changed)" >&2
+    exit 2
+  fi
+elif [ -s "$carry/CODE_VERSION" ]; then
+  echo "note: $carry has no SOURCE.sha256 (prepared by an older prepare.sh): its CODE_VERSION is not recorded" >&2
+  rm -f "$carry/CODE_VERSION"
+fi
 mkdir -p "$out" "$grid_dir"
 # The carried packages unpacked into a folder on PYTHONPATH (no pip needed): prepare.sh's site.tar.xz,
 # or wheels (zip archives); the carried IDX files (.xz or .gz) decompressed into data/raw. Data already
