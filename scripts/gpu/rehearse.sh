@@ -16,7 +16,9 @@
 #         config/paper.yaml), on the CPU with a short budget (PAPER_BUDGET_S, default 150 s): it parses and
 #         plans the paper's grid, starts its first jobs, is stopped by its deadline and packs;
 #   5. back in this project's environment, in the copy: the smoke grid's archive imported into a results
-#      folder of its own, its partitions made here (what `make import-runs` does).
+#      folder of its own, its partitions made here (what `make import-runs` does);
+#   6. the same smoke grid run here in this environment, compared run by run and K by K with the replica's
+#      (status, block tips, the largest differences of accuracy and losses, the device check's tolerances).
 # Writes build/rehearsal/ (REHEARSAL): smoke/ and paper/ (what $OUT holds after each call), their logs,
 # and summary.txt; exits 1 naming the first check that failed.
 set -euo pipefail
@@ -51,7 +53,7 @@ out=$(cd "$where" && pwd)
 # 4. The calls, in the replica alone.
 replica_env=(env -u PYTHONPATH -u VIRTUAL_ENV PATH="$(cd "$replica" && pwd)/bin:$PATH")
 (cd "$work" && "${replica_env[@]}" OUT="$out/smoke" MODE=snakemake DEVICE=cpu GRID=config/smoke.yaml SEEDS=1 \
-  BENCH_S=120 BUDGET_S=1500 bash scripts/gpu/run.sh) >"$out/smoke.log" 2>&1 || fail "the smoke call failed: $out/smoke.log"
+  BENCH_S=300 BUDGET_S=1500 bash scripts/gpu/run.sh) >"$out/smoke.log" 2>&1 || fail "the smoke call failed: $out/smoke.log"
 (cd "$work" && "${replica_env[@]}" OUT="$out/paper" DEVICE=cpu MODE=snakemake CHECK=0 BENCH=0 \
   BUDGET_S="${PAPER_BUDGET_S:-150}" GRID_SEEDS=0-9 bash scripts/gpu/run.sh) >"$out/paper.log" 2>&1 \
   || fail "the paper call failed: $out/paper.log"
@@ -61,6 +63,10 @@ bin=$(cd "$(dirname "$python")" && pwd)
   --config results_dir=results-imported && "$bin/bladefl" import-runs --archive "$out/smoke/grid-tables.tar.xz" \
   --configfile config/config.yaml config/smoke.yaml --results-dir results-imported) >"$out/import.log" 2>&1 \
   || fail "the smoke grid's archive did not import: $out/import.log"
+# 6. The same smoke grid run here, in this environment (its Python and torch), one job per run: compared
+#    below run by run with the replica's.
+(cd "$work" && "$bin/snakemake" run_folders --cores "${CORES:-2}" --configfile config/smoke.yaml \
+  --config results_dir=results-here) >"$out/here.log" 2>&1 || fail "the smoke grid did not run here: $out/here.log"
 # What each call says of itself, and what a reader checks.
 "$python" - "$out" "$replica" <<'EOF'
 import json, subprocess, sys, tarfile
@@ -75,10 +81,12 @@ lines = ["the replica: Python {}, torch {}, numpy {}, pandas {}, scipy {}, matpl
 problems = []
 for call in ("smoke", "paper"):
     log = (out / f"{call}.log").read_text(errors="replace")
-    # The stopped call's jobs end in KeyboardInterrupt (the deadline's SIGINT); nothing else may fail.
-    tracebacks = log.count("\nTraceback (most recent call last)")
-    if tracebacks > (log.count("\nKeyboardInterrupt") if call == "paper" else 0):
-        problems.append(f"{call}: a traceback other than the stop's in {call}.log")
+    # What a stop interrupts ends in KeyboardInterrupt (the deadline's SIGINT, the bench's time limit);
+    # nothing else may fail.
+    if log.count("\nTraceback (most recent call last)") > log.count("\nKeyboardInterrupt"):
+        problems.append(f"{call}: a traceback other than a stop's in {call}.log")
+    if "bench: failed or stopped" in log:
+        lines.append(f"{call}: the bench was stopped by its time limit (BENCH_S)")
     with tarfile.open(out / call / "grid-tables.tar.xz") as tar:
         names = tar.getnames()
         about = json.load(tar.extractfile("grid/ABOUT.json"))
@@ -101,6 +109,27 @@ lines.append("device check: " + (check.strip().splitlines() or ["(empty)"])[-1])
 if " 18 of 18 " not in check:
     problems.append("smoke: the device check did not pass 18 of 18")
 lines.append("import: " + (out / "import.log").read_text().strip().splitlines()[-1])
+# The replica's runs against this environment's, run by run and K by K (the device check's tolerances).
+there = {p.relative_to(out / "checkout/results-imported"): p
+         for p in (out / "checkout/results-imported/runs").rglob("summary.json")}
+diffs = {"test_accuracy": 0.0, "test_loss": 0.0, "train_loss": 0.0}
+same_tips = same_status = compared = 0
+for rel, path in sorted(there.items()):
+    a, b = json.loads(path.read_text())["per_K"], json.loads((out / "checkout/results-here" / rel).read_text())["per_K"]
+    for x, y in zip(a, b, strict=True):
+        compared += 1
+        same_status += x["status"] == y["status"] and x["K"] == y["K"]
+        same_tips += x.get("tip") == y.get("tip")
+        for key in diffs:
+            if x.get(key) is not None and y.get(key) is not None:
+                diffs[key] = max(diffs[key], abs(x[key] - y[key]))
+here_versions = subprocess.run([sys.executable, "-c", "import sys, torch; print(sys.version.split()[0], torch.__version__)"],
+                               capture_output=True, text=True, check=True).stdout.split()
+lines.append(f"replica against here (Python {here_versions[0]}, torch {here_versions[1]}): {len(there)} runs, "
+             f"{compared} run x K, status identical in {same_status}, block tips identical in {same_tips}, largest "
+             "differences " + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items()))
+if not there or same_status < compared or diffs["test_accuracy"] > 0.01 or max(diffs["test_loss"], diffs["train_loss"]) > 1e-3:
+    problems.append("the replica's runs differ from this environment's beyond the device check's tolerances")
 (out / "summary.txt").write_text("\n".join(lines + [f"PROBLEM {p}" for p in problems]) + "\n")
 print("\n".join(lines))
 for p in problems:
