@@ -120,6 +120,13 @@ def test_a_checkout_changed_since_the_carry_was_prepared_is_refused_before_any_w
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "src/engine.py" in proc.stderr and "abc1234" in proc.stderr and "prepare.sh again" in proc.stderr
     assert not (tmp_path / "out").exists() and not (work / "data").exists()
+    # A carry without the code's record (an older prepare.sh): its CODE_VERSION is not taken on trust.
+    (work / "gpu_carry/SOURCE.sha256").unlink()
+    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "OUT": str(tmp_path / "out")})  # fails later: no data here
+    assert "its CODE_VERSION is not recorded" in proc.stderr
+    about, _ = packed(tmp_path / "out")
+    assert about["code_version"] == "unknown" and (work / "gpu_carry/CODE_VERSION").exists()
 
 
 def test_the_workflow_parses_on_the_gpu_machine_whatever_the_config(guard, tmp_path):

@@ -50,9 +50,10 @@ if [ -s "$carry/SOURCE.sha256" ]; then
       "- run scripts/gpu/prepare.sh again (seconds when only the code changed)" >&2
     exit 2
   fi
-elif [ -s "$carry/CODE_VERSION" ]; then
+fi
+code_checked=$([ -s "$carry/SOURCE.sha256" ] && echo 1 || echo 0)
+if [ "$code_checked" = 0 ] && [ -s "$carry/CODE_VERSION" ]; then
   echo "note: $carry has no SOURCE.sha256 (prepared by an older prepare.sh): its CODE_VERSION is not recorded" >&2
-  rm -f "$carry/CODE_VERSION"
 fi
 mkdir -p "$out" "$grid_dir"
 # The carried packages unpacked into a folder on PYTHONPATH (no pip needed): prepare.sh's site.tar.xz,
@@ -80,7 +81,7 @@ mkdir -p "$carry/bin"
 printf '#!/bin/sh\nexec python3 -m bladefl.cli "$@"\n' >"$carry/bin/bladefl"
 chmod +x "$carry/bin/bladefl"
 export PATH="$PWD/$carry/bin:$PATH"
-if [ -s "$carry/CODE_VERSION" ]; then
+if [ "$code_checked" = 1 ] && [ -s "$carry/CODE_VERSION" ]; then
   export BLADEFL_CODE_VERSION="$(cat "$carry/CODE_VERSION")"
 fi
 started=$(date -u +%FT%TZ)
