@@ -45,6 +45,28 @@ def test_the_deadline_kills_a_command_that_ignores_sigint_and_sigterm(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 124, err
     assert "0.5 s reached" in err and "ignored SIGINT and SIGTERM: killed" in err, err
+    assert "sleep 600" in err  # named: which job held the stop
+
+
+# A child that has ended and stays a zombie (its parent, exec'd into `sleep 600`, never waits for it); the
+# marker once it is one.
+ZOMBIE_PARENT = """import os, pathlib, subprocess, sys
+child = subprocess.Popen(["true"])
+while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+    pass
+pathlib.Path(sys.argv[1]).touch()
+os.execvp("sleep", ["sleep", "600"])
+"""
+
+
+def test_a_zombie_left_in_the_session_is_not_counted_as_a_process_that_ignored_the_stop(tmp_path):
+    marker = tmp_path / "started"
+    proc = _start(3600, [sys.executable, "-c", ZOMBIE_PARENT, str(marker)])
+    _wait_for(marker, proc)
+    proc.send_signal(signal.SIGUSR1)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 124, err
+    assert "deadline: 1 processes ignored SIGINT and SIGTERM: killed" in err and "sleep 600" in err, err
 
 
 def test_sigusr1_stops_the_command_at_once_the_same_way(tmp_path):

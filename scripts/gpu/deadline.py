@@ -44,6 +44,33 @@ def session_processes(sid: int, root: int) -> list[int]:
     return sorted(members)
 
 
+def living(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that still run: a zombie (state Z) has ended, and only waits for its parent."""
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.append(pid)
+    return out
+
+
+def named(pids: list[int], most: int = 5) -> str:
+    """``pid command`` of the first ``most`` processes (their command lines cut at 60 characters)."""
+    names = []
+    for pid in pids[:most]:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            command = "?"
+        names.append(f"{pid} {command[:60]}")
+    return "; ".join(names) + ("; ..." if len(pids) > most else "")
+
+
 def signal_all(pids: list[int], sig: int) -> None:
     for pid in pids:
         try:
@@ -72,13 +99,14 @@ def main(argv: list[str]) -> int:
     end = time.monotonic() + grace
     while time.monotonic() < end and proc.poll() is None:
         time.sleep(0.2)
-    left = session_processes(proc.pid, proc.pid)
+    left = living(session_processes(proc.pid, proc.pid))
     if left:
         signal_all(left, signal.SIGTERM)
         time.sleep(min(5.0, grace))
-        left = session_processes(proc.pid, proc.pid)
+        left = living(session_processes(proc.pid, proc.pid))
         if left:
-            print(f"deadline: {len(left)} processes ignored SIGINT and SIGTERM: killed", file=sys.stderr, flush=True)
+            print(f"deadline: {len(left)} processes ignored SIGINT and SIGTERM: killed ({named(left)})",
+                  file=sys.stderr, flush=True)
             signal_all(left, signal.SIGKILL)
     try:
         proc.wait(timeout=10)
