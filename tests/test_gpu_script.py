@@ -279,6 +279,15 @@ def test_parts_of_the_grid_from_two_calls_pack_import_and_merge_into_the_whole_g
     assert all((Path(folder) / "summary.json").is_file() for folder in whole) and len(whole) == 12
     record = json.loads((results / "imported.json").read_text())
     assert record["seeds"] == [1] and [r["seeds"] for r in record["earlier_imports"]] == [[0]]
+    # The first part alone is a smaller design of its own: the config cut to its seeds and their draws
+    # (an overlay, docs/gpu.md) takes the part's runs as every run it has, and nothing else.
+    cut = tmp_path / "first-part.yaml"
+    cut.write_text(yaml.safe_dump({"seeds": [0], "partition": {"seeds": [0]}}))
+    proc = subprocess.run([*cli[:-2], str(cut), "--results-dir", str(tmp_path / "part"), "--archive",
+                           str(tmp_path / "out1/grid-tables.tar.xz")], cwd=machine, capture_output=True, text=True,
+                          timeout=300, env=venv_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(list((tmp_path / "part").rglob("summary.json"))) == 6
 
 
 # Every Python the script starts runs this first (PYTHONPATH): the import guard, and in the group job
