@@ -45,9 +45,11 @@ grid_dir=${GRID_DIR:-$out/grid}
 # record another code version than the one that made them: refused before any work.
 if [ -s "$carry/SOURCE.sha256" ]; then
   if ! changed=$(sha256sum --check --quiet "$carry/SOURCE.sha256" 2>&1); then
+    files=$(echo "$changed" | sed -n -E 's/: FAILED open or read$/ (missing)/p; s/: FAILED$/ (changed)/p' \
+      | head -5 | paste -sd, - | sed 's/,/, /g')
     echo "error: this checkout's code differs from the code $carry was prepared for ($(cat "$carry/CODE_VERSION" \
-      2>/dev/null || echo unknown)): $(echo "$changed" | grep -v '^sha256sum: WARNING' | head -5 | tr '\n' ' ')" \
-      "- run scripts/gpu/prepare.sh again (seconds when only the code changed)" >&2
+      2>/dev/null || echo unknown)): ${files:-$changed}; run scripts/gpu/prepare.sh again (seconds when only the" \
+      "code changed)" >&2
     exit 2
   fi
 fi
