@@ -29,8 +29,10 @@ replica=${REPLICA:-build/gpu-replica}
 where=${REHEARSAL:-build/rehearsal}
 python=${PYTHON:-.venv/bin/python}
 fail() { echo "rehearsal: $*" >&2; exit 1; }
+step() { echo "rehearsal: $(date -u +%T) $*" >&2; }
 
 # 1. The replica of the machine's Python (kept between rehearsals; made again when its pins change).
+step "1/6 the replica of the GPU machine's Python ($replica)"
 pins=$("$python" scripts/gpu/closure.py --replica)
 if [ ! -x "$replica/bin/python3" ] || [ "$(cat "$replica/PINS" 2>/dev/null)" != "$pins" ]; then
   rm -rf "$replica"
@@ -42,8 +44,10 @@ fi
 "$replica/bin/python3" -c 'import sys; assert sys.version_info[:2] == (3, 12), sys.version' \
   || fail "$replica is not a Python 3.12 (PY312=$py312)"
 # 2. The carry, for the machine's Python 3.12.
+step "2/6 the carry (scripts/gpu/prepare.sh)"
 PY_VERSION=3.12 PYTHON="$python" scripts/gpu/prepare.sh gpu_carry >/dev/null
 # 3. The checkout as it travels.
+step "3/6 the checkout as the device tool sends it ($where/checkout)"
 rm -rf "$where"
 mkdir -p "$where/checkout"
 git ls-files -z --cached --others --exclude-standard | tar cf - --null -T - | tar xf - -C "$where/checkout"
@@ -51,6 +55,7 @@ cp -r gpu_carry "$where/checkout/gpu_carry"
 work=$(cd "$where/checkout" && pwd)
 out=$(cd "$where" && pwd)
 # 4. The calls, in the replica alone.
+step "4/6 the smoke call, then the paper call (about 3 minutes; logs in $where)"
 replica_env=(env -u PYTHONPATH -u VIRTUAL_ENV PATH="$(cd "$replica" && pwd)/bin:$PATH")
 (cd "$work" && "${replica_env[@]}" OUT="$out/smoke" MODE=snakemake DEVICE=cpu GRID=config/smoke.yaml SEEDS=1 \
   BENCH_S=300 BUDGET_S=1500 bash scripts/gpu/run.sh) >"$out/smoke.log" 2>&1 || fail "the smoke call failed: $out/smoke.log"
@@ -58,6 +63,7 @@ replica_env=(env -u PYTHONPATH -u VIRTUAL_ENV PATH="$(cd "$replica" && pwd)/bin:
   BUDGET_S="${PAPER_BUDGET_S:-150}" GRID_SEEDS=0-9 bash scripts/gpu/run.sh) >"$out/paper.log" 2>&1 \
   || fail "the paper call failed: $out/paper.log"
 # 5. The smoke grid's archive imported here.
+step "5/6 the smoke grid's archive imported here"
 bin=$(cd "$(dirname "$python")" && pwd)
 (cd "$work" && "$bin/snakemake" run_inputs --cores "${CORES:-2}" --configfile config/smoke.yaml \
   --config results_dir=results-imported && "$bin/bladefl" import-runs --archive "$out/smoke/grid-tables.tar.xz" \
@@ -65,6 +71,7 @@ bin=$(cd "$(dirname "$python")" && pwd)
   || fail "the smoke grid's archive did not import: $out/import.log"
 # 6. The same smoke grid run here, in this environment (its Python and torch), one job per run: compared
 #    below run by run with the replica's.
+step "6/6 the smoke grid run here, to compare"
 (cd "$work" && "$bin/snakemake" run_folders --cores "${CORES:-2}" --configfile config/smoke.yaml \
   --config results_dir=results-here) >"$out/here.log" 2>&1 || fail "the smoke grid did not run here: $out/here.log"
 # What each call says of itself, and what a reader checks.
