@@ -309,8 +309,8 @@ if "run-group" in sys.argv:
 
 
 def _descendant(root: int, needle: str) -> int | None:
-    """A process below ``root`` whose command line holds ``needle``, or None: the processes below it as
-    scripts/gpu/deadline.py finds them (``session_processes``)."""
+    """A process below ``root`` whose command line holds ``needle``, or None: the processes below it and
+    their command lines as scripts/gpu/deadline.py reads them (``session_processes``, ``command_line``)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("deadline", REPO / "scripts/gpu/deadline.py")
@@ -318,11 +318,8 @@ def _descendant(root: int, needle: str) -> int | None:
     deadline = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(deadline)
     for pid in deadline.session_processes(root, root):
-        try:
-            if needle in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                return pid
-        except OSError:
-            continue
+        if needle in (deadline.command_line(pid) or ""):
+            return pid
     return None
 
 

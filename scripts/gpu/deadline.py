@@ -17,9 +17,10 @@ import time
 
 
 def session_processes(sid: int, root: int) -> list[int]:
-    """Every process in session ``sid`` or descended from ``root`` (read from /proc)."""
+    """Every process still running in session ``sid`` or descended from ``root`` (read from /proc); a
+    zombie (state Z) has ended, and only waits for its parent: it is no process to stop."""
     parents: dict[int, int] = {}
-    members = set()
+    members, zombies = set(), set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -30,6 +31,8 @@ def session_processes(sid: int, root: int) -> list[int]:
             continue
         pid, ppid, session = int(entry), int(fields[1]), int(fields[3])
         parents[pid] = ppid
+        if fields[0] == "Z":
+            zombies.add(pid)
         if session == sid:
             members.add(pid)
     for pid in list(parents):  # descendants of the root that left its session (setsid)
@@ -40,34 +43,22 @@ def session_processes(sid: int, root: int) -> list[int]:
                 break
             seen.add(p)
             p = parents[p]
-    members.discard(os.getpid())
+    members -= zombies | {os.getpid()}
     return sorted(members)
 
 
-def living(pids: list[int]) -> list[int]:
-    """Those of ``pids`` that still run: a zombie (state Z) has ended, and only waits for its parent."""
-    out = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            out.append(pid)
-    return out
+def command_line(pid: int) -> str | None:
+    """The command line of process ``pid``, its arguments joined by spaces (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        return None
 
 
 def named(pids: list[int], most: int = 5) -> str:
     """``pid command`` of the first ``most`` processes (their command lines cut at 60 characters)."""
-    names = []
-    for pid in pids[:most]:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                command = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
-        except OSError:
-            command = "?"
-        names.append(f"{pid} {command[:60]}")
+    names = [f"{pid} {(command_line(pid) or '?')[:60]}" for pid in pids[:most]]
     return "; ".join(names) + ("; ..." if len(pids) > most else "")
 
 
@@ -99,11 +90,11 @@ def main(argv: list[str]) -> int:
     end = time.monotonic() + grace
     while time.monotonic() < end and proc.poll() is None:
         time.sleep(0.2)
-    left = living(session_processes(proc.pid, proc.pid))
+    left = session_processes(proc.pid, proc.pid)
     if left:
         signal_all(left, signal.SIGTERM)
         time.sleep(min(5.0, grace))
-        left = living(session_processes(proc.pid, proc.pid))
+        left = session_processes(proc.pid, proc.pid)
         if left:
             print(f"deadline: {len(left)} processes ignored SIGINT and SIGTERM: killed ({named(left)})",
                   file=sys.stderr, flush=True)
