@@ -47,11 +47,9 @@ def machine(tmp_path_factory, data_root) -> Path:
 
 
 def write_source_digest(work: Path) -> None:
-    """gpu_carry/SOURCE.sha256 of the copy's code, as prepare.sh writes it (scripts/gpu/source_digest.py)."""
-    files = [str(p.relative_to(work)) for folder in ("Snakefile", "src", "workflow", "config", "profiles",
-                                                      "notebooks", "scripts")
-             for p in ([work / folder] if (work / folder).is_file() else sorted((work / folder).rglob("*")))
-             if p.is_file() and "__pycache__" not in p.parts]
+    """gpu_carry/SOURCE.sha256 of the copy's code, as prepare.sh writes it (scripts/gpu/source_digest.py,
+    which picks the code's files out of every file named)."""
+    files = [str(p.relative_to(work)) for p in work.rglob("*")]
     digest = subprocess.run([sys.executable, str(REPO / "scripts/gpu/source_digest.py")], cwd=work,
                             input="\0".join(files).encode(), capture_output=True, check=True).stdout
     (work / "gpu_carry/SOURCE.sha256").write_bytes(digest)

@@ -68,6 +68,5 @@ done
 # and the SHA-256 of each file of the code as it is now (tracked or untracked and not ignored, as the
 # device tool sends them), which run.sh checks against the checkout it is given.
 git describe --always --dirty --tags >"$out/CODE_VERSION" 2>/dev/null || echo unknown >"$out/CODE_VERSION"
-git ls-files -z --cached --others --exclude-standard -- Snakefile src workflow config profiles notebooks scripts \
-  | "$python" scripts/gpu/source_digest.py >"$out/SOURCE.sha256"
+git ls-files -z --cached --others --exclude-standard | "$python" scripts/gpu/source_digest.py >"$out/SOURCE.sha256"
 du -sh "$out"
