@@ -42,20 +42,20 @@ mode=${MODE:-bench}
 budget=${BUDGET_S:-540}
 grid_dir=${GRID_DIR:-$out/grid}
 # The code must be the code the carry was prepared for (prepare.sh's SOURCE.sha256), or the results would
-# record another code version than the one that made them: refused before any work.
+# record another code version than the one that made them: refused before any work. The version recorded
+# (code_version) is the carry's only when its code is checked so.
+code_version=$(cat "$carry/CODE_VERSION" 2>/dev/null || true)
 if [ -s "$carry/SOURCE.sha256" ]; then
   if ! changed=$(sha256sum --check --quiet "$carry/SOURCE.sha256" 2>&1); then
     files=$(echo "$changed" | sed -n -E 's/: FAILED open or read$/ (missing)/p; s/: FAILED$/ (changed)/p' \
       | head -5 | paste -sd, - | sed 's/,/, /g')
-    echo "error: this checkout's code differs from the code $carry was prepared for ($(cat "$carry/CODE_VERSION" \
-      2>/dev/null || echo unknown)): ${files:-$changed}; run scripts/gpu/prepare.sh again (seconds when only the" \
-      "code changed)" >&2
+    echo "error: this checkout's code differs from the code $carry was prepared for (${code_version:-unknown}):" \
+      "${files:-$changed}; run scripts/gpu/prepare.sh again (seconds when only the code changed)" >&2
     exit 2
   fi
-fi
-code_checked=$([ -s "$carry/SOURCE.sha256" ] && echo 1 || echo 0)
-if [ "$code_checked" = 0 ] && [ -s "$carry/CODE_VERSION" ]; then
+elif [ -n "$code_version" ]; then
   echo "note: $carry has no SOURCE.sha256 (prepared by an older prepare.sh): its CODE_VERSION is not recorded" >&2
+  code_version=""
 fi
 mkdir -p "$out" "$grid_dir"
 # The carried packages unpacked into a folder on PYTHONPATH (no pip needed): prepare.sh's site.tar.xz,
@@ -83,8 +83,8 @@ mkdir -p "$carry/bin"
 printf '#!/bin/sh\nexec python3 -m bladefl.cli "$@"\n' >"$carry/bin/bladefl"
 chmod +x "$carry/bin/bladefl"
 export PATH="$PWD/$carry/bin:$PATH"
-if [ "$code_checked" = 1 ] && [ -s "$carry/CODE_VERSION" ]; then
-  export BLADEFL_CODE_VERSION="$(cat "$carry/CODE_VERSION")"
+if [ -n "$code_version" ]; then
+  export BLADEFL_CODE_VERSION="$code_version"
 fi
 started=$(date -u +%FT%TZ)
 grid_s=""
