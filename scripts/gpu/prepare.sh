@@ -22,6 +22,30 @@ platforms=(--python-version "${PY_VERSION:-3.12}" --implementation cp --platform
 # SNAKEMAKE=0, Snakemake and its dependencies less PuLP (the ILP scheduler, 30 MB: the script schedules
 # greedily). The same lists make the import guard the tests run the script under (a step that needs
 # anything else fails in CI). A package published only as source is built here (pure Python only).
+# The wheels, unpacked into one xz archive (a third smaller than the wheels' zip compression: what travels
+# to the GPU machine is at most 64 MiB, the checkout's tracked files included).
+make_site() {
+  rm -rf "$out/wheels" "$out/site" "$out/site.tar.xz"
+  mkdir -p "$out/wheels"
+  grep -v '^python ' "$out/carried-requirements.txt" | while read -r req; do
+    if ! "$python" -m pip download -q --no-deps --only-binary=:all: "${platforms[@]}" -d "$out/wheels" "$req" \
+      >/dev/null 2>&1; then
+      "$python" -m pip wheel -q --no-deps -w "$out/wheels" "$req" >/dev/null
+      name=$(echo "${req%%==*}" | tr - _)
+      if ! ls "$out/wheels" | grep -i "^${name}-.*-py3-none-any.whl$" >/dev/null; then
+        echo "error: $req has no wheel for Python ${PY_VERSION:-3.12} and is not pure Python" >&2
+        exit 1
+      fi
+    fi
+  done
+  "$python" -c 'import glob, sys, zipfile
+for wheel in glob.glob(sys.argv[1] + "/wheels/*.whl"):
+    zipfile.ZipFile(wheel).extractall(sys.argv[1] + "/site")' "$out"
+  tar -C "$out/site" -cf - . | xz -9e -T0 >"$out/site.tar.xz.tmp"
+  mv "$out/site.tar.xz.tmp" "$out/site.tar.xz"
+  rm -rf "$out/site" "$out/wheels"
+}
+# Made again only when the requirements (or the Python they are for) changed.
 "$python" scripts/gpu/closure.py --carried $([ "${SNAKEMAKE:-1}" = 0 ] && echo --no-workflow) \
   >"$out/carried-requirements.txt.new"
 echo "python ${PY_VERSION:-3.12}" >>"$out/carried-requirements.txt.new"
@@ -29,29 +53,8 @@ if [ -s "$out/site.tar.xz" ] && cmp -s "$out/carried-requirements.txt.new" "$out
   echo "packages: up to date ($out/site.tar.xz)"
   rm "$out/carried-requirements.txt.new"
 else
-mv "$out/carried-requirements.txt.new" "$out/carried-requirements.txt"
-rm -rf "$out/wheels" "$out/site.tar.xz"
-mkdir -p "$out/wheels"
-grep -v '^python ' "$out/carried-requirements.txt" | while read -r req; do
-  if ! "$python" -m pip download -q --no-deps --only-binary=:all: "${platforms[@]}" -d "$out/wheels" "$req" \
-    >/dev/null 2>&1; then
-    "$python" -m pip wheel -q --no-deps -w "$out/wheels" "$req" >/dev/null
-    name=$(echo "${req%%==*}" | tr - _)
-    if ! ls "$out/wheels" | grep -i "^${name}-.*-py3-none-any.whl$" >/dev/null; then
-      echo "error: $req has no wheel for Python ${PY_VERSION:-3.12} and is not pure Python" >&2
-      exit 1
-    fi
-  fi
-done
-# The wheels unpacked into one xz archive (a third smaller than the wheels' zip compression: what travels
-# to the GPU machine is at most 64 MiB, the checkout's tracked files included).
-rm -rf "$out/site" "$out/site.tar.xz"
-"$python" -c 'import glob, sys, zipfile
-for wheel in glob.glob(sys.argv[1] + "/wheels/*.whl"):
-    zipfile.ZipFile(wheel).extractall(sys.argv[1] + "/site")' "$out"
-tar -C "$out/site" -cf - . | xz -9e -T0 >"$out/site.tar.xz.tmp"
-mv "$out/site.tar.xz.tmp" "$out/site.tar.xz"
-rm -rf "$out/site" "$out/wheels"
+  mv "$out/carried-requirements.txt.new" "$out/carried-requirements.txt"
+  make_site
 fi
 # The datasets' IDX files, xz-compressed (35 MB for both; gzip: 42 MB); one newer than its source is kept.
 for class in MNIST FashionMNIST; do
