@@ -30,6 +30,9 @@ where=${REHEARSAL:-build/rehearsal}
 python=${PYTHON:-.venv/bin/python}
 fail() { echo "rehearsal: $*" >&2; exit 1; }
 step() { echo "rehearsal: $(date -u +%T) $*" >&2; }
+# Both folders are removed and made again: only ever a folder this script made (or none).
+[ ! -e "$replica" ] || [ -f "$replica/pyvenv.cfg" ] || fail "REPLICA=$replica exists and is no virtual environment"
+[ ! -e "$where" ] || [ -d "$where/checkout" ] || fail "REHEARSAL=$where exists and is no rehearsal's folder"
 
 # 1. The replica of the machine's Python (kept between rehearsals; made again when its pins change).
 step "1/6 the replica of the GPU machine's Python ($replica)"
