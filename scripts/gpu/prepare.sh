@@ -32,7 +32,7 @@ make_site() {
       >/dev/null 2>&1; then
       "$python" -m pip wheel -q --no-deps -w "$out/wheels" "$req" >/dev/null
       name=$(echo "${req%%==*}" | tr - _)
-      if ! ls "$out/wheels" | grep -i "^${name}-.*-py3-none-any.whl$" >/dev/null; then
+      if [ -z "$(find "$out/wheels" -maxdepth 1 -iname "${name}-*-py3-none-any.whl" -print -quit)" ]; then
         echo "error: $req has no wheel for Python ${PY_VERSION:-3.12} and is not pure Python" >&2
         exit 1
       fi
@@ -46,8 +46,9 @@ for wheel in glob.glob(sys.argv[1] + "/wheels/*.whl"):
   rm -rf "$out/site" "$out/wheels"
 }
 # Made again only when the requirements (or the Python they are for) changed.
-"$python" scripts/gpu/closure.py --carried $([ "${SNAKEMAKE:-1}" = 0 ] && echo --no-workflow) \
-  >"$out/carried-requirements.txt.new"
+closure=(--carried)
+if [ "${SNAKEMAKE:-1}" = 0 ]; then closure+=(--no-workflow); fi
+"$python" scripts/gpu/closure.py "${closure[@]}" >"$out/carried-requirements.txt.new"
 echo "python ${PY_VERSION:-3.12}" >>"$out/carried-requirements.txt.new"
 if [ -s "$out/site.tar.xz" ] && cmp -s "$out/carried-requirements.txt.new" "$out/carried-requirements.txt"; then
   echo "packages: up to date ($out/site.tar.xz)"

