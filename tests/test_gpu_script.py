@@ -105,26 +105,59 @@ def test_a_checkout_changed_since_the_carry_was_prepared_is_refused_before_any_w
     carry was prepared for (its SOURCE.sha256) is refused at once, naming the file, and writes nothing."""
     work = tmp_path / "work"
     (work / "scripts/gpu").mkdir(parents=True)
-    shutil.copy(REPO / "scripts/gpu/run.sh", work / "scripts/gpu/run.sh")
+    for script in ("run.sh", "source_digest.py"):
+        shutil.copy(REPO / "scripts/gpu" / script, work / "scripts/gpu" / script)
     (work / "src").mkdir()
     (work / "src/engine.py").write_text("x = 1\n")
     (work / "gpu_carry").mkdir()
     (work / "gpu_carry/CODE_VERSION").write_text("abc1234\n")
     write_source_digest(work)
     assert "src/engine.py" in (work / "gpu_carry/SOURCE.sha256").read_text()
+
+    def call() -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "OUT": str(tmp_path / "out")})
+
     (work / "src/engine.py").write_text("x = 2\n")  # changed after prepare.sh
-    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "OUT": str(tmp_path / "out")})
+    (work / "config").mkdir()
+    (work / "config/later.yaml").write_text("seeds: [0]\n")  # and a file added after it
+    proc = call()
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "src/engine.py" in proc.stderr and "abc1234" in proc.stderr and "prepare.sh again" in proc.stderr
+    assert "src/engine.py (changed)" in proc.stderr and "config/later.yaml (added)" in proc.stderr
+    assert "abc1234" in proc.stderr and "prepare.sh again" in proc.stderr
     assert not (tmp_path / "out").exists() and not (work / "data").exists()
+    # What git ignores there (Python's caches, a job's logs) is not code: not refused.
+    (work / "src/engine.py").write_text("x = 1\n")
+    (work / "config/later.yaml").unlink()
+    for ignored in ("src/__pycache__/engine.cpython-312.pyc", "workflow/logs/a.log", "profiles/measured/x.yaml"):
+        (work / ignored).parent.mkdir(parents=True, exist_ok=True)
+        (work / ignored).write_text("")
+    proc = call()  # fails later: no data here
+    assert "differs from the code" not in proc.stderr, proc.stderr
+    assert packed(tmp_path / "out")[0]["code_version"] == "abc1234"
+    shutil.rmtree(tmp_path / "out")
     # A carry without the code's record (an older prepare.sh): its CODE_VERSION is not taken on trust.
     (work / "gpu_carry/SOURCE.sha256").unlink()
-    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "OUT": str(tmp_path / "out")})  # fails later: no data here
+    proc = call()  # fails later: no data here
     assert "its CODE_VERSION is not recorded" in proc.stderr
     about, _ = packed(tmp_path / "out")
     assert about["code_version"] == "unknown" and (work / "gpu_carry/CODE_VERSION").exists()
+
+
+def test_the_code_found_by_walking_the_folders_is_the_code_git_lists():
+    """run.sh looks for added code by walking the folders (no git there), leaving out what .gitignore
+    ignores there: on this checkout (caches and all) the walk finds exactly the files git lists."""
+    digest = runpy.run_path(str(REPO / "scripts/gpu/source_digest.py"))
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    here = os.getcwd()
+    try:
+        os.chdir(REPO)
+        walked, recorded = digest["walked"](), [line.split("  ", 1)[1] for line in digest["record"](listed)]
+    finally:
+        os.chdir(here)
+    assert len(recorded) > 100 and "src/bladefl/fl/engine.py" in recorded
+    assert walked == recorded
 
 
 def test_the_workflow_parses_on_the_gpu_machine_whatever_the_config(guard, tmp_path):
@@ -243,6 +276,7 @@ def _grid_of_two_draws(machine: Path, name: str) -> str:
            "benchmarks_dir": f"benchmarks/{name}",
            "seeds": [0, 1], "seeds_per_job": 1, "partition": {**smoke["partition"], "seeds": [0, 1]}}
     (machine / f"config/{name}.yaml").write_text(yaml.safe_dump(two))
+    write_source_digest(machine)  # code added: prepare.sh again, or run.sh refuses it
     return f"config/{name}.yaml"
 
 

@@ -41,16 +41,26 @@ grid=${GRID:-config/paper.yaml}
 mode=${MODE:-bench}
 budget=${BUDGET_S:-540}
 grid_dir=${GRID_DIR:-$out/grid}
-# The code must be the code the carry was prepared for (prepare.sh's SOURCE.sha256), or the results would
-# record another code version than the one that made them: refused before any work. The version recorded
-# (code_version) is the carry's only when its code is checked so.
+# The code must be the code the carry was prepared for (prepare.sh's SOURCE.sha256: no file changed,
+# missing or added), or the results would record another code version than the one that made them:
+# refused before any work. The version recorded (code_version) is the carry's only when its code is
+# checked so.
 code_version=$(cat "$carry/CODE_VERSION" 2>/dev/null || true)
 if [ -s "$carry/SOURCE.sha256" ]; then
+  differs=""
   if ! changed=$(sha256sum --check --quiet "$carry/SOURCE.sha256" 2>&1); then
-    files=$(echo "$changed" | sed -n -E 's/: FAILED open or read$/ (missing)/p; s/: FAILED$/ (changed)/p' \
-      | head -5 | paste -sd, - | sed 's/,/, /g')
+    differs=$(echo "$changed" | sed -n -E 's/: FAILED open or read$/ (missing)/p; s/: FAILED$/ (changed)/p')
+    differs=${differs:-$changed}
+  fi
+  if ! added=$(python3 scripts/gpu/source_digest.py --added "$carry/SOURCE.sha256"); then
+    echo "error: the code's files could not be listed against $carry/SOURCE.sha256" >&2
+    exit 2
+  fi
+  if [ -n "$added" ]; then differs=$(printf '%s\n%s' "$differs" "$added"); fi
+  if [ -n "$differs" ]; then
+    files=$(echo "$differs" | sed '/^$/d' | head -5 | paste -sd, - | sed 's/,/, /g')
     echo "error: this checkout's code differs from the code $carry was prepared for (${code_version:-unknown}):" \
-      "${files:-$changed}; run scripts/gpu/prepare.sh again (seconds when only the code changed)" >&2
+      "$files; run scripts/gpu/prepare.sh again (seconds when only the code changed)" >&2
     exit 2
   fi
 elif [ -n "$code_version" ]; then
