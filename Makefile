@@ -64,7 +64,7 @@ clean-results:
 # by spaces (so no space inside one). The archive is looked for before anything is made.
 import-runs: install
 	@test -n "$$ARCHIVE" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.xz [CONFIG=...] [RESULTS=...]" >&2; exit 2; }
-	@test -f "$$ARCHIVE" || { echo "ARCHIVE: no such file: $$ARCHIVE" >&2; exit 2; }
+	@test -f "$$ARCHIVE" || { echo "ARCHIVE: not a file: $$ARCHIVE" >&2; exit 2; }
 	set -e; read -ra configs <<< "$$CONFIG"; \
 	  snakemake run_inputs --cores "$$CORES" --configfile "$${configs[@]}" $${RESULTS:+--config "results_dir=$$RESULTS"}; \
 	  bladefl import-runs --archive "$$ARCHIVE" --configfile config/config.yaml "$${configs[@]}" $${RESULTS:+--results-dir "$$RESULTS"}

@@ -138,8 +138,10 @@ def test_every_make_recipe_takes_the_users_values_as_variables_and_passes_shellc
 
 
 def make(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[list[str]]]:
-    """`make ARGS` with an environment whose `snakemake` and `bladefl` only record their arguments (and
-    fail), so that nothing runs whatever the Makefile does: the run and each tool's argument list."""
+    """`make ARGS` with this Makefile in a folder of its own (``tmp_path/work``), with an environment whose
+    `snakemake` and `bladefl` only record their arguments (and fail), so that nothing runs and nothing
+    outside that folder is touched whatever the Makefile does: the run and each tool's argument list."""
+    (tmp_path / "work").mkdir(exist_ok=True)
     bin_dir = tmp_path / "venv/bin"
     bin_dir.mkdir(parents=True)
     calls = tmp_path / "calls"
@@ -147,8 +149,9 @@ def make(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[
         (bin_dir / tool).write_text(f'#!/bin/bash\nprintf "%s\\0" {tool} "$@" >> "{calls}"; echo >> "{calls}"\n'
                                     "exit 1\n")
         (bin_dir / tool).chmod(0o755)
-    proc = subprocess.run(["make", "-s", *args, f"VENV={tmp_path / 'venv'}", "-o", f"{tmp_path}/venv/.installed-stamp"],
-                          cwd=REPO, env=venv_env(), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), *args, f"VENV={tmp_path / 'venv'}", "-o",
+                           f"{tmp_path}/venv/.installed-stamp"], cwd=tmp_path / "work", env=venv_env(),
+                          capture_output=True, text=True, timeout=120)
     recorded = calls.read_bytes().decode().split("\0\n") if calls.exists() else []
     return proc, [call.split("\0") for call in recorded if call]
 
@@ -156,8 +159,8 @@ def make(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[
 @pytest.mark.parametrize("args, says, argument", [
     (["keep", "NAME=x`touch {pwned}`"], "NAME: letters, digits", None),
     (["keep", "NAME=../x"], "NAME: letters, digits", None),
-    (["import-runs", "ARCHIVE=x;touch {pwned}"], "ARCHIVE: no such file", None),
-    (["import-runs", "ARCHIVE={tmp}"], "ARCHIVE: no such file", None),
+    (["import-runs", "ARCHIVE=x;touch {pwned}"], "ARCHIVE: not a file", None),
+    (["import-runs", "ARCHIVE={tmp}"], "ARCHIVE: not a file", None),
     (["reference-report", "REF=reference/x;touch {pwned};true", "KEPT={tmp}/kept"], None,
      "reference/x;touch {pwned};true"),
     (["reference-report", "REF=reference/x`touch {pwned}`", "KEPT=/"], "KEPT: a folder of its own", None),
@@ -178,3 +181,13 @@ def test_hostile_values_given_to_make_stay_data(tmp_path, args, says, argument):
         assert calls == [] and len(said) == 1 and says in said[0], proc.stderr
     if argument:
         assert len(calls) == 1 and argument.format(pwned=pwned) in calls[0], calls
+    assert list((tmp_path / "work").iterdir()) == []  # nothing written where make ran
+
+
+def test_a_kept_bundle_named_with_a_trailing_slash_renders_into_its_own_folder(tmp_path):
+    """`make reference-report REF=reference/x/` empties and renders results/kept/x, never results/kept/."""
+    other = tmp_path / "work/results/kept/other/report"
+    other.mkdir(parents=True)
+    proc, calls = make(tmp_path, "reference-report", "REF=reference/x/")
+    assert other.is_dir(), proc.stderr  # another bundle's render is left alone
+    assert calls[0][:5] == ["bladefl", "lay-out", "reference/x", "--results-dir", "results/kept/x"], calls
