@@ -191,3 +191,28 @@ def test_a_kept_bundle_named_with_a_trailing_slash_renders_into_its_own_folder(t
     proc, calls = make(tmp_path, "reference-report", "REF=reference/x/")
     assert other.is_dir(), proc.stderr  # another bundle's render is left alone
     assert calls[0][:5] == ["bladefl", "lay-out", "reference/x", "--results-dir", "results/kept/x"], calls
+
+
+def values_read() -> list[tuple[str, str]]:
+    """Each (target, user value) a Makefile recipe reads, found in the recipes themselves."""
+    users = user_variables() - SHELL_TEXT - MAKE_LEVEL
+    return sorted({(target, var) for target, recipe in make_recipes().items()
+                   for var in re.findall(r"\$\$\{?(\w+)", recipe) if var in users})
+
+
+@pytest.mark.parametrize("target, variable", values_read())
+def test_every_value_a_make_recipe_reads_is_data(tmp_path, target, variable):
+    """Found by itself: each value a recipe reads, given `;` and backquotes, runs nothing (the other values
+    valid, so that the recipe goes as far as it can)."""
+    marks = tmp_path / "BACKQUOTE", tmp_path / "SEMICOLON"
+    (tmp_path / "grid-tables.tar.xz").write_bytes(b"")
+    values = {"ARCHIVE": str(tmp_path / "grid-tables.tar.xz"), "NAME": "kept",
+              variable: f"x`touch {marks[0]}`;touch {marks[1]};true"}
+    proc, _ = make(tmp_path, target, *(f"{k}={v}" for k, v in values.items()))
+    assert not any(m.exists() for m in marks), proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_values_read_are_found():
+    found = values_read()
+    assert {("keep", "NAME"), ("import-runs", "ARCHIVE"), ("reference-report", "REF"), ("run", "CORES")} <= set(found)
