@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,14 @@ def data_root() -> Path:
         for name in ("mnist", "fashion_mnist"):
             fetch(name, root, sources=("existing", "registry"), log=lambda m: None)
     return root
+
+
+def checkout_files(root: Path) -> list[str]:
+    """The checkout's files as the GPU machine receives them and prepare.sh lists them: tracked, and new
+    ones git does not ignore (paths relative to ``root``)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    return [name for name in listed if name]
 
 
 def venv_env() -> dict[str, str]:

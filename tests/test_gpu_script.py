@@ -25,7 +25,7 @@ import yaml
 
 from bladefl.data.datasets import FILES
 from bladefl.experiments.bundles import run_import
-from conftest import copy_workflow, venv_env
+from conftest import checkout_files, copy_workflow, venv_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -148,8 +148,7 @@ def test_the_code_found_by_walking_the_folders_is_the_code_git_lists():
     """run.sh looks for added code by walking the folders (no git there), leaving out what .gitignore
     ignores there: on this checkout (caches and all) the walk finds exactly the files git lists."""
     digest = runpy.run_path(str(REPO / "scripts/gpu/source_digest.py"))
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = checkout_files(REPO)
     here = os.getcwd()
     try:
         os.chdir(REPO)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import venv_env
+from conftest import checkout_files, venv_env
 from test_workflow_rules import UNQUOTED, shell_commands
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,10 +37,8 @@ def shellcheck(text: str, name: str) -> str:
 def shell_scripts() -> list[Path]:
     """The checkout's shell scripts: tracked and new (not ignored) files named *.sh or starting with a
     shell's shebang."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
     found = []
-    for name in filter(None, listed):
+    for name in checkout_files(REPO):
         path = REPO / name
         if not path.is_file() or path.is_symlink():
             continue
