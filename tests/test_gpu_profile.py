@@ -55,3 +55,28 @@ def test_the_gpu_profile_on_a_machine_without_a_gpu_stops_with_one_line(tmp_path
     assert not list((work / ".snakemake/locks").glob("*"))  # the next run is not locked out
     dry = snakemake(work, "-n", "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml", timeout=300)
     assert dry.returncode == 0 and "run_group" in dry.stdout + dry.stderr  # a dry run plans it anywhere
+
+
+@pytest.mark.snakemake
+def test_a_part_under_the_gpu_profile_plans_one_group_of_its_own_seeds_runs(tmp_path):
+    """A 2-seed copy of the smoke grid, part run_seeds=1: its one group job reads seed 1's draw alone
+    and the part moves seed 1's six runs (not seed 0's); the whole design's runs outside the part are
+    refused with one line naming run_seeds."""
+    import yaml
+
+    work = copy_workflow(tmp_path)
+    smoke = yaml.safe_load((work / "config/smoke.yaml").read_text())
+    two = {**smoke, "seeds": [0, 1], "partition": {**smoke["partition"], "seeds": [0, 1]}}
+    (work / "config/two.yaml").write_text(yaml.safe_dump(two))
+    args = ("-n", "-p", "--profile", "profiles/gpu", "--configfile", "config/two.yaml", "--config",
+            "gpu_profile_on_cpu=True", "run_seeds=1")
+    proc = snakemake(work, "run_folders", *args, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert re.search(r"^run_group\s+1$", out, re.M) and re.search(r"^run_cell\s+6$", out, re.M), out[-3000:]
+    group = [line for line in out.splitlines() if line.startswith("Shell command: bladefl run-group")]
+    assert len(group) == 1 and "_seed1.npy" in group[0] and "_seed0.npy" not in group[0], group
+    moved = re.findall(r"^Shell command: bladefl run .*--out '?(\S+/seed~\d+)", out, re.M)
+    assert len(moved) == 6 and all(m.endswith("seed~1") for m in moved), moved
+    whole = snakemake(work, *args, timeout=300)  # the default target needs seed 0's runs too
+    assert whole.returncode != 0 and "outside run_seeds" in whole.stdout + whole.stderr

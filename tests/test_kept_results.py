@@ -45,9 +45,13 @@ def test_a_bundle_holds_the_files_the_config_and_a_manifest_that_matches(tmp_pat
     manifest = keep(workflow, out)
     assert sorted(manifest["files"]) == ["config.yaml", "data/partitions/mnist/p.json",
                                          "results/provenance/mnist.csv", "results/summary/mnist.csv"]
+    from bladefl.experiments.runs.provenance import code_version
+    from bladefl.report.bundle_design import verdicts_code
+
     assert manifest["about"] == {"runs": 2, "code_versions": ["0.1.0+abc"], "devices": ["NVIDIA H100 80GB HBM3"],
-                                 "hosts": ["gpu1"], "run_seconds": 3.5}
+                                 "hosts": ["gpu1"], "run_seconds": 3.5, "kept_by": code_version()}
     assert json.loads((out / kr.MANIFEST).read_text()) == manifest
+    assert verdicts_code(out) == code_version()  # the code that kept it derived its verdicts (no rejudge yet)
     assert kr.problems(out) == []
     assert not list(out.parent.glob(".*partial"))  # assembled beside it, renamed into place
     modes = {stat.S_IMODE(p.stat().st_mode) for p in out.rglob("*") if p.is_file()}

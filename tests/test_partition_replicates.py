@@ -65,6 +65,26 @@ def test_a_group_stacks_the_runs_of_its_seeds_draws_and_holds_every_run_once():
     assert len(stacked) == len(twenty["datasets"]) * (4 + 3)
 
 
+def test_a_part_of_the_grid_plans_only_its_own_runs_in_groups_named_as_in_the_whole_design():
+    """A part (run_seeds) trains its seeds' runs and no other: every group holds only the part's
+    seeds (and their draws), a block with none of them is no job, and each group keeps the name
+    and number its block has in the whole design, so a run is in the same-named group in every part."""
+    design = config(seeds=list(range(10)), seeds_per_job=5, partition={"n": 512, "seeds": list(range(10))})
+    whole = {g.name: g for g in wc.partition_jobs(design)}
+    runs_per_seed = len(design["datasets"]) * len(wc.all_cells(design))
+    for part in ([1], [0, 4], [5, 6, 7, 8, 9], [3, 7]):
+        groups = wc.partition_jobs({**design, "run_seeds": part})
+        trained = [(g.dataset, c, s) for g in groups for c in g.cells for s in g.seeds]
+        assert len(trained) == len(set(trained)) == runs_per_seed * len(part)
+        assert {s for *_, s in trained} == set(part)
+        for g in groups:
+            assert g.seeds and set(g.seeds) <= set(part) and g.draws == tuple(g.seeds)  # seed i on draw i
+            assert set(g.seeds) == set(whole[g.name].seeds) & set(part)  # the block's name and members
+            assert (g.N, g.block, g.cells) == (whole[g.name].N, whole[g.name].block, whole[g.name].cells)
+    later = {g.name for g in wc.partition_jobs({**design, "run_seeds": [5, 6]})}
+    assert "mnist_N20_block1" in later and "mnist_N20_block0" not in later  # block 0 holds none of 5, 6
+
+
 def test_the_config_check_names_both_forms_and_draws_without_runs():
     with pytest.raises(wc.ConfigError, match="give `seed`"):
         config_checks.check(config(partition={"n": 512, "seed": 0, "seeds": [0, 1]}))

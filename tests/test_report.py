@@ -95,8 +95,8 @@ def test_index_opens_with_the_verdicts_and_links_every_notebook(smoke):
     assert "href='mnist/02_sweeps.html'>sweeps</a>" in index
     assert "data:image/png;base64," in index
     prov = index[index.index("class=\"prov\""):]
-    for part in ("code 0.1.0", "config config/smoke.yaml", "seeds [0]", "MNIST train images ba891046e650", "UTC on",
-                 "run time"):
+    for part in ("code: runs 0.1.0", " · verdicts 0.1.0", " · this page 0.1.0", "config config/smoke.yaml",
+                 "seeds [0]", "MNIST train images ba891046e650", "UTC on", "run time"):
         assert part in prov, part
 
 

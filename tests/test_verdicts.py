@@ -334,6 +334,42 @@ def test_a_bound_that_is_undefined_somewhere_is_not_applicable_not_refuted():
     assert set(out.verdict) <= set(VERDICTS)
 
 
+def test_the_k_star_statement_leaves_out_a_fit_with_infinite_eps2_whose_minimiser_is_below_one_round():
+    """Fig. 3(b)'s fit with eps2 = inf (no xi-delta term) has its real minimiser far below one round: its
+    K* over K >= 1 is the boundary K = 1, so the K* statement is judged on the other cell alone (here it
+    holds there); with every cell so, it is not applicable."""
+    import dataclasses
+    import math
+
+    import pandas as pd
+
+    from bladefl.experiments.verdicts.bound import bound_claims
+    from bladefl.experiments.verdicts.bound_fit import BoundCell, cell_fit
+    from bladefl.experiments.verdicts.vocabulary import Replicates
+
+    def fit_of(name: str, eta: float):  # noqa: ANN202 - a CellFit
+        cell = BoundCell(name, alpha=1, beta=6, eta=eta, t_sum=100, M=0, N=20, sigma2=0.0)
+        gaps = pd.DataFrame([{"cell": name, "seed": s, "K": k, "gap": 0.2 + 0.01 * (k - 3) ** 2 + 0.001 * s}
+                             for s in (0, 1, 2) for k in range(1, 15)])
+        constants = pd.DataFrame([{"cell": name, "seed": s, "L": 2.0, "xi": 0.5, "delta": 0.5, "theta": 0.0,
+                                   "phi_measured": 0.2, "eps2_measured": 1.0} for s in (0, 1, 2)])
+        return cell_fit(gaps, constants, cell, [0, 1, 2])
+
+    a = fit_of("fig3a", 0.005)
+    b = fit_of("fig3b", 0.01)
+    b = dataclasses.replace(b, fit=dataclasses.replace(b.fit, eps2=math.inf), bound=None)
+    reps = Replicates(3, "run", 3, "3 runs")
+    claim = "the bound's K* is the experiment's K*"
+    out = bound_claims([[a, b]], [[2.0, 3.0]], reps).set_index("claim")  # (a)'s fit has K* = 2; (b)'s 1 against 3
+    row = out.loc[claim]
+    assert row.verdict == "reproduced", row.evidence
+    assert "(b) left out" in row.finding and "below one round in fig3b (0.00" in row.evidence
+    wrong = bound_claims([[a, b]], [[5.0, 3.0]], reps).set_index("claim").loc[claim]
+    assert wrong.verdict == "refuted"  # judged on (a): 2 against 5
+    alone = bound_claims([[b]], [[3.0]], reps).set_index("claim").loc[claim]
+    assert alone.verdict == "not applicable" and "below one round" in alone.decided_by
+
+
 def test_corollary_4_is_judged_under_both_of_the_papers_statements():
     """The statement says K* rises with eta, the proof that it falls: a clear rise is reproduced
     under the statement (counted) and refuted under the proof (a reading of that paper error)."""

@@ -111,11 +111,13 @@ rule report_index:
         figures=folder_of_output,
         provenance=provenance_tables,
         calibration=calibration_page_option,
+        engine=ENGINE,
     shell:
         "bladefl report-index --verdicts {input.verdicts:q} --provenance {params.provenance:q} "
         "--pages {input.pages:q} --summaries {input.summaries:q} --comparisons {input.comparisons:q} "
         "--configfiles {params.configfiles:q} --seeds {params.seeds:q} --figures {params.figures:q} "
-        "--calibration {input.calibration:q} {params.calibration:q} --out {output.index:q} > {log:q} 2>&1"
+        "--calibration {input.calibration:q} {params.calibration:q} --engine {params.engine:q} "
+        "--out {output.index:q} > {log:q} 2>&1"
 
 
 # The report's inputs kept for good (`make keep NAME=...`, docs/gpu.md): reference/<name>/ with a

@@ -1,4 +1,4 @@
-"""Command-line entry point ``bladefl``: thin wrappers over the library.
+"""Command-line entry point ``bladefl``: thin wrappers over the library (the BLADE-FL reproduction).
 
 One module per command group, each command's arguments beside its handler: ``grid`` (fetch,
 partition, run, run-group, reference, summarize, bound, detection), ``report`` (verdicts, the
@@ -23,11 +23,45 @@ def commands() -> list[Command]:
             *calibration.COMMANDS]
 
 
+# The commands a user types (docs and README); every other command is a step the workflow's rules call.
+USER_COMMANDS = ("fetch", "partition", "run", "chain", "import-runs", "keep", "lay-out", "rejudge", "findings",
+                 "bench", "device-check", "resources")
+
+
+class _Version(argparse.Action):
+    """``--version``: the package version and the code's (``git describe`` where it is a checkout),
+    computed only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="the package's and the code's version, then exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from bladefl import __version__
+        from bladefl.experiments.runs.provenance import code_version
+
+        code = code_version()
+        print(f"bladefl {__version__}" + (f" (code {code})" if code != __version__ else ""))
+        parser.exit()
+
+
+def _listing(entries: Sequence[Command], width: int) -> str:
+    return "\n".join(f"  {name:<{width}}  {help_}" for name, help_, *_ in entries)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bladefl", description=(__doc__ or "").split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_, add_arguments, handler in commands():
-        p = sub.add_parser(name, help=help_)
+    entries = commands()
+    user = [e for e in entries if e[0] in USER_COMMANDS]
+    steps = [e for e in entries if e[0] not in USER_COMMANDS]
+    width = max(len(name) for name, *_ in entries)
+    parser = argparse.ArgumentParser(
+        prog="bladefl", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="bladefl: the BLADE-FL reproduction's library, command by command (README.md).",
+        epilog=(f"commands:\n{_listing(user, width)}\n\nthe workflow's own steps (its rules call them; "
+                f"docs/workflow.md):\n{_listing(steps, width)}\n\n`bladefl COMMAND --help` for a command's options."))
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of those below")
+    for name, help_, add_arguments, handler in entries:
+        p = sub.add_parser(name, description=help_)
         add_arguments(p)
         p.set_defaults(func=handler)
     return parser
@@ -63,6 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"{special[0]}: a FIFO, device or socket, not a file or folder (no command reads or "
                              "writes one)")
         return int(args.func(args) or 0)
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback; what a command writes is atomic (core.atomic)
+        print(f"bladefl {args.command}: interrupted", file=sys.stderr)
+        return 130
     except (ValueError, RuntimeError, OSError) as exc:  # bad input (a file too, e.g. an empty key secret): one line
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2

@@ -97,6 +97,7 @@ def add_report_index(p: argparse.ArgumentParser) -> None:
                    help="a calibration study's outcome per dataset (results/calibration/<dataset>/outcome.json of a "
                         "kept bundle): why our numbers differ from the paper's, on the front page")
     p.add_argument("--calibration-page", help="the calibration study's rendered report, linked where it exists")
+    p.add_argument("--engine", help="the runs' engine (config/engines/<engine>.yaml): its reading, stated on the page")
     p.add_argument("--out", required=True)
 
 
@@ -119,7 +120,8 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
     sensitivity = Path(args.out).parent / "sensitivity.html"
     out = pages.write_index(args.out, args.verdicts, args.pages, headline, line, comparisons=comparisons,
                             runs_per_point=min(seeds) if seeds else None, sensitivity=sensitivity,
-                            summaries=summaries, calibration=args.calibration, calibration_page=args.calibration_page)
+                            summaries=summaries, calibration=args.calibration, calibration_page=args.calibration_page,
+                            engine=args.engine)
     print(f"wrote {out}")
     return 0
 

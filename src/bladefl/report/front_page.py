@@ -72,10 +72,13 @@ def _replication(table: pd.DataFrame) -> str:
 
 def banner(table: pd.DataFrame) -> str:
     """Where nothing can be judged (one run), or a design of two units judges little: say what the
-    bundle is and the command that renders the kept 20-draw report."""
+    bundle is and the command that renders the kept headline report (its design read from its config)."""
+    from bladefl.report.bundle_design import HEADLINE_BUNDLE, headline_design
+
     units = _units(table)
-    where = ("<code>make reference-report REF=reference/paper-20seeds</code> renders the kept report of "
-             "<code>config/paper.yaml</code>'s grid from its tables, nothing run")
+    design = headline_design()
+    where = (f"<code>make reference-report</code> renders the kept report of <code>{HEADLINE_BUNDLE}</code>"
+             + (f" ({html.escape(design)})" if design else "") + " from its tables, nothing run")
     if units >= 3:
         return ""
     if units < 2:
@@ -88,6 +91,20 @@ def banner(table: pd.DataFrame) -> str:
                 f"resamples.")
     return (f"<p style='background:#fff3cd;border:1px solid #e0c36a;padding:.5em .8em'><strong>{head}</strong> "
             f"The verdicts: {where}.</p>")
+
+
+def basis_line(design: str, reading: str, sensitivity: str = "") -> str:
+    """What every verdict of the page rests on: the runs' design (its independent units) and the
+    engine's reading of what the paper leaves unsaid; where the sensitivity study says which
+    verdicts depend on that reading."""
+    if not design and not reading:
+        return ""
+    study = (f" Which verdicts change under other readings: <a href='{html.escape(sensitivity)}'>the sensitivity "
+             f"study</a>." if sensitivity else "")
+    parts = [f"<b>Design</b>: {html.escape(design)}." if design else "",
+             f"<b>Reading</b> (what the paper leaves unsaid, as the runs' engine sets it): {html.escape(reading)}."
+             if reading else ""]
+    return f"<p class='small'>{' '.join(p for p in parts if p)}{study}</p>"
 
 
 def _names(rows: pd.DataFrame, datasets: Sequence[str]) -> dict[str, dict[str, pd.Series]]:

@@ -84,12 +84,18 @@ def render_html(notebook: str | Path, out: str | Path, index: str | Path) -> Pat
 
 
 def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequence[str], seeds: Sequence[int],
-                    when: datetime | None = None) -> str:
-    """One line: code version, config file(s), seeds, data checksums, date, machine, run time.
-    ``provenance``: per dataset, the runs' provenance table (``report.provenance``)."""
+                    when: datetime | None = None, verdicts_code: str | None = None) -> str:
+    """One line: the code versions (the runs', the verdicts', this page's), config file(s), seeds, data
+    checksums, date, machine, run time. ``provenance``: per dataset, the runs' provenance table
+    (``report.provenance``); ``verdicts_code``: the code that derived the verdict tables (default: the
+    kept bundle's record where the config is a bundle's, else this code)."""
+    from bladefl.report import bundle_design
+
     frame = pd.concat([f.assign(dataset=d) for d, f in provenance.items()], ignore_index=True)
     when = when or datetime.now(UTC)
-    versions = ", ".join(sorted(map(str, frame.code_version.dropna().unique()))) or "unknown"
+    if verdicts_code is None:
+        verdicts_code = bundle_design.verdicts_code(bundle_design.bundle_of(config_files))
+    versions = bundle_design.code_line(list(map(str, frame.code_version.dropna().unique())), verdicts_code)
     hosts = ", ".join(sorted(map(str, frame.host.dropna().unique()))) if "host" in frame else "unknown"
     devices = sorted(map(str, frame.device.dropna().unique())) if "device" in frame else []
     hosts += f" ({', '.join(devices)})" if devices else ""
@@ -98,7 +104,7 @@ def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequen
     seconds = float(pd.to_numeric(frame.seconds, errors="coerce").sum())
     run_time = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
     configs = ", ".join(_relative(c) for c in config_files) or "default"
-    return (f"code {versions} · config {configs} · seeds {seed_span(seeds)}{_units(frame, seeds)} · "
+    return (f"{versions} · config {configs} · seeds {seed_span(seeds)}{_units(frame, seeds)} · "
             f"data SHA-256 {checksums} · "
             f"built {when:%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} CPUs) · "
             f"{len(frame)} runs on {hosts}, {run_time} of run time in all")
@@ -195,10 +201,11 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
                 title: str = "BLADE-FL reproduction report", comparisons: Mapping[str, pd.DataFrame] | None = None,
                 runs_per_point: int | None = None, sensitivity: str | Path | None = None,
                 summaries: Mapping[str, pd.DataFrame] | None = None, calibration: Sequence[str | Path] = (),
-                calibration_page: str | Path | None = None) -> Path:
+                calibration_page: str | Path | None = None, engine: str | None = None) -> Path:
     """The report's front page (:mod:`bladefl.report.front_page`): a banner where the design judges
     little, the findings, the pages, every statement with each dataset's verdict, the headline
     figure, the accuracy beside the paper's, the runs that diverged."""
+    from bladefl.report import bundle_design
     from bladefl.report import front_page as fp
 
     path = Path(path)
@@ -218,7 +225,9 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     glossary = (f"<p class='small'>The statistics' words (Page test, FDR, equivalence margin, draw, unit, too few "
                 f"runs, witness): <a href='{html.escape(os.path.relpath(words, path.parent))}'>the glossary</a>.</p>"
                 if words.is_file() else "")
-    body = f"""{fp.banner(table)}<h2>Findings</h2>
+    basis = fp.basis_line(bundle_design.design_of_runs(summaries or {}),
+                          bundle_design.engine_reading(engine) if engine else "", sensitivity_link(path))
+    body = f"""{fp.banner(table)}{basis}<h2>Findings</h2>
 {findings(table, comparisons)}
 {distance}
 <h2>Pages</h2>
@@ -241,6 +250,12 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 """
     atomic.write_text(path, page)
     return path
+
+
+def sensitivity_link(page: Path) -> str:
+    """The sensitivity study's page (docs/sensitivity.md) relative to ``page``, "" where it is absent."""
+    doc = provenance_module.project_root() / "docs" / "sensitivity.md"
+    return os.path.relpath(doc, page.parent) if doc.is_file() else ""
 
 
 def diverged_counts(summaries: Mapping[str, pd.DataFrame]) -> pd.DataFrame:

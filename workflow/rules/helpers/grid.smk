@@ -2,11 +2,17 @@
 # config["grouping"] is set in common.smk (profiles/gpu: partition). The groups are planned under both
 # groupings (grid.smk says why).
 GROUPED = config["grouping"] == "partition"
+# The group jobs of the part of the grid being run (config run_seeds: each holds only the part's seeds),
+# and of the whole design, named alike: a run's group has one name in every part.
 GROUPS = wc_cfg.partition_jobs(config)
-GROUPS_BY_NAME = {g.name: g for g in GROUPS}
+WHOLE_GROUPS = wc_cfg.partition_jobs(
+    {k: v for k, v in config.items() if k != "run_seeds"}
+)
+# Each name's group: the part's where it has one (a block holding part seeds), else the whole design's.
+GROUPS_BY_NAME = {g.name: g for g in [*WHOLE_GROUPS, *GROUPS]}
 # The group job of each run (dataset, cell, seed).
 GROUP_OF_RUN = {
-    (g.dataset, c, s): g.name for g in GROUPS for c in g.cells for s in g.seeds
+    (g.dataset, c, s): g.name for g in WHOLE_GROUPS for c in g.cells for s in g.seeds
 }
 GROUP_RUNS = (
     f"{RESULTS}/groups/{ENGINE}"  # grouping: partition, each group's runs till moved
@@ -99,7 +105,13 @@ def group_of_run(wildcards):
 
 def group_done(wildcards):
     """The mark the group job of run (dataset, cell, seed) leaves once done (under grouping: cell, its
-    group computes nothing and the run trains in its own job)."""
+    group computes nothing and the run trains in its own job). Under grouping: partition a run of a
+    seed outside the part (config run_seeds) is no group's: its part computes it."""
+    if GROUPED and int(wildcards.seed) not in RUN_SEEDS:
+        raise ValueError(
+            f"run seed {wildcards.seed} is outside run_seeds {RUN_SEEDS}: under grouping: partition a part "
+            "of the grid computes only its own seeds' runs (target run_folders, or leave run_seeds out)"
+        )
     return f"{GROUP_RUNS}/{group_of_run(wildcards)}.done"
 
 

@@ -115,7 +115,11 @@ def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, An
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
         listed[rel] = {"sha256": sha256_file(target), "bytes": target.stat().st_size}
-    manifest = {"kept": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "about": dict(about), "files": listed}
+    from bladefl.experiments.runs import provenance
+
+    # kept_by: the code that kept it, so the code that derived its verdicts (until a rejudge records another)
+    about = {**about, "kept_by": provenance.code_version()}
+    manifest = {"kept": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "about": about, "files": listed}
     atomic.write_json(staging / MANIFEST, manifest)
     for path in staging.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)

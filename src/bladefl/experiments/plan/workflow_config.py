@@ -271,12 +271,17 @@ def seeds_per_group(config: Mapping[str, Any]) -> dict[int, int]:
 def partition_jobs(config: Mapping[str, Any]) -> list[PartitionJob]:
     """The grid's jobs under ``grouping: partition``: per dataset and N, blocks of the seeds (in the
     config's order; :func:`seeds_per_group` of them), each holding the runs of every draw its seeds
-    train on."""
+    train on. A part of the grid (config ``run_seeds``) keeps each block's name and number (a run's
+    group is named the same in every part) but holds only the part's seeds: a part trains its own
+    runs and no other, and a block with none of them is no job."""
     seeds = [int(s) for s in config.get("seeds", [0])]
+    part = set(run_seeds(config))
     per_n = seeds_per_group(config)
+    blocks = {N: [tuple(s for s in seeds[i : i + per_n[N]] if s in part) for i in range(0, len(seeds), per_n[N])]
+              for N in per_n}
     return [PartitionJob(d, N, b, block, tuple(keys), tuple(dict.fromkeys(partition_draw(config, s) for s in block)))
             for d in config.get("datasets", []) for N, keys in sorted(_cells_by_n(config).items())
-            for b, block in enumerate(tuple(seeds[i : i + per_n[N]]) for i in range(0, len(seeds), per_n[N]))]
+            for b, block in enumerate(blocks[N]) if block]
 
 
 MIN_GROUP_THREADS = 4  # the fewest threads a group job asks for (its chain's threads)

@@ -33,7 +33,6 @@ def bookkeeping(config: Mapping[str, Any], results_dir: str | Path) -> pd.DataFr
 
     engine = config.get("engine", "paper")
     runs_root = str(Path(results_dir) / "runs" / engine)
-    part = set(wc.run_seeds(config))
     rows = []
     for group in wc.partition_jobs(config):
         mark = Path(results_dir) / "groups" / engine / f"{group.name}.done"
@@ -42,8 +41,7 @@ def bookkeeping(config: Mapping[str, Any], results_dir: str | Path) -> pd.DataFr
             start, end = (float(x) for x in record["seconds"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a group that did not compute here (not in the part, or no mark kept)
-        folders = [Path(f) for f, s in zip(group.run_dirs(runs_root), [s for _ in group.cells for s in group.seeds],
-                                           strict=True) if s in part]
+        folders = [Path(f) for f in group.run_dirs(runs_root)]  # a group holds the part's seeds only
         placed = [f.stat().st_mtime for f in folders if (f / "summary.json").is_file()]
         last = max(placed) if placed else math.nan
         rows.append({"group": group.name, "runs": len(folders), "in_place": len(placed),

@@ -234,8 +234,6 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     written under ``out`` (run
     folders already finished there with the same config are skipped): (wall seconds, runs computed,
     the groups' times summed, seconds writing the run folders)."""
-    import dataclasses
-
     from bladefl.data import datasets
     from bladefl.data.partition import make_partition
     from bladefl.experiments.plan import config_checks, config_files
@@ -250,18 +248,12 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     if seeds:
         config = grid_part(config, seeds)
     config_checks.check(config)
-    part = set(wc.run_seeds(config))
     start, runs, summed, write = time.perf_counter(), 0, GroupTimes(), 0.0
     loaded = {d: tuple(datasets.load(d, data_dir, split, True) for split in (True, False)) for d in config["datasets"]}
     # Blocks of seeds (a group holds the runs of every draw its seeds train on), block by block over
     # both datasets and every N: a grid stopped early holds every run of the seeds of the blocks it
     # finished, which import as a partial grid (`bladefl import-runs --seeds`).
-    def chosen(g: wc.PartitionJob) -> wc.PartitionJob:
-        seeds = tuple(s for s in g.seeds if s in part)
-        return dataclasses.replace(g, seeds=seeds, draws=tuple(dict.fromkeys(wc.partition_draw(config, s)
-                                                                             for s in seeds)))
-
-    groups = [chosen(g) for g in wc.partition_jobs(config) if part & set(g.seeds)]
+    groups = wc.partition_jobs(config)  # the part's seeds only
     order = {d: i for i, d in enumerate(config["datasets"])}
     for group in sorted(groups, key=lambda g: (g.block, order[g.dataset], g.N)):
         dataset = group.dataset

@@ -1,0 +1,123 @@
+"""What a report's runs are, said from the files behind it (never a constant about results): the
+design (run seeds, partition draws, independent units) a config names, the engine's reading of what
+the paper leaves unsaid, the code versions that made the runs, derived the verdicts and rendered the
+page, and the kept bundle that holds the headline verdicts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from bladefl.data.partition import PartitionSpec
+from bladefl.experiments.plan import workflow_config as wc
+from bladefl.experiments.runs import provenance
+
+# The kept bundle whose verdicts are the headline (README, `make reference-report`'s default REF).
+HEADLINE_BUNDLE = "reference/paper-20seeds"
+MANIFEST = "MANIFEST.json"
+
+
+def design(config: Mapping[str, Any]) -> str:
+    """A config's design in words: how many run seeds on how many partition draws, and what the
+    independent units are ("10 run seeds, each on its own partition draw: 10 independent units")."""
+    seeds = [int(s) for s in config.get("seeds", [0])]
+    return _design(seeds, {wc.partition_draw(config, s) for s in seeds})
+
+
+def design_of_runs(summaries: Mapping[str, pd.DataFrame]) -> str:
+    """:func:`design` of the runs a report's tidy tables hold (the seeds and draws that ran), the
+    datasets' designs joined where they differ."""
+    said = []
+    for frame in summaries.values():
+        ok = frame[frame.status == "ok"] if "status" in frame else frame
+        if "seed" not in ok or ok.empty:
+            continue
+        draws = set(ok.partition.dropna()) if "partition" in ok else {0}
+        said.append(_design(sorted({int(s) for s in ok.seed}), draws or {0}))
+    return "; ".join(dict.fromkeys(said))
+
+
+def _design(seeds: Sequence[int], draws: set) -> str:
+    if len(draws) == len(seeds):
+        if len(seeds) == 1:
+            return "1 run seed on 1 partition draw: one run per point"
+        return f"{len(seeds)} run seeds, each on its own partition draw: {len(seeds)} independent units"
+    if len(draws) == 1:
+        return f"{len(seeds)} run seeds on 1 partition draw: the runs are the units, for that one split"
+    return (f"{len(seeds)} run seeds on {len(draws)} partition draws ({len(seeds) // len(draws)} seeds each): "
+            f"{len(draws)} independent units, the draws")
+
+
+def reading(engine: Mapping[str, Any], name: str) -> str:
+    """The engine's settings of what the paper leaves unsaid, in one line (the reading every verdict
+    of the report holds under)."""
+    part, model, train = engine.get("partition", {}), engine.get("model", {}), engine.get("train", {})
+    spec = PartitionSpec(**{f.name: part[f.name] for f in dataclasses.fields(PartitionSpec) if f.name in part})
+    split = {"shards": f"shards, {spec.shards_per_client} per client",
+             "classes": f"{spec.classes_per_client} classes per client",
+             "dirichlet": f"Dirichlet({spec.dirichlet_alpha:g}) label proportions", "iid": "IID"}[spec.scheme]
+    hidden = model.get("hidden", "?")
+    activation = {"relu": "ReLU", "none": "no activation", None: "no activation"}.get(
+        model.get("activation"), str(model.get("activation")))
+    iteration = str(train.get("iteration", "?"))
+    step = (f"one local iteration = an epoch of minibatch SGD at batch {train.get('batch_size', '?')}"
+            if iteration == "epoch" else f"one local iteration = {iteration.replace('_', ' ')}")
+    pixels = "standardised pixels" if engine.get("normalize", False) else "raw pixels in [0, 1]"
+    kind = "" if spec.scheme == "iid" else "non-IID "
+    return (f"engine {name} (config/engines/{name}.yaml): {kind}{split}, {spec.n} samples per "
+            f"client; MLP 784-{hidden}-10, {activation}; {step}; {pixels}")
+
+
+def engine_reading(name: str) -> str:
+    """:func:`reading` of the engine ``name`` (a workflow config's ``engine``), as this checkout holds it."""
+    engine = yaml.safe_load(wc.engine_path({"engine": name}).read_text()) or {}
+    return reading(engine, name)
+
+
+def bundle_of(config_files: Sequence[str | Path]) -> Path | None:
+    """The kept bundle a report renders (a config file that lies in a folder holding a manifest:
+    `make reference-report` renders from the bundle's own config.yaml), else None."""
+    for path in config_files:
+        folder = Path(path).parent
+        if (folder / MANIFEST).is_file():
+            return folder
+    return None
+
+
+def verdicts_code(bundle: Path | None) -> str:
+    """The code version that derived the verdict tables: a kept bundle's last re-derivation
+    (``make rejudge``), else the code that kept it, else "not recorded"; for a workflow's own results
+    (no bundle) this code, which derives them."""
+    if bundle is None:
+        return provenance.code_version()
+    try:
+        manifest = json.loads((bundle / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return "not recorded"
+    about = manifest.get("about", {}) if isinstance(manifest, dict) else {}
+    rejudged = about.get("rejudged") or []
+    if isinstance(rejudged, list) and rejudged and isinstance(rejudged[-1], dict):
+        return str(rejudged[-1].get("code_version", "not recorded"))
+    return str(about.get("kept_by", "not recorded"))
+
+
+def code_line(run_versions: Sequence[str], verdicts: str, page: str | None = None) -> str:
+    """The three code versions: the runs', the verdicts' and this page's."""
+    runs = ", ".join(sorted(set(run_versions))) or "unknown"
+    return f"code: runs {runs} · verdicts {verdicts} · this page {page or provenance.code_version()}"
+
+
+def headline_design(root: Path | None = None) -> str:
+    """The headline bundle's design, from its own config ("" where this checkout lacks it)."""
+    path = (root or provenance.project_root()) / HEADLINE_BUNDLE / "config.yaml"
+    try:
+        config = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return ""
+    return design(config) if isinstance(config, dict) else ""
