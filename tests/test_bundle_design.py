@@ -69,3 +69,63 @@ def test_the_headline_bundle_is_makes_default_and_the_banner_states_its_design()
     assert bd.HEADLINE_BUNDLE in banner and bd.design(config) in banner and "config/paper.yaml" not in banner
     basis = fp.basis_line("2 run seeds", bd.engine_reading("paper"), "../docs/sensitivity.md")
     assert "<b>Design</b>: 2 run seeds." in basis and "784-256-10" in basis and "sensitivity.md" in basis
+
+
+def visible_words(page: str) -> int:
+    """The words a reader sees without unfolding anything: text outside <style> and outside a closed
+    <details> (its <summary> shown), as a browser's innerText counts them."""
+    from html.parser import HTMLParser
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.words, self.hidden, self.folded = 0, 0, []
+
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            if tag == "style":
+                self.hidden += 1
+            elif tag == "details":
+                self.folded.append(dict(attrs).get("open") is None)
+                self.hidden += self.folded[-1]
+            elif tag == "summary" and self.folded and self.folded[-1]:
+                self.hidden -= 1
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "style":
+                self.hidden -= 1
+            elif tag == "summary" and self.folded and self.folded[-1]:
+                self.hidden += 1
+            elif tag == "details" and self.folded:
+                self.hidden -= self.folded.pop()
+
+        def handle_data(self, data: str) -> None:
+            if not self.hidden:
+                self.words += len(data.split())
+
+    parser = Text()
+    parser.feed(page)
+    return parser.words
+
+
+def test_the_headline_front_page_holds_at_most_3000_visible_words_and_states_what_it_rests_on(tmp_path):
+    """A referee's page: the kept headline bundle's front page, findings first, within 3,000 words outside
+    folded details, naming its design, its reading and the three code versions."""
+    from bladefl.report import pages
+    from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
+    from bladefl.report.paper import COMPARISON_COLUMNS
+
+    results = ROOT / bd.HEADLINE_BUNDLE / "results"
+    datasets = ("mnist", "fashion_mnist")
+    summaries = {d: read_csv(results / f"summary/{d}.csv", SUMMARY_COLUMNS) for d in datasets}
+    comparisons = {d: read_csv(results / f"tables/{d}_paper_comparison.csv", COMPARISON_COLUMNS) for d in datasets}
+    provenance = {d: pd.read_csv(results / f"provenance/{d}.csv") for d in datasets}
+    line = pages.provenance_line(provenance, [str(ROOT / bd.HEADLINE_BUNDLE / "config.yaml")], list(range(20)))
+    out = pages.write_index(tmp_path / "index.html", [results / f"verdicts/{d}.csv" for d in datasets], [],
+                            None, line, comparisons=comparisons, summaries=summaries, engine="paper")
+    page = out.read_text()
+    assert visible_words(page) <= 3000, visible_words(page)
+    assert page.index("<h2>Findings</h2>") < page.index("Every statement of the paper")
+    assert bd.design_of_runs(summaries) in page and "784-256-10" in page
+    assert re.search(r"code: runs \S+ · verdicts \S+ · this page \S+", page)
+    assert "verdicts not recorded" not in page  # the bundle records the code that derived its verdicts
+    assert visible_words("<p>a b</p><details><summary>c</summary>d e f</details><style>g</style>") == 3

@@ -162,17 +162,16 @@ def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame 
     extra = "".join(f"<li>{html.escape(str(x.claim))}: <b>{html.escape(str(x.verdict))}</b> — "
                     f"{html.escape(_short(x.decided_by, 220))}</li>" for x in readings.itertuples())
     beside = paper_beside(str(r.claim), comparison) if r.basis == "experiment" else ""
-    summary = ", ".join(x for x in (f"readings ({len(readings)})" if len(readings) else "",
-                                    "the paper's numbers" if beside else "", "evidence") if x)
-    folded = (f"<details><summary>{summary}</summary>{'<p>' + html.escape(beside) + '</p>' if beside else ''}"
-              f"{'<ul>' + extra + '</ul>' if extra else ''}<p>{html.escape(str(r.evidence))}</p></details>")
-    decided = html.escape(_short(r.decided_by, 200 if r.verdict != "not applicable" else 90))
-    found = html.escape(_short(r.finding, 200)) if isinstance(r.finding, str) and r.finding != r.decided_by else ""
+    found = html.escape(str(r.finding)) if isinstance(r.finding, str) and r.finding != r.decided_by else ""
     draws = _draws(r)
     found = " · ".join(x for x in (found, f"draws: {html.escape(draws)}" if draws else "") if x)
+    summary = "evidence" + (f", {len(readings)} reading{'s' if len(readings) > 1 else ''}" if len(readings) else "")
+    folded = (f"<details><summary>{summary}</summary>{'<p>' + found + '</p>' if found else ''}"
+              f"{'<p>' + html.escape(beside) + '</p>' if beside else ''}"
+              f"{'<ul>' + extra + '</ul>' if extra else ''}<p>{html.escape(str(r.evidence))}</p></details>")
+    decided = html.escape(_short(r.decided_by, 110 if r.verdict != "not applicable" else 90))
     return (f"<td><span class='v' style='background:{colour}'>{html.escape(str(r.verdict))}</span> "
-            f"<span class='small'>{decided}</span>" + (f"<br><span class='small muted'>{found}</span>" if found else "")
-            + folded + "</td>")
+            f"<span class='small'>{decided}</span>" + folded + "</td>")
 
 
 def _draws(r: pd.Series) -> str:
@@ -186,21 +185,27 @@ def _draws(r: pd.Series) -> str:
     return per_draw(r)
 
 
+FOLDED_BASES = ("mathematics", "paper")  # judged without runs: folded under their tally, the findings name them
+
+
 def statement_table(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None = None) -> str:
     """Every counted statement, grouped by what it is judged on, one column per dataset: the
-    verdict, the number that decided it, what the data show, readings and evidence folded."""
+    verdict and the number that decided it, what the data show, readings, the paper's words and the
+    evidence folded. The statements judged without runs (the bound's formula as mathematics, the
+    paper's own errors) are folded, each under its tally."""
     datasets = list(dict.fromkeys(table.dataset))
     rows = counted(table)
     is_reading = [role(x) == "reading" for x in table.itertuples()]
     readings = {key: part for key, part in table[is_reading].groupby(["dataset", "statement"], sort=False)}
     empty = table.iloc[0:0]
     head = "".join(f"<th>{html.escape(dataset_title(d))}</th>" for d in datasets)
-    out = [f"<table class='statements'><tr><th style='width:30%'>the paper's statement</th>{head}</tr>"]
+    opening = f"<table class='statements'><tr><th style='width:30%'>the paper's statement</th>{head}</tr>"
+    shown, folded = [opening], []
     for basis, title in BASIS_TITLES.items():
         part = rows[rows.basis == basis]
         if part.empty:
             continue
-        out.append(f"<tr class='section'><td colspan='{1 + len(datasets)}'>{html.escape(title)}</td></tr>")
+        body = []
         for statement, by in _names(part, datasets).items():
             first = next(iter(by.values()))
             quote = str(getattr(first, "quote", "") or "")
@@ -210,10 +215,20 @@ def statement_table(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame]
                 name = f"<a href='{html.escape(f'{first.dataset}/{page}.html')}'>{name}</a>"
             cells = "".join(_cell(by.get(d), readings.get((d, statement), empty), (comparisons or {}).get(d))
                             for d in datasets)
-            out.append(f"<tr><td>{name}<br><span class='small muted'>{html.escape(str(first.source))}"
-                       + (f": <i>“{html.escape(quote)}”</i>" if quote else "") + f"</span></td>{cells}</tr>")
-    out.append("</table>")
-    return "\n".join(out)
+            words = f"<details><summary>its words</summary><i>“{html.escape(quote)}”</i></details>" if quote else ""
+            body.append(f"<tr><td>{name}<br><span class='small muted'>{html.escape(str(first.source))}</span>{words}"
+                        f"</td>{cells}</tr>")
+        if basis in FOLDED_BASES:
+            counts = {d: part[part.dataset == d].verdict.value_counts() for d in datasets}
+            tally = "; ".join(f"{dataset_title(d)}: " + ", ".join(f"{n} {v}" for v, n in c.items())
+                              for d, c in counts.items() if len(c))
+            folded.append(f"<details><summary>{html.escape(title)} ({html.escape(tally)})</summary>{opening}"
+                          + "\n".join(body) + "</table></details>")
+        else:
+            shown.append(f"<tr class='section'><td colspan='{1 + len(datasets)}'>{html.escape(title)}</td></tr>")
+            shown.extend(body)
+    shown.append("</table>")
+    return "\n".join(shown + folded)
 
 
 def _shown(value: object) -> str:

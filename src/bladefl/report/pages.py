@@ -220,12 +220,13 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     from bladefl.report.calibration import check_outcome
 
     outcomes = [check_outcome(read_json(p), p) for p in calibration]
-    distance = distance_section(comparisons or {}, outcomes, link, study)
+    design = bundle_design.design_of_runs(summaries or {})
+    distance = distance_section(comparisons or {}, outcomes, link, study, engine, design)
     words = provenance_module.project_root() / "docs" / "glossary.md"
     glossary = (f"<p class='small'>The statistics' words (Page test, FDR, equivalence margin, draw, unit, too few "
                 f"runs, witness): <a href='{html.escape(os.path.relpath(words, path.parent))}'>the glossary</a>.</p>"
                 if words.is_file() else "")
-    basis = fp.basis_line(bundle_design.design_of_runs(summaries or {}),
+    basis = fp.basis_line(design,
                           bundle_design.engine_reading(engine) if engine else "", sensitivity_link(path))
     body = f"""{fp.banner(table)}{basis}<h2>Findings</h2>
 {findings(table, comparisons)}
