@@ -193,6 +193,27 @@ def test_a_kept_bundle_named_with_a_trailing_slash_renders_into_its_own_folder(t
     assert calls[0][:5] == ["bladefl", "lay-out", "reference/x", "--results-dir", "results/kept/x"], calls
 
 
+def test_reference_report_empties_only_a_folder_it_laid_out_before(tmp_path):
+    """KEPT naming a kept bundle, the code or any folder with files and no .kept-report mark is refused in
+    one line before any tool, its files intact; a folder it laid out before (the mark) is emptied again."""
+    bundle = tmp_path / "bundle"
+    (bundle / "results").mkdir(parents=True)
+    (bundle / "MANIFEST.json").write_text("{}")
+    proc, calls = make(tmp_path, "reference-report", "REF=reference/x", f"KEPT={bundle}")
+    said = [line for line in proc.stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\*", line)]
+    assert proc.returncode != 0 and calls == [] and len(said) == 1 and "not emptied" in said[0], proc.stderr
+    assert (bundle / "MANIFEST.json").read_text() == "{}" and (bundle / "results").is_dir()
+    (tmp_path / "venv").rename(tmp_path / "venv-1")
+    (tmp_path / "calls").unlink(missing_ok=True)
+    laid = tmp_path / "laid"
+    laid.mkdir()
+    (laid / ".kept-report").write_text("reference/x\n")
+    (laid / "old.html").write_text("x")
+    proc, calls = make(tmp_path, "reference-report", "REF=reference/x", f"KEPT={laid}")
+    assert calls and calls[0][:3] == ["bladefl", "lay-out", "reference/x"], proc.stderr
+    assert not (laid / "old.html").exists()  # its own earlier render, emptied
+
+
 def values_read() -> list[tuple[str, str]]:
     """Each (target, user value) a Makefile recipe reads, found in the recipes themselves."""
     users = user_variables() - SHELL_TEXT - MAKE_LEVEL

@@ -83,7 +83,9 @@ def add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="results/run", help="output folder (default: results/run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--partition", help="client index file [N, n] written by `bladefl partition`")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads (default 1: on a 2-core CPU one thread per run was measured fastest, "
+                        "docs/measurements.md; 0: torch's choice)")
     p.add_argument("--reference", help="reference optimum (.npz from `bladefl reference`): record ||w - w*||")
     p.add_argument("--group", help="the mark of the run's group job (`bladefl run-group --done`): when that job "
                                    "computed its runs, the run is moved from --computed-in to --out, not trained")
