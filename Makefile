@@ -87,7 +87,7 @@ reference-report: install
 	@set -e; ref="$${REF%/}"; kept="$${KEPT:-results/kept/$${ref##*/}}"; \
 	  case "$$kept" in ""|/|.|..|*/|*/.|*/..) echo "KEPT: a folder of its own is needed, got '$$kept'" >&2; exit 2;; esac; \
 	  if [ -e "$$kept" ] && [ -n "$$(ls -A "$$kept" 2>/dev/null)" ] && [ ! -f "$$kept/.kept-report" ]; then \
-	    echo "KEPT: $$kept holds files this recipe did not lay out (no .kept-report mark): not emptied" >&2; exit 2; fi; \
+	    echo "KEPT: $$kept holds files this recipe did not lay out (no .kept-report mark): not emptied; remove it to render there" >&2; exit 2; fi; \
 	  outside=(); if [[ "$$kept" == /* ]]; then outside=(paths_outside_workdir=True); fi; \
 	  set -x; rm -rf "$$kept"; \
 	  bladefl lay-out "$$ref" --results-dir "$$kept" --data-dir "$$kept/data"; \
