@@ -613,3 +613,30 @@ def test_calibration_pick_says_each_role_in_settings_that_differ_from_the_stated
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "stated: the stated settings"
     assert out[1] == "best1: trial 1, partition-iid: partition iid" and out[-1] == f"-> {tmp_path / 'picked.json'}"
+
+
+def test_a_journal_cut_or_padded_at_any_byte_of_its_last_record_is_set_aside_and_the_study_resumes(tmp_path):
+    """A worker killed mid-write leaves a journal whose last record is cut: at every byte of a real last
+    record (and with padding after a whole one) the torn end is set aside beside the journal, the study
+    reopens with the trials recorded before it, and a new trial appended after it reads back."""
+    storage = tmp_path / "whole.journal"
+    st = search.open_study(storage, "s", 0)
+    dist = {"x": optuna.distributions.CategoricalDistribution([1, 2, 3])}
+    for x in (1, 2):
+        st.add_trial(optuna.trial.create_trial(params={"x": x}, distributions=dist, values=[x, 1.0]))
+    whole = storage.read_bytes()
+    last = whole.rstrip(b"\n").rfind(b"\n") + 1  # where the last record starts
+    cuts = [(whole[:i], "cut") for i in range(last + 1, len(whole))] + [(whole + b"\x00" * 7, "padded"),
+                                                                        (whole + b"{not json\n", "padded")]
+    for n, (data, how) in enumerate(cuts):
+        path = tmp_path / f"{n}.journal"
+        path.write_bytes(data)
+        aside = search.set_aside_torn_tail(path)
+        assert aside is not None and aside.read_bytes() == data[len(whole) if how == "padded" else last:], (n, how)
+        resumed = search.open_study(path, "s", 0)
+        kept = len(resumed.trials)
+        resumed.add_trial(optuna.trial.create_trial(params={"x": 3}, distributions=dist, values=[3.0, 1.0]))
+        read = search.read_study(path, "s")
+        assert [t.params["x"] for t in read][-1] == 3 and len(read) == kept + 1, (n, how)
+    assert search.set_aside_torn_tail(storage) is None  # a whole journal is left as it is
+    assert storage.read_bytes() == whole
