@@ -18,7 +18,8 @@ ARCHIVE ?=
 NAME ?=
 REF ?= reference/paper-20seeds
 KEPT ?=
-export CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT
+SEEDS ?=
+export CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT SEEDS
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
@@ -61,13 +62,18 @@ clean-results:
 # running them: partitions and references first, so that the imported runs are newer than their inputs,
 # then `make run SNAKEMAKE_ARGS="--configfile $(CONFIG)"`. Each config names its own results folder
 # (config/paper.yaml: results/paper); RESULTS=... puts them elsewhere. CONFIG: config files separated
-# by spaces (so no space inside one). The archive is looked for before anything is made.
+# by spaces (so no space inside one). SEEDS='0 1': a part of the grid, those run seeds only (its partitions
+# and references alone are made; parts imported one after another make the whole). The archive is looked
+# for before anything is made.
 import-runs: install
-	@test -n "$$ARCHIVE" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.xz [CONFIG=...] [RESULTS=...]" >&2; exit 2; }
+	@test -n "$$ARCHIVE" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.xz [CONFIG=...] [RESULTS=...] [SEEDS='0 1']" >&2; exit 2; }
 	@test -f "$$ARCHIVE" || { echo "ARCHIVE: not a file: $$ARCHIVE" >&2; exit 2; }
-	set -e; read -ra configs <<< "$$CONFIG"; \
-	  snakemake run_inputs --cores "$$CORES" --configfile "$${configs[@]}" $${RESULTS:+--config "results_dir=$$RESULTS"}; \
-	  bladefl import-runs --archive "$$ARCHIVE" --configfile config/config.yaml "$${configs[@]}" $${RESULTS:+--results-dir "$$RESULTS"}
+	@case "$$SEEDS" in *[!0-9\ ]*) echo "SEEDS: run seeds (digits) separated by spaces, got '$$SEEDS'" >&2; exit 2;; esac
+	set -e; read -ra configs <<< "$$CONFIG"; read -ra given <<< "$$SEEDS"; \
+	  settings=($${RESULTS:+"results_dir=$$RESULTS"}); part=(); \
+	  if [ "$${#given[@]}" -gt 0 ]; then settings+=("run_seeds=$$(IFS=,; echo "$${given[*]}")"); part=(--seeds "$${given[@]}"); fi; \
+	  snakemake run_inputs --cores "$$CORES" --configfile "$${configs[@]}" $${settings[0]:+--config "$${settings[@]}"}; \
+	  bladefl import-runs --archive "$$ARCHIVE" --configfile config/config.yaml "$${configs[@]}" "$${part[@]}" $${RESULTS:+--results-dir "$$RESULTS"}
 
 # The report's inputs kept for good in reference/$(NAME)/ (tidy tables, provenance, manifest; no runs).
 keep: install

@@ -214,6 +214,15 @@ def test_reference_report_empties_only_a_folder_it_laid_out_before(tmp_path):
     assert not (laid / "old.html").exists()  # its own earlier render, emptied
 
 
+def test_import_runs_takes_a_part_of_the_grid_by_its_seeds(tmp_path):
+    """SEEDS='0 3': the part's inputs made for those run seeds alone (config run_seeds) before its import."""
+    archive = tmp_path / "part.tar.xz"
+    archive.write_bytes(b"")
+    proc, calls = make(tmp_path, "import-runs", f"ARCHIVE={archive}", "SEEDS=0 3")
+    assert calls and calls[0][:2] == ["snakemake", "run_inputs"], proc.stderr
+    assert calls[0][-2:] == ["--config", "run_seeds=0,3"], calls[0]
+
+
 def values_read() -> list[tuple[str, str]]:
     """Each (target, user value) a Makefile recipe reads, found in the recipes themselves."""
     users = user_variables() - SHELL_TEXT - MAKE_LEVEL

@@ -1,0 +1,43 @@
+"""The 10-draw design's parts kept in git (reference/runs/paper-10draws/part-seed<i>.tar.xz, made by
+scripts/grid_part.sh on the 2-core CPU): each holds exactly its seed's runs of the design, every run's
+summary holds the run config the workflow would give it here, and every part comes from one code version,
+so the bundle kept from them is re-derivable from what is in git."""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from bladefl.experiments.bundles import run_import
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTS = sorted((ROOT / "reference/runs/paper-10draws").glob("part-seed*.tar.xz"))
+DESIGN = [ROOT / "config/paper.yaml", ROOT / "config/paper_part10.yaml"]
+
+
+def test_the_kept_parts_are_parts_of_one_design_from_one_code_version():
+    if not PARTS:
+        pytest.skip("no part of the 10-draw design is kept yet")
+    abouts = []
+    for archive in PARTS:
+        seed = int(re.fullmatch(r"part-seed(\d+)\.tar\.xz", archive.name).group(1))  # type: ignore[union-attr]
+        config = run_import.read_config(DESIGN, [seed])
+        expected = run_import.expected_configs(config, "grid")
+        with tarfile.open(archive) as tar:
+            members = {m.name: m for m in tar.getmembers() if m.isfile()}
+            about = json.loads(tar.extractfile(members.pop("grid/ABOUT.json")).read())  # type: ignore[union-attr]
+            runs = {name.rsplit("/", 1)[0] for name in members}
+            assert runs == set(expected), f"{archive.name}: {sorted(runs ^ set(expected))[:3]}"
+            assert {name.rsplit("/", 1)[1] for name in members} <= set(run_import.RUN_FILES)
+            for run in sorted(runs)[:: max(1, len(runs) // 6)]:  # a sample of its runs' summaries
+                summary = json.loads(tar.extractfile(members[f"{run}/summary.json"]).read())  # type: ignore[union-attr]
+                given = {k: v for k, v in summary["config"].items() if k not in run_import.EXECUTION_FIELDS}
+                assert run_import.differences(given, json.loads(json.dumps(expected[run]))) == [], run
+        assert about["grid_seeds"] == str(seed) and about["finished"] and about["device"] == "cpu"
+        assert about["runs"] == len(expected)
+        abouts.append(about)
+    assert len({a["code_version"] for a in abouts}) == 1 and "dirty" not in abouts[0]["code_version"]
