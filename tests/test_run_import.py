@@ -260,3 +260,18 @@ def test_a_lazy_runs_detections_are_held_to_the_run_not_read_leniently(tmp_path,
     with pytest.raises(ri.ArchiveError, match=said):
         ri.import_runs(archive(tmp_path / "a.tar.gz", members), config, tmp_path / "runs")
     assert not (tmp_path / "runs").exists()
+
+
+def test_an_unreadable_earlier_import_record_is_refused_before_any_run_is_written(tmp_path, config, capsys):
+    """A part imported beside an imported.json that cannot be read: one line, and no run folder written
+    (was: the part's runs written, then the refusal: half-applied)."""
+    from bladefl.cli import main
+
+    path = archive(tmp_path / "a.tar.gz", complete(config))
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "imported.json").write_text("{not json")
+    rc = main(["import-runs", "--archive", str(path), "--configfile", str(REPO / "config/config.yaml"),
+               str(REPO / "config/smoke.yaml"), "--results-dir", str(results)])
+    assert rc == 2 and "not an import record" in capsys.readouterr().err
+    assert not (results / "runs").exists() and (results / "imported.json").read_text() == "{not json"

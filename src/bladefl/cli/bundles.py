@@ -70,13 +70,13 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
     results = folder_option(args.results_dir or config["results_dir"], "--results-dir")
     runs_root = results / "runs" / config.get("engine", "paper")
     secret = key_secret(args.key_secret)
+    earlier = run_import.earlier_imports(results / "imported.json")  # read first: a refusal writes no run
     try:
         imported = run_import.import_runs(Path(args.archive), config, runs_root, replace=args.replace, secret=secret)
     except run_import.ArchiveError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 1
     record = run_import.record(Path(args.archive), " ".join(args.configfile), config, imported)
-    earlier = run_import.earlier_imports(results / "imported.json")
     if earlier:  # a grid imported in parts (calls of a machine, each its seeds): every part's record kept
         record["earlier_imports"] = earlier
     atomic.write_json(results / "imported.json", record)
