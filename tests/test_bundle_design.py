@@ -38,6 +38,7 @@ def test_the_reading_is_the_engine_files_settings():
         "authors-code")
     raw = bd.reading({"partition": {"scheme": "iid", "n": 64}, "model": {"hidden": 8, "activation": "relu"},
                       "train": {"iteration": "full_batch"}, "normalize": False}, "x")
+    assert "cannot be read" in bd.engine_reading("no-such-engine")  # a page still renders, saying so
     assert "IID, 64 samples" in raw and "non-IID" not in raw and "full batch" in raw and "raw pixels" in raw
 
 

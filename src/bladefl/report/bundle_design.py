@@ -76,8 +76,11 @@ def reading(engine: Mapping[str, Any], name: str) -> str:
 
 def engine_reading(name: str) -> str:
     """:func:`reading` of the engine ``name`` (a workflow config's ``engine``), as this checkout holds it."""
-    engine = yaml.safe_load(wc.engine_path({"engine": name}).read_text()) or {}
-    return reading(engine, name)
+    try:
+        engine = yaml.safe_load(wc.engine_path({"engine": name}).read_text()) or {}
+        return reading(engine, name)
+    except (OSError, yaml.YAMLError, ValueError, TypeError, KeyError):
+        return f"engine {name} (its settings cannot be read from this checkout's config/engines/{name}.yaml)"
 
 
 def bundle_of(config_files: Sequence[str | Path]) -> Path | None:
