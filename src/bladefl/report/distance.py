@@ -57,11 +57,11 @@ def reconciled(lines: Mapping[str, float], outcomes: Sequence[Mapping], design: 
     reading ("" where no outcome is given)."""
     said = []
     for o in outcomes:
-        d = o.get("dataset")
+        d = str(o.get("dataset"))
         second = o.get("second_pass") or {}
         stated = (second.get("stated") or {}).get("accuracy")
         if d in lines and isinstance(stated, (int, float)) and math.isfinite(lines[d]):
-            said.append(f"{dataset_title(str(d))} {lines[d]:.1f} here against {stated:.1f} in its second pass "
+            said.append(f"{dataset_title(d)} {lines[d]:.1f} here against {stated:.1f} in its second pass "
                         f"({second.get('draws', '?')} draws)")
     if not said:
         return ""
