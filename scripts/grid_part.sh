@@ -6,7 +6,7 @@
 #
 #   scripts/grid_part.sh 0 1 2          # in a clone at one commit, so every part runs the same code
 #
-# CONFIG (default "config/paper.yaml config/paper_part10.yaml": the 10-draw design), CORES (default 2),
+# CONFIG (default "config/paper.yaml config/paper_part10.yaml": the 10-draw design), CORES (default 2; all),
 # LEDGERS (default 0; 1: the runs' ledgers packed too, for `import-runs` to verify each run against them),
 # OUT (default reference/runs/paper-10draws, made if missing; a relative OUT is relative to where the
 # script is called). A part whose archive exists is skipped, so the script resumes after any stop: Snakemake
@@ -22,7 +22,9 @@ for seed in "$@"; do
   case "$seed" in '' | *[!0-9]*) echo "SEED: a run seed (digits), got '$seed'" >&2; exit 2 ;; esac
 done
 cores=${CORES:-2}
-case "$cores" in '' | *[!0-9]* | 0) echo "CORES: a count of cores, got '$cores'" >&2; exit 2 ;; esac
+case "$cores" in all) ;; '' | *[!0-9]* | 0) echo "CORES: a count of cores or 'all', got '$cores'" >&2; exit 2 ;; esac
+threads=$cores
+if [ "$cores" = all ]; then threads=0; fi  # xz: 0 is every core
 read -ra configs <<< "${CONFIG:-config/paper.yaml config/paper_part10.yaml}"
 out=$(realpath -m "${OUT:-reference/runs/paper-10draws}")
 # The config's engine and results folder, as Snakemake reads them (on top of config/config.yaml).
@@ -61,10 +63,11 @@ import json, os, platform, sys
 path, seed, wall, runs, code, cores, grid = sys.argv[1:8]
 json.dump({"gpu": None, "device": "cpu", "code_version": code, "mode": "snakemake", "grid": grid,
            "grid_seeds": seed, "runs": int(runs), "grid_wall_s": float(wall), "finished": True,
-           "machine": f"{os.cpu_count()} CPUs, {platform.machine()}", "cores_used": int(cores)},
+           "machine": f"{os.cpu_count()} CPUs, {platform.machine()}",
+           "cores_used": os.cpu_count() if cores == "all" else int(cores)},
           open(path, "w"), indent=1)
 EOF
-  tar cf - -C "$stage" grid | xz -T"$cores" -6 > "$stage/part.tar.xz"
+  tar cf - -C "$stage" grid | xz -T"$threads" -6 > "$stage/part.tar.xz"
   mv "$stage/part.tar.xz" "$archive"
   rm -rf "$stage"
   trap - EXIT

@@ -39,6 +39,7 @@ def test_the_reading_is_the_engine_files_settings():
     raw = bd.reading({"partition": {"scheme": "iid", "n": 64}, "model": {"hidden": 8, "activation": "relu"},
                       "train": {"iteration": "full_batch"}, "normalize": False}, "x")
     assert "cannot be read" in bd.engine_reading("no-such-engine")  # a page still renders, saying so
+    assert "cannot be read" in bd.engine_reading("../engines/paper")  # a name, never a path
     assert "IID, 64 samples" in raw and "non-IID" not in raw and "full batch" in raw and "raw pixels" in raw
 
 
@@ -120,7 +121,7 @@ def test_the_headline_front_page_holds_at_most_3000_visible_words_and_states_wha
     summaries = {d: read_csv(results / f"summary/{d}.csv", SUMMARY_COLUMNS) for d in datasets}
     comparisons = {d: read_csv(results / f"tables/{d}_paper_comparison.csv", COMPARISON_COLUMNS) for d in datasets}
     provenance = {d: pd.read_csv(results / f"provenance/{d}.csv") for d in datasets}
-    line = pages.provenance_line(provenance, [str(ROOT / bd.HEADLINE_BUNDLE / "config.yaml")], list(range(20)))
+    line = bd.provenance_line(provenance, [str(ROOT / bd.HEADLINE_BUNDLE / "config.yaml")], list(range(20)))
     out = pages.write_index(tmp_path / "index.html", [results / f"verdicts/{d}.csv" for d in datasets], [],
                             None, line, comparisons=comparisons, summaries=summaries, engine="paper")
     page = out.read_text()

@@ -40,6 +40,7 @@ def work(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     env = venv_env()
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     env["CONFIG"] = "config/part.yaml"
+    env["CORES"] = "2"  # `make test` exports its own CORES (all), which the script also takes
     env["OUT"] = "parts"
     env["PYTHONPATH"] = str(ROOT / "src")
     return tmp_path, env
@@ -61,12 +62,13 @@ def test_a_part_packs_its_own_seeds_tables_and_about_and_is_skipped_once_packed(
         about = json.loads(tar.extractfile("grid/ABOUT.json").read())  # type: ignore[union-attr]
     assert files == ["grid/ABOUT.json", "grid/mnist/cellA/seed~1/rounds.csv", "grid/mnist/cellA/seed~1/summary.json"]
     assert about["grid_seeds"] == "1" and about["runs"] == 1 and about["device"] == "cpu" and about["finished"]
+    assert about["cores_used"] == 2
     assert "run_seeds=[1]" in (folder / "calls.txt").read_text()
     assert not list((folder / "parts").glob(".stage*"))  # nothing half-written left beside it
     again = run(work, "1")
     assert again.returncode == 0 and "exists, skipped" in again.stdout
     assert (folder / "calls.txt").read_text().count("run_folders") == 1  # no second Snakemake call
-    with_ledgers = run(work, "0", LEDGERS="1")
+    with_ledgers = run(work, "0", LEDGERS="1", CORES="all")
     assert with_ledgers.returncode == 0, with_ledgers.stderr
     with tarfile.open(folder / "parts/part-seed0.tar.xz") as tar:
         assert "grid/mnist/cellA/seed~0/chains/K1.json" in tar.getnames()
@@ -75,6 +77,7 @@ def test_a_part_packs_its_own_seeds_tables_and_about_and_is_skipped_once_packed(
 @pytest.mark.parametrize(("args", "env", "says"), [
     ((), {}, "usage:"), (("1;touch PWNED",), {}, "SEED: a run seed"), (("x",), {}, "SEED: a run seed"),
     (("1",), {"CORES": "0"}, "CORES: a count"), (("1",), {"CORES": "$(touch PWNED)"}, "CORES: a count"),
+    (("1",), {"CORES": "all2"}, "CORES: a count"),
     (("1",), {"CONFIG": "config/missing.yaml"}, "CONFIG: ")])
 def test_bad_values_stop_with_one_line_before_any_work(work, args, env, says):
     folder, _ = work

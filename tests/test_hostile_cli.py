@@ -72,7 +72,7 @@ TABLE: dict[str, dict] = {
                               "{w}/fig", "--out", "{w}/index.html"],
                      "args": {"--verdicts": IN, "--provenance": IN, "--pages": IN, "--summaries": IN,
                               "--comparisons": IN, "--configfiles": IN, "--seeds": NUM, "--figures": OUT,
-                              "--calibration": IN, "--calibration-page": IN, "--out": OUT}},
+                              "--calibration": IN, "--calibration-page": IN, "--engine": NAME, "--out": OUT}},
     "verdicts": {"base": ["--dataset", "mnist", "--summary", "{w}/s.csv", "--members", "[]", "--t-sum", "100",
                           "--out", "{w}/v.csv"],
                  "args": {"--dataset": NAME, "--summary": IN, "--members": IN, "--t-sum": NUM, "--engine": IN,

@@ -54,7 +54,7 @@ def test_the_version_is_taken_once_per_process(monkeypatch):
 def test_each_run_records_its_device_and_the_front_page_names_hosts_and_devices(tmp_path):
     import json
 
-    from bladefl.report import pages, views
+    from bladefl.report import bundle_design, views
 
     assert provenance.device_name("cpu").startswith("cpu (")
     assert provenance.record("mnist", None, "cpu")["device"] == provenance.device_name("cpu")
@@ -67,13 +67,14 @@ def test_each_run_records_its_device_and_the_front_page_names_hosts_and_devices(
         paths.append(path)
     table = views.provenance(paths)
     assert list(table.device.fillna("-")) == ["NVIDIA H100 80GB HBM3", "-"]
-    line = pages.provenance_line({"mnist": table}, [], [0, 1])
+    line = bundle_design.provenance_line({"mnist": table}, [], [0, 1])
     assert "2 runs on gpu1 (NVIDIA H100 80GB HBM3), 4 s of run time" in line
-    assert "(" not in pages.provenance_line({"mnist": table.drop(columns="device")}, [], [0, 1]).split("runs on")[1]
+    bare = bundle_design.provenance_line({"mnist": table.drop(columns="device")}, [], [0, 1])
+    assert "(" not in bare.split("runs on")[1]
 
 
 def test_the_provenance_line_writes_consecutive_seeds_as_a_range():
-    from bladefl.report.pages import seed_span
+    from bladefl.report.bundle_design import seed_span
 
     assert seed_span(range(20)) == "0-19" and seed_span([5, 6, 7]) == "5-7"
     assert seed_span([0]) == "[0]" and seed_span([0, 1]) == "[0, 1]" and seed_span([0, 2, 3]) == "[0, 2, 3]"

@@ -103,7 +103,7 @@ def add_report_index(p: argparse.ArgumentParser) -> None:
 
 def _cmd_report_index(args: argparse.Namespace) -> int:
 
-    from bladefl.report import pages, plots
+    from bladefl.report import bundle_design, pages, plots
     from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
     from bladefl.report.paper import COMPARISON_COLUMNS
 
@@ -115,7 +115,7 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
     if panels:
         headline = plots.save_png_svg(plots.headline_figure(panels), "headline", os.path.realpath(args.figures))[0]
     provenance = {Path(p).parents[1].name: read_csv(p) for p in args.provenance}  # tables/<dataset>/<page>/
-    line = pages.provenance_line(provenance, args.configfiles, args.seeds)
+    line = bundle_design.provenance_line(provenance, args.configfiles, args.seeds)
     seeds = {int(t[t.status == "ok"].seed.nunique()) for t in summaries.values()}
     sensitivity = Path(args.out).parent / "sensitivity.html"
     out = pages.write_index(args.out, args.verdicts, args.pages, headline, line, comparisons=comparisons,

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import platform
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,8 @@ import yaml
 from bladefl.data.partition import PartitionSpec
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.runs import provenance
+from bladefl.report.front_page import dataset_title
+from bladefl.report.tables import run_span
 
 # The kept bundle whose verdicts are the headline (README, `make reference-report`'s default REF).
 HEADLINE_BUNDLE = "reference/paper-20seeds"
@@ -77,6 +82,8 @@ def reading(engine: Mapping[str, Any], name: str) -> str:
 def engine_reading(name: str) -> str:
     """:func:`reading` of the engine ``name`` (a workflow config's ``engine``), as this checkout holds it."""
     try:
+        if name not in wc.available_engines():  # a name, never a path: read only config/engines/<name>.yaml
+            raise ValueError(name)
         engine = yaml.safe_load(wc.engine_path({"engine": name}).read_text()) or {}
         return reading(engine, name)
     except (OSError, yaml.YAMLError, ValueError, TypeError, KeyError):
@@ -124,3 +131,55 @@ def headline_design(root: Path | None = None) -> str:
     except (OSError, yaml.YAMLError):
         return ""
     return design(config) if isinstance(config, dict) else ""
+
+
+def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequence[str], seeds: Sequence[int],
+                    when: datetime | None = None, verdicts_by: str | None = None) -> str:
+    """One line: the code versions (the runs', the verdicts', this page's), config file(s), seeds, data
+    checksums, date, machine, run time. ``provenance``: per dataset, the runs' provenance table
+    (``report.provenance``); ``verdicts_by``: the code that derived the verdict tables (default: the
+    kept bundle's record where the config is a bundle's, else this code)."""
+    frame = pd.concat([f.assign(dataset=d) for d, f in provenance.items()], ignore_index=True)
+    when = when or datetime.now(UTC)
+    if verdicts_by is None:
+        verdicts_by = verdicts_code(bundle_of(config_files))
+    versions = code_line(list(map(str, frame.code_version.dropna().unique())), verdicts_by)
+    hosts = ", ".join(sorted(map(str, frame.host.dropna().unique()))) if "host" in frame else "unknown"
+    devices = sorted(map(str, frame.device.dropna().unique())) if "device" in frame else []
+    hosts += f" ({', '.join(devices)})" if devices else ""
+    checksums = "; ".join(f"{dataset_title(d)} train images {str(sha)[:12]}"
+                          for d, sha in frame.groupby("dataset").train_images_sha256.first().items())
+    seconds = float(pd.to_numeric(frame.seconds, errors="coerce").sum())
+    run_time = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+    configs = ", ".join(_relative(c) for c in config_files) or "default"
+    return (f"{versions} · config {configs} · seeds {seed_span(seeds)}{_units(frame, seeds)} · "
+            f"data SHA-256 {checksums} · "
+            f"built {when:%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} CPUs) · "
+            f"{len(frame)} runs on {hosts}, {run_time} of run time in all")
+
+
+def seed_span(seeds: Sequence[int]) -> str:
+    """The run seeds as a user would write them: ``0-19`` for a run of consecutive seeds, else the list."""
+    values = [int(s) for s in seeds]
+    span = run_span(values)
+    return f"{span[0]}-{span[1]}" if span else str(values)
+
+
+def _units(frame: pd.DataFrame, seeds: Sequence[int]) -> str:
+    """What the seeds replicate: on how many partition draws they ran, so how many independent units."""
+    draws = int(frame.partition.nunique()) if "partition" in frame else 0
+    if draws <= 0 or not len(seeds):
+        return ""
+    if draws == 1:
+        return " on one partition draw (the runs are the units)"
+    if draws == len(seeds):
+        return f", each on its own partition draw ({draws} independent units)"
+    return f" on {draws} partition draws ({draws} independent units, the draws)"
+
+
+def _relative(path: str) -> str:
+    """A path relative to the working directory when it lies below it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import html
 import os
-import platform
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +17,6 @@ from bladefl.report.distance import distance_section
 from bladefl.report.findings import findings
 from bladefl.report.inputs import read_csv, read_json
 from bladefl.report.paper_figures import inventory
-from bladefl.report.tables import run_span
 from bladefl.report.verdict_rows import role
 
 NOTEBOOK_TITLES = {
@@ -81,60 +78,6 @@ def render_html(notebook: str | Path, out: str | Path, index: str | Path) -> Pat
     body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4), resources=resources)
     atomic.write_text(out, body)
     return out
-
-
-def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequence[str], seeds: Sequence[int],
-                    when: datetime | None = None, verdicts_code: str | None = None) -> str:
-    """One line: the code versions (the runs', the verdicts', this page's), config file(s), seeds, data
-    checksums, date, machine, run time. ``provenance``: per dataset, the runs' provenance table
-    (``report.provenance``); ``verdicts_code``: the code that derived the verdict tables (default: the
-    kept bundle's record where the config is a bundle's, else this code)."""
-    from bladefl.report import bundle_design
-
-    frame = pd.concat([f.assign(dataset=d) for d, f in provenance.items()], ignore_index=True)
-    when = when or datetime.now(UTC)
-    if verdicts_code is None:
-        verdicts_code = bundle_design.verdicts_code(bundle_design.bundle_of(config_files))
-    versions = bundle_design.code_line(list(map(str, frame.code_version.dropna().unique())), verdicts_code)
-    hosts = ", ".join(sorted(map(str, frame.host.dropna().unique()))) if "host" in frame else "unknown"
-    devices = sorted(map(str, frame.device.dropna().unique())) if "device" in frame else []
-    hosts += f" ({', '.join(devices)})" if devices else ""
-    checksums = "; ".join(f"{dataset_title(d)} train images {str(sha)[:12]}"
-                          for d, sha in frame.groupby("dataset").train_images_sha256.first().items())
-    seconds = float(pd.to_numeric(frame.seconds, errors="coerce").sum())
-    run_time = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
-    configs = ", ".join(_relative(c) for c in config_files) or "default"
-    return (f"{versions} · config {configs} · seeds {seed_span(seeds)}{_units(frame, seeds)} · "
-            f"data SHA-256 {checksums} · "
-            f"built {when:%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} CPUs) · "
-            f"{len(frame)} runs on {hosts}, {run_time} of run time in all")
-
-
-def seed_span(seeds: Sequence[int]) -> str:
-    """The run seeds as a user would write them: ``0-19`` for a run of consecutive seeds, else the list."""
-    values = [int(s) for s in seeds]
-    span = run_span(values)
-    return f"{span[0]}-{span[1]}" if span else str(values)
-
-
-def _units(frame: pd.DataFrame, seeds: Sequence[int]) -> str:
-    """What the seeds replicate: on how many partition draws they ran, so how many independent units."""
-    draws = int(frame.partition.nunique()) if "partition" in frame else 0
-    if draws <= 0 or not len(seeds):
-        return ""
-    if draws == 1:
-        return " on one partition draw (the runs are the units)"
-    if draws == len(seeds):
-        return f", each on its own partition draw ({draws} independent units)"
-    return f" on {draws} partition draws ({draws} independent units, the draws)"
-
-
-def _relative(path: str) -> str:
-    """A path relative to the working directory when it lies below it."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 VERDICT_COLUMNS = ("dataset", "claim", "source", "basis", "verdict", "evidence")
@@ -358,4 +301,4 @@ scored point on its draws over every feasible K; the picked points form the seco
 
 __all__ = ["NOTEBOOK_TITLES", "write_calibration_index",
            "DATASET_TITLES", "PAGE_TEMPLATE", "page_title", "dataset_title", "render_html",
-           "provenance_line", "write_index", "write_sensitivity_index", "headline_panels", "verdict_tally"]
+           "write_index", "write_sensitivity_index", "headline_panels", "verdict_tally"]

@@ -13,7 +13,7 @@ as mathematics (:mod:`.mathematics`); their values on this fitted bound are read
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -81,6 +81,26 @@ def _left_out(fits: Sequence[CellFit], below: Sequence[int]) -> str:
     cells = ", ".join(f"{fits[i].cell.cell} ({_real_k_star(fits[i]):.3g})" for i in below)
     return (f"the fitted bound's real minimiser lies below one round in {cells}: over K >= 1 its K* is the "
             "boundary K = 1, not a minimum to hold the runs' K* to")
+
+
+def _k_star_spec(fits: Sequence[CellFit], full: Sequence[dict], certified: Sequence[str],
+                 per_cell: Callable[[Sequence[object]], str]) -> tuple:
+    """Fig. 3's K* statement, judged on the cells whose fitted bound has a minimum to hold the runs' K*
+    to: the others (real minimiser below one round) are left out, and with every cell left out it is not
+    applicable."""
+    below = _below_one_round(fits)
+    labels = [f"({chr(ord('a') + i)})" for i in range(len(full))]
+    judged_on = (f"; judged on {per_cell(['yes' if i not in below else 'left out' for i in range(len(full))])} "
+                 f"({_left_out(fits, below)})" if below and len(below) < len(full) else "")
+    return ("fig3-kstar", "claim", "the bound's K* is the experiment's K*", "Fig. 3, Theorem 3",
+            lambda r: all(x["k_fit"] == x["k_exp"] for i, x in enumerate(r) if i not in below),
+            f"K* of the upper fit {[x['k_fit'] for x in full]} vs experiment {[x['k_exp'] for x in full]}"
+            f"{judged_on}; for any constants: {' / '.join(certified)}",
+            _left_out(fits, below) if len(below) == len(full) else "",
+            f"the fitted bound's K* {per_cell([_g(x['k_fit']) for x in full])} against the experiment's "
+            f"{per_cell([_g(x['k_exp']) for x in full])}"
+            + (f"; {', '.join(labels[i] for i in below)} left out (its fit's minimiser below one round)"
+               if below else ""))
 
 
 def _g(x: float) -> str:
@@ -156,7 +176,6 @@ def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[flo
         return ", ".join(f"{v} {label}" for v, label in zip(values, labels, strict=True))
 
     undefined = [_runs(x["undefined"]) or "nowhere" for x in full]
-    below = _below_one_round(fits[0])  # the K* statement leaves these cells out (all of them: not applicable)
     specs = [
         ("fig3-close", "claim", f"the bound is within {within:.0%} of the experiment at every K", "Fig. 3",
          lambda r: all(x["within"] <= within for x in r),
@@ -175,17 +194,7 @@ def bound_claims(fits: Sequence[Sequence[CellFit]], k_exp: Sequence[Sequence[flo
          f"bend of the integer tau's floor, which the paper's analysis drops): {[x['at_drops'] for x in full]}; {note}",
          "", f"the fitted bound bends down at K = {per_cell([_runs(x['concave_at']) or 'none' for x in full])}"
          + _kink_note(full)),
-        ("fig3-kstar", "claim", "the bound's K* is the experiment's K*", "Fig. 3, Theorem 3",
-         lambda r: all(x["k_fit"] == x["k_exp"] for i, x in enumerate(r) if i not in below),
-         f"K* of the upper fit {[x['k_fit'] for x in full]} vs experiment {[x['k_exp'] for x in full]}"
-         + (f"; judged on {per_cell(['yes' if i not in below else 'left out' for i in range(len(full))])} "
-            f"({_left_out(fits[0], below)})" if below and len(below) < len(full) else "")
-         + f"; for any constants: {' / '.join(certified)}",
-         _left_out(fits[0], below) if len(below) == len(full) else "",
-         f"the fitted bound's K* {per_cell([_g(x['k_fit']) for x in full])} against the experiment's "
-         f"{per_cell([_g(x['k_exp']) for x in full])}"
-         + (f"; {', '.join(labels[i] for i in below)} left out (its fit's minimiser below one round)"
-            if below else "")),
+        _k_star_spec(fits[0], full, certified, per_cell),
     ]
     rows = [claim_row(name, source, "bound", [holds(r) for r in results], reps, f"{evidence} (cells: {names})", why,
                       statement=statement, role=role, finding=found)
