@@ -142,6 +142,9 @@ AFTER_THE_SMOKE = {
     ("bladefl resources --benchmarks benchmarks/smoke --measured config/smoke.yaml --for config/paper.yaml "
      "--out profiles/measured"): "profiles/measured/config.yaml",
     ".venv/bin/snakemake --unlock": None,
+    "bladefl conventions " + SMOKE_RUN: None,  # the smoke's runs record every convention's curve
+    ("bladefl conventions --summary results/smoke/summary/mnist.csv --dataset mnist --csv "
+     "results/smoke/conventions_mnist.csv"): "results/smoke/conventions_mnist.csv",
     # the README's re-verify example: the smoke writes the run and (default target) the anchor
     ("bladefl chain verify " + SMOKE_RUN + "/chains/K2.json --summary " + SMOKE_RUN + "/summary.json "
      "--anchor results/smoke/anchors/mnist.json"): None,

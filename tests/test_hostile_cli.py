@@ -81,6 +81,8 @@ TABLE: dict[str, dict] = {
                           "--out": OUT}},
     "findings": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/findings.md"],
                  "args": {"bundles": DIR, "--out": OUT}},
+    "conventions": {"base": ["{w}", "--csv", "{w}/c.csv"],
+                    "args": {"runs": DIR, "--summary": IN, "--dataset": NAME, "--paper-values": IN, "--csv": OUT}},
     "paper-comparison": {"base": ["--dataset", "mnist", "--summary", "{w}/s.csv", "--optimum", "{w}/o.csv",
                                   "--paper-values", "{repo}/config/paper_values.yaml", "--t-sum", "100", "--out",
                                   "{w}/c.csv"],

@@ -4,8 +4,9 @@ One module per command group, each command's arguments beside its handler: ``gri
 partition, run, run-group, reference, summarize, bound, detection), ``report`` (verdicts, the
 paper's tables, provenance, sensitivity, the front page and notebook pages), ``bundles`` (keep,
 import-runs, lay-out, rejudge), ``chain`` (ledger verification) and ``checks`` (device-check,
-bench, resources) and ``calibration`` (the calibration study's search, pick, second pass and
-tables); ``common`` holds what they share."""
+bench, resources), ``calibration`` (the calibration study's search, pick, second pass and
+tables) and ``conventions`` (K* and accuracy under each measurement convention); ``common`` holds what
+they share."""
 
 from __future__ import annotations
 
@@ -13,19 +14,19 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from bladefl.cli import bundles, calibration, chain, checks, grid, report
+from bladefl.cli import bundles, calibration, chain, checks, conventions, grid, report
 from bladefl.cli.common import Command, one_line
 
 
 def commands() -> list[Command]:
     """(command, help, its arguments, its handler) of every command, by group."""
     return [*grid.COMMANDS, *report.COMMANDS, *bundles.COMMANDS, *chain.COMMANDS, *checks.COMMANDS,
-            *calibration.COMMANDS]
+            *calibration.COMMANDS, *conventions.COMMANDS]
 
 
 # The commands a user types (docs and README); every other command is a step the workflow's rules call.
 USER_COMMANDS = ("fetch", "partition", "run", "chain", "import-runs", "keep", "lay-out", "rejudge", "findings",
-                 "bench", "device-check", "resources")
+                 "conventions", "bench", "device-check", "resources")
 
 
 class _Version(argparse.Action):

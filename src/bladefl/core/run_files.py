@@ -38,6 +38,8 @@ STATUSES = ("ok", "infeasible", "diverged")  # diverged: a non-finite loss or ac
 ROUNDS_LIMIT = 512 * 2**20  # bytes: 100 K values of 100 rounds are about 2 MB
 SUMMARY_LIMIT = 64 * 2**20  # bytes: a summary is a few kB
 METRICS = ("train_loss", "test_loss", "test_accuracy")
+# Recorded since the measurement conventions (bladefl.experiments.tables.conventions): a run made before has none.
+CURVES = ("client_test_loss", "client_test_accuracy", "local_train_loss")
 INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 MAX_DIGITS = 19  # no recorded integer (K, tau, blocks, seeds, counts) comes near 10**19
 
@@ -90,7 +92,7 @@ def parse_rounds(raw: bytes, where: str = "rounds.csv") -> dict[int, dict[int, d
             if row["status"] not in STATUSES:
                 raise RunFileError(f"{where} line {line}: status must be one of {list(STATUSES)} "
                                    f"(got {row['status']!r})")
-            for name in METRICS:
+            for name in (*METRICS, *CURVES):
                 if name in row and row[name] != "" and not _is_number(row[name]):
                     raise RunFileError(f"{where} line {line}: {name} = {row[name][:40]!r} is not a number")
             by_round = rows.setdefault(int(k), {})
@@ -172,6 +174,9 @@ def _check_entry(entry: Mapping[str, Any], where: str) -> None:
     values: list[Any] = [entry.get(name) for name in METRICS]
     if not all(type(v) in (int, float) for v in values):
         raise RunFileError(f"{at}: {', '.join(METRICS)} must be numbers (got {values})")
+    curves = {name: entry[name] for name in CURVES if name in entry}
+    if not all(type(v) in (int, float) and math.isfinite(v) for v in curves.values()):
+        raise RunFileError(f"{at}: {', '.join(curves)} must be finite numbers where given (got {curves})")
     finite = all(math.isfinite(v) for v in values)
     if finite != (entry["status"] == "ok"):
         raise RunFileError(f"{at}: status {entry['status']!r} with {'finite' if finite else 'non-finite'} "
@@ -216,7 +221,7 @@ def check_together(summary: Mapping[str, Any], rows: Mapping[int, Mapping[int, M
                                    f"the summary {entry['status']!r}")
         if metrics and entry["status"] != "infeasible":
             last = by_round[K]
-            for name in METRICS:
+            for name in (*METRICS, *(c for c in CURVES if c in entry)):
                 recorded, final = float(last.get(name) or "nan"), float(entry[name])
                 if not same_number(recorded, final):
                     raise RunFileError(f"{where}: the summary records {name} = {final!r} for K={K}, its last "
@@ -246,5 +251,6 @@ def expects_detections(summary: dict) -> bool:
     return bool(lazy.get("detectors")) and lazy_clients > 0 and trained
 
 
-__all__ = ["DETECTION_COLUMNS", "expects_detections", "STATUSES", "METRICS", "RunFileError", "Run", "same_number",
-           "parse_rounds", "parse_summary", "read_rounds", "read_summary", "check_together", "read_run", "no_key_twice"]
+__all__ = ["DETECTION_COLUMNS", "expects_detections", "STATUSES", "METRICS", "CURVES", "RunFileError", "Run",
+           "same_number", "parse_rounds", "parse_summary", "read_rounds", "read_summary", "check_together", "read_run",
+           "no_key_twice"]

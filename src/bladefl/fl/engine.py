@@ -27,11 +27,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import torch
 
+from bladefl.core.rng import numpy_rng
 from bladefl.fl import mlp, trainer
 from bladefl.fl.chain_executor import ChainExecutor, Tamper, chain_job, new_chain_state, worker_pool
 from bladefl.fl.client_data import ClientData, client_data, load_client_data, resolve_device
+from bladefl.fl.client_test import client_test_subsets
 from bladefl.fl.end_plan import EndPlan, noise_job, plan
 from bladefl.fl.evaluation import EvalSets, eval_set, evaluate
 from bladefl.fl.execution import Execution, default_chain_processes, resolve
@@ -52,7 +55,8 @@ __all__ = ["ClientData", "Execution", "GroupResult", "GroupTimes", "KResult", "R
 # may train on different draws of the partition (its seed): the group's data holds each draw.
 SHARED = ("dataset", "data_dir", "normalize", "partition.scheme", "partition.N", "partition.n",
           "partition.shards_per_client", "partition.classes_per_client", "partition.dirichlet_alpha", "model",
-          "train.iteration", "train.batch_size", "train.steps", "device")
+          "train.iteration", "train.batch_size", "train.steps", "device", "measure.client_test_classes",
+          "measure.client_test_per_class")
 
 def _setting(cfg: RunConfig, dotted: str) -> object:
     node: object = cfg
@@ -174,6 +178,20 @@ def _host_buffers(execution: Execution, tamper: Tamper | None, ends: list, model
     return HostBuffers(need, pin=dev.type == "cuda")
 
 
+def client_subsets(runs: list[RunState], data: ClientData) -> Callable[[int], np.ndarray | None]:
+    """A draw's client test subsets (:mod:`bladefl.fl.client_test`), drawn from its partition seed
+    (every run of a draw shares it, :func:`group_errors`), or None where the runs record none."""
+    by_draw = {r.draw: r.cfg for r in runs}
+
+    def subsets(draw: int) -> np.ndarray | None:
+        m = by_draw[draw].measure
+        if m.client_test_classes == 0:
+            return None
+        return client_test_subsets(data.y_test.cpu().numpy(), data.N, m.client_test_classes, m.client_test_per_class,
+                                   numpy_rng(by_draw[draw].partition.seed, "client-test"))
+    return subsets
+
+
 def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: GroupTimes, execution: Execution, *,
            tamper: Tamper | None, on_round: Callable[[RoundRecord], None] | None,
            workers: ProcessPoolExecutor | None) -> None:
@@ -195,8 +213,10 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
           contextlib.ExitStack() as draws):
         executor = ChainExecutor(pool, workers, times, on_round)
         buffers = _host_buffers(execution, tamper, ends, data.N + 1, shape.size, dev)
-        ctx = RoundEnds(layout, data, shape, executor, times, EvalSets(data), tamper,
-                        torch.cuda.Stream(device=dev) if dev.type == "cuda" else None, buffers)
+        local_loss = torch.zeros(layout.rows, device=dev)  # each row's minibatch losses of its round
+        ctx = RoundEnds(layout, data, shape, executor, times, EvalSets(data, client_subsets(runs, data)), tamper,
+                        torch.cuda.Stream(device=dev) if dev.type == "cuda" else None, buffers,
+                        local_loss, steps_per_iteration)
         clock = Clock(times, dev)  # from here: starting the draws counts as the orders' time
         orders, noise = draws.enter_context(
             group_draws(runs, ends, layout.rows, n, shape.size, dev, execution.draw_threads, epoch))
@@ -212,7 +232,7 @@ def _train(feasible: list[tuple[RunSpec, KResult]], data: ClientData, times: Gro
                 picked = None if step_orders is None else step_orders[rows] + offsets[rows]
                 trainer.stacked_iteration(sub, x_rows, y_rows, picked, None if x_full is None else x_full[rows],
                                           None if y_full is None else y_full[rows], n=n, eta=layout.eta[rows],
-                                          batch_size=batch, shape=shape, steps=steps)
+                                          batch_size=batch, shape=shape, steps=steps, loss_sum=local_loss[rows])
             times.model_steps += active * steps_per_iteration
             if event < len(ends) and ends[event][0] == i:
                 clock.mark("train")

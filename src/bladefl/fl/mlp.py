@@ -75,10 +75,14 @@ def losses(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> torch.Te
     return torch.nn.functional.cross_entropy(z2.transpose(1, 2), y, reduction="none").mean(dim=1)
 
 
-def _backprop(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> tuple[torch.Tensor, ...]:
-    """Forward pass and the output/hidden error signals: (a1, g2 = dL/dz2, da1 = dL/dz1)."""
+def _backprop(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape,
+              loss_sum: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+    """Forward pass and the output/hidden error signals: (a1, g2 = dL/dz2, da1 = dL/dz1); with
+    ``loss_sum`` [N], each model's minibatch loss (before the step) is added to it."""
     B = x.shape[1]
     a1, z2 = forward(v, x, shape)
+    if loss_sum is not None:
+        loss_sum.add_((torch.logsumexp(z2, dim=-1) - z2.gather(-1, y.unsqueeze(-1)).squeeze(-1)).mean(dim=1))
     g2 = torch.softmax(z2, dim=-1)
     g2.scatter_add_(-1, y.unsqueeze(-1), torch.full_like(g2[..., :1], -1.0))
     g2.div_(B)
@@ -90,12 +94,13 @@ def _backprop(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> tuple
     return a1, g2, da1
 
 
-def sgd_step(v: Views, x: torch.Tensor, y: torch.Tensor, eta: float | torch.Tensor, shape: Shape) -> None:
+def sgd_step(v: Views, x: torch.Tensor, y: torch.Tensor, eta: float | torch.Tensor, shape: Shape,
+             loss_sum: torch.Tensor | None = None) -> None:
     """One in-place gradient step of every model on its own batch x [N, B, d], y [N, B];
     each weight update is fused into its gradient's matmul (baddbmm_). ``eta`` is one step size
     for all models or a tensor [N] of one per model (runs of different eta stacked together: the
-    error signals are scaled per model before the fused update)."""
-    a1, g2, da1 = _backprop(v, x, y, shape)
+    error signals are scaled per model before the fused update). ``loss_sum``: see :func:`_backprop`."""
+    a1, g2, da1 = _backprop(v, x, y, shape, loss_sum)
     if isinstance(eta, torch.Tensor):
         per_model = eta.view(-1, 1, 1)
         g2, da1, eta = g2 * per_model, da1 * per_model, 1.0

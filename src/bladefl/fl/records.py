@@ -51,6 +51,9 @@ class RoundMetrics:
     delta_mean: float = math.nan
     delta_max: float = math.nan
     dist_ref: float = math.nan  # ||w^k - w*|| when a reference optimum is given
+    client_test_loss: float = math.nan  # on the authors' client test subsets (bladefl.fl.client_test)
+    client_test_accuracy: float = math.nan
+    local_train_loss: float = math.nan  # the clients' minibatch losses of the round (round_end.local_losses)
 
 
 @dataclass
@@ -82,6 +85,9 @@ class RoundRecord:
     delta_mean: float = math.nan
     delta_max: float = math.nan
     dist_ref: float = math.nan  # ||w^k - w*|| when a reference optimum is given
+    client_test_loss: float = math.nan  # the global model on the authors' client test subsets
+    client_test_accuracy: float = math.nan
+    local_train_loss: float = math.nan  # the clients' minibatch losses during the round
 
 
 def round_record(metrics: RoundMetrics, outcome: ChainOutcome, N: int) -> RoundRecord:

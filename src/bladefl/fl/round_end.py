@@ -36,11 +36,14 @@ from bladefl.fl import aggregation, detection, lazy, measured_constants, mlp, pr
 from bladefl.fl.chain_executor import ChainExecutor, Tamper
 from bladefl.fl.client_data import ClientData
 from bladefl.fl.end_plan import EndPlan, as_index
-from bladefl.fl.evaluation import EvalSets, evaluate_draws
+from bladefl.fl.evaluation import METRICS, EvalSets, evaluate_draws
 from bladefl.fl.host_buffers import HostBuffers, Lease
 from bladefl.fl.prefetch import Noise
 from bladefl.fl.records import GroupTimes, RoundMetrics
 from bladefl.fl.stacked import Layout, RunState
+
+# A round end's values per run, in the order end_round computes them (RoundMetrics' fields of these names).
+ROUND_VALUES = (*METRICS, "local_train_loss")
 
 
 def flagging(cfg_exclude: bool, k: int, clients: list[int], found: list[detection.Detection],
@@ -108,6 +111,25 @@ class RoundEnds:
     tamper: Tamper | None = None
     stream: torch.cuda.Stream | None = None  # the host copies' side stream (GPU)
     buffers: HostBuffers | None = None  # host buffers kept across round ends (GPU; CPU when asked)
+    local_loss: torch.Tensor | None = None  # [rows] each training row's minibatch losses of its round, summed
+    steps_per_iteration: int = 1  # minibatch steps of one local iteration (1: full batch)
+
+
+def local_losses(ctx: RoundEnds, end: EndPlan) -> torch.Tensor:
+    """[R] each ending run's local training loss of the round: the mean over its honest trained clients
+    of their minibatch losses in the round's tau iterations (each before its step), the authors'
+    ``loss_locals`` (``Update.py`` lines 56-91; their lazy clients copy a loss, ours train nothing);
+    NaN without the accumulator. Those rows' sums are set back to zero for their next round."""
+    R, device = len(end.runs), end.trained_rows.device
+    if ctx.local_loss is None:
+        return torch.full((R,), float("nan"), device=device)
+    honest = end.trained_rows if end.taken is None else end.trained_rows.index_select(0, end.taken)
+    which = end.row_run if end.taken is None else end.row_run.index_select(0, end.taken)
+    sums = torch.zeros(R, device=device).index_add_(0, which, ctx.local_loss.index_select(0, honest))
+    counts = torch.zeros(R, device=device).index_add_(0, which, torch.ones(which.shape[0], device=device))
+    steps = torch.tensor([r.tau * ctx.steps_per_iteration for r in end.runs], dtype=torch.float32, device=device)
+    ctx.local_loss.index_fill_(0, end.trained_rows, 0.0)
+    return sums / (counts * steps)
 
 
 def _uploads(end: EndPlan, trained: torch.Tensor, ks: list[int], noise: Noise
@@ -223,7 +245,7 @@ def end_round(ctx: RoundEnds, end: EndPlan, ks: list[int], noise: Noise, clock: 
         measured[i] = dataclasses.asdict(measured_constants.measure(
             honest, local, data.x[sel], data.y[sel], data.draw_x(draw), data.draw_y(draw), shape))
     clock.mark("constants")
-    parts = list(evaluate_draws(new, list(end.eval_groups), ctx.samples, shape))
+    parts = [*evaluate_draws(new, list(end.eval_groups), ctx.samples, shape), local_losses(ctx, end)]
     optional = [noise_norms, distances,
                 None if end.references is None or end.referenced_index is None
                 else (new.index_select(0, end.referenced_index) - end.references).norm(dim=1)]
@@ -257,8 +279,8 @@ def _hand_over(ctx: RoundEnds, end: EndPlan, ks: list[int], values: list[float],
     """Each run's round measurements, and its block to the chain executor (each job gives its part
     of the host buffer back, ``lease``, once it has read it)."""
     R = len(end.runs)
-    train_loss, test_loss, test_accuracy = values[:R], values[R : 2 * R], values[2 * R : 3 * R]
-    rest = values[3 * R :]
+    per_run = {name: values[j * R : (j + 1) * R] for j, name in enumerate(ROUND_VALUES)}
+    rest = values[len(ROUND_VALUES) * R :]
     noise_norm = theta = {}
     if optional[0] is not None:
         rows = optional[0].shape[0]
@@ -271,7 +293,7 @@ def _hand_over(ctx: RoundEnds, end: EndPlan, ks: list[int], values: list[float],
     dist_ref = dict(zip(end.referenced, rest, strict=True))
     for i, run in enumerate(end.runs):
         metrics = RoundMetrics(K=run.K, round=ks[i], tau=run.tau, members=members[i],
-                               train_loss=train_loss[i], test_loss=test_loss[i], test_accuracy=test_accuracy[i],
+                               **{name: column[i] for name, column in per_run.items()},
                                n_lazy=len(run.roles.lazy), theta=theta.get(i, math.nan),
                                noise_norm=noise_norm.get(i, math.nan), **measured.get(i, {}),
                                dist_ref=dist_ref.get(i, math.nan))

@@ -98,6 +98,8 @@ class ChainConfig:
 @dataclass(frozen=True)
 class MeasureConfig:
     constants: bool = False  # measure L, xi, delta at every aggregation (see bladefl.constants)
+    client_test_classes: int = 4  # the authors' client test subsets (bladefl.fl.client_test); 0: none
+    client_test_per_class: int = 64
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,8 @@ class RunConfig:
 
 
 LATER_FIELDS: dict[tuple[str, str], Any] = {  # added after runs were first recorded, with their default
-    ("train", "steps"): 1, ("train", "eta_scale"): 1.0, ("lazy", "noise"): "parameter"}
+    ("train", "steps"): 1, ("train", "eta_scale"): 1.0, ("lazy", "noise"): "parameter",
+    ("measure", "client_test_classes"): 4, ("measure", "client_test_per_class"): 64}  # measured, not trained
 
 
 SECTIONS = {
@@ -221,8 +224,11 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     need(ch["fault"] in ("random", "reject"), "chain.fault", "one of ['random', 'reject']", ch["fault"])
     need(isinstance(raw["normalize"], bool), "normalize", "true or false", raw["normalize"])
     need(isinstance(raw["data_dir"], str), "data_dir", "a path", raw["data_dir"])
-    need(isinstance(raw["measure"]["constants"], bool), "measure.constants", "true or false",
-         raw["measure"]["constants"])
+    me = raw["measure"]
+    need(isinstance(me["constants"], bool), "measure.constants", "true or false", me["constants"])
+    for name, low in (("client_test_classes", 0), ("client_test_per_class", 1)):
+        need(_is_int(me[name]) and low <= me[name] <= 10_000, f"measure.{name}", f"an integer in {low}..10000",
+             me[name])
     if not e and int(round(lz["ratio"] * raw["partition"]["N"])) >= raw["partition"]["N"]:
         e.append(f"lazy.ratio must leave at least one honest client (got {lz['ratio']} of N={raw['partition']['N']})")
     return e

@@ -33,7 +33,8 @@ def span(n: int, batch_size: int, steps: int | None) -> int:
 
 def stacked_iteration(v: mlp.Views, x_rows: torch.Tensor, y_rows: torch.Tensor, picked: torch.Tensor | None,
                       x_full: torch.Tensor | None, y_full: torch.Tensor | None, *, n: int,
-                      eta: float | torch.Tensor, batch_size: int, shape: mlp.Shape, steps: int | None = None) -> None:
+                      eta: float | torch.Tensor, batch_size: int, shape: mlp.Shape, steps: int | None = None,
+                      loss_sum: torch.Tensor | None = None) -> None:
     """One local iteration of every row of ``v`` (the active rows of a group of runs).
 
     ``epoch``: ``picked`` [rows, n] holds each row's shuffled sample indices into the samples
@@ -42,10 +43,11 @@ def stacked_iteration(v: mlp.Views, x_rows: torch.Tensor, y_rows: torch.Tensor, 
     through it when s x batch > n (else only its first s x batch samples are gathered).
     ``full_batch`` (``picked`` is None): one step on each row's own client data ``x_full`` [rows,
     n, d]. ``eta``: one step size, or [rows] of one per row. The minibatches are slices of one row
-    gather per epoch (index_select is a plain row copy, far cheaper than take_along_dim)."""
+    gather per epoch (index_select is a plain row copy, far cheaper than take_along_dim). ``loss_sum``
+    [rows]: each row's minibatch losses are added to it (:func:`bladefl.fl.mlp.sgd_step`)."""
     if picked is None:
         assert x_full is not None and y_full is not None  # full batch: each row's own client data
-        mlp.sgd_step(v, x_full, y_full, eta, shape)
+        mlp.sgd_step(v, x_full, y_full, eta, shape, loss_sum)
         return
     rows, width = picked.shape[0], span(n, batch_size, steps)
     if width < n:
@@ -56,7 +58,7 @@ def stacked_iteration(v: mlp.Views, x_rows: torch.Tensor, y_rows: torch.Tensor, 
     xp = x_rows.index_select(0, index).view(rows, width, x_rows.shape[1])
     yp = y_rows.index_select(0, index).view(rows, width)
     for start in range(0, width, batch_size):
-        mlp.sgd_step(v, xp[:, start : start + batch_size], yp[:, start : start + batch_size], eta, shape)
+        mlp.sgd_step(v, xp[:, start : start + batch_size], yp[:, start : start + batch_size], eta, shape, loss_sum)
 
 
 def train_local(

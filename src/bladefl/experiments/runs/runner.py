@@ -20,6 +20,7 @@ import pandas as pd
 import torch
 
 from bladefl.core import atomic
+from bladefl.core.run_files import CURVES
 from bladefl.experiments.runs import provenance
 from bladefl.experiments.runs.run_source import finished_run
 from bladefl.fl import constants_against
@@ -57,6 +58,7 @@ def k_summary(result: KResult) -> dict:
         f = result.final
         out.update(train_loss=f.train_loss, test_loss=f.test_loss, test_accuracy=f.test_accuracy,
                    tip=f.block_hash, blocks=len(result.rounds))
+        out.update({c: getattr(f, c) for c in CURVES if math.isfinite(getattr(f, c))})  # where recorded
     return out
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bladefl.experiments.plan.grid import Member
-from bladefl.experiments.tables.tidy import COLUMNS
+from bladefl.experiments.tables.tidy import COLUMNS, OPTIONAL
 
 STATUSES = ("ok", "infeasible", "diverged")
 MAX_ROWS = 10_000_000  # far above any grid (the paper's 20-draw grid: about 25,000 rows per dataset)
@@ -60,7 +60,7 @@ def summary_problems(path: Path, members: Sequence[Member]) -> list[str]:
             i = int(np.flatnonzero(bad.to_numpy())[0])
             return [f"{path}: row {i + 2}: {column} must be a whole number in {low}..{high} "
                     f"(got {frame[column].iloc[i][:40]!r})"]
-    for column in NUMBERS:
+    for column in (*NUMBERS, *(c for c in OPTIONAL if c in frame)):  # the curves: where the table has them
         text = frame[column]
         values = _numbers(frame, column)
         bad = values.isna() & ~text.isin(["", "nan", "NaN"])
@@ -71,9 +71,10 @@ def summary_problems(path: Path, members: Sequence[Member]) -> list[str]:
     if status.any():
         i = int(np.flatnonzero(status.to_numpy())[0])
         return [f"{path}: row {i + 2}: status must be one of {list(STATUSES)} (got {frame.status.iloc[i][:40]!r})"]
-    accuracy = _numbers(frame, "test_accuracy")
-    if (accuracy.notna() & ~accuracy.between(0, 1)).any():
-        return [f"{path}: test_accuracy must lie in [0, 1]"]
+    for name in ("test_accuracy", "client_test_accuracy"):
+        accuracy = _numbers(frame, name) if name in frame else pd.Series(dtype=float)
+        if (accuracy.notna() & ~accuracy.between(0, 1)).any():
+            return [f"{path}: {name} must lie in [0, 1]"]
     keys = {(m.sweep, m.cell.key) for m in members}
     unknown = [(s, c) for s, c in zip(frame.sweep, frame.cell, strict=True) if (s, c) not in keys]
     if unknown:

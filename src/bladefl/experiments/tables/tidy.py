@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bladefl.core.run_files import CURVES
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.runs.run_checks import read_checked_run
@@ -17,6 +18,7 @@ from bladefl.experiments.runs.run_checks import read_checked_run
 COLUMNS = ["sweep", "feeds", "vary", "value", "cell", "alpha", "beta", "N", "eta", "lazy_ratio", "sigma2",
            "epsilon", "K", "tau", "seed", "partition", "train_loss", "test_loss", "test_accuracy", "training_time",
            "mining_time", "status"]
+OPTIONAL = list(CURVES)  # the curves the measurement conventions read, NaN for runs made before them
 
 
 def read_run(summary_path: str | Path) -> pd.DataFrame:
@@ -28,7 +30,7 @@ def read_run(summary_path: str | Path) -> pd.DataFrame:
     frame["seed"] = data["config"]["seed"]
     frame["partition"] = data["config"].get("partition", {}).get("seed", 0)
     frame["cell"] = run_id.from_path(path).cell
-    for col in ("train_loss", "test_loss", "test_accuracy"):
+    for col in ("train_loss", "test_loss", "test_accuracy", *OPTIONAL):
         if col not in frame:
             frame[col] = np.nan
     return frame
@@ -45,7 +47,7 @@ def collect(summary_paths: Sequence[str | Path], members: Sequence[Member]) -> p
                            **{k: getattr(m.cell, k) for k in ("alpha", "beta", "N", "eta", "lazy_ratio", "sigma2",
                                                               "epsilon")})
         rows.append(part)
-    return pd.concat(rows, ignore_index=True)[COLUMNS].sort_values(["sweep", "value", "cell", "seed", "K"],
+    return pd.concat(rows, ignore_index=True)[COLUMNS + OPTIONAL].sort_values(["sweep", "value", "cell", "seed", "K"],
                                                                     kind="stable", ignore_index=True)
 
 

@@ -1,0 +1,138 @@
+"""The curves every measurement convention reads (the authors' client test subsets, the clients' local
+training loss), recorded per round by the engine, and K* and accuracy read under each convention."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from bladefl.core.rng import numpy_rng
+from bladefl.experiments.runs.device_check import small_config, synthetic_data
+from bladefl.experiments.runs.runner import run_cell
+from bladefl.experiments.tables import conventions
+from bladefl.fl import mlp
+from bladefl.fl.client_test import client_test_subsets
+from bladefl.fl.engine import run_k
+from bladefl.fl.run_config import ConfigError, from_dict
+from bladefl.fl.stacked import initial_model, model_shape
+
+
+def test_client_test_subsets_cut_the_test_set_the_authors_way():
+    y = np.repeat(np.arange(10), 900)
+    cut = client_test_subsets(y, 20, 4, 64, np.random.default_rng(3))
+    assert cut.shape == (20, 256)
+    combos = set()
+    for row in cut:
+        labels, counts = np.unique(y[row], return_counts=True)
+        assert len(labels) == 4 and set(counts) == {64} and len(np.unique(row)) == 256
+        combos.add(tuple(labels))
+    assert len(combos) == 20  # distinct 4-class combinations, one per client
+    assert len(np.unique(cut)) == cut.size  # without replacement across clients while a class lasts
+    assert np.array_equal(cut, client_test_subsets(y, 20, 4, 64, np.random.default_rng(3)))
+    assert not np.array_equal(cut, client_test_subsets(y, 20, 4, 64, np.random.default_rng(4)))
+
+
+def test_client_test_subsets_go_on_where_the_authors_sampler_fails():
+    y = np.repeat(np.arange(3), 5)  # 3 labels of 5 samples: fewer labels and smaller classes than asked
+    cut = client_test_subsets(y, 4, 4, 64, np.random.default_rng(0))  # 4 clients, one combination
+    assert cut.shape == (4, 15)
+    assert all(len(np.unique(row)) == 15 for row in cut)
+    with pytest.raises(ValueError, match="classes >= 1"):
+        client_test_subsets(y, 4, 0, 64, np.random.default_rng(0))
+
+
+def test_the_measure_fields_are_checked_and_left_out_of_a_default_config():
+    with pytest.raises(ConfigError, match="measure.client_test_classes"):
+        from_dict({"measure": {"client_test_classes": -1}})
+    with pytest.raises(ConfigError, match="measure.client_test_per_class"):
+        from_dict({"measure": {"client_test_per_class": "x"}})
+    assert "client_test_classes" not in from_dict({}).to_dict()["measure"]  # a run recorded before trains the same
+    assert from_dict({"measure": {"client_test_classes": 0}}).to_dict()["measure"]["client_test_classes"] == 0
+
+
+def test_a_run_records_the_local_loss_and_the_client_subsets_curves():
+    data = synthetic_data(N=4, n=48, d=30, classes=10, T=200, seed=0)
+    # one full-batch step per round, K=1: the round's local loss is F(w0), the clients' loss before it
+    cfg = small_config("cpu", train={"iteration": "full_batch"}, time={"alpha": 10, "beta": 10, "t_sum": 20,
+                                                                     "K": [1]}, measure={"client_test_per_class": 5})
+    result = run_k(cfg, data, 1)
+    shape = model_shape(cfg, data.x.shape[2])
+    w0 = initial_model(cfg, shape)
+    v = mlp.views(w0.unsqueeze(0).expand(data.N, -1).contiguous(), shape)
+    f_w0 = float(mlp.losses(v, data.x, data.y, shape).mean())
+    record = result.rounds[0]
+    assert record.tau == 1 and math.isclose(record.local_train_loss, f_w0, rel_tol=1e-5)
+    # the client subsets' accuracy and loss are the final model's on the subsets drawn from the partition seed
+    cut = client_test_subsets(data.y_test.numpy(), data.N, 4, 5, numpy_rng(cfg.partition.seed, "client-test"))
+    x, y = data.x_test[cut.reshape(-1)], data.y_test[cut.reshape(-1)]
+    logits = mlp.shared_logits(result.model.unsqueeze(0), x, shape)[0]
+    assert math.isclose(record.client_test_accuracy, float((logits.argmax(1) == y).float().mean()), rel_tol=1e-6)
+    loss = float(torch.nn.functional.cross_entropy(logits, y))
+    assert math.isclose(record.client_test_loss, loss, rel_tol=1e-5)
+    off = run_k(small_config("cpu", train={"iteration": "full_batch"}, time=cfg.to_dict()["time"],
+                             measure={"client_test_classes": 0}), data, 1)
+    assert math.isnan(off.rounds[0].client_test_accuracy)
+    assert off.rounds[0].train_loss == record.train_loss  # a measurement: the training is the same
+
+
+def _curves(**columns):
+    return pd.DataFrame({"K": [1, 2, 3], **columns}).set_index("K")
+
+
+def test_each_convention_reads_its_own_curve_and_nan_where_none_was_recorded():
+    nan = math.nan
+    curves = _curves(train_loss=[3, 1, 2], test_loss=[1, 2, 3], client_test_loss=[nan] * 3,
+                     local_train_loss=[3, 2, 1], test_accuracy=[0.5, 0.9, 0.7],
+                     client_test_accuracy=[0.2, 0.3, 0.8])
+    assert conventions.read(curves, "objective", "max", "full-test") == {"K_star": 2.0, "accuracy": 0.9}
+    assert conventions.read(curves, "test-loss", "at-k-star", "full-test") == {"K_star": 1.0, "accuracy": 0.5}
+    assert conventions.read(curves, "authors-local-loss", "at-k-star", "client-test") == {"K_star": 3.0,
+                                                                                        "accuracy": 0.8}
+    got = conventions.read(curves, "authors-client-test-loss", "at-k-star", "full-test")
+    assert math.isnan(got["K_star"]) and math.isnan(got["accuracy"])
+    table = conventions.table(curves)
+    assert len(table) == len(conventions.K_STAR) * len(conventions.accuracy_conventions())
+    assert table.headline.tolist()[0] and table.headline.sum() == 1
+    with pytest.raises(ValueError, match="a convention is one of"):
+        conventions.read(curves, "loss", "max", "full-test")
+
+
+def test_the_cli_reads_a_run_folder_under_every_convention(tmp_path):
+    data = synthetic_data(N=4, n=48, d=30, classes=10, T=200, seed=0)
+    run_cell(small_config("cpu", time={"K": [1, 2, 3]}, measure={"client_test_per_class": 5}), tmp_path / "run",
+             data=data, progress=False)
+    out = subprocess.run([sys.executable, "-m", "bladefl", "conventions", str(tmp_path / "run"), "--csv",
+                          str(tmp_path / "c.csv")], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    table = pd.read_csv(tmp_path / "c.csv")
+    assert table.iloc[0].k_star_from == "objective" and table["K*"].between(1, 3).all()
+    assert table.accuracy_value.between(0, 1).all() and "authors-local-loss" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "bladefl", "conventions", str(tmp_path)], capture_output=True,
+                         text=True, check=False)
+    assert bad.returncode != 0 and "not a run folder" in bad.stderr
+
+
+def test_the_paper_tables_are_read_per_convention_pair_from_the_same_runs():
+    rows = []
+    for seed in (0, 1):
+        for k, (loss, test_loss, acc) in {1: (3.0, 1.0, 0.5), 2: (1.0, 2.0, 0.9), 3: (2.0, 3.0, 0.7)}.items():
+            rows.append({"sweep": "beta", "value": 10.0, "K": k, "seed": seed, "status": "ok", "train_loss": loss,
+                         "test_loss": test_loss, "test_accuracy": acc})
+    summary = pd.DataFrame(rows)
+    tables = [{"table": "Table III", "sweep": "beta", "quantity": "mining_time", "t_sum": 100,
+               "rows": [{"value": 10, "mnist": 30, "accuracy_mnist": 80.0}, {"value": 12, "mnist": 36}]}]
+    d = conventions.paper_distances(summary, tables, "mnist")
+    head = d[(d.k_star_from == "objective") & (d.accuracy == "max full-test")].iloc[0]
+    assert (head.K_star, head.paper_K_star, head.K_star_distance) == (2.0, 3.0, 1.0)
+    assert math.isclose(head.accuracy_distance, 10.0) and head.runs == 2
+    test = d[(d.k_star_from == "test-loss") & (d.accuracy == "at-k-star full-test")].iloc[0]
+    assert (test.K_star, test.K_star_distance) == (1.0, 2.0) and math.isclose(test.accuracy_distance, 30.0)
+    assert d[d.k_star_from == "authors-local-loss"].K_star.isna().all()  # not recorded by these runs
+    s = conventions.distance_summary(d)
+    assert s.iloc[0].headline and s.iloc[0].K_rows == 1 and len(s) == len(d)  # the row of value 12 is not in the grid
