@@ -100,7 +100,7 @@ def test_fields_added_later_are_recorded_only_where_they_leave_their_default():
     assert changed["train"]["steps"] == 3 and changed["lazy"]["noise"] == "model"
     with pytest.raises(ValueError, match=r"train.eta x train.eta_scale must be < 1"):
         from_dict({"train": {"eta": 0.1, "eta_scale": 16}})
-    with pytest.raises(ValueError, match=r"lazy.noise must be one of \['parameter', 'model'\]"):
+    with pytest.raises(ValueError, match=r"lazy.noise must be one of \['parameter', 'model', 'authors'\]"):
         from_dict({"lazy": {"noise": "vector"}})
 
 

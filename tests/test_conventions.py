@@ -136,3 +136,4 @@ def test_the_paper_tables_are_read_per_convention_pair_from_the_same_runs():
     assert d[d.k_star_from == "authors-local-loss"].K_star.isna().all()  # not recorded by these runs
     s = conventions.distance_summary(d)
     assert s.iloc[0].headline and s.iloc[0].K_rows == 1 and len(s) == len(d)  # the row of value 12 is not in the grid
+

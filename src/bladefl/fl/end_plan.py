@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from bladefl.fl.lazy import lazy_scale
+from bladefl.fl.lazy import lazy_scale, noise_draws
 from bladefl.fl.prefetch import NoiseJob
 from bladefl.fl.stacked import RunState
 
@@ -35,8 +35,8 @@ class EndPlan:
     lazy: tuple[int, ...]  # runs with lazy clients
     lazy_dst: torch.Tensor | None  # upload positions of their lazy clients, run after run
     noisy: tuple[int, ...]  # lazy runs whose lazy clients add noise (sigma2 > 0)
-    noise_rows: torch.Tensor | None  # positions among the lazy rows of the noisy runs' rows
-    noise_scale: torch.Tensor | None  # [rows of noisy runs, 1] sqrt(sigma2)
+    noise_rows: torch.Tensor | None  # per noise draw, its lazy row (None: none, or an authors' run among them)
+    noise_scale: torch.Tensor | None  # [noise draws, 1] each draw's standard deviation (lazy.lazy_scale)
     own: torch.Tensor | None  # trained positions of the counterfactual runs' lazy clients
     own_rows: torch.Tensor | None  # and their positions among the lazy rows
     dp: tuple[int, ...]  # runs with local DP
@@ -53,6 +53,8 @@ class EndPlan:
     references: torch.Tensor | None  # [those runs, P]
     weights: np.ndarray = field(repr=False)  # [R, N] every client's sample count (FedAvg, nothing excluded)
     eval_groups: tuple[tuple[int, torch.Tensor], ...] = ()  # per partition draw, its runs' positions
+    authors_noise: tuple[tuple[int, int, int], ...] = ()  # lazy.noise authors: (run, first lazy row, first draw)
+    plain_noise: tuple[np.ndarray, np.ndarray] = (np.empty(0, np.int64),) * 2  # the others' (lazy row, draw)
 
     @property
     def N(self) -> int:
@@ -63,6 +65,34 @@ def _reference(run: RunState) -> torch.Tensor:
     if run.spec.reference is None:
         raise ValueError("a referenced run without its reference optimum")
     return run.spec.reference
+
+
+def _lazy_plan(runs: list[RunState], lazy_runs: tuple[int, ...], noisy: tuple[int, ...], starts: list[int]
+               ) -> tuple[list[int], list[float], list[int], list[int], list[tuple[int, int, int]], list[int]]:
+    """The lazy runs' rows: per plain noise draw its lazy row (and its draw), each draw's standard
+    deviation, the counterfactual runs' own trained rows and their lazy rows, and the authors'-noise runs
+    (run, first lazy row, first draw), whose draws' rows are drawn each round."""
+    noise_rows: list[int] = []
+    scale: list[float] = []
+    own: list[int] = []
+    own_rows: list[int] = []
+    authors: list[tuple[int, int, int]] = []
+    plain_src: list[int] = []
+    offset = 0
+    for i in lazy_runs:
+        M = len(runs[i].roles.lazy)
+        if i in noisy:
+            if runs[i].cfg.lazy.noise == "authors":
+                authors.append((i, offset, len(scale)))
+            else:
+                plain_src += range(len(scale), len(scale) + M)
+                noise_rows += range(offset, offset + M)
+            scale += [lazy_scale(runs[i].cfg.lazy, runs[i].cfg.model.parameters)] * noise_draws(runs[i].cfg.lazy, M)
+        if runs[i].cfg.lazy.counterfactual:  # its rows are all N clients, in client order
+            own += (starts[i] + runs[i].roles.lazy).tolist()
+            own_rows += range(offset, offset + M)
+        offset += M
+    return noise_rows, scale, own, own_rows, authors, plain_src
 
 
 def plan(runs: list[RunState], device: torch.device) -> EndPlan:
@@ -81,20 +111,7 @@ def plan(runs: list[RunState], device: torch.device) -> EndPlan:
     lazy_runs = tuple(i for i, r in enumerate(runs) if len(r.roles.lazy))
     lazy_dst = [i * N + c for i in lazy_runs for c in runs[i].roles.lazy.tolist()]
     noisy = tuple(i for i in lazy_runs if runs[i].cfg.lazy.sigma2 > 0)
-    noise_rows: list[int] = []
-    scale: list[float] = []
-    own: list[int] = []
-    own_rows: list[int] = []
-    offset = 0
-    for i in lazy_runs:
-        M = len(runs[i].roles.lazy)
-        if i in noisy:
-            noise_rows += range(offset, offset + M)
-            scale += [lazy_scale(runs[i].cfg.lazy, runs[i].cfg.model.parameters)] * M
-        if runs[i].cfg.lazy.counterfactual:  # its rows are all N clients, in client order
-            own += (starts[i] + runs[i].roles.lazy).tolist()
-            own_rows += range(offset, offset + M)
-        offset += M
+    noise_rows, scale, own, own_rows, authors, plain_src = _lazy_plan(runs, lazy_runs, noisy, starts)
     dp = tuple(i for i, r in enumerate(runs) if r.sigma_dp > 0)
     by_detectors: dict[tuple[str, ...], tuple[int, ...]] = {}
     for i, r in enumerate(runs):
@@ -112,7 +129,8 @@ def plan(runs: list[RunState], device: torch.device) -> EndPlan:
         row_run=as_index(row_run, device), placed=None if everyone else as_index(placed, device),
         taken=None if everyone else as_index(np.concatenate(taken), device), lazy=lazy_runs,
         lazy_dst=as_index(lazy_dst, device) if lazy_dst else None, noisy=noisy,
-        noise_rows=as_index(noise_rows, device) if noise_rows else None,
+        noise_rows=as_index(noise_rows, device) if noise_rows and not authors else None, authors_noise=tuple(authors),
+        plain_noise=(np.asarray(noise_rows, dtype=np.int64), np.asarray(plain_src, dtype=np.int64)),
         noise_scale=torch.tensor(scale, dtype=torch.float32, device=device).view(-1, 1) if scale else None,
         own=as_index(own, device) if own else None, own_rows=as_index(own_rows, device) if own_rows else None,
         dp=dp, dp_index=as_index(list(dp), device) if dp else None,
@@ -130,5 +148,6 @@ def plan(runs: list[RunState], device: torch.device) -> EndPlan:
 def noise_job(end: EndPlan, ks: list[int], P: int) -> NoiseJob:
     """The noise the round end of ``end`` needs, the runs ending rounds ``ks``."""
     runs = end.runs
-    return NoiseJob(lazy=tuple((runs[i].cfg.seed, runs[i].K, ks[i], len(runs[i].roles.lazy)) for i in end.noisy),
+    draws = [noise_draws(runs[i].cfg.lazy, len(runs[i].roles.lazy)) for i in end.noisy]
+    return NoiseJob(lazy=tuple((runs[i].cfg.seed, runs[i].K, ks[i], d) for i, d in zip(end.noisy, draws, strict=True)),
                     dp=tuple((runs[i].cfg.seed, runs[i].K, ks[i]) for i in end.dp), N=end.N, P=P)

@@ -132,6 +132,27 @@ def local_losses(ctx: RoundEnds, end: EndPlan) -> torch.Tensor:
     return sums / (counts * steps)
 
 
+def _lazy_copies(end: EndPlan, ks: list[int]) -> tuple[list[np.ndarray], dict, list[np.ndarray], list[np.ndarray]]:
+    """On the host, per lazy run: the upload each lazy client copies (positions among the R x N uploads);
+    the authors'-noise runs (:data:`EndPlan.authors_noise`, by run); and per noise draw the lazy row it
+    goes to and its own row (the plain runs' fixed, the authors' runs' drawn with their copies)."""
+    N, sources = end.N, []
+    authors = {i: (row, draw) for i, row, draw in end.authors_noise}
+    dst, src = [end.plain_noise[0]], [end.plain_noise[1]]
+    for i in end.lazy:  # which honest model each lazy client copies: a draw per run
+        run = end.runs[i]
+        rng = numpy_rng(run.cfg.seed, "lazy-copy", run.K, ks[i])
+        if i in authors:  # the authors' copying: which draws each lazy upload holds, too
+            chosen, held = lazy.authors_copies(rng, len(run.roles.honest), len(run.roles.lazy))
+            row, draw = authors[i]
+            dst.append(np.asarray([row + j for j, draws in enumerate(held) for _ in draws], dtype=np.int64))
+            src.append(np.asarray([draw + d for draws in held for d in draws], dtype=np.int64))
+        else:
+            chosen = lazy.victims(rng, len(run.roles.honest), len(run.roles.lazy))
+        sources.append(i * N + run.roles.honest[chosen])
+    return sources, authors, dst, src
+
+
 def _uploads(end: EndPlan, trained: torch.Tensor, ks: list[int], noise: Noise
              ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """The R x N uploads [R, N, P]; the lazy clients' noise norms and (with the counterfactual)
@@ -147,17 +168,17 @@ def _uploads(end: EndPlan, trained: torch.Tensor, ks: list[int], noise: Noise
     noise_norms = distances = None
     if end.lazy:
         assert end.lazy_dst is not None  # planned with lazy
-        sources = []
-        for i in end.lazy:  # which honest model each lazy client copies: a draw per run, on the host
-            run = end.runs[i]
-            chosen = lazy.victims(numpy_rng(run.cfg.seed, "lazy-copy", run.K, ks[i]), len(run.roles.honest),
-                                  len(run.roles.lazy))
-            sources.append(i * N + run.roles.honest[chosen])
+        sources, authors, dst, src = _lazy_copies(end, ks)
         copies = uploads.index_select(0, as_index(np.concatenate(sources), trained.device))
         copied = copies.clone()
         if end.noise_rows is not None:
             assert end.noise_scale is not None and noise.lazy is not None  # planned with noisy runs
             copied.index_add_(0, end.noise_rows, noise.lazy * end.noise_scale)
+        elif authors:  # a draw may go to several lazy rows (a copy of a copy)
+            assert end.noise_scale is not None and noise.lazy is not None  # planned with noisy runs
+            pick = as_index(np.concatenate(src), trained.device)
+            copied.index_add_(0, as_index(np.concatenate(dst), trained.device),
+                              noise.lazy.index_select(0, pick) * end.noise_scale.index_select(0, pick))
         uploads.index_copy_(0, end.lazy_dst, copied)
         noise_norms = (copied - copies).norm(dim=1)
         distances = (None if own is None or end.own_rows is None

@@ -72,7 +72,7 @@ class TimeConfig:
 class LazyConfig:
     ratio: float = 0.0  # M / N
     sigma2: float = 0.0  # variance of the noise a lazy client adds (per `noise`)
-    noise: str = "parameter"  # parameter: N(0, sigma2) on every parameter; model: N(0, sigma2 / P) over P
+    noise: str = "parameter"  # parameter: N(0, sigma2) per parameter; model: N(0, sigma2 / P); authors: fl.lazy
     counterfactual: bool = False  # also train lazy clients to measure theta
     detectors: tuple[str, ...] = ()  # lazy-client detectors the validators run (bladefl.fl.detection)
     exclude: bool = False  # leave the uploads the first detector flags out of the block
@@ -150,7 +150,7 @@ SECTIONS = {
 }
 
 
-ITERATIONS, LAZY_NOISE = ("full_batch", "epoch", "steps"), ("parameter", "model")
+ITERATIONS, LAZY_NOISE = ("full_batch", "epoch", "steps"), ("parameter", "model", "authors")
 MAX_STEPS = 10_000  # minibatch steps per iteration (an epoch of the largest client at batch 1 is 60,000 / N)
 MAX_ITERATIONS, MAX_K_VALUES = 1e6, 1000  # a run's local iterations (the paper's: 100) and K values (9)
 

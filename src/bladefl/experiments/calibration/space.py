@@ -12,7 +12,8 @@ into that reading. The axes a config may use and what their values mean:
   ``full_batch`` (one gradient step on all its data);
 - ``batch_size``; ``scaling``: ``standardised`` or ``raw`` pixels; ``width`` (hidden units);
   ``activation``: ``relu`` or ``none``;
-- ``lazy_noise``: ``parameter`` (sigma2 per parameter) or ``model`` (sigma2 over the model);
+- ``lazy_noise``: ``parameter`` (sigma2 per parameter), ``model`` (sigma2 over the model) or ``authors``
+  (as the authors' lazy script draws it, :mod:`bladefl.fl.lazy`);
 - ``eta_scale``: every step is eta x scale (where the iteration changes the number of steps);
 - ``replicates``: what the scored runs replicate: ``draws`` (run seed i on partition draw i, the
   paper engine's design) or ``seeds`` (every run seed on partition draw 0: the authors' code averages
@@ -30,6 +31,7 @@ from typing import Any
 
 from bladefl.core.values import is_int as _is_int
 from bladefl.core.values import is_num as _is_num
+from bladefl.fl.run_config import LAZY_NOISE
 
 AXES = ("partition", "samples", "iteration", "batch_size", "scaling", "width", "activation", "lazy_noise",
         "eta_scale", "replicates")
@@ -50,7 +52,7 @@ def value_error(axis: str, value: Any) -> str | None:
         "scaling": lambda v: v in ("standardised", "raw"),
         "width": lambda v: _is_int(v) and 1 <= v <= 4096,
         "activation": lambda v: v in ("relu", "none"),
-        "lazy_noise": lambda v: v in ("parameter", "model"),
+        "lazy_noise": lambda v: v in LAZY_NOISE,
         "eta_scale": lambda v: _is_num(v) and 0 < v <= 1000,
         "replicates": lambda v: v in REPLICATES,
     }[axis]
@@ -64,7 +66,7 @@ def value_error(axis: str, value: Any) -> str | None:
         "scaling": "standardised or raw",
         "width": "an integer in 1..4096",
         "activation": "relu or none",
-        "lazy_noise": "parameter or model",
+        "lazy_noise": " or ".join(LAZY_NOISE),
         "eta_scale": "a number in (0, 1000]",
         "replicates": "draws or seeds",
     }[axis]

@@ -68,6 +68,7 @@ MIXED: tuple[tuple[dict, int], ...] = (
     ({"privacy": {"epsilon": 50.0, "clip": 5.0}}, 3),
     ({"lazy": {"ratio": 0.25, "sigma2": 0.01, "detectors": ["gaussian_difference"], "exclude": True}}, 4),
     ({"time": {"alpha": 2, "beta": 5}}, 9),
+    ({"seed": 4, "lazy": {"ratio": 0.5, "sigma2": 0.01, "noise": "authors"}}, 3),  # copies of copies
     ({}, 10),  # infeasible (tau 0): reported, not run
 )
 
