@@ -19,11 +19,30 @@ NAME ?=
 REF ?= reference/paper-20seeds
 KEPT ?=
 SEEDS ?=
-export CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT SEEDS
+A ?=
+B ?=
+VERSION ?=
+# make itself would expand a value given on its command line or in the environment as it exports it
+# (`REF='x$$(shell ...)'` would run): each is taken as the text given, never expanded ($(value ...)).
+override CORES := $(value CORES)
+override TEST_WORKERS := $(value TEST_WORKERS)
+override SNAKEMAKE_ARGS := $(value SNAKEMAKE_ARGS)
+override PYTEST_ARGS := $(value PYTEST_ARGS)
+override CONFIG := $(value CONFIG)
+override RESULTS := $(value RESULTS)
+override ARCHIVE := $(value ARCHIVE)
+override NAME := $(value NAME)
+override REF := $(value REF)
+override KEPT := $(value KEPT)
+override SEEDS := $(value SEEDS)
+override A := $(value A)
+override B := $(value B)
+override VERSION := $(value VERSION)
+export CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT SEEDS A B VERSION
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
-.PHONY: install run test test-fast lint bench clean-results import-runs keep reference-report rejudge gpu-rehearsal
+.PHONY: install run test test-fast lint bench clean-results import-runs keep reference-report rejudge diff release rulegraph gpu-rehearsal
 
 $(STAMP): pyproject.toml envs/requirements.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -84,6 +103,22 @@ keep: install
 # A kept bundle's verdict tables derived again from its own tables by this code (no runs), manifest updated.
 rejudge: install
 	bladefl rejudge "$$REF"
+
+# The default workflow's rule graph in docs/workflow.md (docs/images/rulegraph.svg; Graphviz's `dot`:
+# apt install graphviz), written beside its place and moved in.
+rulegraph: install
+	@command -v dot > /dev/null || { echo "rulegraph: Graphviz's dot is needed (apt install graphviz)" >&2; exit 2; }
+	set -o pipefail; snakemake --rulegraph --cores 1 | dot -Tsvg -o docs/images/.rulegraph.svg
+	mv docs/images/.rulegraph.svg docs/images/rulegraph.svg
+
+# A release (scripts/release.sh): the version in every place, CHANGELOG.md's section, a commit and a tag.
+release:
+	bash scripts/release.sh
+
+# Two bundles side by side, changed rows first (Markdown on the terminal): verdicts, K*, accuracy, distances.
+diff: install
+	@if [ -z "$$A" ] || [ -z "$$B" ]; then echo "usage: make diff A=reference/default-2seeds B=reference/paper-20seeds" >&2; exit 2; fi
+	bladefl diff "$$A" "$$B"
 
 # The report rendered from a kept bundle alone, nothing run: results/kept/<name>/report/index.html
 # (KEPT=/an/absolute/folder renders it there: the config's paths may then lie outside this folder).

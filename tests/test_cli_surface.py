@@ -27,6 +27,12 @@ def test_one_version_in_the_package_pyproject_citation_and_the_cli(capsys):
     assert stop.value.code == 0
     out = capsys.readouterr().out.strip()
     assert re.fullmatch(rf"bladefl {re.escape(project)}( \(code {re.escape(project)}\+[0-9a-z.+-]+\))?", out), out
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert re.search(rf"^## \[{re.escape(project)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M), "no release section"
+    assert changelog.index("## [Unreleased]") < changelog.index(f"## [{project}]")
+    from bladefl.report.front_page import footer
+
+    assert f"bladefl {project}" in footer()
 
 
 def test_help_lists_every_command_once_users_first_then_the_workflows_steps(capsys):

@@ -119,12 +119,16 @@ def test_snakemake_report_zip(smoke):
     """docs/workflow.md's command for Snakemake's own report after the smoke run, as it gives it."""
     import shlex
 
-    command = "snakemake --configfile config/smoke.yaml --report results/smoke/report.zip"
+    command = ("snakemake --configfile config/smoke.yaml --report results/smoke/report.zip --report-metadata "
+               "workflow/report/metadata.yaml")
     assert f"`{command}`" in (REPO / "docs" / "workflow.md").read_text()
     proc = snakemake(smoke, *shlex.split(command)[1:], timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     names = zipfile.ZipFile(smoke / "results/smoke/report.zip").namelist()
     assert any(n.endswith("sweep_beta.png") for n in names) and any(n.endswith("Table_III.csv") for n in names)
+    landing = "".join(zipfile.ZipFile(smoke / "results/smoke/report.zip").read(n).decode("utf-8", "replace")
+                      for n in names if n.endswith((".html", ".js", ".json")))
+    assert "headline kept bundle" in landing and "code version" in landing  # the metadata's landing page
 
 
 @pytest.mark.parametrize("content, reason", [(None, "missing"), ("a,b\n1,2\n", "missing column(s)")])

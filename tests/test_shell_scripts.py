@@ -232,12 +232,12 @@ def values_read() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("target, variable", values_read())
 def test_every_value_a_make_recipe_reads_is_data(tmp_path, target, variable):
-    """Found by itself: each value a recipe reads, given `;` and backquotes, runs nothing (the other values
-    valid, so that the recipe goes as far as it can)."""
-    marks = tmp_path / "BACKQUOTE", tmp_path / "SEMICOLON"
+    """Found by itself: each value a recipe reads, given `;`, backquotes and make's own `$(shell ...)`, runs
+    nothing (the other values valid, so that the recipe goes as far as it can)."""
+    marks = tmp_path / "BACKQUOTE", tmp_path / "SEMICOLON", tmp_path / "MAKE-SHELL"
     (tmp_path / "grid-tables.tar.xz").write_bytes(b"")
     values = {"ARCHIVE": str(tmp_path / "grid-tables.tar.xz"), "NAME": "kept",
-              variable: f"x`touch {marks[0]}`;touch {marks[1]};true"}
+              variable: f"x`touch {marks[0]}`;touch {marks[1]};true$(shell touch {marks[2]})"}
     proc, _ = make(tmp_path, target, *(f"{k}={v}" for k, v in values.items()))
     assert not any(m.exists() for m in marks), proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr

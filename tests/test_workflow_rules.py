@@ -1,10 +1,16 @@
 """Every rule of the workflow declares a log and a benchmark, and a rule that runs Python (``run:``)
-writes the log it declares; the analyses read the sweep members from a file, not the shell line."""
+writes the log it declares; the analyses read the sweep members from a file, not the shell line; the rule
+graph in the docs is the workflow's."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
+
+import pytest
+
+from conftest import venv_env
 
 RULES = Path(__file__).resolve().parents[1] / "workflow" / "rules"
 
@@ -87,3 +93,14 @@ def test_the_fetch_sources_left_unquoted_are_names_only():
     schema = yaml.safe_load((RULES.parent / "schemas/config.schema.yaml").read_text())
     items = schema["properties"]["fetch_sources"]["items"]
     assert set(items["enum"]) <= {"existing", "torchvision", "registry"}
+
+
+@pytest.mark.snakemake
+def test_the_rule_graph_in_the_docs_draws_every_rule_of_the_default_workflow():
+    """docs/images/rulegraph.svg (`make rulegraph`) names the rules `snakemake --rulegraph` gives today."""
+    root = Path(__file__).resolve().parents[1]
+    graph = subprocess.run(["snakemake", "--rulegraph", "--cores", "1"], cwd=root, env=venv_env(),
+                           capture_output=True, text=True, timeout=300, check=True).stdout
+    rules = set(re.findall(r'label = "(\w+)"', graph))
+    drawn = set(re.findall(r"<text[^>]*>(\w+)</text>", (root / "docs/images/rulegraph.svg").read_text()))
+    assert rules and rules == drawn, (rules ^ drawn)

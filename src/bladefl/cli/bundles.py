@@ -126,6 +126,50 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_ro_crate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundle", help="a kept bundle (reference/<name>); `keep` and `rejudge` write its crate themselves")
+
+
+def _cmd_ro_crate(args: argparse.Namespace) -> int:
+    from bladefl.experiments.bundles import kept_results, ro_crate
+
+    bundle = Path(args.bundle)
+    found = kept_results.problems(bundle)
+    if found:
+        raise ValueError(f"{bundle}: " + "; ".join(found[:5]))
+    path = ro_crate.write_crate(bundle, kept_results.read_manifest(bundle),
+                                ro_crate.engine_digests(bundle / kept_results.CONFIG))
+    print(f"wrote {path}")
+    return 0
+
+
+def add_diff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", help="a kept bundle (reference/<name>) or a results folder")
+    p.add_argument("b", help="the bundle or results folder to set beside it")
+    p.add_argument("--out", help="write the Markdown page here (else it is printed)")
+    p.add_argument("--csv-dir", help="write the two tables into this folder: verdicts.csv and tables.csv")
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.report import bundle_diff
+
+    a, b = Path(args.a), Path(args.b)
+    verdict_rows, table_rows = bundle_diff.diff(a, b)
+    page = bundle_diff.markdown(a, b, verdict_rows, table_rows)
+    if args.csv_dir:
+        folder = folder_option(args.csv_dir, "--csv-dir")
+        atomic.write_csv(folder / "verdicts.csv", verdict_rows)
+        atomic.write_csv(folder / "tables.csv", table_rows)
+    if args.out:
+        atomic.write_text(Path(args.out), page)
+        print(f"wrote {args.out}: {int(verdict_rows.changed.sum())} verdicts and {int(table_rows.changed.sum())} "
+              "table rows differ")
+    else:
+        print(page, end="")
+    return 0
+
+
 COMMANDS: list[Command] = [
     ("keep", "keep the report's inputs for good (reference/<name>/, with a manifest)", add_keep, _cmd_keep),
     ("import-runs", "bring run folders computed elsewhere (grid-tables.tar.xz) into a results folder",
@@ -133,4 +177,8 @@ COMMANDS: list[Command] = [
     ("lay-out", "a kept bundle's files laid out as a results folder (for the report)", add_lay_out, _cmd_lay_out),
     ("rejudge", "a kept bundle's verdict tables derived again from its own tables by this code",
      add_rejudge, _cmd_rejudge),
+    ("ro-crate", "a kept bundle's provenance as a Process Run RO-Crate (ro-crate-metadata.json)", add_ro_crate,
+     _cmd_ro_crate),
+    ("diff", "two bundles side by side: verdicts, K*, accuracy and distances to the paper, changed rows first",
+     add_diff, _cmd_diff),
 ]

@@ -48,6 +48,13 @@ PAPER = ("Reproducing J. Li, Y. Shao, K. Wei, M. Ding, C. Ma, L. Shi, Z. Han and
 PAPER_LINE = f"<p class='paper small'>{PAPER}</p>"
 
 
+def footer() -> str:
+    """The page's last line: the release of bladefl that rendered it (CHANGELOG.md says what it holds)."""
+    from bladefl import __version__
+
+    return f"<footer class='small muted'>Rendered by bladefl {html.escape(__version__)}.</footer>"
+
+
 def dataset_title(name: str) -> str:
     return DATASET_TITLES.get(name, name)
 

@@ -123,7 +123,7 @@ def _links(path: Path, pages: Sequence[str | Path]) -> str:
 def _write_front_page(path: Path, title: str, provenance: str, body: str, pages: Sequence[str | Path],
                       style: str = "") -> Path:
     """A front page: title, provenance line, ``body`` (HTML), then the links to ``pages`` by dataset."""
-    from bladefl.report.front_page import PAPER_LINE, STYLE
+    from bladefl.report.front_page import PAPER_LINE, STYLE, footer
 
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{style or STYLE}</style>
@@ -133,6 +133,7 @@ def _write_front_page(path: Path, title: str, provenance: str, body: str, pages:
 {body}
 <h2>Pages</h2>
 {_links(path, pages)}
+{footer()}
 </body></html>
 """
     atomic.write_text(path, page)
@@ -190,6 +191,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 {fp.PAPER_LINE}
 <p class="prov">{html.escape(provenance)}</p>
 {body}
+{fp.footer()}
 </body></html>
 """
     atomic.write_text(path, page)

@@ -26,6 +26,7 @@ import pandas as pd
 from bladefl.core import atomic, run_files
 from bladefl.core.bounded_read import read_regular
 from bladefl.data.datasets import sha256_file
+from bladefl.experiments.bundles import ro_crate
 
 MANIFEST = "MANIFEST.json"
 CONFIG = "config.yaml"
@@ -89,7 +90,7 @@ def keep(files: Sequence[str | Path], results_dir: str | Path, data_dir: str | P
     staging = out.with_name(f".{out.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        manifest = _assemble(entries, staging, about)
+        manifest = _assemble(entries, staging, about, out.name)
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
@@ -98,7 +99,8 @@ def keep(files: Sequence[str | Path], results_dir: str | Path, data_dir: str | P
     return manifest
 
 
-BUNDLE_ENTRIES = {MANIFEST, CONFIG, "results", "data", "runs"}
+BUNDLE_ENTRIES = {MANIFEST, CONFIG, ro_crate.CRATE, "results", "data", "runs"}
+FOLDERS = BUNDLE_ENTRIES - {MANIFEST, CONFIG, ro_crate.CRATE}  # what a listed file lies under
 
 
 def _is_bundle(folder: Path) -> bool:
@@ -107,7 +109,7 @@ def _is_bundle(folder: Path) -> bool:
     return (folder / MANIFEST).is_file() or {p.name for p in folder.iterdir()} <= BUNDLE_ENTRIES
 
 
-def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, Any]) -> dict:
+def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, Any], name: str) -> dict:
     """The bundle's files and manifest written into ``staging``, readable by others whatever the umask."""
     listed = {}
     for rel, source in sorted(entries.items()):
@@ -121,6 +123,7 @@ def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, An
     about = {**about, "kept_by": provenance.code_version()}
     manifest = {"kept": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "about": about, "files": listed}
     atomic.write_json(staging / MANIFEST, manifest)
+    ro_crate.write_crate(staging, manifest, ro_crate.engine_digests(staging / CONFIG), name)
     for path in staging.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     staging.chmod(0o755)
@@ -142,7 +145,7 @@ def read_manifest(bundle: str | Path) -> dict:
     strange = [ascii(rel) for rel in manifest["files"] if not _plain_name(rel)]
     if strange:
         raise ValueError(f"{path}: entries {', '.join(strange[:3])} of 'files' are not plain paths of a bundle "
-                         f"({CONFIG}, or under {', '.join(sorted(BUNDLE_ENTRIES - {MANIFEST, CONFIG}))}/)")
+                         f"({CONFIG}, or under {', '.join(sorted(FOLDERS))}/)")
     bad = [rel for rel, entry in manifest["files"].items()
            if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)]
     if bad:
@@ -159,7 +162,7 @@ def _plain_name(rel: str) -> bool:
     """A file a bundle may list: config.yaml, or a path under results/, data/ or runs/ without empty,
     '.' or '..' parts and without control characters."""
     parts = rel.split("/")
-    return rel.isprintable() and (rel == CONFIG or (parts[0] in BUNDLE_ENTRIES - {MANIFEST, CONFIG} and len(parts) > 1
+    return rel.isprintable() and (rel == CONFIG or (parts[0] in FOLDERS and len(parts) > 1
                                                     and all(p not in ("", ".", "..") for p in parts)))
 
 
@@ -173,7 +176,7 @@ def problems(bundle: str | Path) -> list[str]:
     links = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_symlink())
     if links:  # a listed file replaced by a link would lay out whatever it points to
         return [f"{_shown(rel)}: a symbolic link (a bundle holds plain files only)" for rel in links]
-    found = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()} - {MANIFEST}
+    found = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()} - {MANIFEST, ro_crate.CRATE}
     out = [f"{rel}: listed in the manifest, missing" for rel in sorted(set(listed) - found)]
     out += [f"{_shown(rel)}: not listed in the manifest" for rel in sorted(found - set(listed))]
     out += [f"{rel}: changed since it was kept (SHA-256 differs)" for rel in sorted(found & set(listed))
@@ -238,6 +241,7 @@ def _write_files(bundle: Path, files: Mapping[str, str], record: Mapping[str, An
         path.chmod(0o644)
     atomic.write_json(path, manifest)
     path.chmod(0o444)
+    ro_crate.write_crate(bundle, manifest, ro_crate.engine_digests(bundle / CONFIG))
     return manifest
 
 

@@ -1,0 +1,103 @@
+"""What changed between two bundles (kept ``reference/<name>`` folders, or two results folders): per
+statement and dataset, the verdict; per row of the paper's Tables II-VII, K*, the maximal accuracy and
+their distances to the paper. Rows that changed come first. Both bundles' files are read as hostile
+(bounded CSVs with the columns named; :mod:`bladefl.report.inputs`)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from bladefl.report.inputs import read_csv
+
+VERDICT_KEYS = ("dataset", "statement", "claim")  # a statement holds one or more claims
+ROW_KEYS = ("dataset", "table", "value")
+COMPARED = ("K_star", "max_accuracy")
+
+
+def _results(bundle: Path) -> Path:
+    """A bundle's results folder: ``<bundle>/results`` for a kept bundle, the folder itself otherwise."""
+    return bundle / "results" if (bundle / "results" / "verdicts").is_dir() else bundle
+
+
+def _datasets(results: Path) -> list[str]:
+    folder = results / "verdicts"
+    if not folder.is_dir():
+        raise ValueError(f"{results}: no verdicts/ folder (not a kept bundle or a results folder)")
+    return sorted(p.stem for p in folder.glob("*.csv") if p.is_file() and not p.is_symlink())
+
+
+def verdicts(bundle: Path) -> pd.DataFrame:
+    """Every (dataset, statement, claim)'s verdict in ``bundle``."""
+    results = _results(bundle)
+    frames = [read_csv(results / "verdicts" / f"{d}.csv", ["statement", "claim", "verdict"]).assign(dataset=d)
+              for d in _datasets(results)]
+    if not frames:
+        raise ValueError(f"{bundle}: its verdicts/ folder holds no verdict table")
+    return pd.concat(frames, ignore_index=True)[[*VERDICT_KEYS, "verdict"]]
+
+
+def comparisons(bundle: Path) -> pd.DataFrame:
+    """Every row of the paper's tables in ``bundle`` (where it has the comparison tables), with distances."""
+    results = _results(bundle)
+    frames = []
+    for d in _datasets(results):
+        path = results / "tables" / f"{d}_paper_comparison.csv"
+        if path.is_file():
+            frame = read_csv(path, ["table", "value", "K_star", "paper_K_star", "max_accuracy", "paper_max_accuracy"])
+            frames.append(frame.assign(dataset=d))
+    if not frames:
+        return pd.DataFrame(columns=[*ROW_KEYS, *COMPARED, "K_star_distance", "accuracy_distance"])
+    out = pd.concat(frames, ignore_index=True)
+    out = out.assign(K_star_distance=(out.K_star - out.paper_K_star).abs(),
+                     accuracy_distance=(out.max_accuracy - out.paper_max_accuracy).abs())
+    return out[[*ROW_KEYS, *COMPARED, "K_star_distance", "accuracy_distance"]]
+
+
+def _changed(a: object, b: object, tolerance: float = 1e-9) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) != math.isnan(b)
+        return abs(a - b) > tolerance * max(1.0, abs(a), abs(b))
+    return a != b
+
+
+def diff(a: Path, b: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(verdicts side by side, table rows side by side), each with a ``changed`` column, changed rows first;
+    a row one bundle lacks is changed and shows NaN on that side."""
+    va, vb = verdicts(a), verdicts(b)
+    v = va.merge(vb, on=list(VERDICT_KEYS), how="outer", suffixes=("_a", "_b"))
+    v["changed"] = [_changed(x, y) for x, y in zip(v.verdict_a.fillna("(absent)"), v.verdict_b.fillna("(absent)"),
+                                                   strict=True)]
+    ca, cb = comparisons(a), comparisons(b)
+    c = ca.merge(cb, on=list(ROW_KEYS), how="outer", suffixes=("_a", "_b"))
+    names = [*COMPARED, "K_star_distance", "accuracy_distance"]
+    c["changed"] = [any(_changed(float(row[f"{n}_a"]), float(row[f"{n}_b"])) for n in names)
+                    for _, row in c.iterrows()]
+    return (v.sort_values(["changed", *VERDICT_KEYS], ascending=[False, True, True, True], kind="stable",
+                          ignore_index=True),
+            c.sort_values(["changed", *ROW_KEYS], ascending=[False, True, True, True], kind="stable",
+                          ignore_index=True))
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.4g}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    head = "| " + " | ".join(frame.columns) + " |\n| " + " | ".join("---" for _ in frame.columns) + " |\n"
+    return head + "".join("| " + " | ".join(_cell(v) for v in row) + " |\n" for row in frame.itertuples(index=False))
+
+
+def markdown(a: Path, b: Path, verdict_rows: pd.DataFrame, table_rows: pd.DataFrame) -> str:
+    """The diff as a Markdown page: a count line, then the changed verdicts and the changed table rows
+    (every row, changed first)."""
+    nv, nc = int(verdict_rows.changed.sum()), int(table_rows.changed.sum())
+    return (f"# {a} (a) against {b} (b)\n\n{nv} of {len(verdict_rows)} verdicts and {nc} of {len(table_rows)} rows "
+            "of the paper's tables differ (changed rows first).\n\n## Verdicts\n\n" + _markdown(verdict_rows) +
+            "\n## The paper's Tables II-VII\n\nK* in rounds, accuracy in percent; distances to the paper's.\n\n" +
+            _markdown(table_rows))

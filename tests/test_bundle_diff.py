@@ -1,0 +1,53 @@
+"""`bladefl diff`: two bundles side by side, per verdict and per row of the paper's tables, changed first."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bladefl.report import bundle_diff
+
+REPO = Path(__file__).resolve().parents[1]
+A, B = REPO / "reference/default-2seeds", REPO / "reference/paper-20seeds"
+
+
+def test_a_bundle_against_itself_differs_nowhere():
+    verdicts, rows = bundle_diff.diff(A, A)
+    assert len(verdicts) > 0 and len(rows) > 0
+    assert not verdicts.changed.any() and not rows.changed.any()
+
+
+def test_the_kept_bundles_differ_where_their_tables_do_and_changed_rows_come_first():
+    verdicts, rows = bundle_diff.diff(A, B)
+    va = pd.read_csv(A / "results/verdicts/mnist.csv").set_index(["statement", "claim"]).verdict
+    vb = pd.read_csv(B / "results/verdicts/mnist.csv").set_index(["statement", "claim"]).verdict
+    want = {k for k in va.index if va[k] != vb.get(k)}
+    mnist = verdicts[verdicts.dataset == "mnist"]
+    assert {(s, c) for s, c in zip(mnist[mnist.changed].statement, mnist[mnist.changed].claim, strict=True)} == want
+    assert verdicts.changed.tolist() == sorted(verdicts.changed.tolist(), reverse=True)
+    first = rows.iloc[0]
+    assert first.K_star_distance_a == pytest.approx(abs(first.K_star_a - _paper_k(A, first)), nan_ok=True)
+
+
+def _paper_k(bundle, row):
+    c = pd.read_csv(bundle / f"results/tables/{row.dataset}_paper_comparison.csv")
+    return float(c[(c.table == row.table) & (c.value == row.value)].paper_K_star.iloc[0])
+
+
+def test_the_cli_prints_the_page_and_writes_the_tables(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "bladefl", "diff", str(A), str(B), "--csv-dir", str(tmp_path / "d")],
+                         capture_output=True, text=True, check=False, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("# ") and "## Verdicts" in out.stdout
+    verdict_part, table_part = out.stdout.split("## The paper's Tables II-VII")
+    rows = [line for line in verdict_part.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
+    assert len(pd.read_csv(tmp_path / "d/verdicts.csv")) == len(rows) - 1  # less the header
+    table_rows = [line for line in table_part.splitlines() if line.startswith("| ")]
+    assert len(pd.read_csv(tmp_path / "d/tables.csv")) == len(table_rows) - 2
+    bad = subprocess.run([sys.executable, "-m", "bladefl", "diff", str(A), str(tmp_path)], capture_output=True,
+                         text=True, check=False)
+    assert bad.returncode == 2 and "no verdicts/ folder" in bad.stderr
