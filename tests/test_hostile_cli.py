@@ -82,6 +82,8 @@ TABLE: dict[str, dict] = {
     "findings": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/findings.md"],
                  "args": {"bundles": DIR, "--out": OUT}},
     "ro-crate": {"base": ["{w}/bundle"], "args": {"bundle": DIR}},
+    "summary": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/summary.md"],
+                "args": {"bundles": DIR, "--out": OUT}},
     "diff": {"base": ["{repo}/reference/default-2seeds", "{repo}/reference/default-2seeds", "--out", "{w}/d.md"],
              "args": {"a": DIR, "b": DIR, "--out": OUT, "--csv-dir": OUT}},
     "conventions": {"base": ["{w}", "--csv", "{w}/c.csv"],

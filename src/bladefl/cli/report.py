@@ -290,6 +290,24 @@ def _cmd_findings(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_summary(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundles", nargs="+", help="kept bundles, the headline first (reference/paper-20seeds ...)")
+    p.add_argument("--out", help="write the page here (docs/summary.md); else print it")
+
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.report.summary_doc import summary_markdown
+
+    text = summary_markdown(args.bundles)  # every bundle checked against its manifest first
+    if args.out:
+        atomic.write_text(args.out, text)
+        print(f"wrote {args.out} from {', '.join(args.bundles)}")
+    else:
+        print(text, end="")
+    return 0
+
+
 COMMANDS: list[Command] = [
     ("sensitivity", "rank readings of the unstated settings by distance to the paper",
      add_sensitivity, _cmd_sensitivity),
@@ -299,6 +317,7 @@ COMMANDS: list[Command] = [
      add_report_index, _cmd_report_index),
     ("verdicts", "every statement of the paper judged once on one dataset", add_verdicts, _cmd_verdicts),
     ("findings", "docs/findings.md computed from kept bundles' verdict tables", add_findings, _cmd_findings),
+    ("summary", "docs/summary.md: the reproduction summary computed from kept bundles", add_summary, _cmd_summary),
     ("paper-comparison", "the paper's Tables II-VII beside ours, one row per table row",
      add_paper_comparison, _cmd_paper_comparison),
     ("provenance", "one row per run: code version, device, host, data checksum, run time",
