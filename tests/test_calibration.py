@@ -199,13 +199,21 @@ def test_a_running_trial_no_living_worker_holds_is_stale_whenever_the_kill_came(
 
 
 def test_the_search_stops_on_its_rule_and_promotes_the_best_fraction():
-    rule = stopping.StopRule(patience=3, tolerance=0.1, max_trials=10)
+    rule = stopping.StopRule(patience=3, tolerance=0.1, max_trials=20, min_proposals=4)
     assert stopping.improvements([5, 4.95, 3, 3, 2.95, 3.5], 0.1) == [True, False, True, False, False, False]
     assert stopping.running_best([5, 4.95, 3, 3.5]) == [5, 4.95, 3, 3]
-    assert stopping.stop_reason([5, 4.95, 3, 3, 2.95], 5, 0, rule) is None  # 2 trials since the last improvement
-    assert "last 3 evaluated" in stopping.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], 6, 0, rule)
-    assert stopping.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], 6, 2, rule) is None  # named or coverage points waiting
-    assert stopping.stop_reason([1.0] * 3, 10, 4, rule) == "the cap of 10 trials"  # the cap, whatever is left
+    every = [True] * 6
+    assert stopping.stop_reason([5, 4.95, 3, 3, 2.95], every[:5], 5, 0, rule) is None  # 2 since the last improvement
+    assert "last 3 of its 6 proposals" in stopping.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], every, 6, 0, rule)
+    assert stopping.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], every, 6, 2, rule) is None  # named or coverage waiting
+    # named and coverage points never count in the window, nor toward the proposals the rule needs first
+    named_last = [True, True, True, False, False, False]
+    assert stopping.stop_reason([5, 4.95, 3, 3, 2.95, 3.5], named_last, 6, 0, rule) is None
+    few = [False, False, True, True, True, False, False]
+    assert stopping.stop_reason([5, 3, 3.5, 3.2, 3.1, 2.0, 2.0], few, 7, 0, rule) is None  # 3 proposals < 4
+    assert "of its 4 proposals" in stopping.stop_reason([5, 3, 3.5, 3.2, 3.1, 2.0, 2.0, 3.0], few + [True], 8, 0, rule)
+    assert stopping.stop_reason([1.0] * 3, [True] * 3, 20, 4, rule) == "the cap of 20 trials"  # whatever is left
+    assert stopping.proposal_floor(3) == 10 and stopping.proposal_floor(10) == 20
     assert stopping.promoted(2.0, [], 4)  # the first screened point
     assert stopping.promoted(1.0, [3.0, 2.0, 4.0], 4) and not stopping.promoted(2.5, [3.0, 2.0, 4.0], 4)
     assert stopping.promoted(2.5, [3.0, 2.0, 4.0, 5.0, 6.0, 7.0, 8.0], 4)  # 2nd of 8: within the best quarter
@@ -337,6 +345,14 @@ def test_the_smoke_study_runs_through_the_workflow_with_its_page(tmp_path, data_
     assert "07_calibration.html" in index and "calibrated reading" in index
     own = work / "results/calibration-smoke"  # the study runs only its own readings, in its own folder
     assert not (work / "results/runs").exists() and not (own / "runs").exists()
+    # every measurement convention read from the second pass's runs (their curves recorded as they ran)
+    made = snakemake(work, "--cores", "1", "--configfile", "config/calibration_smoke.yaml",
+                     "results/calibration-smoke/calibration/mnist/conventions.csv")
+    assert made.returncode == 0, made.stderr[-3000:]
+    conv = __import__("pandas").read_csv(cal / "conventions.csv")
+    assert set(conv.role) == {"stated", "best1"} and conv.k_star_from.nunique() == 4
+    authors = conv[(conv.k_star_from == "authors-client-test-loss") & (conv.accuracy == "at-k-star client-test")]
+    assert len(authors) and authors.K_rows.sum() + authors.accuracy_rows.sum() > 0
     again = snakemake(work, "-n", "--configfile", "config/calibration_smoke.yaml")
     assert "Nothing to be done" in again.stdout + again.stderr
 
@@ -576,7 +592,7 @@ def test_a_study_whose_worker_stopped_mid_trial_says_it_was_cut_short(tmp_path):
     assert reason == "cut short, trial 2 left running by a worker that stopped before the rule did"
     assert list(table.state) == ["complete", "complete", "running"]
     _, _, finished = tables.trials_table(spec, trials)
-    assert finished == "no trial lowered the running best by more than 0 in the last 1 evaluated trials"
+    assert finished == "no sampler proposal lowered the running best by more than 0 in the last 1 of its 2 proposals"
 
 
 def test_the_floor_sentence_counts_the_settings_the_paper_gives_twice():

@@ -143,6 +143,8 @@ TABLE: dict[str, dict] = {
                                     "{w}/tables"],
                            "args": {"--spec": IN, "--storage": IN, "--picked": IN, "--roots": TEXT,
                                     "--trials-dir": DIR, "--out-dir": OUT}},
+    "calibration-conventions": {"base": ["--spec", "{w}/spec.json", "--roots", "stated={w}/r", "--out", "{w}/c.csv"],
+                                "args": {"--spec": IN, "--roots": TEXT, "--out": OUT}},
 }
 
 PWNED = "PWNED"

@@ -62,8 +62,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         raise ValueError(f"--worker: letters, digits, '-' and '_' (got {args.worker!r})")
     _log(f"{spec.dataset}: {len(spec.full.rows)} table rows ({len(spec.screen.rows)} on the screen, "
          f"{len(spec.screen.cells())} cells), {len(spec.full.draws)} draws, every feasible K; "
-         f"{len(spec.space.points)} named points first, then until no trial lowers the running best by more than "
-         f"{spec.rule.tolerance:g} in {spec.rule.patience} trials or {spec.rule.max_trials} trials; "
+         f"{len(spec.space.points)} named points first, then at least {spec.rule.min_proposals} sampler proposals and "
+         f"until none of the last {spec.rule.patience} lowers the running best by more than "
+         f"{spec.rule.tolerance:g}, or {spec.rule.max_trials} trials; "
          f"worker {args.worker}")
     if args.done is not None and not args.done.strip():
         raise ValueError("--done: a file path is needed (got '')")
@@ -169,9 +170,33 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_conventions(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", required=True, help=SPEC_HELP)
+    p.add_argument("--roots", nargs="+", required=True, metavar="ROLE=DIR", help="each role's second-pass runs")
+    p.add_argument("--out", required=True, help="the table (CSV): per role, paper table and convention pair")
+
+
+def _cmd_conventions(args: argparse.Namespace) -> int:
+    from bladefl.core import atomic
+    from bladefl.experiments.calibration.tables import convention_table
+
+    spec = _spec(args.spec)
+    roots = dict(item.split("=", 1) for item in args.roots if "=" in item)
+    if len(roots) != len(args.roots) or not roots or not set(roots) <= set(spec.roles):
+        raise ValueError(f"--roots: ROLE=DIR for roles of {spec.roles} (got {[r[:60] for r in args.roots[:8]]})")
+    for role, folder in roots.items():
+        folder_option(folder, f"--roots {role}")
+    table = convention_table(spec, roots)
+    atomic.write_csv(args.out, table)
+    print(f"wrote {args.out}: {len(table)} rows ({len(roots)} readings, {table.table.nunique()} tables)")
+    return 0
+
+
 COMMANDS: list[Command] = [
     ("calibrate", "a worker of the calibration study's search (docs/calibration.md)", add_calibrate, _cmd_calibrate),
     ("calibration-pick", "the calibration's points run again (Pareto front nearest the targets)", add_pick, _cmd_pick),
     ("calibration-rerun", "one picked point on more draws over every feasible K", add_rerun, _cmd_rerun),
     ("calibration-tables", "the calibration study's tables and the calibrated engine", add_tables, _cmd_tables),
+    ("calibration-conventions", "the calibration's distances to the paper per table under each measurement "
+     "convention", add_conventions, _cmd_conventions),
 ]

@@ -186,6 +186,11 @@ def prepare(study: optuna.Study, space: Space, worker: str, storage: str | Path,
     return [t.number for t in left]
 
 
+def proposed(t: FrozenTrial) -> bool:
+    """Whether the sampler proposed the trial's point (not a named or coverage point, nor a retry of one)."""
+    return not (t.user_attrs.get("point") or t.user_attrs.get("coverage"))
+
+
 def screen_closeness(t: FrozenTrial) -> float:
     value = t.user_attrs.get("screen_closeness")
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
@@ -199,7 +204,8 @@ def _next_trial(study: optuna.Study, space: Space, worker: str, dists: dict[str,
     trials = study.get_trials(deepcopy=False)
     evaluated = [t for t in trials if t.state == TrialState.COMPLETE]
     waiting = sum(t.state == TrialState.WAITING for t in trials)
-    reason = stop_reason([screen_closeness(t) for t in evaluated], len(counted(trials)), waiting, rule)
+    reason = stop_reason([screen_closeness(t) for t in evaluated], [proposed(t) for t in evaluated],
+                         len(counted(trials)), waiting, rule)
     if reason is None and duplicates >= 3 * rule.patience:
         reason = f"the sampler proposed only points already evaluated ({duplicates} in a row)"
     if reason is not None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -158,6 +159,11 @@ class Space:
 
     def axis(self, name: str) -> Axis:
         return next(a for a in self.axes if a.name == name)
+
+    @property
+    def size(self) -> int:
+        """How many points the space holds: the product of its axes' value counts."""
+        return math.prod(len(a.values) for a in self.axes)
 
     @property
     def stated(self) -> Point:

@@ -11,13 +11,21 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class StopRule:
-    """When the search stops: once every named and coverage point is evaluated and the running best
-    (the smallest closeness to the targets on the screen) has not fallen by more than ``tolerance``
-    over the last ``patience`` evaluated trials; or at ``max_trials`` counted trials whatever it does."""
+    """When the search stops: once every named and coverage point is evaluated, at least
+    ``min_proposals`` points proposed by the sampler are evaluated, and the running best (the smallest
+    closeness to the targets on the screen, over every evaluated trial) has not fallen by more than
+    ``tolerance`` over the last ``patience`` sampler proposals (named and coverage points never count in
+    that window); or at ``max_trials`` counted trials whatever it does."""
 
     patience: int
     tolerance: float
     max_trials: int
+    min_proposals: int = 1
+
+
+def proposal_floor(axes: int) -> int:
+    """The fewest sampler proposals before the rule may fire: 10, or twice the space's axes, the larger."""
+    return max(10, 2 * axes)
 
 
 def improvements(closeness: Sequence[float], tolerance: float) -> list[bool]:
@@ -39,18 +47,22 @@ def running_best(closeness: Sequence[float]) -> list[float]:
     return out
 
 
-def stop_reason(closeness: Sequence[float], asked: int, waiting: int, rule: StopRule) -> str | None:
+def stop_reason(closeness: Sequence[float], proposed: Sequence[bool], asked: int, waiting: int,
+                rule: StopRule) -> str | None:
     """Why the search stops now (None: it goes on), from the evaluated trials' screen closeness in
-    order, the trials counted so far (``asked``) and those still enqueued (``waiting``)."""
+    order, whether each was proposed by the sampler (not a named or coverage point), the trials counted
+    so far (``asked``) and those still enqueued (``waiting``)."""
     if asked >= rule.max_trials:
         return f"the cap of {rule.max_trials} trials"
-    if waiting or not closeness:
+    if len(proposed) != len(closeness):
+        raise ValueError("one 'proposed' flag per evaluated trial")
+    proposals = [i for i, p in enumerate(proposed) if p]
+    if waiting or len(proposals) < max(rule.min_proposals, rule.patience):
         return None
     better = improvements(closeness, rule.tolerance)
-    last = max(i for i, b in enumerate(better) if b)
-    if len(closeness) - 1 - last >= rule.patience:
-        return (f"no trial lowered the running best by more than {rule.tolerance:g} in the last {rule.patience} "
-                "evaluated trials")
+    if not any(better[i] for i in proposals[-rule.patience:]):
+        return (f"no sampler proposal lowered the running best by more than {rule.tolerance:g} in the last "
+                f"{rule.patience} of its {len(proposals)} proposals")
     return None
 
 
@@ -65,4 +77,4 @@ def promoted(closeness: float, others: Sequence[float], keep: int) -> bool:
     return rank <= math.ceil((len(ranked) + 1) / keep)
 
 
-__all__ = ["StopRule", "improvements", "promoted", "running_best", "stop_reason"]
+__all__ = ["StopRule", "improvements", "promoted", "proposal_floor", "running_best", "stop_reason"]

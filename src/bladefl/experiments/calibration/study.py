@@ -55,6 +55,9 @@ def _number_errors(block: Mapping[str, Any]) -> list[str]:
         if not (is_int(node) and lo <= node <= hi):
             errors.append(f"calibration.{field} must be an integer in {lo}..{hi} (got {node!r})")
     stop = block.get("stop")
+    least = stop.get("min_proposals", 1) if isinstance(stop, Mapping) else 1
+    if not (is_int(least) and 1 <= least <= 10_000):
+        errors.append(f"calibration.stop.min_proposals must be an integer in 1..10000 (got {least!r})")
     tol: Any = stop.get("tolerance") if isinstance(stop, Mapping) else None
     if not (is_finite(tol) and 0 <= tol <= 100):
         errors.append(f"calibration.stop.tolerance must be a number in [0, 100] (got {tol!r})")
@@ -141,7 +144,7 @@ def spec_json(config: Mapping[str, Any], tables: list[dict], dataset: str, engin
 
 def load_spec(text: str) -> StudySpec:
     """The study spec from :func:`spec_json`'s JSON, checked (ValueError naming the field) before any run."""
-    from bladefl.experiments.calibration.stopping import StopRule
+    from bladefl.experiments.calibration.stopping import StopRule, proposal_floor
 
     doc = json.loads(text)
     if not isinstance(doc, Mapping) or not isinstance(doc.get("calibration"), Mapping):
@@ -175,7 +178,8 @@ def load_spec(text: str) -> StudySpec:
     stop = block["stop"]
     return StudySpec(screen=plan(evaluation.screen_rows(found), int(block["draws"])),
                      full=plan(found, int(block["draws"])), second=plan(found, int(block["rerun"]["draws"])), space=sp,
-                     rule=StopRule(int(stop["patience"]), float(stop["tolerance"]), int(stop["max_trials"])),
+                     rule=StopRule(int(stop["patience"]), float(stop["tolerance"]), int(stop["max_trials"]),
+                                   int(stop.get("min_proposals", proposal_floor(len(sp.axes))))),
                      promote=int(block["promote"]), coverage=tuple(block["coverage"]),
                      seed=int(block["sampler_seed"]), k_target=float(block["targets"]["K_star"]),
                      accuracy_target=float(block["targets"]["accuracy"]), rerun_points=int(block["rerun"]["points"]),

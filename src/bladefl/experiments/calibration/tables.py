@@ -75,7 +75,8 @@ def trials_table(spec: StudySpec, trials: Sequence[Any], trials_root: str | Path
     running = [t.number for t in trials if t.state == TrialState.RUNNING]
     reason = (f"cut short, trial{'s' if len(running) > 1 else ''} {', '.join(map(str, running))} left running by a "
               "worker that stopped before the rule did" if running else
-              stopping.stop_reason(closeness, len(search.counted(trials)), 0, spec.rule)
+              stopping.stop_reason(closeness, [search.proposed(t) for t in evaluated], len(search.counted(trials)), 0,
+                                   spec.rule)
               or "cut short before the rule stopped it")
     return pd.DataFrame(rows), pd.DataFrame(per_row), reason
 
@@ -89,6 +90,32 @@ def second_rows(spec: StudySpec, roots: Mapping[str, str | Path], picked: Mappin
         frames.append(evaluation.row_results(spec.second, root).assign(role=role, trial=entry.get("trial"),
                                                                        point=entry.get("name", "")))
     return pd.concat(frames, ignore_index=True)
+
+
+def convention_table(spec: StudySpec, roots: Mapping[str, str | Path]) -> pd.DataFrame:
+    """Per role (scored reading), paper table and measurement convention pair
+    (:mod:`bladefl.experiments.tables.conventions`), from the second pass's runs: the mean distances of K*
+    and of the accuracy to the paper's over the table's rows, how many rows have each, and the mean spread
+    of one run's K* and accuracy; NaN for a convention whose curves the runs did not record."""
+    from bladefl.experiments.tables import conventions
+    from bladefl.experiments.tables.tidy import collect
+
+    rows = []
+    for role, root in roots.items():
+        table = collect(evaluation.summaries(root, spec.second), evaluation.row_members(spec.second.rows))
+        ok = table[table.status == "ok"]
+        for r in spec.second.rows:
+            cell = ok[(ok.sweep == r.sweep) & (ok.cell == r.cell.key)]
+            if len(cell):
+                rows += [{"role": role, "table": r.table, "value": r.value, **d}
+                         for d in conventions.cell_distances(cell, r.paper_K_star, r.paper_accuracy)]
+    if not rows:
+        return pd.DataFrame(columns=["role", "table", "k_star_from", "accuracy", "K_star_distance", "K_rows",
+                                     "K_star_sd", "accuracy_distance", "accuracy_rows", "accuracy_sd_pct",
+                                     "headline"])
+    per_row = pd.DataFrame(rows)
+    return pd.concat([conventions.distance_summary(part).assign(role=role)
+                      for role, part in per_row.groupby("role", sort=False)], ignore_index=True)
 
 
 def second_summary(rows: pd.DataFrame, spec: StudySpec) -> pd.DataFrame:
@@ -143,6 +170,14 @@ def calibrated_role(summary: pd.DataFrame) -> str:
     return str(others.sort_values(["closeness", "role"]).role.iloc[0])
 
 
+def runs_words(draws: int, replicates: object) -> str:
+    """What a point's scored runs replicate, no stronger than what ran: ``draws`` run seeds each on its own
+    partition draw, or (``replicates: seeds``, the authors' design) that many seeds on partition draw 0."""
+    if replicates == "seeds":
+        return f"{draws} seed{'s' if draws != 1 else ''} on one partition draw"
+    return f"{draws} draw{'s' if draws != 1 else ''}"
+
+
 def conclusion(found: Mapping[str, Any]) -> str:
     """The study's conclusion in words no stronger than what it evaluated (from ``outcome.json``)."""
     t, s = found["targets"], found["search"]
@@ -152,8 +187,10 @@ def conclusion(found: Mapping[str, Any]) -> str:
     o = s.get("origins") or {}
     origins = (f" ({o['named']} named, {o['coverage']} visiting the values of {', '.join(s['coverage']) or 'no axis'}, "
                f"{o['searched']} proposed by the sampler)" if o else "")
-    scope = (f"{s['evaluated']} points evaluated on the screen{origins}, {s['promoted']} of them on every row of "
-             f"{tables} with {found['second_pass']['draws']} draws and every feasible K")
+    size = f" of the space's {s['space_size']:,}" if isinstance(s.get("space_size"), int) else ""
+    replicated = runs_words(found["second_pass"]["draws"], (found["calibrated"].get("values") or {}).get("replicates"))
+    scope = (f"{s['evaluated']}{size} points evaluated on the screen{origins}, {s['promoted']} of them on every row "
+             f"of {tables} with {replicated} and every feasible K")
     if found["reached"]:
         return (f"The reading {found['calibrated']['label']} reaches {tables} within {t['K_star']:g} round and "
                 f"{t['accuracy']:g} points per row on average ({second['K_star']:.2f} rounds, {second['accuracy']:.1f} "
@@ -205,10 +242,11 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataF
         "screen": {"rows": len(spec.screen.rows), "cells": len(spec.screen.cells()),
                    "tables": sorted({r.table for r in spec.screen.rows}), "draws": len(spec.screen.draws)},
         "search": {"evaluated": int(len(done)), "promoted": int(len(promoted)), "promote": spec.promote,
+                   "space_size": spec.space.size,
                    "failed": int(((trials.state == "fail") & trials.duplicate_of.isna()).sum()),
                    "duplicates": int(trials.duplicate_of.notna().sum()), "stopped": reason,
                    "rule": {"patience": spec.rule.patience, "tolerance": spec.rule.tolerance,
-                            "max_trials": spec.rule.max_trials},
+                            "max_trials": spec.rule.max_trials, "min_proposals": spec.rule.min_proposals},
                    "coverage": {a: sorted({str(v) for v in done[a]}) if a in done else [] for a in spec.coverage},
                    "points": [p.name for p in spec.space.points],
                    "origins": {"named": int(named.sum()), "coverage": int(covering.sum()),
@@ -253,7 +291,8 @@ def _wrap(text: str, width: int = 100) -> list[str]:
 def write_tables(spec: StudySpec, trials: Sequence[Any], picked: Mapping[str, Any], roots: Mapping[str, str | Path],
                  out: str | Path, trials_root: str | Path | None = None) -> list[Path]:
     """Every table of the study into ``out``: trials.csv, trial_rows.csv, second_rows.csv, second.csv,
-    per_table.csv, repeated.csv, importances.csv, outcome.json, calibrated-<dataset>.yaml."""
+    per_table.csv, repeated.csv, importances.csv, outcome.json, calibrated-<dataset>.yaml (conventions.csv:
+    :func:`convention_table`, a rule of its own)."""
     out = Path(out)
     table, trial_rows, reason = trials_table(spec, trials, trials_root)
     second = second_rows(spec, roots, picked)

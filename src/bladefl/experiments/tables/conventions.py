@@ -114,6 +114,26 @@ def sources() -> Mapping[str, str]:
             **{f"accuracy {c.name}": c.source for c in ACCURACY_SETS.values()}}
 
 
+def cell_distances(cell: pd.DataFrame, k_paper: float, acc_paper: float) -> list[dict]:
+    """Per convention pair, one cell's K* and accuracy (%) read from its tidy rows' seed-mean curves, their
+    distances to the paper's (``k_paper``, ``acc_paper`` in percent) and their spread over the runs (a run
+    seed on its partition draw; sd, NaN with one run)."""
+    curves = mean_curves(cell)
+    runs = ["seed", "partition"] if "partition" in cell else ["seed"]  # a run: its seed on its draw
+    per_run = [mean_curves(rows_of_run) for _, rows_of_run in cell.groupby(runs)]
+    out = []
+    for k_star in K_STAR:
+        for read_name, where in accuracy_conventions():
+            got = read(curves, k_star, read_name, where)
+            spread = pd.DataFrame([read(c, k_star, read_name, where) for c in per_run]).std(ddof=1)
+            out.append({"k_star_from": k_star, "accuracy": f"{read_name} {where}", "K_star": got["K_star"],
+                        "K_star_sd": float(spread.K_star), "paper_K_star": k_paper,
+                        "K_star_distance": abs(got["K_star"] - k_paper), "accuracy_pct": 100 * got["accuracy"],
+                        "accuracy_sd_pct": 100 * float(spread.accuracy), "paper_accuracy_pct": acc_paper,
+                        "accuracy_distance": abs(100 * got["accuracy"] - acc_paper), "runs": len(per_run)})
+    return out
+
+
 def paper_distances(summary: pd.DataFrame, tables: Sequence[Mapping], dataset: str) -> pd.DataFrame:
     """Per row of the paper's Tables II-VII and per convention pair, from the same runs (the tidy run
     table's seed-mean curves of the row's cell): K* and the accuracy in percent, ours and the paper's,
@@ -128,23 +148,10 @@ def paper_distances(summary: pd.DataFrame, tables: Sequence[Mapping], dataset: s
             cell = part[np.isclose(part.value.astype(float), float(ref["value"]))]
             if cell.empty:
                 continue
-            curves = mean_curves(cell)
-            runs = ["seed", "partition"] if "partition" in cell else ["seed"]  # a run: its seed on its draw
-            per_seed = [mean_curves(rows_of_run) for _, rows_of_run in cell.groupby(runs)]
             k_paper = table_row_k_star(table, ref, dataset)
             acc_paper = float(ref.get(f"accuracy_{dataset}", math.nan))
-            for k_star in K_STAR:
-                for read_name, where in accuracy_conventions():
-                    got = read(curves, k_star, read_name, where)
-                    spread = pd.DataFrame([read(c, k_star, read_name, where) for c in per_seed]).std(ddof=1)
-                    rows.append({"table": table["table"], "value": float(ref["value"]), "k_star_from": k_star,
-                                 "accuracy": f"{read_name} {where}", "K_star": got["K_star"],
-                                 "K_star_sd": float(spread.K_star), "paper_K_star": k_paper,
-                                 "K_star_distance": abs(got["K_star"] - k_paper),
-                                 "accuracy_pct": 100 * got["accuracy"], "accuracy_sd_pct": 100 * float(spread.accuracy),
-                                 "paper_accuracy_pct": acc_paper,
-                                 "accuracy_distance": abs(100 * got["accuracy"] - acc_paper),
-                                 "runs": len(per_seed)})
+            rows += [{"table": table["table"], "value": float(ref["value"]), **r}
+                     for r in cell_distances(cell, k_paper, acc_paper)]
     return pd.DataFrame(rows)
 
 
