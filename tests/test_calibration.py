@@ -346,8 +346,8 @@ def test_the_smoke_study_runs_through_the_workflow_with_its_page(tmp_path, data_
     own = work / "results/calibration-smoke"  # the study runs only its own readings, in its own folder
     assert not (work / "results/runs").exists() and not (own / "runs").exists()
     # every measurement convention read from the second pass's runs (their curves recorded as they ran)
-    made = snakemake(work, "--cores", "1", "--configfile", "config/calibration_smoke.yaml",
-                     "results/calibration-smoke/calibration/mnist/conventions.csv")
+    made = snakemake(work, "results/calibration-smoke/calibration/mnist/conventions.csv", "--cores", "1",
+                     "--configfile", "config/calibration_smoke.yaml")
     assert made.returncode == 0, made.stderr[-3000:]
     conv = __import__("pandas").read_csv(cal / "conventions.csv")
     assert set(conv.role) == {"stated", "best1"} and conv.k_star_from.nunique() == 4

@@ -398,3 +398,23 @@ def test_a_stopped_grid_kills_a_job_that_ignores_sigint_and_packs_every_finished
                if "/seed~" in str(p)}
     in_archive = {n.removeprefix("grid/") for n in names if n.endswith("summary.json")}
     assert len(in_archive) == 6 and on_disk <= in_archive  # every finished run, the group's six included
+
+
+@pytest.mark.parametrize("name, value", [
+    ("BUDGET_S", "540s"), ("BUDGET_S", "0"), ("BUDGET_S", "-5"), ("BUDGET_S", "1e20"),
+    ("BUDGET_S", "a[$(touch PWNED)]"),
+    ("GRID_SEEDS", "3; touch PWNED"), ("GRID_SEEDS", "$(touch PWNED)"), ("GRID_SEEDS", "0"), ("GRID_SEEDS", "1-x"),
+    ("GRID", 'config/x"; import os; os.system("touch PWNED"); "'), ("OUT", "out dir"), ("DEVICE", "tpu"),
+    ("MODE", "all"),
+])
+def test_a_value_the_patterns_refuse_stops_the_call_in_one_line_before_any_work(tmp_path, name, value):
+    """run.sh parses BUDGET_S, GRID_SEEDS, the paths, DEVICE and MODE by pattern before any use: anything else
+    is refused in one line naming the value (exit 2), nothing runs and nothing is written."""
+    work = tmp_path / "work"
+    (work / "scripts/gpu").mkdir(parents=True)
+    shutil.copy(REPO / "scripts/gpu/run.sh", work / "scripts/gpu/run.sh")
+    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "OUT": str(tmp_path / "out"), name: value})
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"{name}: ") and not (tmp_path / "out").exists()
+    assert not list(work.rglob("PWNED")) and sorted(p.name for p in work.iterdir()) == ["scripts"]

@@ -41,6 +41,25 @@ grid=${GRID:-config/paper.yaml}
 mode=${MODE:-bench}
 budget=${BUDGET_S:-540}
 grid_dir=${GRID_DIR:-$out/grid}
+# Every value given is parsed by pattern before any use, and refused in one line otherwise: each reaches
+# bash arithmetic or a record only as what the pattern allows.
+if ! [[ "$budget" =~ ^[1-9][0-9]{0,5}$ ]] || [ "$budget" -lt 60 ]; then
+  echo "BUDGET_S: whole seconds in 60..999999, got '$budget'" >&2
+  exit 2
+fi
+if [ -n "${GRID_SEEDS:-}" ] && ! [[ "$GRID_SEEDS" =~ ^([1-9][0-9]{0,3}|(0|[1-9][0-9]{0,3})-(0|[1-9][0-9]{0,3}))$ ]]; then
+  echo "GRID_SEEDS: k (the config's first k seeds) or i-j (seeds i to j), digits, got '$GRID_SEEDS'" >&2
+  exit 2
+fi
+for name in GRID OUT GRID_DIR CARRY; do
+  value=${!name:-}
+  if [ -n "$value" ] && ! [[ "$value" =~ ^[A-Za-z0-9._/+-]+$ ]]; then
+    echo "$name: a path of letters, digits and . _ / + -, got '$value'" >&2
+    exit 2
+  fi
+done
+case "${DEVICE:-cuda}" in cuda | cpu) ;; *) echo "DEVICE: cuda or cpu, got '${DEVICE:-}'" >&2; exit 2 ;; esac
+case "$mode" in bench | snakemake) ;; *) echo "MODE: bench or snakemake, got '$mode'" >&2; exit 2 ;; esac
 # The code must be the code the carry was prepared for (prepare.sh's SOURCE.sha256: no file changed,
 # missing or added), or the results would record another code version than the one that made them:
 # refused before any work. The version recorded (code_version) is the carry's only when its code is
@@ -110,21 +129,23 @@ tables() {
   fi
 }
 pack() {
-  python3 - "$grid_dir/ABOUT.json" <<EOF
-import json, subprocess, sys
+  # The record's values reach Python as arguments, never as its code.
+  python3 - "$grid_dir/ABOUT.json" "${DEVICE:-cuda}" "${BLADEFL_CODE_VERSION:-unknown}" "$mode" "$grid" \
+    "${GRID_SEEDS:-all}" "$started" "${grid_s:-nan}" "$budget" "${grid_budget:-0}" "$finished" <<'EOF'
+import json, os, subprocess, sys
+path, device, code, mode, grid, seeds, started, grid_s, budget, grid_budget, finished = sys.argv[1:]
 try:
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                          text=True).stdout.strip() or None
 except OSError:
     gpu = None
-about = {"gpu": gpu, "device": "${DEVICE:-cuda}", "code_version": "${BLADEFL_CODE_VERSION:-unknown}",
-         "mode": "$mode", "grid": "$grid", "grid_seeds": "${GRID_SEEDS:-all}", "started": "$started",
-         "grid_wall_s": float("${grid_s:-nan}"), "budget_s": $budget, "grid_budget_s": ${grid_budget:-0}, "finished": "$finished" == "true"}
-import os
-if os.path.exists(sys.argv[1]):  # a grid continued: the earlier calls' records kept
-    earlier = json.load(open(sys.argv[1]))
+about = {"gpu": gpu, "device": device, "code_version": code, "mode": mode, "grid": grid, "grid_seeds": seeds,
+         "started": started, "grid_wall_s": float(grid_s or "nan"), "budget_s": int(budget),
+         "grid_budget_s": int(grid_budget), "finished": finished == "true"}
+if os.path.exists(path):  # a grid continued: the earlier calls' records kept
+    earlier = json.load(open(path))
     about["earlier_calls"] = [*earlier.pop("earlier_calls", []), earlier]
-json.dump(about, open(sys.argv[1], "w"), indent=1)
+json.dump(about, open(path, "w"), indent=1)
 EOF
   # Members are named grid/<dataset>/<cell>/seed~<seed>/..., wherever GRID_DIR is.
   (cd "$grid_dir/.." && tables "$(basename "$grid_dir")" | tar cf - --null -T - \
