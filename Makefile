@@ -42,15 +42,27 @@ export CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT SEEDS A B VERSION
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
-.PHONY: install run test test-fast lint bench clean-results import-runs keep reference-report rejudge diff release rulegraph gpu-rehearsal
+.PHONY: install lock run test test-fast lint bench clean-results import-runs keep reference-report rejudge diff release rulegraph gpu-rehearsal
 
-$(STAMP): pyproject.toml envs/requirements.txt
+$(STAMP): pyproject.toml envs/requirements.txt envs/requirements.lock
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r envs/requirements.txt
+	$(PY) -m pip install -q --disable-pip-version-check --require-hashes -r envs/requirements.lock
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# envs/requirements.lock again from envs/requirements.txt's pins: the whole environment with every package's hashes
+# (pip-tools' pip-compile in a throw-away environment; about 8 minutes), written beside its place and moved in.
+lock:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; python3 -m venv "$$tmp/venv"; \
+	  "$$tmp/venv/bin/pip" install -q --disable-pip-version-check pip-tools==7.6.2; \
+	  "$$tmp/venv/bin/pip-compile" --quiet --generate-hashes --allow-unsafe --strip-extras --no-header \
+	    --no-emit-index-url --no-emit-find-links --output-file "$$tmp/lock" envs/requirements.txt; \
+	  { echo "# The whole environment of envs/requirements.txt's pins, every package with its hashes: what \`make\` installs"; \
+	    echo "# (pip --require-hashes). Made by \`make lock\` (pip-tools' pip-compile --generate-hashes); do not edit."; \
+	    cat "$$tmp/lock"; } > envs/.requirements.lock; \
+	  mv envs/.requirements.lock envs/requirements.lock
 
 run: install
 	snakemake --cores "$$CORES" --rerun-incomplete $(SNAKEMAKE_ARGS)

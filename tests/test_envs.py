@@ -83,3 +83,16 @@ def test_the_post_deploy_script_installs_the_workflows_own_tree(tmp_path):
                           check=True).stdout.strip().endswith("-e .")
     assert 'os.environ.setdefault("BLADEFL_SOURCE", str(WORKFLOW_ROOT))' in (
         ENVS.parent / "workflow/rules/common.smk").read_text()
+
+
+def test_the_lock_holds_every_pin_at_its_version_each_package_with_its_hashes():
+    """envs/requirements.lock (`make lock`; what `make` installs with --require-hashes) is the whole environment
+    of envs/requirements.txt: every pin there at the same version, every package with a hash, no index named."""
+    import re
+
+    text = (ENVS / "requirements.lock").read_text()
+    locked = {name.lower(): version for name, version in re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", text, re.M)}
+    assert {name: locked.get(name) for name in pip_pins()} == pip_pins()
+    entries = re.split(r"\n(?=[A-Za-z0-9_.-]+==)", text.split("\n\n", 1)[1])
+    assert len(entries) == len(locked) and all("--hash=sha256:" in e for e in entries)
+    assert not re.search(r"^--(extra-)?index-url|^--find-links", text, re.M)  # no host of this machine
