@@ -1,3 +1,3 @@
 """BLADE-FL: blockchain-assisted decentralized federated learning, as a reproducible pipeline."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
