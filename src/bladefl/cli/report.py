@@ -278,10 +278,15 @@ def add_findings(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_findings(args: argparse.Namespace) -> int:
-    from bladefl.core import atomic
     from bladefl.report.findings_doc import findings_markdown
 
-    text = findings_markdown(args.bundles)  # every bundle checked against its manifest before a word is written
+    return _page(findings_markdown(args.bundles), args)  # every bundle checked against its manifest first
+
+
+def _page(text: str, args: argparse.Namespace) -> int:
+    """A page computed from bundles: into ``--out`` (atomically) or printed."""
+    from bladefl.core import atomic
+
     if args.out:
         atomic.write_text(args.out, text)
         print(f"wrote {args.out} from {', '.join(args.bundles)}")
@@ -296,16 +301,9 @@ def add_summary(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
-    from bladefl.core import atomic
     from bladefl.report.summary_doc import summary_markdown
 
-    text = summary_markdown(args.bundles)  # every bundle checked against its manifest first
-    if args.out:
-        atomic.write_text(args.out, text)
-        print(f"wrote {args.out} from {', '.join(args.bundles)}")
-    else:
-        print(text, end="")
-    return 0
+    return _page(summary_markdown(args.bundles), args)  # every bundle checked against its manifest first
 
 
 COMMANDS: list[Command] = [

@@ -68,18 +68,26 @@ def _bullets(by: dict[str, dict[str, pd.Series]], datasets: Sequence[str], verdi
     return lines
 
 
-def bundle_section(bundle: Path) -> str:
-    """One bundle's findings: its replication, who derived the verdicts, the tally, per basis and
-    verdict a bullet per statement with each dataset's finding, the paper's errors, the accuracy."""
+def checked_about(bundle: Path) -> dict:
+    """A kept bundle's manifest ``about``, once the bundle matches its manifest (hostile until checked):
+    ValueError naming the bundle and its first problem otherwise."""
     from bladefl.experiments.bundles import kept_results
-    from bladefl.report.pages import VERDICT_COLUMNS, verdict_tally
 
     found = kept_results.problems(bundle)
-    if found:  # hostile until checked
+    if found:
         raise ValueError(f"{bundle}: {found[0]}")
     about = kept_results.read_manifest(bundle).get("about", {})
     if not isinstance(about, dict):
         raise ValueError(f"{bundle}: the manifest's about is not a mapping")
+    return about
+
+
+def bundle_section(bundle: Path) -> str:
+    """One bundle's findings: its replication, who derived the verdicts, the tally, per basis and
+    verdict a bullet per statement with each dataset's finding, the paper's errors, the accuracy."""
+    from bladefl.report.pages import VERDICT_COLUMNS, verdict_tally
+
+    about = checked_about(bundle)
     rejudged = about.get("rejudged") or []
     if not (isinstance(rejudged, list) and all(isinstance(r, dict) and all(
             isinstance(r.get(k), str) and len(r[k]) < 100 for k in ("code_version", "date")) for r in rejudged)):
@@ -121,4 +129,4 @@ def findings_markdown(bundles: Sequence[str | Path]) -> str:
     return "\n".join([HEADER, *(bundle_section(Path(b)) for b in bundles)]).rstrip("\n") + "\n"
 
 
-__all__ = ["check_verdicts", "findings_markdown", "bundle_section"]
+__all__ = ["check_verdicts", "checked_about", "findings_markdown", "bundle_section"]

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from bladefl.report.findings_doc import _md, check_verdicts
+from bladefl.report.findings_doc import _md, check_verdicts, checked_about
 from bladefl.report.inputs import read_csv
 
 HEADER = ("# Reproduction summary\n\n"
@@ -27,15 +27,9 @@ PAPER = ("Li et al., *Blockchain Assisted Decentralized Federated Learning (BLAD
 
 def _bundle(bundle: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """A checked bundle's manifest ``about``, its verdict table (every dataset) and its comparison table."""
-    from bladefl.experiments.bundles import kept_results
     from bladefl.report.pages import VERDICT_COLUMNS
 
-    found = kept_results.problems(bundle)
-    if found:  # hostile until checked
-        raise ValueError(f"{bundle}: {found[0]}")
-    about = kept_results.read_manifest(bundle).get("about", {})
-    if not isinstance(about, dict):
-        raise ValueError(f"{bundle}: the manifest's about is not a mapping")
+    about = checked_about(bundle)
     results = bundle / "results"
     verdicts = pd.concat([check_verdicts(read_csv(p, VERDICT_COLUMNS), p)
                           for p in sorted((results / "verdicts").glob("*.csv"))], ignore_index=True)
