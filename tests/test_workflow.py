@@ -497,13 +497,13 @@ def test_the_smoke_writes_only_into_its_own_folders(smoke):
 
 @pytest.mark.slow
 def test_the_smoke_runs_as_a_snakemake_module_from_another_folder(tmp_path, data_root):
-    """`module bladefl: snakefile: <this checkout>/workflow/Snakefile` with `use rule * from bladefl`, from a
+    """`module bladefl: snakefile: <this checkout>/Snakefile` with `use rule * from bladefl`, from a
     folder with none of the workflow's files: every file it reads from its own tree (engines, the
     paper's values and statements, notebooks) comes from there, every file it writes lands here.
     Once: "engine must be one of []", then missing config/paper_*.yaml and notebooks/."""
     (tmp_path / "Snakefile").write_text(
         f'configfile: "{REPO}/config/config.yaml"\n\n\nmodule bladefl:\n    snakefile:\n'
-        f'        "{REPO}/workflow/Snakefile"\n'
+        f'        "{REPO}/Snakefile"\n'
         "    config:\n        config\n\n\nuse rule * from bladefl\n")
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)

@@ -43,8 +43,8 @@ budget=${BUDGET_S:-540}
 grid_dir=${GRID_DIR:-$out/grid}
 # Every value given is parsed by pattern before any use, and refused in one line otherwise: each reaches
 # bash arithmetic or a record only as what the pattern allows.
-if ! [[ "$budget" =~ ^[1-9][0-9]{0,5}$ ]] || [ "$budget" -lt 60 ]; then
-  echo "BUDGET_S: whole seconds in 60..999999, got '$budget'" >&2
+if ! [[ "$budget" =~ ^[1-9][0-9]{0,5}$ ]]; then
+  echo "BUDGET_S: whole seconds in 1..999999, got '$budget'" >&2
   exit 2
 fi
 if [ -n "${GRID_SEEDS:-}" ] && ! [[ "$GRID_SEEDS" =~ ^([1-9][0-9]{0,3}|(0|[1-9][0-9]{0,3})-(0|[1-9][0-9]{0,3}))$ ]]; then
