@@ -134,6 +134,7 @@ def test_the_paper_tables_are_read_per_convention_pair_from_the_same_runs():
     test = d[(d.k_star_from == "test-loss") & (d.accuracy == "at-k-star full-test")].iloc[0]
     assert (test.K_star, test.K_star_distance) == (1.0, 2.0) and math.isclose(test.accuracy_distance, 30.0)
     assert d[d.k_star_from == "authors-local-loss"].K_star.isna().all()  # not recorded by these runs
+    assert conventions.distance_summary(conventions.paper_distances(summary.assign(sweep="N"), tables, "mnist")).empty
     s = conventions.distance_summary(d)
     assert s.iloc[0].headline and s.iloc[0].K_rows == 1 and len(s) == len(d)  # the row of value 12 is not in the grid
 

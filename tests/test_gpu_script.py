@@ -25,6 +25,7 @@ import yaml
 
 from bladefl.data.datasets import FILES
 from bladefl.experiments.bundles import run_import
+from bladefl.experiments.runs import device_check
 from conftest import checkout_files, copy_workflow, venv_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -222,7 +223,8 @@ def test_a_grid_continued_in_a_kept_folder_skips_finished_runs_and_the_device_ch
     bench = (tmp_path / "out1/bench.txt").read_text()
     assert "Error" not in bench.split("grid:")[0], bench[-2000:]  # the benchmark started under the guard
     check = (tmp_path / "out1/check.txt").read_text()
-    assert "mixed group, cpu vs cpu: 18 of 18 runs within tolerance" in check
+    runs = 2 * len(device_check.MIXED)  # the mixed group in both iteration modes
+    assert f"mixed group, cpu vs cpu: {runs} of {runs} runs within tolerance" in check
     assert "detect+exclude" in check and "counterfactual" in check and "DP eps 50" in check
     assert "(12 runs" in (tmp_path / "out1/bench.txt").read_text()
     second = run_script(machine, tmp_path / "out2", guard, BENCH="0", CHECK="0", GRID_DIR=str(keep))

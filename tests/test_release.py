@@ -67,9 +67,11 @@ def test_a_release_is_refused_before_any_change(clone, version, says):
 
 
 def test_an_empty_unreleased_section_or_a_dirty_tree_is_refused(clone):
+    (clone / "stray.txt").write_text("a file not committed\n")
+    assert "the work tree is not clean" in _release(clone, "99.0.0").stderr
+    (clone / "stray.txt").unlink()
     text = (clone / "CHANGELOG.md").read_text()
     head, rest = text.split("## [Unreleased]\n", 1)
     (clone / "CHANGELOG.md").write_text(head + "## [Unreleased]\n\n" + rest[rest.index("## ["):])
-    assert "the work tree is not clean" in _release(clone, "99.0.0").stderr
-    _git(clone, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "empty notes")
+    _git(clone, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "empty notes", "--allow-empty")
     assert "Unreleased section is empty" in _release(clone, "99.0.0").stderr

@@ -95,7 +95,10 @@ def test_index_opens_with_the_verdicts_and_links_every_notebook(smoke):
     assert "href='mnist/02_sweeps.html'>sweeps</a>" in index
     assert "data:image/png;base64," in index
     prov = index[index.index("class=\"prov\""):]
-    for part in ("code: runs 0.1.0", " · verdicts 0.1.0", " · this page 0.1.0", "config config/smoke.yaml",
+    from bladefl import __version__
+
+    for part in (f"code: runs {__version__}", f" · verdicts {__version__}", f" · this page {__version__}",
+                 "config config/smoke.yaml",
                  "seeds [0]", "MNIST train images ba891046e650", "UTC on", "run time"):
         assert part in prov, part
 

@@ -159,6 +159,9 @@ def distance_summary(distances: pd.DataFrame) -> pd.DataFrame:
     """Per paper table and convention pair: the mean distances over the table's rows that have one, how
     many rows that is, and the mean of the rows' spreads over seeds (what one seed's K* or accuracy varies
     by); the headline pair first in each table."""
+    if distances.empty:  # no row of the paper's tables in the runs' grid
+        return pd.DataFrame(columns=["table", "k_star_from", "accuracy", "K_star_distance", "K_rows", "K_star_sd",
+                                     "accuracy_distance", "accuracy_rows", "accuracy_sd_pct", "headline"])
     grouped = distances.groupby(["table", "k_star_from", "accuracy"], sort=False)
     out = grouped.agg(K_star_distance=("K_star_distance", "mean"), K_rows=("K_star_distance", "count"),
                       K_star_sd=("K_star_sd", "mean"), accuracy_distance=("accuracy_distance", "mean"),
