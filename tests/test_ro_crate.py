@@ -54,3 +54,6 @@ def test_keep_writes_the_crate_and_a_rejudged_file_updates_it(tmp_path):
     kept_results.replace_files(out, {"results/verdicts/mnist.csv": "statement,verdict\nx,refuted\n"},
                                {"code_version": "test"})
     _check(out)
+    first = (out / ro_crate.CRATE).read_bytes()  # the same manifest writes the same crate (its date the bundle's)
+    ro_crate.write_crate(out, kept_results.read_manifest(out), ro_crate.engine_digests(out / "config.yaml"))
+    assert (out / ro_crate.CRATE).read_bytes() == first

@@ -38,7 +38,7 @@ def engine_digests(config_file: str | Path) -> dict[str, str]:
     each with the SHA-256 of ``config/engines/<name>.yaml`` in this code, where it holds one."""
     from bladefl.core import strict_yaml
     from bladefl.data.datasets import sha256_file
-    from bladefl.experiments.runs.provenance import project_root
+    from bladefl.experiments.plan import workflow_config as wc
 
     try:
         config = strict_yaml.read_file(config_file)
@@ -49,9 +49,8 @@ def engine_digests(config_file: str | Path) -> dict[str, str]:
     readings: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     names = {str(config.get("engine", "paper"))} | {str(r.get("engine", "paper")) for r in readings.values()
                                                      if isinstance(r, Mapping)}
-    root = project_root() / "config" / "engines"
-    return {n: sha256_file(root / f"{n}.yaml") for n in sorted(names)
-            if n.replace("-", "").replace("_", "").isalnum() and (root / f"{n}.yaml").is_file()}
+    known = set(wc.available_engines())  # a name, never a path: only config/engines/<name>.yaml is read
+    return {n: sha256_file(wc.engine_path({"engine": n})) for n in sorted(names & known)}
 
 
 def write_crate(bundle: str | Path, manifest: Mapping[str, Any], engines: Mapping[str, str] | None = None,
@@ -70,6 +69,8 @@ def write_crate(bundle: str | Path, manifest: Mapping[str, Any], engines: Mappin
     crate.description = ("The report's inputs of one run of the BLADE-FL reproduction workflow, kept with a "
                          "manifest: the runs' tables, the verdicts, the paper's tables beside ours.")
     crate.license = "MIT"
+    if _iso(str(manifest.get("kept", ""))):  # the bundle's own date: the same manifest writes the same crate
+        crate.root_dataset["datePublished"] = _iso(str(manifest["kept"]))
     crate.root_dataset["conformsTo"] = {"@id": PROCESS_RUN}
     crate.add(ContextEntity(crate, PROCESS_RUN, properties={"@type": "CreativeWork", "name": "Process Run Crate",
                                                             "version": "0.5"}))
