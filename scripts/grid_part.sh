@@ -62,7 +62,7 @@ for seed in "$@"; do
 import json, os, platform, sys
 path, seed, wall, runs, code, cores, grid = sys.argv[1:8]
 json.dump({"gpu": None, "device": "cpu", "code_version": code, "mode": "snakemake", "grid": grid,
-           "grid_seeds": seed, "runs": int(runs), "grid_wall_s": float(wall), "finished": True,
+           "grid_seeds": seed, "run_seeds": [int(seed)], "runs": int(runs), "grid_wall_s": float(wall), "finished": True,
            "machine": f"{os.cpu_count()} CPUs, {platform.machine()}",
            "cores_used": os.cpu_count() if cores == "all" else int(cores)},
           open(path, "w"), indent=1)

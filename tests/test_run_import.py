@@ -275,3 +275,77 @@ def test_an_unreadable_earlier_import_record_is_refused_before_any_run_is_writte
                str(REPO / "config/smoke.yaml"), "--results-dir", str(results)])
     assert rc == 2 and "not an import record" in capsys.readouterr().err
     assert not (results / "runs").exists() and (results / "imported.json").read_text() == "{not json"
+
+
+def test_replace_refuses_a_symlinked_run_folder_and_writes_nothing_through_it(tmp_path, config):
+    """--replace over a run folder that is a link elsewhere: refused, the link's target untouched
+    (was: the run's files written through the link)."""
+    path = archive(tmp_path / "a.tar.gz", complete(config))
+    ri.import_runs(path, config, tmp_path / "runs")
+    run = next((tmp_path / "runs").rglob("seed~0"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("mine")
+    import shutil
+    shutil.rmtree(run)
+    run.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(ri.ArchiveError, match="a symbolic link"):
+        ri.import_runs(path, config, tmp_path / "runs", replace=True)
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
+
+
+@pytest.mark.parametrize("about, said", [
+    ([1, 2], "a JSON object expected, got list"),
+    ({"runs": 5}, "says runs=5, the archive holds 6"),
+    ({"run_seeds": [3]}, "run_seeds [3], but the archive holds runs of seed 0"),
+    ({"run_seeds": "0"}, "run_seeds must be a list"),
+    ({"code_version": "abcdef1"}, "code_version 'abcdef1', but runs record '0.2.0+e17af3c'"),
+])
+def test_an_about_that_contradicts_its_runs_is_refused(tmp_path, config, about, said):
+    """ABOUT.json is held to the runs it ships with (was: recorded as given)."""
+    members = {}
+    for name, data in complete(config).items():
+        if name.endswith("summary.json"):
+            summary = json.loads(data)
+            summary["provenance"] = {"code_version": "0.2.0+e17af3c"}
+            data = json.dumps(summary).encode()
+        members[name] = data
+    with pytest.raises(ri.ArchiveError, match="nothing imported") as err:
+        ri.import_runs(archive(tmp_path / "a.tar.gz", members, about=about), config, tmp_path / "runs")
+    assert said in str(err.value) and not (tmp_path / "runs").exists()
+    agreeing = {"runs": 6, "run_seeds": [0], "code_version": "v0.2.0-3-ge17af3c"}
+    imported = ri.import_runs(archive(tmp_path / "b.tar.gz", members, about=agreeing), config, tmp_path / "runs")
+    assert imported.total == 6 and imported.about == agreeing
+
+
+def test_an_archive_without_about_is_recorded_as_such(tmp_path, config):
+    path = archive(tmp_path / "a.tar.gz", complete(config))
+    imported = ri.import_runs(path, config, tmp_path / "runs")
+    assert imported.about is None and ri.record(path, "c.yaml", config, imported)["about"] is None
+
+
+def test_a_failed_move_puts_back_every_run_folder_and_leaves_no_stage(tmp_path, config, monkeypatch):
+    """The runs are staged beside their place and renamed in; a rename that fails part-way puts
+    the replaced folders back: the results folder is as it was, nothing half-imported."""
+    path = archive(tmp_path / "a.tar.gz", complete(config))
+    ri.import_runs(path, config, tmp_path / "runs")
+    before = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in (tmp_path / "runs").rglob("*") if p.is_file()}
+    marker = next((tmp_path / "runs").rglob("summary.json"))
+    marker.write_bytes(b"{}")  # the old run's files, told apart from the archive's
+    before[marker.relative_to(tmp_path).as_posix()] = b"{}"
+    calls = {"n": 0}
+    real = Path.rename
+
+    def failing(self, target):
+        calls["n"] += 1
+        if calls["n"] == 7:
+            raise OSError("disk full")
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "rename", failing)
+    with pytest.raises(OSError, match="disk full"):
+        ri.import_runs(path, config, tmp_path / "runs", replace=True)
+    monkeypatch.undo()
+    after = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in (tmp_path / "runs").rglob("*") if p.is_file()}
+    assert after == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.tar.gz", "runs"]

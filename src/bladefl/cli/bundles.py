@@ -86,6 +86,7 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
           + (f", none carried by {imported.unverified} (packed without ledgers)" if imported.unverified else "")
           + (f"; {imported.undigested} record no partition digest, so the draw they trained on was not checked"
              if imported.undigested else "")
+          + ("; the archive holds no ABOUT.json, so where it ran is not recorded" if imported.about is None else "")
           + f"; record in {results / 'imported.json'}")
     return 0
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import lzma
 import re
+import shutil
 import tarfile
 import tempfile
 import zlib
@@ -48,10 +49,10 @@ class ArchiveError(ValueError):
 
 @dataclass
 class Imported:
-    """What an import wrote: run folders per dataset, the archive's ABOUT.json (or {})."""
+    """What an import wrote: run folders per dataset, the archive's ABOUT.json (None: it has none)."""
 
     runs: dict[str, int] = field(default_factory=dict)
-    about: dict[str, Any] = field(default_factory=dict)
+    about: Any = None  # the archive's ABOUT.json, held to its runs (None: the archive holds none)
     skipped: int = 0  # runs of seeds the config does not hold (a partial grid imported by its first seeds)
     verified: int = 0  # runs whose ledgers were verified against their files
     unverified: int = 0  # runs that carry no ledgers (archives packed before ledgers were carried)
@@ -115,10 +116,10 @@ MEMBER_LIMITS = {"summary.json": 16 * 2**20, ABOUT: 2**20, "ledger": 256 * 2**20
 MEMBER_LIMIT = 512 * 2**20
 
 
-def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, bytes]], dict]:
-    """The archive's run files by (dataset, cell, seed), and its ABOUT.json (or {})."""
+def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, bytes]], Any]:
+    """The archive's run files by (dataset, cell, seed), and its ABOUT.json as read (None: none)."""
     runs: dict[tuple[str, str, int], dict[str, bytes]] = {}
-    about: dict = {}
+    about: Any = None
     if not Path(archive).is_file():
         raise ArchiveError("no such file")
     try:
@@ -140,6 +141,8 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
                     raise ArchiveError(f"{member.name}: {member.size} bytes, more than such a file holds ({limit})")
                 data = tar.extractfile(member).read()  # type: ignore[union-attr]
                 if PurePosixPath(member.name).name == ABOUT and len(PurePosixPath(member.name).parts) <= 2:
+                    if about is not None:
+                        raise ArchiveError(f"{member.name}: a second {ABOUT}")
                     about = _json(member.name, data)  # the archive's own, beside its dataset folders
                     continue
                 run, name = _member_run(member.name)
@@ -257,8 +260,9 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
     except ArchiveError as exc:
         raise ArchiveError(f"{archive}: nothing imported: {exc}") from None
     expected = expected_configs(config, str(runs_root))
-    problems = []
+    problems: list[str] = []
     found = set()
+    code_versions: list[str] = []
     undigested = 0  # runs whose summary names no partition digest (counted as their files are read)
     seeds = set(wc.run_seeds(config))
     skipped = {key for key in runs if key[2] not in seeds}
@@ -276,10 +280,18 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
             problems.append(f"{folder}: {exc}")
         else:
             undigested += _partition_digest(summary) is None
+            provenance = summary.get("provenance")
+            if isinstance(provenance, Mapping) and isinstance(provenance.get("code_version"), str):
+                code_versions.append(provenance["code_version"])
             problems += [f"{folder}: {p}" for p in run_problems(summary, expected[folder])
                          + partition_problems(summary, config, dataset, cell, seed)]
-        if not replace and Path(folder).exists():
+        link = link_problem(Path(folder), Path(runs_root))
+        if link:
+            problems.append(link)
+        elif not replace and Path(folder).exists():
             problems.append(f"{folder}: exists already (pass replace to overwrite)")
+    if about is not None:
+        problems += about_problems(about, sorted(runs), code_versions)
     missing = sorted(set(expected) - found)
     if missing:
         problems.append(f"{len(missing)} of the config's {len(expected)} runs are not in the archive, "
@@ -297,14 +309,93 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
         raise ArchiveError(f"{archive}: nothing imported:\n  " + "\n  ".join(shown))
     result = Imported(about=about, skipped=len(skipped), verified=verified,
                       unverified=len(runs) - len(skipped) - verified, undigested=undigested)
-    for (dataset, cell, seed), files in sorted(runs.items()):
-        if (dataset, cell, seed) in skipped:
-            continue
-        target = Path(run_id.folder(runs_root, dataset, cell, seed))
-        for name, data in files.items():
-            atomic.write_bytes(target / name, data)
+    wanted = {key: files for key, files in sorted(runs.items()) if key not in skipped}
+    _write_staged({Path(run_id.folder(runs_root, *key)): files for key, files in wanted.items()}, Path(runs_root))
+    for dataset, _, _ in wanted:
         result.runs[dataset] = result.runs.get(dataset, 0) + 1
     return result
+
+
+def link_problem(target: Path, runs_root: Path) -> str | None:
+    """Why the run folder ``target`` may not be written (None: it may): a symbolic link on its way
+    below the results folder (the runs root, a dataset or cell folder, the run folder or a file in
+    it), through which an import would write somewhere else."""
+    top = runs_root.parent
+    path = target
+    on_way = [*(target / name for name in (*RUN_FILES, "chains") if (target / name).is_symlink())]
+    while path != top and path != path.parent:
+        if path.is_symlink():
+            on_way.append(path)
+        path = path.parent
+    return f"{on_way[0]}: a symbolic link (an import writes plain folders only)" if on_way else None
+
+
+def _write_staged(folders: Mapping[Path, Mapping[str, bytes]], runs_root: Path) -> None:
+    """Write every run folder beside its place first (a staging folder next to ``runs_root``), then
+    rename each into place, an existing one (``replace``) set aside and removed once all are in;
+    if a rename fails, those already moved are put back: no run folder is ever half-written."""
+    runs_root.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{runs_root.name}.import-", dir=runs_root.parent))
+    moved: list[tuple[Path, Path, Path | None]] = []
+    try:
+        for i, (target, files) in enumerate(folders.items()):
+            for name, data in files.items():
+                (stage / str(i) / name).parent.mkdir(parents=True, exist_ok=True)
+                (stage / str(i) / name).write_bytes(data)
+        for i, target in enumerate(folders):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            old = None
+            if target.exists():
+                old = stage / f"old-{i}"
+                target.rename(old)
+            (stage / str(i)).rename(target)
+            moved.append((target, stage / str(i), old))
+    except BaseException:
+        for target, staged, old in reversed(moved):
+            target.rename(staged)
+            if old is not None:
+                old.rename(target)
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def about_problems(about: Any, runs: Sequence[tuple[str, str, int]], code_versions: Sequence[str]) -> list[str]:
+    """Why an archive's ``ABOUT.json`` (its record of where and how it ran) contradicts its runs
+    (empty: it does not): not an object; a run count (``runs``) other than the archive's; runs of
+    seeds outside its ``run_seeds``; a commit (``code_version``) other than the one each run's
+    summary records. Fields it lacks are not checked."""
+    if not isinstance(about, dict):
+        return [f"{ABOUT}: a JSON object expected, got {type(about).__name__}"]
+    problems = []
+    if "runs" in about and about["runs"] != len(runs):
+        problems.append(f"{ABOUT}: says runs={about['runs']!r}, the archive holds {len(runs)}")
+    seeds = about.get("run_seeds")  # the seeds it ran, as a list (grid_seeds is the caller's text)
+    if seeds is not None:
+        if not isinstance(seeds, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds):
+            problems.append(f"{ABOUT}: run_seeds must be a list of seeds, got {seeds!r}")
+        else:
+            outside = sorted({seed for _, _, seed in runs} - set(seeds))
+            if outside:
+                problems.append(f"{ABOUT}: run_seeds {seeds}, but the archive holds runs of seed {outside[0]}")
+    commit = _commit(about.get("code_version"))
+    if commit:
+        other = sorted({v for v in code_versions if _commit(v) and not _same_commit(_commit(v), commit)})
+        if other:
+            problems.append(f"{ABOUT}: code_version {about['code_version']!r}, but runs record {other[0]!r}")
+    return problems
+
+
+def _commit(version: Any) -> str | None:
+    """The commit in a code version ("e17af3c", "0.1.0+e17af3c", "v0.2.0-3-gb0b6004-dirty"), or None."""
+    if not isinstance(version, str):
+        return None
+    found = re.findall(r"(?:^|[+g-])([0-9a-f]{7,40})(?=$|[-.+])", version)
+    return found[-1] if found else None
+
+
+def _same_commit(a: str, b: str) -> bool:
+    return a.startswith(b) or b.startswith(a)
 
 
 def earlier_imports(path: Path) -> list[dict]:
@@ -328,7 +419,8 @@ def earlier_imports(path: Path) -> list[dict]:
 
 def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: Imported) -> dict:
     """What ``results/imported.json`` says of an import: the archive and its SHA-256, when, the
-    config and seeds, the runs per dataset and the archive's ABOUT.json (device, wall time, commit)."""
+    config and seeds, the runs per dataset and the archive's ABOUT.json (device, wall time, commit;
+    null when the archive holds none: where it ran is then not recorded)."""
     return {"archive": str(archive), "sha256": sha256_file(archive),
             "imported": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "config": str(configfile),
             "seeds": wc.run_seeds(config), "runs": imported.runs, "ledgers_verified": imported.verified,
@@ -338,4 +430,4 @@ def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: 
 
 __all__ = ["RUN_FILES", "ABOUT", "EXECUTION_FIELDS", "ArchiveError", "Imported", "with_seeds",
            "read_config", "expected_configs", "read_archive", "differences", "read_run_files", "run_problems",
-           "partition_problems", "ledger_problems", "import_runs", "earlier_imports", "record"]
+           "partition_problems", "ledger_problems", "link_problem", "about_problems", "import_runs", "earlier_imports", "record"]
