@@ -134,17 +134,16 @@ diff: install
 
 # The report rendered from a kept bundle alone, nothing run: results/kept/<name>/report/index.html
 # (KEPT=/an/absolute/folder renders it there: the config's paths may then lie outside this folder).
-# The folder is emptied first, so it must name a folder of its own: never /, . or .., nor end in /, and
-# either absent, empty or one this recipe laid out before (its .kept-report mark): never a bundle or the code.
+# The folder is emptied first through the one guard of destructive steps (bladefl.core.owned): it must
+# be absent, empty or one this recipe laid out before (its .bladefl-owner mark), never a link, a folder
+# holding tracked files, the current folder or one above it; a name ending in / is refused.
 reference-report: install
 	@set -e; ref="$${REF%/}"; kept="$${KEPT:-results/kept/$${ref##*/}}"; \
 	  case "$$kept" in ""|/|.|..|*/|*/.|*/..) echo "KEPT: a folder of its own is needed, got '$$kept'" >&2; exit 2;; esac; \
-	  if [ -e "$$kept" ] && [ -n "$$(ls -A "$$kept" 2>/dev/null)" ] && [ ! -f "$$kept/.kept-report" ]; then \
-	    echo "KEPT: $$kept holds files this recipe did not lay out (no .kept-report mark): not emptied; remove it to render there" >&2; exit 2; fi; \
+	  python -m bladefl.core.owned check reference-report "$$kept" || exit 2; \
 	  outside=(); if [[ "$$kept" == /* ]]; then outside=(paths_outside_workdir=True); fi; \
-	  set -x; rm -rf "$$kept"; \
+	  set -x; python -m bladefl.core.owned fresh reference-report "$$kept"; \
 	  bladefl lay-out "$$ref" --results-dir "$$kept" --data-dir "$$kept/data"; \
-	  echo "$$ref" > "$$kept/.kept-report"; \
 	  snakemake "$$kept/report/index.html" --cores "$$CORES" --configfile "$$ref/config.yaml" \
 	    --config "results_dir=$$kept" "data_dir=$$kept/data" "logs_dir=$$kept/logs" "benchmarks_dir=$$kept/benchmarks" \
 	    "$${outside[@]}" --allowed-rules dump_config notebook_parameters notebook report_index calibration_index; \

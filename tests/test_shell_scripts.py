@@ -147,6 +147,9 @@ def make(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[
         (bin_dir / tool).write_text(f'#!/bin/bash\nprintf "%s\\0" {tool} "$@" >> "{calls}"; echo >> "{calls}"\n'
                                     "exit 1\n")
         (bin_dir / tool).chmod(0o755)
+    # python is this project's: the recipes' guard of destructive steps (bladefl.core.owned) really runs
+    (bin_dir / "python").write_text(f'#!/bin/bash\nexec "{sys.executable}" "$@"\n')
+    (bin_dir / "python").chmod(0o755)
     # a make of its own, not a sub-make of `make test` (whose level and flags it would inherit)
     env = {k: v for k, v in venv_env().items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     proc = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), *args, f"VENV={tmp_path / 'venv'}", "-o",
@@ -194,20 +197,21 @@ def test_a_kept_bundle_named_with_a_trailing_slash_renders_into_its_own_folder(t
 
 
 def test_reference_report_empties_only_a_folder_it_laid_out_before(tmp_path):
-    """KEPT naming a kept bundle, the code or any folder with files and no .kept-report mark is refused in
-    one line before any tool, its files intact; a folder it laid out before (the mark) is emptied again."""
+    """KEPT naming a kept bundle, the code or any folder with files and no .bladefl-owner mark of this
+    recipe is refused in one line before any tool, its files intact; a folder it laid out before (the
+    mark) is emptied again."""
     bundle = tmp_path / "bundle"
     (bundle / "results").mkdir(parents=True)
     (bundle / "MANIFEST.json").write_text("{}")
     proc, calls = make(tmp_path, "reference-report", "REF=reference/x", f"KEPT={bundle}")
     said = [line for line in proc.stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\*", line)]
-    assert proc.returncode != 0 and calls == [] and len(said) == 1 and "not emptied" in said[0], proc.stderr
+    assert proc.returncode != 0 and calls == [] and len(said) == 1 and "not removed" in said[0], proc.stderr
     assert (bundle / "MANIFEST.json").read_text() == "{}" and (bundle / "results").is_dir()
     (tmp_path / "venv").rename(tmp_path / "venv-1")
     (tmp_path / "calls").unlink(missing_ok=True)
     laid = tmp_path / "laid"
     laid.mkdir()
-    (laid / ".kept-report").write_text("reference/x\n")
+    (laid / ".bladefl-owner").write_text("reference-report\n")
     (laid / "old.html").write_text("x")
     proc, calls = make(tmp_path, "reference-report", "REF=reference/x", f"KEPT={laid}")
     assert calls and calls[0][:3] == ["bladefl", "lay-out", "reference/x"], proc.stderr

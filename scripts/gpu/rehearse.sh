@@ -30,15 +30,16 @@ where=${REHEARSAL:-build/rehearsal}
 python=${PYTHON:-.venv/bin/python}
 fail() { echo "rehearsal: $*" >&2; exit 1; }
 step() { echo "rehearsal: $(date -u +%T) $*" >&2; }
-# Both folders are removed and made again: only ever a folder this script made (or none).
-[ ! -e "$replica" ] || [ -f "$replica/pyvenv.cfg" ] || fail "REPLICA=$replica exists and is no virtual environment"
-[ ! -e "$where" ] || [ -d "$where/checkout" ] || fail "REHEARSAL=$where exists and is no rehearsal's folder"
+# Both folders are removed and made again only through the guard of destructive steps
+# (bladefl.core.owned): absent, empty, or one this script made and marked (.bladefl-owner).
+guard() { "$python" -m bladefl.core.owned "$@" || fail "$3: not a folder this script made (above); nothing removed"; }
+guard check rehearsal "$where"
 
 # 1. The replica of the machine's Python (kept between rehearsals; made again when its pins change).
 step "1/6 the replica of the GPU machine's Python ($replica)"
 pins=$("$python" scripts/gpu/closure.py --replica)
 if [ ! -x "$replica/bin/python3" ] || [ "$(cat "$replica/PINS" 2>/dev/null)" != "$pins" ]; then
-  rm -rf "$replica"
+  guard fresh rehearsal-replica "$replica"
   "$py312" -m venv "$replica"
   # shellcheck disable=SC2086 # one requirement a word
   "$replica/bin/python3" -m pip install -q --disable-pip-version-check $pins
@@ -51,8 +52,8 @@ step "2/6 the carry (scripts/gpu/prepare.sh)"
 PY_VERSION=3.12 PYTHON="$python" scripts/gpu/prepare.sh gpu_carry >/dev/null
 # 3. The checkout as it travels.
 step "3/6 the checkout as the device tool sends it ($where/checkout)"
-rm -rf "$where"
-mkdir -p "$where/checkout"
+guard fresh rehearsal "$where"
+mkdir "$where/checkout"
 git ls-files -z --cached --others --exclude-standard | tar cf - --null -T - | tar xf - -C "$where/checkout"
 cp -r gpu_carry "$where/checkout/gpu_carry"
 work=$(cd "$where/checkout" && pwd)

@@ -188,15 +188,14 @@ def round_end_lines(counts: tuple[int, ...] = (1, 10, 100)) -> list[tuple[str, f
 def bookkeeping_main(args: argparse.Namespace) -> int:
     """``--bookkeeping CONFIG``: the grid through Snakemake with the GPU profile's grouping on this machine,
     then per group the seconds its runs took to be in place after its computation, over that computation."""
-    import shutil
     from pathlib import Path
 
+    from bladefl.core import owned
     from bladefl.experiments.plan.config_files import read_configs
     from bladefl.experiments.runs.bookkeeping import bookkeeping, run_grid
 
     out = Path(args.out if args.out != "results/bench-grid" else "results/bench-bookkeeping").resolve()
-    if out.exists():
-        shutil.rmtree(out)
+    owned.fresh(out, "bench-bookkeeping")
     config = read_configs(args.bookkeeping)
     wall = run_grid(args.bookkeeping, out, args.cores, Path.cwd())
     table = bookkeeping({**config, "results_dir": str(out)}, out)

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from bladefl.core import atomic, run_files
+from bladefl.core import atomic, owned, run_files
 from bladefl.core.bounded_read import read_regular
 from bladefl.data.datasets import sha256_file
 from bladefl.experiments.bundles import ro_crate
@@ -87,15 +87,17 @@ def keep(files: Sequence[str | Path], results_dir: str | Path, data_dir: str | P
     if missing:
         raise ValueError(f"{missing[0]}: missing (run the workflow first)" + (
             f", and {len(missing) - 1} more" if len(missing) > 1 else ""))
+    refused = owned.removal_problem(out, None, tracked_ok=True)  # a bundle git holds as it is, or none
+    if refused:
+        raise ValueError(refused)
     staging = out.with_name(f".{out.name}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    owned.remove(staging, None)  # an earlier keep's, cut short
     try:
         manifest = _assemble(entries, staging, about, out.name)
-        if out.exists():
-            shutil.rmtree(out)
+        owned.remove(out, None, tracked_ok=True)
         staging.rename(out)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        owned.remove(staging, None)
     return manifest
 
 

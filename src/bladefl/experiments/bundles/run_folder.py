@@ -11,11 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bladefl.core import run_files
+from bladefl.experiments.bundles.run_archive import LEDGER, MEMBER_LIMIT, MEMBER_LIMITS, RUN_FILES
 from bladefl.experiments.bundles.run_import import (
-    LEDGER,
-    MEMBER_LIMIT,
-    MEMBER_LIMITS,
-    RUN_FILES,
     _without_execution,
     ledger_problems,
     read_run_files,

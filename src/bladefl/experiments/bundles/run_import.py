@@ -1,50 +1,41 @@
 """Run folders computed elsewhere (the GPU machine's ``grid-tables.tar.xz``) brought into a results
 folder, so that the workflow's analyses and report use them without running them again.
 
-An archive holds run folders ``<prefix>/<dataset>/<cell>/seed~<seed>/`` with their ``rounds.csv``,
-``summary.json``, where detectors ran ``detections.csv``, and their ledgers ``chains/K<k>.json``
-(archives packed before ledgers were carried have none), and optionally one ``ABOUT.json`` (where
-and how it was computed: device, wall time, commit). Every member is checked before anything is
-written: a regular file with one of those names (each of a bounded size), in a run of the workflow
-config, whose files the strict reader takes (:mod:`bladefl.core.run_files`), whose summary holds
+An archive (read by :mod:`bladefl.experiments.bundles.run_archive`) holds run folders
+``<prefix>/<dataset>/<cell>/seed~<seed>/`` with their ``rounds.csv``, ``summary.json``, where
+detectors ran ``detections.csv``, and their ledgers ``chains/K<k>.json`` (archives packed before
+ledgers were carried have none), and optionally one ``ABOUT.json`` (where and how it was computed:
+device, wall time, commit), held to its runs. Every member is checked before anything is written:
+a regular file with one of those names (each of a bounded size), in a run of the workflow config,
+whose files the strict reader takes (:mod:`bladefl.core.run_files`), whose summary holds
 exactly the config that run would be given here (apart from where it ran: ``device`` and
 ``data_dir``) and the time model's tau, whose partition is the one made here; every run of the
 config is present; and a run that carries ledgers has one for every K that trained, each passing
-``bladefl chain verify --summary`` (the same checks), so its numbers are held to its blocks.
+``bladefl chain verify --summary`` (the same checks), so its numbers are held to its blocks. The run
+folders are staged beside their place and renamed in: an import is all or nothing.
 """
 
 from __future__ import annotations
 
 import json
-import lzma
-import re
-import shutil
-import tarfile
 import tempfile
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from bladefl.core import atomic, run_files
+from bladefl.core import owned, run_files
 from bladefl.data.datasets import sha256_file
 from bladefl.experiments.bundles import run_detections
+from bladefl.experiments.bundles.run_archive import ABOUT, LEDGER, RUN_FILES, ArchiveError, about_problems, read_archive
 from bladefl.experiments.plan import config_checks, config_files, run_id
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.plan.grid import Cell
 from bladefl.experiments.runs import run_checks
 
-RUN_FILES = ("rounds.csv", "summary.json", "detections.csv")
-LEDGER = re.compile(r"chains/K[1-9][0-9]{0,3}\.json")  # a run's ledger of one K
-ABOUT = "ABOUT.json"
 # Where a run computed, not what: may differ between the machine that ran it and this one.
 EXECUTION_FIELDS = ("device", "data_dir")
-
-
-class ArchiveError(ValueError):
-    """An archive that cannot be imported: the message names the member and the reason."""
 
 
 @dataclass
@@ -94,72 +85,6 @@ def expected_configs(config: Mapping[str, Any], runs_root: str) -> dict[str, dic
 
 def _without_execution(cfg: Mapping[str, Any]) -> dict:
     return {k: v for k, v in cfg.items() if k not in EXECUTION_FIELDS}
-
-
-def _member_run(name: str) -> tuple[run_id.RunId, str]:
-    """A member's run (identity, root '') and file name; ArchiveError when it is not a run file."""
-    path = PurePosixPath(name)
-    if path.is_absolute() or ".." in path.parts:
-        raise ArchiveError(f"{name}: a path outside the archive's folder")
-    ledger = len(path.parts) >= 2 and LEDGER.fullmatch("/".join(path.parts[-2:])) is not None
-    if path.name not in RUN_FILES and not ledger:
-        raise ArchiveError(f"{name}: not a run file ({', '.join(RUN_FILES)}, chains/K<k>.json) nor {ABOUT}")
-    try:
-        run = run_id.from_path(path.parent.parent if ledger else path.parent)
-    except ValueError as exc:
-        raise ArchiveError(str(exc)) from None
-    return run, f"chains/{path.name}" if ledger else path.name
-
-
-# Bytes a member may hold before its reading is refused (a summary is a few kB, a run's tables a few MB).
-MEMBER_LIMITS = {"summary.json": 16 * 2**20, ABOUT: 2**20, "ledger": 256 * 2**20}
-MEMBER_LIMIT = 512 * 2**20
-
-
-def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, bytes]], Any]:
-    """The archive's run files by (dataset, cell, seed), and its ABOUT.json as read (None: none)."""
-    runs: dict[tuple[str, str, int], dict[str, bytes]] = {}
-    about: Any = None
-    if not Path(archive).is_file():
-        raise ArchiveError("no such file")
-    try:
-        tar = tarfile.open(archive, "r:*")
-    except (EOFError, OSError, tarfile.TarError, lzma.LZMAError, zlib.error):  # truncated at its very start too
-        raise ArchiveError("not a readable tar archive (plain, gzip, bzip2 or xz)") from None
-    try:
-        with tar:
-            for member in tar:
-                if not member.name.isprintable():  # a newline or escape in a name would forge the messages
-                    raise ArchiveError(f"{ascii(member.name)}: a member name with control characters")
-                if member.isdir():
-                    continue
-                if not member.isfile():
-                    raise ArchiveError(f"{member.name}: not a regular file (links and devices are refused)")
-                name = PurePosixPath(member.name).name
-                limit = MEMBER_LIMITS.get("ledger" if name.startswith("K") else name, MEMBER_LIMIT)
-                if member.size > limit:
-                    raise ArchiveError(f"{member.name}: {member.size} bytes, more than such a file holds ({limit})")
-                data = tar.extractfile(member).read()  # type: ignore[union-attr]
-                if PurePosixPath(member.name).name == ABOUT and len(PurePosixPath(member.name).parts) <= 2:
-                    if about is not None:
-                        raise ArchiveError(f"{member.name}: a second {ABOUT}")
-                    about = _json(member.name, data)  # the archive's own, beside its dataset folders
-                    continue
-                run, name = _member_run(member.name)
-                files = runs.setdefault((run.dataset, run.cell, run.seed), {})
-                if name in files:  # a second member of one name: which one a reader takes is arbitrary
-                    raise ArchiveError(f"{member.name}: the archive holds this run file twice")
-                files[name] = data
-    except (EOFError, OSError, tarfile.TarError, lzma.LZMAError, zlib.error) as exc:
-        raise ArchiveError(f"truncated or corrupt ({exc.__class__.__name__}: {exc})") from None
-    return runs, about
-
-
-def _json(name: str, data: bytes) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError as exc:
-        raise ArchiveError(f"{name}: not JSON ({exc})") from None
 
 
 def differences(got: Any, expected: Any, prefix: str = "") -> list[str]:
@@ -274,17 +199,13 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
             problems.append(f"{run_id.RunId(dataset, cell, seed).name} ({dataset}): not a run of this workflow config")
             continue
         found.add(folder)
-        try:
-            summary = read_run_files(files)
-        except run_files.RunFileError as exc:
-            problems.append(f"{folder}: {exc}")
-        else:
+        summary, said = _one_run(files, expected[folder], config, (dataset, cell, seed))
+        problems += [f"{folder}: {p}" for p in said]
+        if summary is not None:
             undigested += _partition_digest(summary) is None
             provenance = summary.get("provenance")
             if isinstance(provenance, Mapping) and isinstance(provenance.get("code_version"), str):
                 code_versions.append(provenance["code_version"])
-            problems += [f"{folder}: {p}" for p in run_problems(summary, expected[folder])
-                         + partition_problems(summary, config, dataset, cell, seed)]
         link = link_problem(Path(folder), Path(runs_root))
         if link:
             problems.append(link)
@@ -292,10 +213,7 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
             problems.append(f"{folder}: exists already (pass replace to overwrite)")
     if about is not None:
         problems += about_problems(about, sorted(runs), code_versions)
-    missing = sorted(set(expected) - found)
-    if missing:
-        problems.append(f"{len(missing)} of the config's {len(expected)} runs are not in the archive, "
-                        f"e.g. {missing[0]} (import a config with fewer seeds)")
+    problems += _missing(set(expected) - found, len(expected))
     verified = 0
     if not problems:  # the ledgers, once every run's files are known to be sound
         for (dataset, cell, seed), files in sorted(runs.items()):
@@ -314,6 +232,22 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
     for dataset, _, _ in wanted:
         result.runs[dataset] = result.runs.get(dataset, 0) + 1
     return result
+
+
+def _missing(missing: set[str], expected: int) -> list[str]:
+    return [f"{len(missing)} of the config's {expected} runs are not in the archive, e.g. {min(missing)} "
+            "(import a config with fewer seeds)"] if missing else []
+
+
+def _one_run(files: Mapping[str, bytes], expected: Mapping[str, Any], config: Mapping[str, Any],
+             key: tuple[str, str, int]) -> tuple[dict[str, Any] | None, list[str]]:
+    """One run's summary (None where its files cannot be read) and why it cannot stand for the
+    workflow's run ``key`` (its config, time model and partition)."""
+    try:
+        summary = read_run_files(files)
+    except run_files.RunFileError as exc:
+        return None, [str(exc)]
+    return summary, run_problems(summary, expected) + partition_problems(summary, config, *key)
 
 
 def link_problem(target: Path, runs_root: Path) -> str | None:
@@ -338,7 +272,7 @@ def _write_staged(folders: Mapping[Path, Mapping[str, bytes]], runs_root: Path) 
     stage = Path(tempfile.mkdtemp(prefix=f".{runs_root.name}.import-", dir=runs_root.parent))
     moved: list[tuple[Path, Path, Path | None]] = []
     try:
-        for i, (target, files) in enumerate(folders.items()):
+        for i, files in enumerate(folders.values()):
             for name, data in files.items():
                 (stage / str(i) / name).parent.mkdir(parents=True, exist_ok=True)
                 (stage / str(i) / name).write_bytes(data)
@@ -357,45 +291,7 @@ def _write_staged(folders: Mapping[Path, Mapping[str, bytes]], runs_root: Path) 
                 old.rename(target)
         raise
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
-
-
-def about_problems(about: Any, runs: Sequence[tuple[str, str, int]], code_versions: Sequence[str]) -> list[str]:
-    """Why an archive's ``ABOUT.json`` (its record of where and how it ran) contradicts its runs
-    (empty: it does not): not an object; a run count (``runs``) other than the archive's; runs of
-    seeds outside its ``run_seeds``; a commit (``code_version``) other than the one each run's
-    summary records. Fields it lacks are not checked."""
-    if not isinstance(about, dict):
-        return [f"{ABOUT}: a JSON object expected, got {type(about).__name__}"]
-    problems = []
-    if "runs" in about and about["runs"] != len(runs):
-        problems.append(f"{ABOUT}: says runs={about['runs']!r}, the archive holds {len(runs)}")
-    seeds = about.get("run_seeds")  # the seeds it ran, as a list (grid_seeds is the caller's text)
-    if seeds is not None:
-        if not isinstance(seeds, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds):
-            problems.append(f"{ABOUT}: run_seeds must be a list of seeds, got {seeds!r}")
-        else:
-            outside = sorted({seed for _, _, seed in runs} - set(seeds))
-            if outside:
-                problems.append(f"{ABOUT}: run_seeds {seeds}, but the archive holds runs of seed {outside[0]}")
-    commit = _commit(about.get("code_version"))
-    if commit:
-        other = sorted({v for v in code_versions if _commit(v) and not _same_commit(_commit(v), commit)})
-        if other:
-            problems.append(f"{ABOUT}: code_version {about['code_version']!r}, but runs record {other[0]!r}")
-    return problems
-
-
-def _commit(version: Any) -> str | None:
-    """The commit in a code version ("e17af3c", "0.1.0+e17af3c", "v0.2.0-3-gb0b6004-dirty"), or None."""
-    if not isinstance(version, str):
-        return None
-    found = re.findall(r"(?:^|[+g-])([0-9a-f]{7,40})(?=$|[-.+])", version)
-    return found[-1] if found else None
-
-
-def _same_commit(a: str, b: str) -> bool:
-    return a.startswith(b) or b.startswith(a)
+        owned.remove(stage, None)
 
 
 def earlier_imports(path: Path) -> list[dict]:
@@ -430,4 +326,5 @@ def record(archive: Path, configfile: str, config: Mapping[str, Any], imported: 
 
 __all__ = ["RUN_FILES", "ABOUT", "EXECUTION_FIELDS", "ArchiveError", "Imported", "with_seeds",
            "read_config", "expected_configs", "read_archive", "differences", "read_run_files", "run_problems",
-           "partition_problems", "ledger_problems", "link_problem", "about_problems", "import_runs", "earlier_imports", "record"]
+           "partition_problems", "ledger_problems", "link_problem", "about_problems", "import_runs",
+           "earlier_imports", "record"]

@@ -20,7 +20,7 @@ import os
 import shutil
 from pathlib import Path
 
-from bladefl.core import atomic
+from bladefl.core import atomic, owned
 from bladefl.fl.run_config import RunConfig
 
 # A run's folder inside its group's folder: <group>/<dataset>/<cell>/seed~<seed>.
@@ -97,7 +97,7 @@ def take_run(computed_in: str | Path, cfg: RunConfig, out: str | Path) -> Path:
     for entry in sorted(src.iterdir(), key=lambda p: p.name == "summary.json"):  # the summary last
         target = out / entry.name
         if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
+            owned.remove(target, None)
         shutil.move(str(entry), str(target))
     _remove_empty(src, src.parents[_GROUP_DEPTH - 1])
     return out
