@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,29 @@ def test_the_cli_prints_the_page_and_writes_the_tables(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "bladefl", "diff", str(A), str(tmp_path)], capture_output=True,
                          text=True, check=False)
     assert bad.returncode == 2 and "no verdicts/ folder" in bad.stderr
+
+
+def test_others_text_reaches_the_page_and_the_csv_as_text(tmp_path):
+    """A bundle's claim holding a tag, a javascript: link and a spreadsheet formula: the page shows it as
+    text (no tag, no link), the CSV with a leading apostrophe (no formula), and a verdict outside the
+    vocabulary is refused (was: every one printed as given)."""
+    import shutil
+
+    bundle = tmp_path / "b"
+    shutil.copytree(A / "results/verdicts", bundle / "results/verdicts")
+    path = bundle / "results/verdicts/mnist.csv"
+    table = pd.read_csv(path)
+    table.loc[0, "claim"] = '=HYPERLINK("http://x","y") <script>alert(1)</script> [c](javascript:alert(1))'
+    table.to_csv(path, index=False)
+    out = subprocess.run([sys.executable, "-m", "bladefl", "diff", str(A), str(bundle), "--csv-dir", str(tmp_path / "d")],
+                         capture_output=True, text=True, check=False, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert "<script>" not in out.stdout and not re.search(r"(?<!\\)\]\(javascript:", out.stdout)
+    assert "\\=HYPERLINK" in out.stdout
+    cells = pd.read_csv(tmp_path / "d/verdicts.csv").claim
+    assert not cells.str.startswith("=").any() and cells.str.startswith("'=HYPERLINK").any()
+    table.loc[0, "verdict"] = "proven beyond doubt"
+    table.to_csv(path, index=False)
+    bad = subprocess.run([sys.executable, "-m", "bladefl", "diff", str(A), str(bundle)], capture_output=True,
+                         text=True, check=False, cwd=REPO)
+    assert bad.returncode == 2 and "is not one of" in bad.stderr

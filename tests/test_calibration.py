@@ -20,7 +20,7 @@ import torch
 import yaml
 
 from bladefl.cli import main
-from bladefl.experiments.calibration import evaluation, importance, search, stopping, study
+from bladefl.experiments.calibration import checks, evaluation, importance, search, stopping, study
 from bladefl.experiments.calibration.space import Point, space
 from bladefl.fl import lazy, mlp, trainer
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
@@ -397,8 +397,28 @@ def _forged_journal(tmp_path: Path, trials: list[dict]) -> tuple[Path, Path]:
     ([{"values": [float("-inf"), 1.0]}], "values must be finite numbers >= 0"),
     ([{"values": [-1.0, 1.0]}], "values must be finite numbers >= 0"),
     ([{"attrs": {"full_values": [1.0, float("nan")]}}], "full_values must be finite numbers >= 0"),
-], ids=["path-partition", "huge-width", "nan", "minus-inf", "negative", "nan-full"])
+    ([{"attrs": {"point": "../../x"}}], "point '../../x' is none of the spec's named points"),
+    ([{"attrs": {"point": "<script>alert(1)</script>"}}], "is none of the spec's named points"),
+    ([{"attrs": {"coverage": "../x"}}], "coverage '../x' is no axis=value of the space"),
+    ([{"attrs": {"key": "../../x"}}], "key '../../x' is not the key of the trial's own settings"),
+    ([{"attrs": {"full_rows": "rows"}}], "full_rows must be the plan's"),
+    ([{"attrs": {"full_rows": "K-1e9"}}], "K_star must be NaN or in 1..10000 (got '-1000000000.0')"),
+    ([{"attrs": {"full_rows": "paper"}}], "paper_K_star is not the paper's"),
+], ids=["path-partition", "huge-width", "nan", "minus-inf", "negative", "nan-full", "label-path", "label-script",
+        "coverage-path", "key-path", "rows-text", "rows-negative-K", "rows-paper"])
 def test_a_forged_trial_is_refused_before_a_pick(tmp_path, capsys, trials, said):
+    rows = trials[0].get("attrs", {}).get("full_rows")
+    if rows in ("K-1e9", "paper"):  # the plan's own rows, one number forged
+        (tmp_path / "plan").mkdir()
+        spec_path, _ = _forged_journal(tmp_path / "plan", [])
+        plan = study.load_spec(spec_path.read_text()).full
+        genuine = [{"table": r.table, "sweep": r.sweep, "cell": r.cell.key, "draws": 2, "K_star": 3.0,
+                    "K_star_sd": 0.5, "paper_K_star": r.paper_K_star, "max_accuracy": 90.0, "max_accuracy_sd": 1.0,
+                    "paper_max_accuracy": r.paper_accuracy, "K_star_distance": 1.0, "accuracy_distance": 1.0}
+                   for r in plan.rows]
+        assert checks.rows_problem(study.load_spec(spec_path.read_text()), {"full_rows": genuine}) is None
+        genuine[0] = {**genuine[0], **({"K_star": -1e9} if rows == "K-1e9" else {"paper_K_star": 99.5})}
+        trials = [{"attrs": {"full_rows": genuine}}]
     spec_path, storage = _forged_journal(tmp_path, trials)
     storage.write_text(storage.read_text().replace("0.123456789", "NaN"))  # what the API refuses, a file can hold
     before = storage.read_bytes()

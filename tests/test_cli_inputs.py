@@ -124,3 +124,43 @@ def test_a_partition_file_of_another_draw_or_dataset_is_refused_by_its_manifest(
     assert "not the ones its manifest" in manifest_problems(path, indices, "mnist", spec)[0]
     path.with_suffix(".json").unlink()
     assert manifest_problems(path, indices, "mnist", spec) == []  # a bare index file: nothing to hold it to
+
+
+@pytest.mark.parametrize("args, said", [
+    (["paper-comparison", "--dataset", "mnist", "--summary", "s", "--optimum", "o", "--paper-values", "p",
+      "--t-sum", "nan", "--out", "{tmp}/c.csv"], "argument --t-sum: a time budget above 0"),
+    (["paper-comparison", "--dataset", "mnist", "--summary", "s", "--optimum", "o", "--paper-values", "p",
+      "--t-sum", "-5", "--out", "{tmp}/c.csv"], "argument --t-sum: a time budget above 0"),
+    (["paper-comparison", "--dataset", "cifar", "--summary", "s", "--optimum", "o", "--paper-values", "p",
+      "--t-sum", "100", "--out", "{tmp}/c.csv"], "argument --dataset: one of fashion_mnist, mnist, got 'cifar'"),
+    (["verdicts", "--dataset", "mnist", "--summary", "s", "--members", "[]", "--t-sum", "1e308", "--out",
+      "{tmp}/v.csv"], "argument --t-sum: a time budget above 0 and at most"),
+    (["verdicts", "--dataset", "mnist", "--summary", "s", "--members", "[]", "--t-sum", "1e30", "--out",
+      "{tmp}/v.csv"], "argument --t-sum: a time budget above 0 and at most"),
+])
+def test_values_no_command_can_mean_are_refused_by_argparse(tmp_path, capsys, args, said):
+    """A time budget that is not a finite positive number, or a dataset the registry does not hold, is
+    argparse's refusal (was: accepted, and the command went on with it)."""
+    with pytest.raises(SystemExit) as stop:
+        main([a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert stop.value.code == 2 and said in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
+def test_lay_out_into_an_empty_folder_name_is_refused(tmp_path, monkeypatch, capsys):
+    """`--results-dir ''` named the current folder: the bundle was laid out into it."""
+    monkeypatch.chdir(tmp_path)
+    rc = main(["lay-out", str(REPO / "reference/default-2seeds"), "--results-dir", "", "--data-dir", "d"])
+    assert rc == 2 and "--results-dir: a folder's path is needed" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("text", ['{"cells": 5, "nbformat": 4, "nbformat_minor": 5, "metadata": {}}',
+                                  '{"nbformat": 4}', "[1, 2]", "not json"])
+def test_render_page_refuses_a_notebook_nbformat_cannot_read_in_one_line(tmp_path, capsys, text):
+    """Was: a traceback (jsonschema's ValidationError, a TypeError inside nbformat)."""
+    (tmp_path / "nb.ipynb").write_text(text)
+    rc = main(["render-page", str(tmp_path / "nb.ipynb"), "--out", str(tmp_path / "p.html"), "--index",
+               str(tmp_path / "i.html")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "not a notebook nbformat reads" in err
+    assert not (tmp_path / "p.html").exists()

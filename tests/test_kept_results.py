@@ -331,13 +331,16 @@ def test_findings_from_a_hostile_bundle_are_one_line(tmp_path, edit, about, said
 
 
 def test_findings_print_a_hostile_bundles_text_as_text(tmp_path):
-    """`<script>` and a javascript: link in a verdict's claim and finding reach docs/findings.md as text."""
+    """`<script>`, a javascript: link and a spreadsheet formula in a verdict's claim and finding reach
+    docs/findings.md as text."""
     from bladefl.report.findings_doc import findings_markdown
 
     table = pd.read_csv(__import__("conftest").REPO / "reference/default-2seeds/results/verdicts/mnist.csv")
     hit = table.role.isin(["claim"]) & (table.verdict == "reproduced")
     table.loc[hit, "claim"] = "<script>alert(1)</script> [click](javascript:alert(1))"
     table.loc[hit, "finding"] = "<img src=x onerror=alert(1)>"
+    table.loc[hit & (table.index == table.index[hit][0]), "claim"] = '=HYPERLINK("http://x","y")'
     page = findings_markdown([_forged(tmp_path, {"results/verdicts/mnist.csv": table.to_csv(index=False)})])
+    assert "\\=HYPERLINK" in page and not re.search(r"(^|[\s|])=HYPERLINK", page)
     assert "<script>" not in page and "<img" not in page and not re.search(r"(?<!\\)\]\(javascript:", page)
     assert "&lt;script&gt;" in page and "\\[click\\](javascript:alert(1))" in page

@@ -154,14 +154,15 @@ def add_diff(p: argparse.ArgumentParser) -> None:
 def _cmd_diff(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
     from bladefl.report import bundle_diff
+    from bladefl.report.tables import spreadsheet_safe
 
     a, b = Path(args.a), Path(args.b)
     verdict_rows, table_rows = bundle_diff.diff(a, b)
     page = bundle_diff.markdown(a, b, verdict_rows, table_rows)
     if args.csv_dir:
         folder = folder_option(args.csv_dir, "--csv-dir")
-        atomic.write_csv(folder / "verdicts.csv", verdict_rows)
-        atomic.write_csv(folder / "tables.csv", table_rows)
+        atomic.write_csv(folder / "verdicts.csv", spreadsheet_safe(verdict_rows))
+        atomic.write_csv(folder / "tables.csv", spreadsheet_safe(table_rows))
     if args.out:
         atomic.write_text(Path(args.out), page)
         print(f"wrote {args.out}: {int(verdict_rows.changed.sum())} verdicts and {int(table_rows.changed.sum())} "

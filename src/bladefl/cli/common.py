@@ -36,11 +36,37 @@ def key_secret(path: str | None) -> bytes | None:
 def folder_option(path: str | Path, option: str) -> Path:
     """``path`` as a folder to write into, or ValueError naming ``option`` when it (or a folder above
     it) is an existing file: one line, before any work, not a NotADirectoryError midway."""
+    if not str(path).strip():
+        raise ValueError(f"{option}: a folder's path is needed, got {str(path)!r} (it would name the current folder)")
     path = Path(path)
     for part in [path, *path.parents]:
         if part.exists() and not part.is_dir():
             raise ValueError(f"{option} {path}: not a folder ({part} is a file)")
     return path
+
+
+# The largest time budget a command takes (the paper's is 100; the time model's arithmetic is exact far beyond).
+T_SUM_MAX = 1e6
+
+
+def t_sum(text: str) -> float:
+    """``--t-sum``: the time budget, a finite number above 0 and at most :data:`T_SUM_MAX` (argparse's type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number, got {text!r}") from None
+    if not (0 < value <= T_SUM_MAX):  # NaN fails both
+        raise argparse.ArgumentTypeError(f"a time budget above 0 and at most {T_SUM_MAX:g}, got {text!r}")
+    return value
+
+
+def dataset_name(text: str) -> str:
+    """``--dataset``: a name of the dataset registry (argparse's type)."""
+    from bladefl.data.datasets import SPECS
+
+    if text not in SPECS:
+        raise argparse.ArgumentTypeError(f"one of {', '.join(sorted(SPECS))}, got {one_line(text)[:80]!r}")
+    return text
 
 
 def one_line(text: object) -> str:

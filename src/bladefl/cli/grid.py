@@ -9,7 +9,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import MEMBERS_HELP, Command, json_text, one_line
+from bladefl.cli.common import MEMBERS_HELP, Command, dataset_name, json_text, one_line
 
 
 def _partition_indices(path: str, spec, dataset: str):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
@@ -40,7 +40,7 @@ def _writable_folder(path: str | Path, option: str) -> None:
 
 
 def add_fetch(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", required=True, choices=["mnist", "fashion_mnist"])
+    p.add_argument("--dataset", required=True, type=dataset_name)
     p.add_argument("--root", default="data/raw", help="torchvision root (default: data/raw)")
     p.add_argument("--sources", nargs="+", default=["existing", "torchvision", "registry"],
                    help="sources in the order to try them")
@@ -58,7 +58,7 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def add_partition(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", required=True, choices=["mnist", "fashion_mnist"])
+    p.add_argument("--dataset", required=True, type=dataset_name)
     p.add_argument("--key", required=True, help="partition key, e.g. shards2_N20_n512_seed0")
     p.add_argument("--root", default="data/raw")
     p.add_argument("--out", default="data/partitions")

@@ -10,18 +10,18 @@ import os
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import Command, json_text, one_line
+from bladefl.cli.common import Command, dataset_name, json_text, one_line, t_sum
 
 
 def add_sensitivity(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", required=True)
+    p.add_argument("--dataset", required=True, type=dataset_name)
     p.add_argument("--readings", nargs="+", required=True)
     p.add_argument("--axes", nargs="+", required=True, help="each reading's axis (partition, iteration, ...)")
     p.add_argument("--summaries", nargs="+", required=True, help="each reading's tidy run table")
     p.add_argument("--optima", nargs="+", required=True, help="each reading's optimum table")
     p.add_argument("--verdicts", nargs="+", required=True, help="each reading's verdicts")
     p.add_argument("--paper-values", required=True, help="config/paper_values.yaml")
-    p.add_argument("--t-sum", type=float, required=True)
+    p.add_argument("--t-sum", type=t_sum, required=True)
     p.add_argument("--sweeps", nargs="+", default=["alpha", "beta"], help="sweeps whose curves the page draws")
     p.add_argument("--out-dir", required=True)
 
@@ -127,10 +127,10 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
 
 
 def add_verdicts(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", required=True)
+    p.add_argument("--dataset", required=True, type=dataset_name)
     p.add_argument("--summary", required=True, help="results/summary/<dataset>.csv")
     p.add_argument("--members", required=True, help="the grid's sweep members (JSON, or @file holding it)")
-    p.add_argument("--t-sum", type=float, required=True)
+    p.add_argument("--t-sum", type=t_sum, required=True)
     p.add_argument("--engine", help="the runs' engine file (config/engines/<name>.yaml): its model's parameter count "
                    "sizes the lazy noise (default: the paper engine's model)")
     p.add_argument("--bound-sweep", default="fig3", help="the sweep whose cells the bound is drawn for")
@@ -183,11 +183,11 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
 
 
 def add_paper_comparison(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", required=True)
+    p.add_argument("--dataset", required=True, type=dataset_name)
     p.add_argument("--summary", required=True)
     p.add_argument("--optimum", required=True)
     p.add_argument("--paper-values", required=True)
-    p.add_argument("--t-sum", type=float, required=True)
+    p.add_argument("--t-sum", type=t_sum, required=True)
     p.add_argument("--out", required=True)
 
 

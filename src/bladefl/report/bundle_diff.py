@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bladefl.report.findings_doc import _md, check_verdicts
 from bladefl.report.inputs import read_csv
 
 VERDICT_KEYS = ("dataset", "statement", "claim")  # a statement holds one or more claims
@@ -32,8 +33,8 @@ def _datasets(results: Path) -> list[str]:
 def verdicts(bundle: Path) -> pd.DataFrame:
     """Every (dataset, statement, claim)'s verdict in ``bundle``."""
     results = _results(bundle)
-    frames = [read_csv(results / "verdicts" / f"{d}.csv", ["statement", "claim", "verdict"]).assign(dataset=d)
-              for d in _datasets(results)]
+    frames = [check_verdicts(read_csv(path, ["statement", "claim", "verdict"]).assign(dataset=d), path)
+              for d in _datasets(results) for path in [results / "verdicts" / f"{d}.csv"]]
     if not frames:
         raise ValueError(f"{bundle}: its verdicts/ folder holds no verdict table")
     return pd.concat(frames, ignore_index=True)[[*VERDICT_KEYS, "verdict"]]
@@ -85,7 +86,7 @@ def diff(a: Path, b: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _cell(value: object) -> str:
     if isinstance(value, float):
         return "" if math.isnan(value) else f"{value:.4g}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return _md(value).replace("|", "\\|")  # others' text: no tag, no link, no formula, one line
 
 
 def _markdown(frame: pd.DataFrame) -> str:

@@ -24,23 +24,23 @@ HEADER = ("# What the kept grids find\n\n"
 
 
 MAX_ROWS = 5000  # a verdict table holds a few hundred rows per dataset
-DATASETS = ("mnist", "fashion_mnist")
 
 
 def _md(text: object) -> str:
     """Plain text for a Markdown line, whatever it holds: HTML escaped (no tag, no script), brackets and
     parentheses escaped (no link, no javascript: target), asterisks (K*) and underscores kept literal,
-    one line."""
+    a leading ``=``, ``+`` or ``@`` escaped (no spreadsheet formula), one line."""
     plain = html.escape(" ".join(str(text).split()), quote=False)
     for c in "\\*_[]`":
         plain = plain.replace(c, "\\" + c)
-    return plain
+    return "\\" + plain if plain.startswith(("=", "+", "@")) else plain  # no formula when pasted into a sheet
 
 
 def check_verdicts(table: pd.DataFrame, path: object) -> pd.DataFrame:
     """A kept bundle's verdict table held to what the workflow writes before a word of it is printed:
     at most :data:`MAX_ROWS` rows, every verdict a verdict of the vocabulary, every dataset one of the
     workflow's, the texts strings; ValueError naming the file and the first problem."""
+    from bladefl.data.datasets import SPECS
     from bladefl.experiments.verdicts.vocabulary import VERDICTS
 
     if len(table) > MAX_ROWS:
@@ -48,8 +48,8 @@ def check_verdicts(table: pd.DataFrame, path: object) -> pd.DataFrame:
     wrong = table[~table.verdict.isin(VERDICTS)]
     if len(wrong):
         raise ValueError(f"{path}: verdict {str(wrong.verdict.iloc[0])[:40]!r} is not one of {list(VERDICTS)}")
-    if not table.dataset.isin(DATASETS).all():
-        raise ValueError(f"{path}: a dataset other than {list(DATASETS)}")
+    if not table.dataset.isin(list(SPECS)).all():
+        raise ValueError(f"{path}: a dataset other than the registry's {sorted(SPECS)}")
     return table
 
 

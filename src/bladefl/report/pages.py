@@ -8,6 +8,7 @@ import html
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -63,7 +64,6 @@ def page_title(page: str | Path) -> str:
 def render_html(notebook: str | Path, out: str | Path, index: str | Path) -> Path:
     """An executed notebook as a page: markdown and outputs only (inputs and prompts hidden),
     images embedded as data URIs, and links to the front page and to the notebook itself."""
-    import nbformat
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
@@ -75,9 +75,26 @@ def render_html(notebook: str | Path, out: str | Path, index: str | Path) -> Pat
     resources = {"metadata": {"name": title},
                  "bladefl": {"title": title, "index": os.path.relpath(index, out.parent),
                              "source": os.path.relpath(notebook, out.parent)}}
-    body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4), resources=resources)
+    body, _ = exporter.from_notebook_node(read_notebook(notebook), resources=resources)
     atomic.write_text(out, body)
     return out
+
+
+def read_notebook(path: str | Path, limit: int = 256 << 20) -> Any:
+    """An executed notebook read as hostile: a regular file of at most ``limit`` bytes that nbformat
+    reads and validates as a version-4 notebook; ValueError naming the file and the first problem."""
+    import nbformat
+
+    from bladefl.core.bounded_read import read_regular
+
+    try:
+        node = nbformat.reads(read_regular(path, limit, "notebook").decode("utf-8"), as_version=4)
+        nbformat.validate(node)
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, AttributeError, KeyError,
+            nbformat.ValidationError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{path}: not a notebook nbformat reads ({first[:300]})") from None
+    return node
 
 
 VERDICT_COLUMNS = ("dataset", "claim", "source", "basis", "verdict", "evidence")

@@ -19,6 +19,23 @@ def escape(text: object) -> str:
     return out
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table others' text reaches, for a CSV people open in a spreadsheet: a text cell that a
+    spreadsheet would read as a formula (``=HYPERLINK(...)``, ``+1``, ``@x``) gets a leading
+    apostrophe, as spreadsheets themselves mark text; numbers and other text unchanged."""
+    def safe(v: object) -> object:
+        return "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v
+
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
+            out[column] = out[column].map(safe)
+    return out
+
+
 ZERO = 1e-12  # a float this close to 0 is printed as 0 (round-off, e.g. a gap of 6.7e-19, is not a number to read)
 
 
