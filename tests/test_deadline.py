@@ -77,3 +77,34 @@ def test_sigusr1_stops_the_command_at_once_the_same_way(tmp_path):
     _, err = proc.communicate(timeout=120)  # an hour's deadline: only the stop asked can end it here
     assert proc.returncode == 124, err
     assert "a stop asked (SIGUSR1)" in err and "ignored SIGINT and SIGTERM: killed" in err, err
+
+
+# A job that detaches itself: a session of its own and its parent gone (so init, or here deadline.py,
+# adopts it), ignoring SIGINT and SIGTERM; its pid written once it runs.
+DETACHED = "setsid sh -c 'trap \"\" INT TERM; sleep 600 & echo $! > {pidfile}' ; {after}"
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_job_that_detaches_itself_is_stopped_by_the_deadline(tmp_path):
+    """Was: a `setsid` job whose parent had exited survived the deadline (no session or parent linked it)."""
+    pidfile = tmp_path / "pid"
+    proc = _start(1, ["bash", "-c", DETACHED.format(pidfile=pidfile, after="sleep 600")])
+    _, err = proc.communicate(timeout=120)
+    pid = int(pidfile.read_text())
+    assert proc.returncode == 124 and _gone(pid), err
+
+
+def test_a_detached_job_left_when_the_command_ends_in_time_is_stopped(tmp_path):
+    pidfile = tmp_path / "pid"
+    proc = _start(600, ["bash", "-c", DETACHED.format(pidfile=pidfile, after="while [ ! -s " + str(pidfile)
+                                                       + " ]; do sleep 0.05; done; exit 4")])
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 4 and _gone(int(pidfile.read_text())), err
+    assert "1 processes it detached still ran: stopped" in err

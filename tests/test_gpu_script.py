@@ -145,6 +145,27 @@ def test_a_checkout_changed_since_the_carry_was_prepared_is_refused_before_any_w
     assert about["code_version"] == "unknown" and (work / "gpu_carry/CODE_VERSION").exists()
 
 
+def test_a_file_added_at_the_root_or_a_link_anywhere_is_refused_as_added_code(tmp_path):
+    """The check walks the whole tree the call runs: a `glob.py` beside the Snakefile (it would shadow
+    Python's own module) and a link (to code elsewhere) are refused (were: not looked at, and run)."""
+    work = tmp_path / "work"
+    (work / "scripts/gpu").mkdir(parents=True)
+    for script in ("run.sh", "source_digest.py"):
+        shutil.copy(REPO / "scripts/gpu" / script, work / "scripts/gpu" / script)
+    (work / "Snakefile").write_text("rule all:\n    input: []\n")
+    (work / "gpu_carry").mkdir()
+    (work / "gpu_carry/CODE_VERSION").write_text("abc1234\n")
+    write_source_digest(work)
+    (work / "glob.py").write_text("raise SystemExit('ran')\n")
+    (work / "scripts/elsewhere.py").symlink_to(tmp_path / "outside.py")
+    (work / "scripts/lib").symlink_to(tmp_path, target_is_directory=True)
+    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "OUT": str(tmp_path / "out")})
+    assert proc.returncode == 2 and "glob.py (added)" in proc.stderr, proc.stderr
+    assert "scripts/elsewhere.py (a link)" in proc.stderr and "scripts/lib (a link)" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_code_found_by_walking_the_folders_is_the_code_git_lists():
     """run.sh looks for added code by walking the folders (no git there), leaving out what .gitignore
     ignores there: on this checkout (caches and all) the walk finds exactly the files git lists."""
@@ -153,11 +174,11 @@ def test_the_code_found_by_walking_the_folders_is_the_code_git_lists():
     here = os.getcwd()
     try:
         os.chdir(REPO)
-        walked, recorded = digest["walked"](), [line.split("  ", 1)[1] for line in digest["record"](listed)]
+        (walked, links), recorded = digest["walked"](), [line.split("  ", 1)[1] for line in digest["record"](listed)]
     finally:
         os.chdir(here)
-    assert len(recorded) > 100 and "src/bladefl/fl/engine.py" in recorded
-    assert walked == recorded
+    assert len(recorded) > 100 and "src/bladefl/fl/engine.py" in recorded and "Makefile" in recorded
+    assert walked == recorded and links == []
 
 
 def test_the_workflow_parses_on_the_gpu_machine_whatever_the_config(guard, tmp_path):
