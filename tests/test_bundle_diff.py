@@ -66,8 +66,8 @@ def test_others_text_reaches_the_page_and_the_csv_as_text(tmp_path):
     table = pd.read_csv(path)
     table.loc[0, "claim"] = '=HYPERLINK("http://x","y") <script>alert(1)</script> [c](javascript:alert(1))'
     table.to_csv(path, index=False)
-    out = subprocess.run([sys.executable, "-m", "bladefl", "diff", str(A), str(bundle), "--csv-dir", str(tmp_path / "d")],
-                         capture_output=True, text=True, check=False, cwd=REPO)
+    out = subprocess.run([sys.executable, "-m", "bladefl", "diff", str(A), str(bundle), "--csv-dir",
+                          str(tmp_path / "d")], capture_output=True, text=True, check=False, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert "<script>" not in out.stdout and not re.search(r"(?<!\\)\]\(javascript:", out.stdout)
     assert "\\=HYPERLINK" in out.stdout
