@@ -51,7 +51,8 @@ def walked(skip: str = "") -> tuple[list[str], list[str]]:
         rel = root[2:] if root.startswith("./") else ""
         where = [f"{rel}/{d}" if rel else d for d in dirs]
         links += [p for p in where if os.path.islink(p) and is_code(p)]
-        dirs[:] = sorted(d for d, p in zip(dirs, where, strict=True) if is_code(p) and p != skip and not os.path.islink(p))
+        kept = [d for d, p in zip(dirs, where, strict=True) if is_code(p) and p != skip and not os.path.islink(p)]
+        dirs[:] = sorted(kept)
         for f in files:
             path = f"{rel}/{f}" if rel else f
             if is_code(path):
