@@ -250,3 +250,22 @@ def test_every_value_a_make_recipe_reads_is_data(tmp_path, target, variable):
 def test_the_values_read_are_found():
     found = values_read()
     assert {("keep", "NAME"), ("import-runs", "ARCHIVE"), ("reference-report", "REF"), ("run", "CORES")} <= set(found)
+
+
+def test_the_rehearsal_removes_only_folders_it_marked_as_its_own(tmp_path):
+    """REPLICA naming any folder holding a pyvenv.cfg, REHEARSAL any folder holding a checkout/: both were
+    deleted; now refused in the guard's words, their files intact (bladefl.core.owned)."""
+    where, replica = tmp_path / "where", tmp_path / "replica"
+    (where / "checkout").mkdir(parents=True)
+    (where / "checkout/mine.txt").write_text("x")
+    replica.mkdir()
+    (replica / "pyvenv.cfg").write_text("home = /usr\n")
+    env = {**venv_env(), "REHEARSAL": str(where), "REPLICA": str(replica), "PYTHON": sys.executable}
+    proc = subprocess.run(["bash", str(REPO / "scripts/gpu/rehearse.sh")], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 1 and f"{where}: not a folder this script made" in proc.stderr, proc.stderr
+    (tmp_path / "empty").mkdir()
+    proc = subprocess.run(["bash", str(REPO / "scripts/gpu/rehearse.sh")],
+                          env={**env, "REHEARSAL": str(tmp_path / "empty")}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and f"{replica}: not a folder this script made" in proc.stderr, proc.stderr
+    assert (where / "checkout/mine.txt").read_text() == "x" and (replica / "pyvenv.cfg").exists()
