@@ -266,6 +266,7 @@ def test_the_rehearsal_removes_only_folders_it_marked_as_its_own(tmp_path):
     assert proc.returncode == 1 and f"{where}: not a folder this script made" in proc.stderr, proc.stderr
     (tmp_path / "empty").mkdir()
     proc = subprocess.run(["bash", str(REPO / "scripts/gpu/rehearse.sh")],
-                          env={**env, "REHEARSAL": str(tmp_path / "empty")}, capture_output=True, text=True, timeout=300)
+                          env={**env, "REHEARSAL": str(tmp_path / "empty")}, capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 1 and f"{replica}: not a folder this script made" in proc.stderr, proc.stderr
     assert (where / "checkout/mine.txt").read_text() == "x" and (replica / "pyvenv.cfg").exists()
