@@ -69,7 +69,7 @@ run: install
 
 lint: install
 	snakemake --lint
-	snakefmt --check Snakefile workflow
+	snakefmt --check workflow
 	ruff check src tests notebooks
 	mypy
 

@@ -83,7 +83,7 @@ def copy_workflow(dest: Path, extra: tuple[str, ...] = ()) -> Path:
     import shutil
 
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for item in ("Snakefile", "workflow", "config", "envs", "notebooks", "profiles", ".test", *extra):
+    for item in ("workflow", "config", "envs", "notebooks", "profiles", ".test", *extra):
         src = REPO / item
         if src.is_dir():
             shutil.copytree(src, dest / item, ignore=ignore)

@@ -105,8 +105,7 @@ DELETES = re.compile(r"rmtree\(|\.unlink\(|os\.(remove|unlink|rmdir)\(|\.rmdir\(
 
 def deleting_lines() -> dict[str, list[str]]:
     files = [*REPO.glob("src/**/*.py"), *REPO.glob("scripts/**/*.sh"), *REPO.glob("scripts/**/*.py"),
-             *REPO.glob("Makefile"), *REPO.glob("workflow/**/*.smk"), *REPO.glob("Snakefile"),
-             *REPO.glob("workflow/Snakefile")]
+             *REPO.glob("Makefile"), *REPO.glob("workflow/**/*.smk"), *REPO.glob("workflow/Snakefile")]
     found: dict[str, list[str]] = {}
     for path in files:
         rel = path.relative_to(REPO).as_posix()

@@ -503,7 +503,7 @@ def test_the_smoke_runs_as_a_snakemake_module_from_another_folder(tmp_path, data
     Once: "engine must be one of []", then missing config/paper_*.yaml and notebooks/."""
     (tmp_path / "Snakefile").write_text(
         f'configfile: "{REPO}/config/config.yaml"\n\n\nmodule bladefl:\n    snakefile:\n'
-        f'        "{REPO}/Snakefile"\n'
+        f'        "{REPO}/workflow/Snakefile"\n'
         "    config:\n        config\n\n\nuse rule * from bladefl\n")
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)

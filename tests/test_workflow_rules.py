@@ -104,3 +104,15 @@ def test_the_rule_graph_in_the_docs_draws_every_rule_of_the_default_workflow():
     rules = set(re.findall(r'label = "(\w+)"', graph))
     drawn = set(re.findall(r"<text[^>]*>(\w+)</text>", (root / "docs/images/rulegraph.svg").read_text()))
     assert rules and rules == drawn, (rules ^ drawn)
+
+
+def test_the_workflow_has_the_catalogs_layout():
+    """The Snakemake catalog reads `workflow/Snakefile` whenever a `workflow/` folder exists (and skips a
+    repository without one); `snakemake` at the root finds it there as well, so there is no root Snakefile
+    (a root one that includes it would be read first, and its default target would be the wrong one)."""
+    root = RULES.parents[1]
+    text = (root / "workflow/Snakefile").read_text()
+    assert not (root / "Snakefile").exists() and not (root / "snakefile").exists()
+    included = re.findall(r'^include: "([^"]+)"', text, re.M)
+    assert sorted(included) == sorted(f"rules/{p.name}" for p in RULES.glob("*.smk"))
+    assert "default_target: True" in text and 'configfile: "config/config.yaml"' in text
