@@ -22,14 +22,27 @@ FILES = (
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """A dataset: its config name, torchvision class/folder name and pinned SHA-256 values."""
+    """A dataset, the single source of what the project knows of it: its config name, its title on the
+    pages, torchvision's class/folder name, its files' pinned SHA-256 values, the image shape and
+    channels (the model's input size), the split sizes and the pixel statistics. Every list of dataset
+    names (the CLI's, the schemas', the statements', the pages') is derived from :data:`SPECS`."""
 
     name: str
+    title: str
     torchvision_name: str
     sha256: dict[str, str]
     mean: float  # pixel mean and std of the training set in [0, 1] units (for normalisation)
     std: float
     num_classes: int = 10
+    image_shape: tuple[int, int] = (28, 28)
+    channels: int = 1
+    train_size: int = 60_000
+    test_size: int = 10_000
+
+    @property
+    def pixels(self) -> int:
+        """The model's input size: every value of one image, flattened."""
+        return self.image_shape[0] * self.image_shape[1] * self.channels
 
     def raw_dir(self, root: str | Path) -> Path:
         """torchvision's layout: ``<root>/<ClassName>/raw``."""
@@ -38,6 +51,7 @@ class DatasetSpec:
 
 MNIST = DatasetSpec(
     name="mnist",
+    title="MNIST",
     torchvision_name="MNIST",
     mean=0.1307,
     std=0.3081,
@@ -51,6 +65,7 @@ MNIST = DatasetSpec(
 
 FASHION_MNIST = DatasetSpec(
     name="fashion_mnist",
+    title="Fashion-MNIST",
     torchvision_name="FashionMNIST",
     mean=0.2860,
     std=0.3530,
@@ -63,8 +78,18 @@ FASHION_MNIST = DatasetSpec(
 )
 
 SPECS: dict[str, DatasetSpec] = {s.name: s for s in (MNIST, FASHION_MNIST)}
-TRAIN_SIZE = 60_000
-TEST_SIZE = 10_000
+NAMES: tuple[str, ...] = tuple(SPECS)  # the registry's order: MNIST first, as the pages show them
+TITLES: dict[str, str] = {s.name: s.title for s in SPECS.values()}
+# The split sizes and input size the partition checks and the model assume: every dataset's (a test holds
+# each spec to them; a dataset of other sizes needs them per dataset).
+def registry_order(name: str) -> tuple[int, str]:
+    """A sort key: the registry's datasets in its order (MNIST first), any other name after them."""
+    return (NAMES.index(name) if name in NAMES else len(NAMES), name)
+
+
+TRAIN_SIZE = MNIST.train_size
+TEST_SIZE = MNIST.test_size
+PIXELS = MNIST.pixels
 
 
 def get_spec(name: str) -> DatasetSpec:

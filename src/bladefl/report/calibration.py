@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from bladefl.data.datasets import NAMES
 from bladefl.report.paper import table_span
 from bladefl.report.tables import plus_minus
 
@@ -30,7 +31,7 @@ OUTCOME_SCHEMA = {
     "required": ["dataset", "targets", "tables", "rows", "search", "second_pass", "per_table", "floor", "calibrated",
                  "reached", "conclusion"],
     "properties": {
-        "dataset": {"type": "string", "enum": ["mnist", "fashion_mnist"]},
+        "dataset": {"type": "string", "enum": list(NAMES)},
         "targets": _PAIR,
         "floor": {"type": "object", "required": ["K_star", "accuracy"],
                   "properties": {"K_star": _NUMBER, "accuracy": _NUMBER,

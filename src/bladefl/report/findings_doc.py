@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bladefl.data.datasets import SPECS, registry_order
 from bladefl.report.findings import BASES, LABELS
 from bladefl.report.front_page import _names, _replication, accuracy_line, counted, dataset_title
 from bladefl.report.inputs import read_csv
@@ -40,7 +41,6 @@ def check_verdicts(table: pd.DataFrame, path: object) -> pd.DataFrame:
     """A kept bundle's verdict table held to what the workflow writes before a word of it is printed:
     at most :data:`MAX_ROWS` rows, every verdict a verdict of the vocabulary, every dataset one of the
     workflow's, the texts strings; ValueError naming the file and the first problem."""
-    from bladefl.data.datasets import SPECS
     from bladefl.experiments.verdicts.vocabulary import VERDICTS
 
     if len(table) > MAX_ROWS:
@@ -95,7 +95,7 @@ def bundle_section(bundle: Path) -> str:
     if not (isinstance(about.get("runs", 0), int) and not isinstance(about.get("runs", 0), bool)):
         raise ValueError(f"{bundle}: the manifest's about.runs is not a whole number")
     results = bundle / "results"
-    first = sorted((results / "verdicts").glob("*.csv"), key=lambda p: (p.stem != "mnist", p.stem))  # MNIST first
+    first = sorted((results / "verdicts").glob("*.csv"), key=lambda p: registry_order(p.stem))
     table = pd.concat([check_verdicts(read_csv(p, VERDICT_COLUMNS), p) for p in first], ignore_index=True)
     comparisons = {p.name.removesuffix("_paper_comparison.csv"): read_csv(p) for p in
                    sorted((results / "tables").glob("*_paper_comparison.csv"))}

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from bladefl.data.datasets import TITLES
 from bladefl.report.paper import accuracy_gap, paper_beside
 from bladefl.report.verdict_rows import role
 
-DATASET_TITLES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
+DATASET_TITLES = TITLES
 COLOURS = {"reproduced": "#d9f2d9", "refuted": "#f8d7d7", "inconclusive": "#fff3c4", "too few runs": "#e8e8e8",
            "not applicable": "#dde8f5", "vacuous": "#e8e8e8", "paper error": "#eedcf5", "single seed": "#e8e8e8"}
 BASIS_TITLES = {"experiment": "On the experiment: paired tests over the independent units, FDR-controlled",

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from bladefl.core import atomic
+from bladefl.data.datasets import TITLES
 from bladefl.experiments.runs import provenance as provenance_module
 from bladefl.report.distance import distance_section
 from bladefl.report.findings import findings
@@ -30,7 +31,7 @@ NOTEBOOK_TITLES = {
     "06_sensitivity": "sensitivity: readings of the paper's unstated settings",
     "07_calibration": "calibration: the unstated settings searched jointly",
 }
-DATASET_TITLES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
+DATASET_TITLES = TITLES
 
 # The lab template without its network scripts (require.js, MathJax, mermaid, widgets: the pages
 # use none), with a navigation line under the body's opening tag.

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from bladefl.data.datasets import registry_order
 from bladefl.report.findings_doc import _md, check_verdicts, checked_about
 from bladefl.report.inputs import read_csv
 
@@ -84,7 +85,7 @@ def _results_lines(name: str, verdicts: pd.DataFrame, comparison: pd.DataFrame) 
 
     rows = _counted(verdicts)
     lines = []
-    for dataset in sorted(rows.dataset.unique(), key=lambda d: (d != "mnist", d)):
+    for dataset in sorted(rows.dataset.unique(), key=registry_order):
         part = rows[rows.dataset == dataset]
         counts = part.verdict.value_counts()
         said = ", ".join(f"{int(n)} {v}" for v, n in counts.items())
@@ -119,7 +120,7 @@ def summary_markdown(bundles: Sequence[str | Path]) -> str:
     from bladefl.fl.run_config import from_dict
 
     parameters = from_dict(paper).model.parameters
-    datasets = sorted(rows.dataset.unique(), key=lambda d: (d != "mnist", d))
+    datasets = sorted(rows.dataset.unique(), key=registry_order)
     per = ", ".join(f"{int((rows.dataset == d).sum())} on {dataset_title(d)}" for d in datasets)
     lines = [HEADER, "## Scope\n",
              f"The paper: {PAPER}. Every statement of its text, theorems, corollaries, tables and figures is judged "

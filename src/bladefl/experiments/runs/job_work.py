@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bladefl.data.datasets import PIXELS
+
 COPIES = 4  # float32 copies of what a job holds at its peak (data, uploads, global model, gradients)
-PIXELS = 784  # MNIST and Fashion-MNIST images
 SCALED_RULES = ("run_cell", "run_group", "reference")
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pandas as pd
 
 from bladefl.core import strict_yaml
+from bladefl.data.datasets import NAMES
 
 JUDGED = ("experiment", "bound", "mathematics", "paper error", "none")
-DATASETS = ("mnist", "fashion_mnist")
+DATASETS = NAMES
 
 
 @dataclass(frozen=True)

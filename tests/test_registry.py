@@ -1,0 +1,35 @@
+"""The dataset registry (bladefl.data.datasets.SPECS) is the single source of a dataset: every list of
+dataset names, the model's input size and the split sizes are derived from it or held to it here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from bladefl.data import datasets, fetch
+from bladefl.experiments.runs import job_work
+from bladefl.experiments.verdicts import statements
+from bladefl.fl import shape
+from bladefl.report import calibration, front_page, pages
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_every_name_list_is_the_registrys():
+    names = list(datasets.SPECS)
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    assert schema["properties"]["datasets"]["items"]["enum"] == names
+    assert list(statements.DATASETS) == names and list(datasets.NAMES) == names
+    assert calibration.OUTCOME_SCHEMA["properties"]["dataset"]["enum"] == names
+    assert pages.DATASET_TITLES == front_page.DATASET_TITLES == {s.name: s.title for s in datasets.SPECS.values()}
+    assert set(fetch.REGISTRY_COPIES) <= set(names)
+
+
+def test_the_sizes_the_engine_assumes_are_every_datasets():
+    """The partition checks' training-set size and the model's input size are one for every dataset
+    of the registry: a dataset of other sizes fails here until they are read per dataset."""
+    for spec in datasets.SPECS.values():
+        assert (spec.train_size, spec.test_size, spec.pixels) == (datasets.TRAIN_SIZE, datasets.TEST_SIZE,
+                                                                  datasets.PIXELS), spec.name
+    assert shape.Shape(h=8).d == job_work.PIXELS == datasets.PIXELS == 28 * 28
