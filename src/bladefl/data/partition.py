@@ -1,7 +1,9 @@
 """Non-IID partitions of a labelled training set into N disjoint clients of exactly n samples.
 
 Each scheme is a pure function ``(labels, N, n, rng, ...) -> int64 array [N, n]`` of indices
-into the training set; all randomness comes from the ``numpy.random.Generator`` passed in.
+into the training set, registered with its parameter in :data:`SCHEME_REGISTRY` (whence the keys,
+their parsing and the calibration's partition axis); all randomness comes from the
+``numpy.random.Generator`` passed in.
 
 - ``shards``:    sort by label, cut into shards of n/s samples, give each client s random shards
                  (McMahan et al. 2017; the paper's non-IID setting, s = 2).
@@ -15,15 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
-SCHEMES = ("shards", "classes", "dirichlet", "iid")
 MAX_DIRICHLET = 1e6  # Dirichlet(1e308) gives NaN proportions without a word
-_KEY = re.compile(r"(?P<scheme>shards|classes|dirichlet|iid)(?P<param>[0-9.e+-]*)"
-                  r"_N(?P<N>\d+)_n(?P<n>\d+)_seed(?P<seed>\d+)")
+_KEY = re.compile(r"(?P<detail>[a-z]+[0-9.e+-]*)_N(?P<N>\d+)_n(?P<n>\d+)_seed(?P<seed>\d+)")
+_DETAIL = re.compile(r"(?P<scheme>[a-z]+)(?P<param>[0-9][0-9.e+-]*)?")
 
 
 @dataclass(frozen=True)
@@ -46,29 +49,42 @@ class PartitionSpec:
     @property
     def key(self) -> str:
         """A file-name-safe key that identifies the partition, e.g. ``shards2_N20_n512_seed0``."""
-        detail = {
-            "shards": f"shards{self.shards_per_client}",
-            "classes": f"classes{self.classes_per_client}",
-            "dirichlet": f"dirichlet{self.dirichlet_alpha:g}",
-            "iid": "iid",
-        }[self.scheme]
-        return f"{detail}_N{self.N}_n{self.n}_seed{self.seed}"
+        return f"{scheme_detail(self)}_N{self.N}_n{self.n}_seed{self.seed}"
 
     @classmethod
     def from_key(cls, key: str) -> PartitionSpec:
         """Inverse of :attr:`key`."""
         m = _KEY.fullmatch(key)
-        if m is None:
+        fields = parse_detail(m["detail"]) if m else None
+        if m is None or fields is None:
             raise ValueError(f"not a partition key: {key!r} (expected e.g. 'shards2_N20_n512_seed0')")
-        scheme, param = m["scheme"], m["param"]
-        extra: dict = {}
-        if scheme == "shards":
-            extra["shards_per_client"] = int(param)
-        elif scheme == "classes":
-            extra["classes_per_client"] = int(param)
-        elif scheme == "dirichlet":
-            extra["dirichlet_alpha"] = float(param)
-        return cls(scheme=scheme, N=int(m["N"]), n=int(m["n"]), seed=int(m["seed"]), **extra)
+        return cls(N=int(m["N"]), n=int(m["n"]), seed=int(m["seed"]), **fields)
+
+
+def scheme_detail(spec: PartitionSpec) -> str:
+    """The scheme and its parameter as a key names them: ``shards2``, ``dirichlet0.3``, ``iid``."""
+    scheme = SCHEME_REGISTRY[spec.scheme]
+    if scheme.parameter is None:
+        return scheme.name
+    value = getattr(spec, scheme.parameter)
+    return f"{scheme.name}{value:g}" if scheme.kind is float else f"{scheme.name}{value}"
+
+
+def parse_detail(detail: str) -> dict[str, Any] | None:
+    """The spec's fields a scheme detail names (``shards2`` -> scheme shards, shards_per_client 2), or
+    None when it names none: an unknown scheme, a parameter missing, given to a scheme without one, or
+    not of the parameter's kind (``shards2.5``)."""
+    m = _DETAIL.fullmatch(detail)
+    scheme = SCHEME_REGISTRY.get(m["scheme"]) if m else None
+    if m is None or scheme is None or (m["param"] is None) != (scheme.parameter is None):
+        return None
+    if scheme.parameter is None:
+        return {"scheme": scheme.name}
+    try:
+        value = scheme.kind(m["param"])
+    except ValueError:
+        return None
+    return {"scheme": scheme.name, scheme.parameter: value}
 
 
 def partition_errors(spec: PartitionSpec | SimpleNamespace, train_size: int | None = None, num_classes: int = 10
@@ -195,13 +211,30 @@ def make_partition(labels: np.ndarray, spec: PartitionSpec) -> np.ndarray:
     if errors:
         raise ValueError("; ".join(errors))
     rng = np.random.default_rng(spec.seed)
-    if spec.scheme == "iid":
-        return iid(labels, spec.N, spec.n, rng)
-    if spec.scheme == "shards":
-        return shards(labels, spec.N, spec.n, rng, spec.shards_per_client)
-    if spec.scheme == "classes":
-        return classes(labels, spec.N, spec.n, rng, spec.classes_per_client)
-    return dirichlet(labels, spec.N, spec.n, rng, spec.dirichlet_alpha)
+    scheme = SCHEME_REGISTRY[spec.scheme]
+    return scheme.draw(labels, spec.N, spec.n, rng, *([getattr(spec, scheme.parameter)] if scheme.parameter else []))
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A partition scheme (Flower's partitioner shape): its name, the one field of
+    :class:`PartitionSpec` it reads (None: none) and that field's kind, and its draw
+    ``(labels, N, n, rng[, parameter]) -> indices [N, n]``. The key grammar, the checks and the
+    calibration's axis are derived from these; a new scheme is one entry and its draw."""
+
+    name: str
+    parameter: str | None
+    kind: type
+    draw: Callable[..., np.ndarray]
+
+
+SCHEME_REGISTRY: dict[str, Scheme] = {s.name: s for s in (
+    Scheme("shards", "shards_per_client", int, shards),
+    Scheme("classes", "classes_per_client", int, classes),
+    Scheme("dirichlet", "dirichlet_alpha", float, dirichlet),
+    Scheme("iid", None, int, iid),
+)}
+SCHEMES = tuple(SCHEME_REGISTRY)
 
 
 def label_histogram(labels: np.ndarray, indices: np.ndarray, num_classes: int = 10) -> np.ndarray:

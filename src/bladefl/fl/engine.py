@@ -21,6 +21,7 @@ a group of one). Where the parts live:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ import numpy as np
 import torch
 
 from bladefl.core.rng import numpy_rng
+from bladefl.data.partition import PartitionSpec
 from bladefl.fl import mlp, trainer
 from bladefl.fl.chain_executor import ChainExecutor, Tamper, chain_job, new_chain_state, worker_pool
 from bladefl.fl.client_data import ClientData, client_data, load_client_data, resolve_device
@@ -52,11 +54,11 @@ __all__ = ["ClientData", "Execution", "GroupResult", "GroupTimes", "KResult", "R
            "run_group", "run_k", "worker_pool"]
 
 # Settings every run of a group shares: they fix the data and the shapes of the stacked step. Runs
-# may train on different draws of the partition (its seed): the group's data holds each draw.
-SHARED = ("dataset", "data_dir", "normalize", "partition.scheme", "partition.N", "partition.n",
-          "partition.shards_per_client", "partition.classes_per_client", "partition.dirichlet_alpha", "model",
-          "train.iteration", "train.batch_size", "train.steps", "device", "measure.client_test_classes",
-          "measure.client_test_per_class")
+# may train on different draws of the partition (its seed): the group's data holds each draw. The
+# partition's part is the partition spec as a whole, seed aside: a field added to it is shared at once.
+PARTITION_SHARED = tuple(f"partition.{f.name}" for f in dataclasses.fields(PartitionSpec) if f.name != "seed")
+SHARED = ("dataset", "data_dir", "normalize", *PARTITION_SHARED, "model", "train.iteration", "train.batch_size",
+          "train.steps", "device", "measure.client_test_classes", "measure.client_test_per_class")
 
 def _setting(cfg: RunConfig, dotted: str) -> object:
     node: object = cfg

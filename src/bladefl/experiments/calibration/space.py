@@ -37,16 +37,24 @@ from bladefl.fl.run_config import LAZY_NOISE
 AXES = ("partition", "samples", "iteration", "batch_size", "scaling", "width", "activation", "lazy_noise",
         "eta_scale", "replicates")
 REPLICATES = ("draws", "seeds")
-_PARTITION = re.compile(r"(?P<scheme>shards|classes|dirichlet)(?P<param>[0-9]+(\.[0-9]+)?)|iid")
 _ITERATION = re.compile(r"epoch|full_batch|steps(?P<s>[1-9][0-9]{0,3})")
 _NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,63}")
+
+
+def _partition_fields(value: str) -> dict[str, Any] | None:
+    """A partition value's fields (the scheme registry's grammar, :func:`bladefl.data.partition.parse_detail`;
+    a parameter in plain decimals: ``shards2``, ``dirichlet0.3``, ``iid``); None otherwise."""
+    from bladefl.data.partition import parse_detail
+
+    if not re.fullmatch(r"[a-z]+([0-9]+(\.[0-9]+)?)?", value):
+        return None
+    return parse_detail(value)
 
 
 def value_error(axis: str, value: Any) -> str | None:
     """Why ``value`` is not a value of ``axis`` (None when it is)."""
     ok = {
-        "partition": lambda v: isinstance(v, str) and _PARTITION.fullmatch(v) is not None
-        and not (v.startswith(("shards", "classes")) and "." in v),
+        "partition": lambda v: isinstance(v, str) and _partition_fields(v) is not None,
         "samples": lambda v: _is_int(v) and 8 <= v <= 3000,
         "iteration": lambda v: isinstance(v, str) and _ITERATION.fullmatch(v) is not None,
         "batch_size": lambda v: _is_int(v) and 1 <= v <= 4096,
@@ -77,13 +85,9 @@ def value_error(axis: str, value: Any) -> str | None:
 def overrides(axis: str, value: Any) -> dict[str, Any]:
     """The run-config fields (dotted) one axis value sets."""
     if axis == "partition":
-        m = _PARTITION.fullmatch(value)
-        assert m is not None
-        if value == "iid":
-            return {"partition.scheme": "iid"}
-        scheme, param = m["scheme"], m["param"]
-        name = {"shards": "shards_per_client", "classes": "classes_per_client", "dirichlet": "dirichlet_alpha"}[scheme]
-        return {"partition.scheme": scheme, f"partition.{name}": float(param) if scheme == "dirichlet" else int(param)}
+        fields = _partition_fields(value)
+        assert fields is not None
+        return {f"partition.{k}": v for k, v in fields.items()}
     if axis == "iteration":
         if value.startswith("steps"):
             return {"train.iteration": "steps", "train.steps": int(value[5:])}
