@@ -26,6 +26,26 @@ def test_every_name_list_is_the_registrys():
     assert set(fetch.REGISTRY_COPIES) <= set(names)
 
 
+def test_the_schemas_partition_schemes_are_the_scheme_registrys():
+    from bladefl.data import partition
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    found = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "scheme" in node and isinstance(node["scheme"], dict) and "enum" in node["scheme"]:
+                found.append(node["scheme"]["enum"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(schema)
+    assert found and all(e == list(partition.SCHEME_REGISTRY) for e in found)
+
+
 def test_the_sizes_the_engine_assumes_are_every_datasets():
     """The partition checks' training-set size and the model's input size are one for every dataset
     of the registry: a dataset of other sizes fails here until they are read per dataset."""
