@@ -108,3 +108,28 @@ def test_every_figure_and_table_the_report_cites_is_the_papers_number_for_it():
         "alpha", "beta", "N", "eta", "lazy_ratio", "sigma2", "epsilon"]
     assert heading("N", [10.0, 15.0], "mnist") == "Fig. 6 (Table IV): N = 10, 15"
     assert heading("epsilon", [10.0, float("inf")], "fashion_mnist") == "Fig. 11: ε = 10, no DP"
+
+
+def test_the_trend_claims_are_data_and_a_new_one_needs_no_python(tmp_path):
+    """The experiment's trend claims come from the statements file's `trends` list: a claim added there
+    is judged (with its reading by accuracy), and a malformed entry is refused naming the field."""
+    import yaml
+
+    from bladefl.experiments.verdicts.experiment_claims import claims
+
+    doc = yaml.safe_load((REPO / "config/paper_statements.yaml").read_text())
+    doc["trends"].append({"claim": "K* rises with beta (a new claim)", "statement": "tab3-beta",
+                          "source": "a test", "sweep": "beta", "parts": ["K rises"], "only": ">= 6"})
+    path = tmp_path / "statements.yaml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True))
+    found = {c.name: c for c in claims(path)}
+    new = found["K* rises with beta (a new claim)"]
+    assert (new.param, new.quantity, new.direction, new.only(6), new.only(5)) == ("beta", "K", "rises", True, False)
+    assert found["K* rises with beta (a new claim) (K* by accuracy)"].reading_of == new.name
+    for field, value, said in (("parts", ["K soars"], "parts must be a list"), ("sweep", "gamma", "sweep must be"),
+                               ("only", "~ 5", "only must be"), ("role", "boss", "role must be"),
+                               ("colour", "red", "unknown field 'colour'")):
+        bad = {**doc, "trends": [*doc["trends"][:-1], {**doc["trends"][-1], field: value}]}
+        path.write_text(yaml.safe_dump(bad, allow_unicode=True))
+        with pytest.raises(ValueError, match=said):
+            claims(path)
