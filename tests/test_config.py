@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from bladefl.fl.run_config import ConfigError, from_dict, load_config
+from bladefl.fl.run_config import RunConfigError, from_dict, load_config
 
 ENGINES = Path(__file__).resolve().parents[1] / "config" / "engines"
 
@@ -49,7 +49,7 @@ def test_overrides():
     ],
 )
 def test_bad_fields_are_named(data, message):
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(RunConfigError) as info:
         from_dict(data)
     assert message in str(info.value)
 
@@ -60,7 +60,7 @@ def test_bad_fields_are_named(data, message):
     ("time.K=[2,2]", "time.K"), ("privacy.epsilon=.nan", "privacy.epsilon"),
 ])
 def test_values_the_paper_needs_finite_or_distinct_are_refused_with_the_field_named(override, field):
-    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+    with pytest.raises(RunConfigError, match=field.replace(".", r"\.")):
         load_config(None, [override])
 
 
@@ -78,7 +78,7 @@ def test_a_key_given_twice_is_refused_naming_it_and_its_lines(tmp_path):
 
     path = tmp_path / "dup.yaml"
     path.write_text("seed: 0\ntrain:\n  eta: 0.01\n  eta: 0.1\n")
-    with pytest.raises(ConfigError, match=r"dup.yaml: key 'eta' given twice \(lines 3 and 4\)"):
+    with pytest.raises(RunConfigError, match=r"dup.yaml: key 'eta' given twice \(lines 3 and 4\)"):
         load_config(path)
     assert config_file_errors([path]) == [f"{path}: key 'eta' given twice (lines 3 and 4)"]
     path.write_text("seed: 3\npartition:\n  seed: 1\n")  # one key in two mappings is no repeat
@@ -99,15 +99,15 @@ def test_a_file_is_read_again_once_it_changes_and_not_before(tmp_path):
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert load_config(path).time.beta == 14
     path.write_text("time: [")
-    with pytest.raises(ConfigError, match="not YAML"):
+    with pytest.raises(RunConfigError, match="not YAML"):
         load_config(path)
     path.unlink()
-    with pytest.raises(ConfigError, match="cannot read it"):
+    with pytest.raises(RunConfigError, match="cannot read it"):
         load_config(path)
 
 
 def test_an_error_names_the_file_as_given(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("bad.yaml").write_text("time: [")
-    with pytest.raises(ConfigError, match=r"^--config bad\.yaml: not YAML"):
+    with pytest.raises(RunConfigError, match=r"^--config bad\.yaml: not YAML"):
         load_config("bad.yaml")

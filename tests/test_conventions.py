@@ -19,7 +19,7 @@ from bladefl.experiments.tables import conventions
 from bladefl.fl import mlp
 from bladefl.fl.client_test import client_test_subsets
 from bladefl.fl.engine import run_k
-from bladefl.fl.run_config import ConfigError, from_dict
+from bladefl.fl.run_config import RunConfigError, from_dict
 from bladefl.fl.stacked import initial_model, model_shape
 
 
@@ -48,9 +48,9 @@ def test_client_test_subsets_go_on_where_the_authors_sampler_fails():
 
 
 def test_the_measure_fields_are_checked_and_left_out_of_a_default_config():
-    with pytest.raises(ConfigError, match="measure.client_test_classes"):
+    with pytest.raises(RunConfigError, match="measure.client_test_classes"):
         from_dict({"measure": {"client_test_classes": -1}})
-    with pytest.raises(ConfigError, match="measure.client_test_per_class"):
+    with pytest.raises(RunConfigError, match="measure.client_test_per_class"):
         from_dict({"measure": {"client_test_per_class": "x"}})
     assert "client_test_classes" not in from_dict({}).to_dict()["measure"]  # a run recorded before trains the same
     assert from_dict({"measure": {"client_test_classes": 0}}).to_dict()["measure"]["client_test_classes"] == 0

@@ -64,12 +64,12 @@ SET_KEYS = ["time.alpha", "time.beta", "time.t_sum", "time.K", "partition.N", "p
 @given(key=st.sampled_from(SET_KEYS), value=NUMBER_TEXT)
 def test_set_values_are_taken_in_range_or_refused_by_name(key, value):
     from bladefl.fl.ranges import BY_RUN_KEY
-    from bladefl.fl.run_config import ConfigError, load_config
+    from bladefl.fl.run_config import RunConfigError, load_config
 
     with no_hang():
         try:
             cfg = load_config(REPO / "config/engines/paper.yaml", [f"{key}={value}"])
-        except ConfigError as exc:
+        except RunConfigError as exc:
             assert key.split(".")[-1] in one_line(exc) or "--set" in str(exc), (key, value, str(exc))
             return
     taken = cfg.to_dict()
@@ -96,7 +96,7 @@ JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**20, 
 @given(path=st.sampled_from(CONFIG_PATHS), value=JSONISH)
 def test_workflow_config_values_are_taken_or_refused_by_name(path, value, monkeypatch):
     from bladefl.experiments.plan.config_checks import check, schema_errors
-    from bladefl.experiments.plan.workflow_config import ConfigError
+    from bladefl.experiments.plan.workflow_config import RunConfigError
 
     monkeypatch.chdir(REPO)
     config = copy.deepcopy(DEFAULT)
@@ -111,7 +111,7 @@ def test_workflow_config_values_are_taken_or_refused_by_name(path, value, monkey
             return
         try:
             check(config)
-        except ConfigError as exc:  # one line per problem, each naming its field: one screen
+        except RunConfigError as exc:  # one line per problem, each naming its field: one screen
             lines = str(exc).splitlines()
             assert lines[0].startswith("invalid config") and len(lines) <= 20, str(exc)
             assert all(":" in line or " must " in line for line in lines), str(exc)

@@ -12,7 +12,7 @@ import yaml
 
 from bladefl.experiments.plan.grid import Cell, cell_errors
 from bladefl.fl.ranges import RANGES
-from bladefl.fl.run_config import ConfigError, from_dict
+from bladefl.fl.run_config import RunConfigError, from_dict
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml"
 
@@ -52,11 +52,11 @@ def run_config(key, value):
 
 @pytest.mark.parametrize("r", RANGES, ids=[r.cell for r in RANGES])
 def test_the_run_config_and_the_grid_refuse_just_outside_and_accept_just_inside(r):
-    with pytest.raises(ConfigError, match=r.run.replace(".", r"\.")):
+    with pytest.raises(RunConfigError, match=r.run.replace(".", r"\.")):
         run_config(r.run, outside(r))
     run_config(r.run, inside(r))
     assert any(r.cell in e for e in cell_errors(Cell(**{r.cell: outside(r)}), 64, 100.0))
     assert cell_errors(Cell(**{r.cell: inside(r)}), 64, 100.0) == []
     if r.finite:
-        with pytest.raises(ConfigError, match=r.run.replace(".", r"\.")):
+        with pytest.raises(RunConfigError, match=r.run.replace(".", r"\.")):
             run_config(r.run, math.inf)

@@ -53,3 +53,25 @@ def test_the_sizes_the_engine_assumes_are_every_datasets():
         assert (spec.train_size, spec.test_size, spec.pixels) == (datasets.TRAIN_SIZE, datasets.TEST_SIZE,
                                                                   datasets.PIXELS), spec.name
     assert shape.Shape(h=8).d == job_work.PIXELS == datasets.PIXELS == 28 * 28
+
+
+def test_every_refusal_of_bad_input_has_one_base_and_no_two_share_a_name():
+    """One error base (bladefl.core.errors.BladeflError), and no two error classes of one name (there
+    were two ConfigError)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import bladefl
+    from bladefl.core.errors import BladeflError
+
+    found: dict[str, list[str]] = {}
+    for info in pkgutil.walk_packages(bladefl.__path__, "bladefl."):
+        if info.name.startswith(("bladefl.cli", "bladefl.__main__")):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if inspect.isclass(obj) and issubclass(obj, ValueError) and obj.__module__ == info.name:
+                found.setdefault(name, []).append(info.name)
+                assert issubclass(obj, BladeflError), f"{info.name}.{name}"
+    assert {n: m for n, m in found.items() if len(m) > 1} == {}

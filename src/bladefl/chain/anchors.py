@@ -21,6 +21,7 @@ from typing import Any
 
 from bladefl.chain.ledger import chain_id
 from bladefl.core.bounded_read import read_regular
+from bladefl.core.errors import BladeflError
 from bladefl.core.run_files import no_key_twice
 
 FORMAT = "bladefl-anchors/1"
@@ -28,7 +29,7 @@ LIMIT = 64 << 20  # bytes: 1,080 runs x 9 K are about 2 MB
 _HEX = re.compile(r"[0-9a-f]{64}")
 
 
-class AnchorError(ValueError):
+class AnchorError(BladeflError):
     """An anchor file that cannot be read as one."""
 
 

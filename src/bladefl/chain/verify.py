@@ -38,13 +38,14 @@ from bladefl.chain.pow import ZERO_HASH
 from bladefl.chain.round import genesis_ledger
 from bladefl.core import run_files
 from bladefl.core.bounded_read import read_regular
+from bladefl.core.errors import BladeflError
 
 # The most bytes a stored model may have (16M float32 parameters; the paper's MLP has 203,530): a
 # larger file, or a sparse one claiming gigabytes, is refused from its size before any byte is read.
 STORE_LIMIT = 64 << 20
 
 
-class StoreError(ValueError):
+class StoreError(BladeflError):
     """A file of the model store that is no model (not a regular file, or too large)."""
 
 

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bladefl.core.errors import BladeflError
+
 
 def current_umask() -> int:
     """The process's umask, read without changing it where the kernel reports it."""
@@ -39,7 +41,7 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-class NotAFileError(ValueError):
+class NotAFileError(BladeflError):
     """An atomic write's target that is neither absent nor a regular file (a device, a FIFO, a socket, a
     folder): replacing it would destroy what is there (as root, ``/dev/full`` became a JSON file)."""
 

@@ -20,10 +20,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bladefl.core.errors import BladeflError
+
 MARK = ".bladefl-owner"
 
 
-class OwnedError(ValueError):
+class OwnedError(BladeflError):
     """A destructive step refused: the message names the folder and why."""
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bladefl.core.bounded_read import read_regular
+from bladefl.core.errors import BladeflError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,7 +45,7 @@ INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 MAX_DIGITS = 19  # no recorded integer (K, tau, blocks, seeds, counts) comes near 10**19
 
 
-class RunFileError(ValueError):
+class RunFileError(BladeflError):
     """A run file that is not what the run writes; the message names the file and the field."""
 
 

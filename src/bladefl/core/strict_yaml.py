@@ -9,8 +9,10 @@ from typing import Any
 
 import yaml
 
+from bladefl.core.errors import BladeflError
 
-class DuplicateKeyError(ValueError):
+
+class DuplicateKeyError(BladeflError):
     """A mapping repeats a key."""
 
 
@@ -40,7 +42,7 @@ _StrictLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?
 MAX_DEPTH = 50  # nesting of collections; no file of this project nests deeper than about 6
 
 
-class OversizeError(ValueError):
+class OversizeError(BladeflError):
     """A document too deep or too large for any config: refused before anything walks it."""
 
 
@@ -129,7 +131,7 @@ def _text(path: str | Path) -> str:
     return read_regular(path, MAX_FILE_BYTES, "YAML file").decode("utf-8")
 
 
-class YamlFileError(ValueError):
+class YamlFileError(BladeflError):
     """A YAML file that cannot be read: one line naming the file and, for bad YAML, the line."""
 
 

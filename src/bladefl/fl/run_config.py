@@ -22,6 +22,7 @@ import yaml
 from bladefl.chain.pow import DIFFICULTY_BITS
 from bladefl.core import strict_yaml
 from bladefl.core.bounded_read import read_regular
+from bladefl.core.errors import BladeflError
 from bladefl.core.values import is_finite as _is_finite
 from bladefl.core.values import is_int as _is_int
 from bladefl.core.values import is_num as _is_num
@@ -31,7 +32,7 @@ from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 from bladefl.fl.shape import Shape
 
 
-class ConfigError(ValueError):
+class RunConfigError(BladeflError):
     """Invalid run configuration; the message names every bad field."""
 
 
@@ -257,12 +258,12 @@ def _coerce(value: Any, default: Any) -> Any:
 def _merge(defaults: dict[str, Any], given: Mapping[str, Any], where: str) -> dict[str, Any]:
     unknown = sorted(set(given) - set(defaults))
     if unknown:
-        raise ConfigError(f"{where or 'config'}: unknown field(s) {unknown}; allowed: {sorted(defaults)}")
+        raise RunConfigError(f"{where or 'config'}: unknown field(s) {unknown}; allowed: {sorted(defaults)}")
     out = dict(defaults)
     for key, value in given.items():
         if isinstance(defaults[key], dict):
             if not isinstance(value, Mapping):
-                raise ConfigError(f"{where}{key} must be a mapping (got {value!r})")
+                raise RunConfigError(f"{where}{key} must be a mapping (got {value!r})")
             out[key] = _merge(defaults[key], value, f"{where}{key}.")
         else:
             out[key] = _coerce(value, defaults[key])
@@ -276,7 +277,7 @@ def from_dict(data: Mapping[str, Any]) -> RunConfig:
     raw = _merge(defaults, data, "")
     errors = _errors(raw)
     if errors:
-        raise ConfigError("invalid run config: " + "; ".join(errors))
+        raise RunConfigError("invalid run config: " + "; ".join(errors))
     kwargs = {k: v for k, v in raw.items() if k not in SECTIONS}
     for name, cls in SECTIONS.items():
         section = dict(raw[name])
@@ -290,13 +291,13 @@ def from_dict(data: Mapping[str, Any]) -> RunConfig:
 
 def parse_override(text: str) -> tuple[list[str], Any]:
     if "=" not in text:
-        raise ConfigError(f"override must look like key=value (got {text!r})")
+        raise RunConfigError(f"override must look like key=value (got {text!r})")
     key, value = text.split("=", 1)
     try:
         return key.strip().split("."), strict_yaml.load(value)
     except (yaml.YAMLError, strict_yaml.OversizeError) as exc:
         problem = str(getattr(exc, "problem", "") or exc).splitlines()[0]
-        raise ConfigError(f"{key.strip()[:80]}: {value[:80]!r} is not a YAML value ({problem})") from None
+        raise RunConfigError(f"{key.strip()[:80]}: {value[:80]!r} is not a YAML value ({problem})") from None
 
 
 def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
@@ -312,7 +313,7 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
 
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
     """The run config of the YAML file ``path`` (none: the defaults) with ``overrides`` applied,
-    every field checked; a missing, unreadable or non-YAML file is a :class:`ConfigError` naming it.
+    every field checked; a missing, unreadable or non-YAML file is a :class:`RunConfigError` naming it.
 
     A file read once is not read again while it is unchanged (the same file, size and change times):
     the workflow asks for its engine's config for every job it plans, and the config is frozen."""
@@ -337,14 +338,14 @@ def _load(path: str | Path | None, overrides: Sequence[str]) -> RunConfig:
     try:
         data: Any = strict_yaml.load(read_regular(path, 1 << 20, "config").decode("utf-8")) if path else {}
         if data is not None and not isinstance(data, Mapping):
-            raise ConfigError(f"--config {path}: must hold a mapping of fields (got a {type(data).__name__})")
+            raise RunConfigError(f"--config {path}: must hold a mapping of fields (got a {type(data).__name__})")
         return from_dict(apply_overrides(dict(data or {}), overrides))
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--config {path}: cannot read it ({exc.__class__.__name__}: {exc})") from None
+        raise RunConfigError(f"--config {path}: cannot read it ({exc.__class__.__name__}: {exc})") from None
     except (strict_yaml.DuplicateKeyError, strict_yaml.OversizeError) as exc:
-        raise ConfigError(f"--config {path}: {exc}") from None
+        raise RunConfigError(f"--config {path}: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"--config {path}: not YAML ({str(exc).splitlines()[0]})") from None
+        raise RunConfigError(f"--config {path}: not YAML ({str(exc).splitlines()[0]})") from None
     except TypeError:  # a set (!!set), or a list or mapping as a key: nothing a config holds
-        raise ConfigError(f"--config {path or '(none)'}: a set, or a list or mapping as a key, where a config holds "
+        raise RunConfigError(f"--config {path or '(none)'}: a set, or a list or mapping as a key, where a config holds "
                           "plain values") from None

@@ -20,13 +20,14 @@ from typing import Any
 import yaml
 
 from bladefl.core import strict_yaml
+from bladefl.core.errors import BladeflError
 from bladefl.data.datasets import SPECS
 
 MAX_BYTES = 1 << 20
 OUTPUT_FOLDERS = ("figures_dir", "tables_dir")  # written by the page: inside the results folder only
 
 
-class ParameterError(ValueError):
+class ParameterError(BladeflError):
     """A page parameter file that may not run."""
 
 

@@ -19,13 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from bladefl.core.errors import BladeflError
 from bladefl.experiments.plan import run_id
 
 RUN_FILES = ("rounds.csv", "summary.json", "detections.csv")
 LEDGER = re.compile(r"chains/K[1-9][0-9]{0,3}\.json")  # a run's ledger of one K
 ABOUT = "ABOUT.json"
 
-class ArchiveError(ValueError):
+class ArchiveError(BladeflError):
     """An archive that cannot be imported: the message names the member and the reason."""
 
 

@@ -32,8 +32,7 @@ from bladefl.experiments.plan.workflow_config import (
     run_sets,
 )
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
-from bladefl.fl.run_config import ConfigError as RunConfigError
-from bladefl.fl.run_config import load_config
+from bladefl.fl.run_config import RunConfigError, load_config
 
 MAX_T_SUM = 1e6  # as the schema bounds it: a million local iterations at alpha 1
 PATH_FIELDS = ("data_dir", "results_dir", "logs_dir", "benchmarks_dir", "calibration_bundle")

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from bladefl.core.errors import BladeflError
 from bladefl.data.datasets import TRAIN_SIZE
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.experiments.plan import run_id
@@ -30,7 +31,7 @@ ENGINE_DIR = Path("config/engines")
 DEFAULT_CONFIG = Path("config/config.yaml")
 
 
-class ConfigError(ValueError):
+class ConfigError(BladeflError):
     """The workflow config is invalid; the message lists every problem found."""
 
 

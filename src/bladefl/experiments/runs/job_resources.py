@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bladefl.core.bounded_read import read_regular
+from bladefl.core.errors import BladeflError
 
 # Read from each benchmark file; the rest (I/O, load, CPU time) does not size a job.
 COLUMNS = ("s", "max_rss")
@@ -52,7 +53,7 @@ class Need:
         return out
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(BladeflError):
     """A benchmark folder or file that is not what Snakemake writes."""
 
 

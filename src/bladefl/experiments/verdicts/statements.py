@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from bladefl.core import strict_yaml
+from bladefl.core.errors import BladeflError
 from bladefl.data.datasets import NAMES
 
 JUDGED = ("experiment", "bound", "mathematics", "paper error", "none")
@@ -62,7 +63,7 @@ class Inventory:
         return found[0] if found else None
 
 
-class InventoryError(ValueError):
+class InventoryError(BladeflError):
     """The inventory file is malformed: the message names the entry and the field."""
 
 
