@@ -75,7 +75,9 @@ def resolve(device: str | torch.device = "cpu", *, threads: int | None = None, s
     kept across round ends (slower on an H200: docs/gpu.md). Any option given wins."""
     name = str(device)
     if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
+        from bladefl.fl.client_data import resolve_device  # the one place "auto" is resolved
+
+        name = resolve_device(name).type
     cuda = torch.device(name).type == "cuda"
     stacked = cuda if stack is None else stack
     return Execution(

@@ -59,8 +59,11 @@ def device_name(device: str = "auto") -> str:
     name (``NVIDIA H100 80GB HBM3``), else ``cpu`` and the processor's architecture."""
     import torch
 
-    if device != "cpu" and torch.cuda.is_available():
-        return torch.cuda.get_device_name(torch.cuda.current_device())
+    from bladefl.fl.client_data import resolve_device  # the one place "auto" is resolved
+
+    resolved = resolve_device(device)
+    if resolved.type == "cuda":
+        return torch.cuda.get_device_name(resolved.index if resolved.index is not None else torch.cuda.current_device())
     return f"cpu ({platform.machine()})"
 
 
