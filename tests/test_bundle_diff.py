@@ -78,3 +78,12 @@ def test_others_text_reaches_the_page_and_the_csv_as_text(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "bladefl", "diff", str(A), str(bundle)], capture_output=True,
                          text=True, check=False, cwd=REPO)
     assert bad.returncode == 2 and "is not one of" in bad.stderr
+
+
+def test_the_page_names_each_sides_code_versions():
+    """Two bundles, or one bundle against its rejudge by newer code: the page says which code made each
+    side's runs and verdicts, and whether the runs are of one code version."""
+    runs_a, judged_a = bundle_diff.code_versions(A)
+    assert runs_a and all(v.startswith("0.") for v in runs_a) and judged_a
+    page = bundle_diff.markdown(A, A, *bundle_diff.diff(A, A))
+    assert f"a's runs {', '.join(runs_a)}" in page and "(runs of one code version)" in page

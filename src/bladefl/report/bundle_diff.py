@@ -57,6 +57,26 @@ def comparisons(bundle: Path) -> pd.DataFrame:
     return out[[*ROW_KEYS, *COMPARED, "K_star_distance", "accuracy_distance"]]
 
 
+def code_versions(bundle: Path) -> tuple[list[str], str]:
+    """The code versions of a bundle's runs (from its provenance tables) and of its verdicts (the last
+    rejudge's, else the code that kept it; a results folder: "as computed there")."""
+    results = _results(bundle)
+    runs: set[str] = set()
+    for path in sorted((results / "provenance").glob("*.csv")) if (results / "provenance").is_dir() else []:
+        if path.is_file() and not path.is_symlink():
+            runs |= set(read_csv(path, ["code_version"]).code_version.astype(str))
+    verdicts = "as computed there"
+    manifest = bundle / "MANIFEST.json"
+    if manifest.is_file():
+        from bladefl.experiments.bundles import kept_results
+
+        about = kept_results.read_manifest(bundle).get("about", {})
+        rejudged = about.get("rejudged") if isinstance(about, dict) else None
+        last = rejudged[-1] if isinstance(rejudged, list) and rejudged and isinstance(rejudged[-1], dict) else {}
+        verdicts = str(last.get("code_version") or "the code that kept it")
+    return sorted(runs), verdicts
+
+
 def _changed(a: object, b: object, tolerance: float = 1e-9) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         if math.isnan(a) or math.isnan(b):
@@ -98,7 +118,12 @@ def markdown(a: Path, b: Path, verdict_rows: pd.DataFrame, table_rows: pd.DataFr
     """The diff as a Markdown page: a count line, then the changed verdicts and the changed table rows
     (every row, changed first)."""
     nv, nc = int(verdict_rows.changed.sum()), int(table_rows.changed.sum())
+    (runs_a, judged_a), (runs_b, judged_b) = code_versions(a), code_versions(b)
+    same = "runs of one code version" if runs_a == runs_b else "runs of different code versions"
+    code = (f"Code: a's runs {_md(', '.join(runs_a) or 'unrecorded')}, its verdicts {_md(judged_a)}; b's runs "
+            f"{_md(', '.join(runs_b) or 'unrecorded')}, its verdicts {_md(judged_b)} ({same}).\n\n")
     return (f"# {a} (a) against {b} (b)\n\n{nv} of {len(verdict_rows)} verdicts and {nc} of {len(table_rows)} rows "
-            "of the paper's tables differ (changed rows first).\n\n## Verdicts\n\n" + _markdown(verdict_rows) +
+            "of the paper's tables differ (changed rows first).\n\n" + code + "## Verdicts\n\n" +
+            _markdown(verdict_rows) +
             "\n## The paper's Tables II-VII\n\nK* in rounds, accuracy in percent; distances to the paper's.\n\n" +
             _markdown(table_rows))
