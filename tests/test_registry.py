@@ -75,3 +75,17 @@ def test_every_refusal_of_bad_input_has_one_base_and_no_two_share_a_name():
                 found.setdefault(name, []).append(info.name)
                 assert issubclass(obj, BladeflError), f"{info.name}.{name}"
     assert {n: m for n, m in found.items() if len(m) > 1} == {}
+
+
+def test_each_wing_says_what_it_holds_and_names_every_module():
+    """Each top-level wing's __init__ has a docstring naming each of its modules (a module added
+    without its word there fails)."""
+    import ast
+
+    src = REPO / "src/bladefl"
+    for init in sorted(src.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        modules = sorted(p.stem for p in init.parent.glob("*.py") if p.stem not in ("__init__", "__main__"))
+        modules += sorted(p.name for p in init.parent.iterdir() if (p / "__init__.py").is_file())
+        missing = [m for m in modules if f"``{m}``" not in doc and f"{m} <" not in doc and f"< {m}" not in doc]
+        assert doc and not missing, (init.parent.name, missing)

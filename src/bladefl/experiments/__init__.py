@@ -1,8 +1,8 @@
 """The experiments wing: the paper's grid planned, run, tabulated, judged and carried between
-machines. Five sub-wings, each importing only from itself, the sub-wings before it and the wings
+machines. Six sub-wings, each importing only from itself, the sub-wings before it and the wings
 below (core, data, chain, fl, theory); never from ``report`` or the entry points:
 
-    plan < runs < tables < verdicts < bundles
+    plan < runs < tables < verdicts < calibration < bundles
 
 - ``plan``: the grid's cells and sweeps, run identities and folders, the readings of what the
   paper leaves unstated, the workflow config's checks and derived jobs.
@@ -11,7 +11,10 @@ below (core, data, chain, fl, theory); never from ``report`` or the entry points
 - ``tables``: runs turned into tidy tables (``tidy``), the bound against the runs
   (``bound_analysis``), lazy-client detection (``detection_analysis``), the paper's tables as
   data (``paper_tables``).
-- ``verdicts``: every statement of the paper judged (start at ``verdicts.table``).
-- ``bundles``: results moved between machines: archives imported (``run_import``), results kept
-  for good and re-judged (``kept_results``).
+- ``verdicts``: every statement of the paper judged (start at ``verdicts.table``); the experiment's
+  trend claims are the statements file's ``trends`` (``experiment_claims``).
+- ``calibration``: the unstated settings searched jointly against the paper's tables (``study``,
+  ``search``, ``stopping``, ``importance``).
+- ``bundles``: results moved between machines: archives read (``run_archive``) and imported
+  (``run_import``), results kept for good and re-judged (``kept_results``), their RO-Crate.
 """
