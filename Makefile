@@ -135,14 +135,15 @@ diff: install
 # The report rendered from a kept bundle alone, nothing run: results/kept/<name>/report/index.html
 # (KEPT=/an/absolute/folder renders it there: the config's paths may then lie outside this folder).
 # The folder is emptied first through the one guard of destructive steps (bladefl.core.owned): it must
-# be absent, empty or one this recipe laid out before (its .bladefl-owner mark), never a link, a folder
-# holding tracked files, the current folder or one above it; a name ending in / is refused.
+# be absent, empty or one this recipe laid out before (its .bladefl-owner mark; the .kept-report mark of
+# earlier versions of this recipe counts), never a link, a folder holding tracked files, the current folder
+# or one above it; a name ending in / is refused.
 reference-report: install
 	@set -e; ref="$${REF%/}"; kept="$${KEPT:-results/kept/$${ref##*/}}"; \
 	  case "$$kept" in ""|/|.|..|*/|*/.|*/..) echo "KEPT: a folder of its own is needed, got '$$kept'" >&2; exit 2;; esac; \
-	  python -m bladefl.core.owned check reference-report "$$kept" || exit 2; \
+	  python -m bladefl.core.owned check reference-report "$$kept" --legacy-mark .kept-report || exit 2; \
 	  outside=(); if [[ "$$kept" == /* ]]; then outside=(paths_outside_workdir=True); fi; \
-	  set -x; python -m bladefl.core.owned fresh reference-report "$$kept"; \
+	  set -x; python -m bladefl.core.owned fresh reference-report "$$kept" --legacy-mark .kept-report; \
 	  bladefl lay-out "$$ref" --results-dir "$$kept" --data-dir "$$kept/data"; \
 	  snakemake "$$kept/report/index.html" --cores "$$CORES" --configfile "$$ref/config.yaml" \
 	    --config "results_dir=$$kept" "data_dir=$$kept/data" "logs_dir=$$kept/logs" "benchmarks_dir=$$kept/benchmarks" \

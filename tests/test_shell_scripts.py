@@ -211,7 +211,7 @@ def test_reference_report_empties_only_a_folder_it_laid_out_before(tmp_path):
     (tmp_path / "calls").unlink(missing_ok=True)
     laid = tmp_path / "laid"
     laid.mkdir()
-    (laid / ".bladefl-owner").write_text("reference-report\n")
+    (laid / ".kept-report").write_text("reference/x\n")  # the mark of the recipe's earlier versions counts
     (laid / "old.html").write_text("x")
     proc, calls = make(tmp_path, "reference-report", "REF=reference/x", f"KEPT={laid}")
     assert calls and calls[0][:3] == ["bladefl", "lay-out", "reference/x"], proc.stderr

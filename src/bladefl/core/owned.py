@@ -29,12 +29,16 @@ class OwnedError(BladeflError):
     """A destructive step refused: the message names the folder and why."""
 
 
-def owner_of(folder: str | os.PathLike[str]) -> str | None:
-    """The owner a folder's mark names (None: no mark, or a mark that is not a small plain file)."""
+def owner_of(folder: str | os.PathLike[str], legacy: tuple[tuple[str, str], ...] = ()) -> str | None:
+    """The owner a folder's mark names (None: no mark, or a mark that is not a small plain file);
+    ``legacy``: (file name, owner) pairs, an older mark of its owner's that counts as its mark."""
+    def plain(path: Path) -> bool:
+        return not path.is_symlink() and path.is_file() and path.stat().st_size <= 4096
+
     mark = Path(folder) / MARK
-    if mark.is_symlink() or not mark.is_file() or mark.stat().st_size > 256:
-        return None
-    return mark.read_text(errors="replace").strip() or None
+    if plain(mark):
+        return mark.read_text(errors="replace").strip() or None
+    return next((owner for name, owner in legacy if plain(Path(folder) / name)), None)
 
 
 def _git(folder: Path, *args: str) -> list[str]:
@@ -57,7 +61,8 @@ def changed_inside(folder: Path) -> list[str]:
     return [e for e in _git(folder, "status", "--porcelain") if e[:2] not in (" D", "D ", "DD")]
 
 
-def removal_problem(folder: str | os.PathLike[str], owner: str | None, tracked_ok: bool = False) -> str | None:
+def removal_problem(folder: str | os.PathLike[str], owner: str | None, tracked_ok: bool = False,
+                    legacy: tuple[tuple[str, str], ...] = ()) -> str | None:
     """Why ``folder`` may not be removed by ``owner`` (None: it may, or it does not exist).
     ``tracked_ok``: a folder of tracked files may be replaced (a kept bundle kept again) when git holds
     every one of them as it is (no uncommitted change inside): what it held stays in the history."""
@@ -81,25 +86,26 @@ def removal_problem(folder: str | os.PathLike[str], owner: str | None, tracked_o
     if changed:
         return (f"{folder}: holds changes git has not committed ({changed[0].strip()}); not replaced: "
                 "commit or move them first")
-    if owner is not None and any(real.iterdir()) and owner_of(real) != owner:
-        found = owner_of(real)
+    if owner is not None and any(real.iterdir()) and owner_of(real, legacy) != owner:
+        found = owner_of(real, legacy)
         return (f"{folder}: holds files {owner} did not make (" + (f"its mark names {found}" if found else
                 f"no {MARK} mark") + "); not removed: remove it yourself, or name another folder")
     return None
 
 
-def remove(folder: str | os.PathLike[str], owner: str | None, tracked_ok: bool = False) -> None:
+def remove(folder: str | os.PathLike[str], owner: str | None, tracked_ok: bool = False,
+           legacy: tuple[tuple[str, str], ...] = ()) -> None:
     """Delete ``folder`` (and all it holds) when :func:`removal_problem` allows it; OwnedError otherwise."""
-    problem = removal_problem(folder, owner, tracked_ok)
+    problem = removal_problem(folder, owner, tracked_ok, legacy)
     if problem:
         raise OwnedError(problem)
     if Path(folder).exists():
         shutil.rmtree(folder)
 
 
-def fresh(folder: str | os.PathLike[str], owner: str) -> Path:
+def fresh(folder: str | os.PathLike[str], owner: str, legacy: tuple[tuple[str, str], ...] = ()) -> Path:
     """``folder`` emptied (when ``owner`` may) and made again, marked as ``owner``'s."""
-    remove(folder, owner)
+    remove(folder, owner, legacy=legacy)
     path = Path(folder)
     path.mkdir(parents=True)
     (path / MARK).write_text(owner + "\n")
@@ -116,19 +122,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("action", choices=["check", "remove", "fresh", "mark"])
     p.add_argument("owner", help="who owns the folder (a word: reference-report, rehearsal, ...)")
     p.add_argument("folder")
+    p.add_argument("--legacy-mark", default="", help="an older mark file of this owner's that counts as its mark")
     args = p.parse_args(argv)
     if not args.owner.replace("-", "").isalnum():
         print(f"owner: a word of letters, digits and '-', got {args.owner!r}", file=sys.stderr)
         return 2
+    legacy = ((args.legacy_mark, args.owner),) if args.legacy_mark else ()
+    if args.legacy_mark and (not args.legacy_mark.startswith(".") or "/" in args.legacy_mark):
+        print(f"--legacy-mark: a hidden file's name (.name), got {args.legacy_mark!r}", file=sys.stderr)
+        return 2
     try:
         if args.action == "check":
-            problem = removal_problem(args.folder, args.owner)
+            problem = removal_problem(args.folder, args.owner, legacy=legacy)
             if problem:
                 raise OwnedError(problem)
         elif args.action == "remove":
-            remove(args.folder, args.owner)
+            remove(args.folder, args.owner, legacy=legacy)
         elif args.action == "fresh":
-            fresh(args.folder, args.owner)
+            fresh(args.folder, args.owner, legacy)
         else:
             mark(args.folder, args.owner)
     except (OwnedError, OSError) as exc:
