@@ -117,7 +117,7 @@ def about_problems(about: Any, runs: Sequence[tuple[str, str, int]], code_versio
                 problems.append(f"{ABOUT}: run_seeds {seeds}, but the archive holds runs of seed {outside[0]}")
     commit = _commit(about.get("code_version"))
     if commit:
-        other = sorted({v for v in code_versions if _commit(v) and not _same_commit(_commit(v), commit)})
+        other = sorted({v for v in code_versions if (c := _commit(v)) is not None and not _same_commit(c, commit)})
         if other:
             problems.append(f"{ABOUT}: code_version {about['code_version']!r}, but runs record {other[0]!r}")
     return problems

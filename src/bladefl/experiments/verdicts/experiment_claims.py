@@ -60,8 +60,10 @@ def _one(quantity: str, direction: str) -> tuple[Part, ...]:
 
 
 def _only(text: str) -> Callable[[float], bool]:
-    op, bound = _ONLY.fullmatch(text).groups()  # type: ignore[union-attr] - checked by trend_claim
-    low = float(bound)
+    m = _ONLY.fullmatch(text)
+    if m is None:
+        raise ValueError(f"only must be '>= <number>' or '< <number>' (got {text[:40]!r})")
+    op, low = m[1], float(m[2])
     return (lambda v: v >= low) if op == ">=" else (lambda v: v < low)
 
 
