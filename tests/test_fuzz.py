@@ -96,7 +96,7 @@ JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**20, 
 @given(path=st.sampled_from(CONFIG_PATHS), value=JSONISH)
 def test_workflow_config_values_are_taken_or_refused_by_name(path, value, monkeypatch):
     from bladefl.experiments.plan.config_checks import check, schema_errors
-    from bladefl.experiments.plan.workflow_config import RunConfigError
+    from bladefl.experiments.plan.workflow_config import ConfigError
 
     monkeypatch.chdir(REPO)
     config = copy.deepcopy(DEFAULT)
@@ -111,7 +111,7 @@ def test_workflow_config_values_are_taken_or_refused_by_name(path, value, monkey
             return
         try:
             check(config)
-        except RunConfigError as exc:  # one line per problem, each naming its field: one screen
+        except ConfigError as exc:  # one line per problem, each naming its field: one screen
             lines = str(exc).splitlines()
             assert lines[0].startswith("invalid config") and len(lines) <= 20, str(exc)
             assert all(":" in line or " must " in line for line in lines), str(exc)

@@ -1,8 +1,7 @@
 """Run configuration of one experiment cell: nested frozen dataclasses, loadable from YAML.
 
-Every field is validated when the config is built; the error names the field (dotted path)
-and the allowed values. ``load_config(path, overrides)`` applies ``key=value`` overrides
-(``--set time.beta=6``) before validation.
+Every field is validated when the config is built; the error names the field (dotted path) and the
+allowed values. ``load_config(path, overrides)`` applies ``--set time.beta=6`` overrides before validation.
 """
 
 from __future__ import annotations
