@@ -45,18 +45,17 @@ def folder_option(path: str | Path, option: str) -> Path:
     return path
 
 
-# The largest time budget a command takes (the paper's is 100; the time model's arithmetic is exact far beyond).
-T_SUM_MAX = 1e6
-
-
 def t_sum(text: str) -> float:
-    """``--t-sum``: the time budget, a finite number above 0 and at most :data:`T_SUM_MAX` (argparse's type)."""
+    """``--t-sum``: the time budget, a finite number above 0 and at most the workflow config's bound
+    (:data:`bladefl.experiments.plan.config_checks.MAX_T_SUM`; argparse's type)."""
+    from bladefl.experiments.plan.config_checks import MAX_T_SUM
+
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"a number, got {text!r}") from None
-    if not (0 < value <= T_SUM_MAX):  # NaN fails both
-        raise argparse.ArgumentTypeError(f"a time budget above 0 and at most {T_SUM_MAX:g}, got {text!r}")
+    if not (0 < value <= MAX_T_SUM):  # NaN fails both
+        raise argparse.ArgumentTypeError(f"a time budget above 0 and at most {MAX_T_SUM:g}, got {text!r}")
     return value
 
 

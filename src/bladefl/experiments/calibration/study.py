@@ -29,6 +29,7 @@ from bladefl.core.values import is_finite, is_int
 from bladefl.experiments.calibration import evaluation, stopping
 from bladefl.experiments.calibration.evaluation import Plan
 from bladefl.experiments.calibration.space import AXES, Point, Space, space, space_errors
+from bladefl.experiments.plan.config_checks import MAX_T_SUM
 from bladefl.experiments.plan.grid import members_to_json
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ DEFAULTS: dict[str, Any] = {"tables": [], "draws": 2, "promote": 4, "coverage": 
 LIMITS = {"draws": (2, 100), "promote": (1, 100), "workers": (1, 256), "sampler_seed": (0, 2**31 - 1),
           "stop.patience": (1, 1000), "stop.max_trials": (1, 10_000), "rerun.points": (1, 20),
           "rerun.draws": (1, 100)}
-MAX_T_SUM = 1e6
 
 
 def _number_errors(block: Mapping[str, Any]) -> list[str]:
