@@ -18,29 +18,32 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 
-def session_processes(sid: int, root: int) -> list[int]:
-    """Every process still running in session ``sid`` or descended from ``root`` (read from /proc); a
-    zombie (state Z) has ended, and only waits for its parent: it is no process to stop."""
-    parents: dict[int, int] = {}
-    members, zombies = set(), set()
+def processes() -> dict[int, tuple[str, int, int]]:
+    """Every process of the machine from /proc: pid -> (state, parent's pid, session)."""
+    out = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
+        except (OSError, IndexError):
             continue
-        pid, ppid, session = int(entry), int(fields[1]), int(fields[3])
-        parents[pid] = ppid
-        if fields[0] == "Z":
-            zombies.add(pid)
-        if session == sid:
-            members.add(pid)
+        out[int(entry)] = (fields[0], int(fields[1]), int(fields[3]))
+    return out
+
+
+def session_processes(sid: int, root: int) -> list[int]:
+    """Every process still running in session ``sid`` or descended from ``root`` or from this process (read
+    from /proc); a zombie (state Z) has ended, and only waits for its parent: it is no process to stop."""
+    table = processes()
+    parents = {pid: ppid for pid, (_, ppid, _) in table.items()}
+    members = {pid for pid, (_, _, session) in table.items() if session == sid}
     me = os.getpid()
-    for pid in list(parents):  # descendants of the root, or adopted here, that left its session (setsid)
+    for pid in parents:  # descendants of the root, or adopted here, that left its session (setsid)
         p, seen = pid, set()
         while p in parents and p not in seen:
             if p in (root, me):
@@ -48,8 +51,7 @@ def session_processes(sid: int, root: int) -> list[int]:
                 break
             seen.add(p)
             p = parents[p]
-    members -= zombies | {os.getpid()}
-    return sorted(members)
+    return sorted(pid for pid in members if table[pid][0] != "Z" and pid != me)
 
 
 def command_line(pid: int) -> str | None:
@@ -80,38 +82,30 @@ def become_subreaper() -> bool:
 
 def reap_adopted(command: int) -> None:
     """Collect the exit of every adopted process that has ended (not the command's own: Popen's)."""
-    for pid in _zombie_children():
-        if pid != command:
+    me = os.getpid()
+    for pid, (state, ppid, _) in processes().items():
+        if state == "Z" and ppid == me and pid != command:
             try:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
 
 
-def _zombie_children() -> list[int]:
-    me, out = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if entry.isdigit() and fields[0] == "Z" and int(fields[1]) == me:
-            out.append(int(entry))
-    return out
-
-
-def stop(pids_of, grace: float) -> list[int]:  # noqa: ANN001 - a function listing the processes left
-    """SIGTERM to every process ``pids_of()`` lists, then SIGKILL to those left after ``grace`` (at
-    most 5 s); returns those killed."""
-    left = pids_of()
-    if not left:
+def stop(command: int, grace: float, killing: Callable[[list[int]], None] | None = None) -> list[int]:
+    """SIGTERM to every process of the command's session or below it, then SIGKILL to those left after
+    ``grace`` (at most 5 s), ``killing`` told of them first; returns the processes found at the start."""
+    found = session_processes(command, command)
+    if not found:
         return []
-    signal_all(left, signal.SIGTERM)
+    signal_all(found, signal.SIGTERM)
     time.sleep(min(5.0, grace))
-    left = pids_of()
-    signal_all(left, signal.SIGKILL)
-    return left
+    reap_adopted(command)
+    left = session_processes(command, command)
+    if left:
+        if killing is not None:
+            killing(left)
+        signal_all(left, signal.SIGKILL)
+    return found
 
 
 def signal_all(pids: list[int], sig: int) -> None:
@@ -136,7 +130,7 @@ def main(argv: list[str]) -> int:
         asked.wait(min(0.5, max(end - time.monotonic(), 0.0)))
         reap_adopted(proc.pid)
     if rc is not None:
-        adopted = stop(lambda: session_processes(proc.pid, os.getpid()), grace)
+        adopted = stop(proc.pid, grace)
         if adopted:
             print(f"deadline: the command ended, {len(adopted)} processes it detached still ran: stopped",
                   file=sys.stderr, flush=True)
@@ -150,16 +144,8 @@ def main(argv: list[str]) -> int:
     while time.monotonic() < end and (proc.poll() is None or session_processes(proc.pid, proc.pid)):
         time.sleep(0.2)
         reap_adopted(proc.pid)
-    left = session_processes(proc.pid, proc.pid)
-    if left:
-        signal_all(left, signal.SIGTERM)
-        time.sleep(min(5.0, grace))
-        reap_adopted(proc.pid)
-        left = session_processes(proc.pid, proc.pid)
-        if left:
-            print(f"deadline: {len(left)} processes ignored SIGINT and SIGTERM: killed ({named(left)})",
-                  file=sys.stderr, flush=True)
-            signal_all(left, signal.SIGKILL)
+    stop(proc.pid, grace, lambda left: print(f"deadline: {len(left)} processes ignored SIGINT and SIGTERM: killed "
+                                              f"({named(left)})", file=sys.stderr, flush=True))
     reap_adopted(proc.pid)
     try:
         proc.wait(timeout=10)
