@@ -26,9 +26,9 @@ RUN_FILES = ("rounds.csv", "summary.json", "detections.csv")
 LEDGER = re.compile(r"chains/K[1-9][0-9]{0,3}\.json")  # a run's ledger of one K
 ABOUT = "ABOUT.json"
 
+
 class ArchiveError(BladeflError):
     """An archive that cannot be imported: the message names the member and the reason."""
-
 
 
 def _member_run(name: str) -> tuple[run_id.RunId, str]:
