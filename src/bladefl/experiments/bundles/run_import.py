@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bladefl.core import owned, run_files
+from bladefl.core import atomic, owned, run_files
 from bladefl.data.datasets import sha256_file
 from bladefl.experiments.bundles import run_detections
 from bladefl.experiments.bundles.run_archive import ABOUT, LEDGER, RUN_FILES, ArchiveError, about_problems, read_archive
@@ -274,8 +274,7 @@ def _write_staged(folders: Mapping[Path, Mapping[str, bytes]], runs_root: Path) 
     try:
         for i, files in enumerate(folders.values()):
             for name, data in files.items():
-                (stage / str(i) / name).parent.mkdir(parents=True, exist_ok=True)
-                (stage / str(i) / name).write_bytes(data)
+                atomic.write_bytes(stage / str(i) / name, data)  # flushed to disk before the renames
         for i, target in enumerate(folders):
             target.parent.mkdir(parents=True, exist_ok=True)
             old = None
