@@ -63,7 +63,7 @@ def copy_source(good_raw: Path):
 
     def source(spec, work, log):
         calls.append(spec.name)
-        return {f: good_raw / f for f in datasets.FILES}
+        return {f: good_raw / f for f in datasets.IDX_FILES}
 
     return source, calls
 
@@ -94,9 +94,9 @@ def test_failing_sources_are_reported_and_skipped(data_root: Path, tmp_path: Pat
         raise ConnectionError("no route to mirror")
 
     def corrupt(spec, work, log):
-        for f in datasets.FILES:
+        for f in datasets.IDX_FILES:
             (work / f).write_bytes(b"garbage")
-        return {f: work / f for f in datasets.FILES}
+        return {f: work / f for f in datasets.IDX_FILES}
 
     with pytest.raises(fetch.FetchError) as info:
         fetch.fetch("fashion_mnist", tmp_path, sources=("existing", "broken", "corrupt"), log=lambda m: None,

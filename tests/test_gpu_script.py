@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bladefl.data.datasets import FILES
+from bladefl.data.datasets import IDX_FILES as FILES
 from bladefl.experiments.bundles import run_import
 from bladefl.experiments.runs import device_check
 from conftest import checkout_files, copy_workflow, venv_env

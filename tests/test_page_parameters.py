@@ -54,7 +54,7 @@ def test_the_workflows_own_parameters_pass(tmp_path, monkeypatch):
     ("figures_dir: data/figures\n", "figures_dir must be a path inside the results folder"),
     ("summary: ../../etc/passwd\n", "summary must be a path inside the results or data folder"),
     ("summary: [results/a.csv]\n", "summary must be a path inside"),
-    ("dataset: cifar10\n", "dataset must be one of"),
+    ("dataset: svhn\n", "dataset must be one of"),
     ("dataset: [mnist\n", "not valid YAML (line"),
     ("? [a, b]\n: 1\n", "every key must be a parameter name"),
     ("dataset: mnist\ndataset: mnist\n", "given twice"),

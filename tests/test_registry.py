@@ -46,13 +46,29 @@ def test_the_schemas_partition_schemes_are_the_scheme_registrys():
     assert found and all(e == list(partition.SCHEME_REGISTRY) for e in found)
 
 
-def test_the_sizes_the_engine_assumes_are_every_datasets():
-    """The partition checks' training-set size and the model's input size are one for every dataset
-    of the registry: a dataset of other sizes fails here until they are read per dataset."""
+def test_the_sizes_the_engine_assumes_are_each_datasets_own():
+    """The model's input size, the partition checks' training-set size and the work a job holds are read
+    per dataset from its spec (Cifar-10: 3,072 values, 50,000 training images; MNIST's: 784, 60,000)."""
+    from bladefl.fl.run_config import RunConfig
+    from bladefl.fl.stacked import model_shape
+
+    assert {n: (s.pixels, s.train_size) for n, s in datasets.SPECS.items()} == {
+        "mnist": (784, 60_000), "fashion_mnist": (784, 60_000), "cifar10": (3072, 50_000)}
     for spec in datasets.SPECS.values():
-        assert (spec.train_size, spec.test_size, spec.pixels) == (datasets.TRAIN_SIZE, datasets.TEST_SIZE,
-                                                                  datasets.PIXELS), spec.name
-    assert shape.Shape(h=8).d == job_work.PIXELS == datasets.PIXELS == 28 * 28
+        cfg = RunConfig(dataset=spec.name)
+        assert model_shape(cfg).d == spec.pixels == shape.Shape(d=spec.pixels, h=8).d
+        assert cfg.parameters == shape.parameters_on(spec.name, cfg.model.hidden) == model_shape(cfg).size
+        assert job_work.run_work(cfg)[1] == cfg.partition.N * cfg.partition.n * spec.pixels
+        assert datasets.train_size(spec.name) == spec.train_size
+    assert datasets.train_size(["mnist", "cifar10"]) == 50_000 == datasets.train_size(["cifar10", "nope"])
+
+
+def test_every_raw_file_has_one_pin_and_one_format():
+    for spec in datasets.SPECS.values():
+        assert spec.file_format in datasets.FORMATS, spec.name
+        assert set(spec.sha256) | set(spec.md5) == set(spec.files), spec.name
+        assert not set(spec.sha256) & set(spec.md5), spec.name
+        assert all(len(spec.pin(f)[1]) == {"sha256": 64, "md5": 32}[spec.pin(f)[0]] for f in spec.files), spec.name
 
 
 def test_every_refusal_of_bad_input_has_one_base_and_no_two_share_a_name():

@@ -35,7 +35,7 @@ def with_change(path: list, value) -> dict:
 @pytest.mark.parametrize(
     "path, value, message",
     [
-        (["datasets"], ["cifar10"], "cifar10"),
+        (["datasets"], ["svhn"], "svhn"),
         (["engine"], "fast", "engine must be one of ['authors-code', 'calibrated-fashion_mnist', 'calibrated-mnist', "
                              "'paper']"),
         (["partition", "scheme"], "random", "random"),

@@ -25,6 +25,7 @@ def rule_blocks() -> dict[str, str]:
         for m, nxt in zip(starts, [*starts[1:], None][: len(starts)], strict=True):
             body = text[m.end(): nxt.start() if nxt else len(text)]
             name = m.group(3) or m.group(2) or re.search(r"name:\s*\n\s*(.+)", body).group(1).strip()
+            name = re.sub(r'^f?"(.*)"$', r"\1", name)  # a rule named in a loop: its f-string's text
             blocks[f"{path.name}:{name}"] = body
     return blocks
 

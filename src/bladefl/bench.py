@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
+from bladefl.data.datasets import get_spec
 from bladefl.experiments.runs.timing import (
     bench_data,
     chain_drag,
@@ -108,7 +109,7 @@ def cuda_main(args: argparse.Namespace) -> int:
     data, what = bench_data(cfg)
     data = ClientData(data.x.to(device), data.y.to(device), data.x_test.to(device), data.y_test.to(device),
                       data.partition_sha256)
-    shape = mlp.Shape(h=cfg.model.hidden, activation=cfg.model.activation)
+    shape = mlp.Shape(d=get_spec(cfg.dataset).pixels, h=cfg.model.hidden, activation=cfg.model.activation)
     steps_per_iteration = -(-data.n // cfg.train.batch_size)
     print(f"data {what}; one cell: K={list(cfg.time.K)}, N={data.N}")
     lines = []
@@ -161,7 +162,7 @@ def drag_lines(runs: int = 8, rounds: int = 5) -> list[tuple[str, float, Target]
     size, with the GIL-bound part in the chain threads and in worker processes."""
     import os
 
-    P = mlp.Shape().size
+    P = mlp.Shape(d=get_spec("mnist").pixels).size  # the paper's MNIST model
     processes = default_chain_processes(True)
     print(f"\nchain beside a Python loop ({runs} runs x {rounds} rounds, N=20, P={P:,}, {os.cpu_count()} cores)")
     lines = []
@@ -254,7 +255,7 @@ def main(args: argparse.Namespace) -> int:
                                            "partition": {**base.to_dict()["partition"], "scheme": "classes"}})}
     for name, cfg in profiles.items():
         data, what = bench_data(cfg)
-        shape = mlp.Shape(h=cfg.model.hidden, activation=cfg.model.activation)
+        shape = mlp.Shape(d=get_spec(cfg.dataset).pixels, h=cfg.model.hidden, activation=cfg.model.activation)
         N, n, B = data.N, data.n, cfg.train.batch_size
         print(f"\n[{name}] data {what}: N={N}, n={n}, MLP 784-{shape.h}-10 ({shape.activation})")
         if name == "paper":

@@ -18,7 +18,7 @@ from bladefl.experiments.plan import config_checks as wc_checks
 from bladefl.experiments.plan import config_files as wc_files
 from bladefl.experiments.plan import workflow_config as wc_cfg
 from bladefl.core.atomic import write_logged, write_yaml_logged
-from bladefl.data.datasets import FILES, get_spec
+from bladefl.data.datasets import get_spec
 
 # A config written before `profile` became `engine` is read under the new names, with a note.
 _renamed, _notes = wc_cfg.renamed_keys(config)
@@ -78,8 +78,6 @@ LOGS = config["logs_dir"]
 BENCHMARKS = config["benchmarks_dir"]
 DATASETS = config["datasets"]
 ENGINE = config["engine"]
-TV_NAMES = {name: get_spec(name).torchvision_name for name in DATASETS}
-DATASET_OF_TV = {tv: name for name, tv in TV_NAMES.items()}
 CELLS = {cell.key: cell for cell in wc_cfg.all_cells(config)}
 SEEDS = config["seeds"]
 # The seeds whose runs the run targets make (config run_seeds: a part of the grid; default every seed).
@@ -109,7 +107,6 @@ BOUND_CELLS = {cell.key: cell for cell in wc_cfg.bound_cells(config)}
 
 wildcard_constraints:
     dataset="|".join(DATASETS),
-    tv="|".join(TV_NAMES.values()),
     cell="[^/]+",
     seed=r"\d+",
 
@@ -129,13 +126,10 @@ def own(path):
     return str(WORKFLOW_ROOT / path)
 
 
-def raw_root(raw_file):
-    """The torchvision root of a raw file: <root>/<Class>/raw/<file>."""
-    return Path(raw_file).parents[2]
-
-
 def raw_files(dataset):
-    return [f"{RAW}/{TV_NAMES[dataset]}/raw/{f}" for f in FILES]
+    """The dataset's raw files, in the registry's folder and names (bladefl.data.datasets)."""
+    spec = get_spec(dataset)
+    return [f"{RAW}/{spec.folder}/{f}" for f in spec.files]
 
 
 def partition_files(dataset, key):
@@ -161,7 +155,8 @@ def dataset_raw_files(wildcards):
 
 
 def raw_root_of_input(wildcards, input):
-    return raw_root(input.raw[0])
+    """The data root the raw files lie under (<RAW>/<the dataset's folder>/<file>)."""
+    return RAW
 
 
 def folder_of_output(wildcards, output):

@@ -157,6 +157,7 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
     from bladefl.experiments.verdicts.trend import parse_margins
     from bladefl.fl.run_config import ModelConfig, load_config
+    from bladefl.fl.shape import parameters_on
     from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
     from bladefl.report.pages import verdict_tally
     from bladefl.report.paper import paper_tables
@@ -173,7 +174,8 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     frame = all_verdicts(table, members, args.t_sum, cells, gaps, constants, resamples=args.resamples,
                          bound_resamples=args.bound_resamples, margins=margins, dataset=args.dataset,
                          inventory=inventory, paper_tables=tables, fig3_sweep=args.bound_sweep,
-                         model_size=(load_config(args.engine).model if args.engine else ModelConfig()).parameters)
+                         model_size=parameters_on(args.dataset, (load_config(args.engine).model if args.engine
+                                                                  else ModelConfig()).hidden))
     frame = frame.assign(dataset=args.dataset)
     for problem in problems(frame, inventory, args.dataset):
         print(f"warning: {problem}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """The data wing: the datasets and their partitions among the clients. Its modules: ``datasets`` (the
-dataset registry, ``SPECS``: every dataset's files, checksums, title, shape and sizes; loading),
-``fetch`` (the raw files from a chain of sources, each checked), ``idx`` (the IDX format),
+dataset registry, ``SPECS``: every dataset's files, format, checksums, title, shape and sizes; loading),
+``fetch`` (the raw files from a chain of sources, each checked), ``idx`` (MNIST's IDX format), ``cifar``
+(Cifar-10's python batches), ``safe_pickle`` (pickles from elsewhere read as numpy data only),
 ``partition`` (the partition schemes' registry, ``SCHEME_REGISTRY``, and their draws),
 ``partition_store`` (a partition's files on disk) and ``label_heatmap`` (its picture)."""

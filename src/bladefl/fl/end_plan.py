@@ -87,7 +87,7 @@ def _lazy_plan(runs: list[RunState], lazy_runs: tuple[int, ...], noisy: tuple[in
             else:
                 plain_src += range(len(scale), len(scale) + M)
                 noise_rows += range(offset, offset + M)
-            scale += [lazy_scale(runs[i].cfg.lazy, runs[i].cfg.model.parameters)] * noise_draws(runs[i].cfg.lazy, M)
+            scale += [lazy_scale(runs[i].cfg.lazy, runs[i].cfg.parameters)] * noise_draws(runs[i].cfg.lazy, M)
         if runs[i].cfg.lazy.counterfactual:  # its rows are all N clients, in client order
             own += (starts[i] + runs[i].roles.lazy).tolist()
             own_rows += range(offset, offset + M)

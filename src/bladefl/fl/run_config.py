@@ -25,10 +25,10 @@ from bladefl.core.errors import BladeflError
 from bladefl.core.values import is_finite as _is_finite
 from bladefl.core.values import is_int as _is_int
 from bladefl.core.values import is_num as _is_num
-from bladefl.data.datasets import SPECS, TRAIN_SIZE
+from bladefl.data.datasets import SPECS, train_size
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
-from bladefl.fl.shape import Shape
+from bladefl.fl.shape import parameters_on
 
 
 class RunConfigError(BladeflError):
@@ -39,11 +39,6 @@ class RunConfigError(BladeflError):
 class ModelConfig:
     hidden: int = 256
     activation: str = "relu"  # relu | none
-
-    @property
-    def parameters(self) -> int:
-        """P, the parameters of the 784-hidden-10 model: what a lazy upload's noise norm sigma sqrt(P) is over."""
-        return Shape(h=self.hidden).size
 
 
 @dataclass(frozen=True)
@@ -122,6 +117,11 @@ class RunConfig:
     def num_lazy(self) -> int:
         return int(round(self.lazy.ratio * self.partition.N))
 
+    @property
+    def parameters(self) -> int:
+        """P, the parameters of this config's model on its dataset (:func:`bladefl.fl.shape.parameters_on`)."""
+        return parameters_on(self.dataset, self.model.hidden)
+
     def to_dict(self) -> dict[str, Any]:
         """The config as every run's summary records it; the fields of :data:`LATER_FIELDS` only where
         they leave their default (a run recorded before them is still a run of the same config)."""
@@ -182,7 +182,7 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     need(raw["dataset"] in SPECS, "dataset", f"one of {sorted(SPECS)}", raw["dataset"])
     need(raw["device"] in ("auto", "cpu", "cuda"), "device", "one of ['auto', 'cpu', 'cuda']", raw["device"])
     need(_is_int(raw["seed"]) and raw["seed"] >= 0, "seed", "an integer >= 0", raw["seed"])
-    e.extend(partition_errors(SimpleNamespace(**raw["partition"]), train_size=TRAIN_SIZE))
+    e.extend(partition_errors(SimpleNamespace(**raw["partition"]), train_size=train_size(raw["dataset"])))
     m, t, tm = raw["model"], raw["train"], raw["time"]
     need(_is_int(m["hidden"]) and m["hidden"] >= 1, "model.hidden", "an integer >= 1", m["hidden"])
     need(m["activation"] in ("relu", "none"), "model.activation", "one of ['relu', 'none']", m["activation"])

@@ -12,15 +12,17 @@ import numpy as np
 import torch
 
 from bladefl.core.rng import numpy_rng, torch_generator
-from bladefl.data.datasets import PIXELS
+from bladefl.data.datasets import get_spec
 from bladefl.fl import lazy, mlp, privacy
 from bladefl.fl.chain_executor import ChainLine, new_chain_state
 from bladefl.fl.records import KResult, RunSpec
 from bladefl.fl.run_config import RunConfig
 
 
-def model_shape(cfg: RunConfig, d: int = PIXELS) -> mlp.Shape:
-    return mlp.Shape(d=d, h=cfg.model.hidden, activation=cfg.model.activation)
+def model_shape(cfg: RunConfig, d: int | None = None) -> mlp.Shape:
+    """The model of ``cfg``'s runs: ``d`` inputs (the dataset's pixels unless given), its hidden width."""
+    return mlp.Shape(d=get_spec(cfg.dataset).pixels if d is None else d, h=cfg.model.hidden,
+                     activation=cfg.model.activation)
 
 
 def initial_model(cfg: RunConfig, shape: mlp.Shape) -> torch.Tensor:

@@ -307,13 +307,27 @@ __all__ = ["verdict_table_html", "banner", "statement_table",
            "headline_caption", "figure_section", "accuracy_line", "LEGEND", "STYLE", "counted"]
 
 
-def unjudged_section(statements: Sequence[object]) -> str:
-    """The inventory's statements with no verdict row, each with where the paper makes it and why
-    (``judged: none``), folded under the statement table ("" where there are none)."""
-    none = [s for s in statements if getattr(s, "judged", "") == "none"]
+def unjudged_section(statements: Sequence[object], datasets: Sequence[str] | None = None) -> str:
+    """The inventory's statements with no verdict row, each with where the paper makes it and why:
+    ``judged: none`` (its ``why_no_row``), or judged on datasets the report holds no runs of (where
+    ``datasets``, the report's, are given: "needs runs on Cifar-10"), folded under the statement table
+    ("" where there are none)."""
+    from bladefl.data.datasets import TITLES
+
+    def why(s: object) -> str | None:
+        if getattr(s, "judged", "") == "none":
+            return str(getattr(s, "why_no_row", ""))
+        on = tuple(getattr(s, "datasets", ()))
+        if datasets is not None and on and not set(on) & set(datasets):
+            names = ", ".join(TITLES.get(d, d) for d in on)
+            return (f"needs runs on {names}, which this report holds none of (a workflow config whose `datasets` "
+                    f"names {'them' if len(on) > 1 else 'it'} makes them)")
+        return None
+
+    none = [(s, why(s)) for s in statements if why(s) is not None]
     if not none:
         return ""
     items = "".join(f"<li><b>{html.escape(str(s.where))}</b>: <i>“{html.escape(str(s.quote))}”</i> — "  # type: ignore[attr-defined]
-                    f"{html.escape(str(s.why_no_row))}</li>" for s in none)  # type: ignore[attr-defined]
+                    f"{html.escape(str(reason))}</li>" for s, reason in none)
     return (f"<details class='small'><summary>{len(none)} statements of the paper with no verdict row, and why"
             f"</summary><ul>{items}</ul></details>")

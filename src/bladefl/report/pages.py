@@ -188,6 +188,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     glossary = (f"<p class='small'>The statistics' words (Page test, FDR, equivalence margin, draw, unit, too few "
                 f"runs, witness): <a href='{html.escape(os.path.relpath(words, path.parent))}'>the glossary</a>.</p>"
                 if words.is_file() else "")
+    datasets_run = sorted(set(table["dataset"].astype(str))) if "dataset" in table else None
     basis = fp.basis_line(design,
                           bundle_design.engine_reading(engine) if engine else "", sensitivity_link(path))
     body = f"""{fp.banner(table)}{basis}<h2>Findings</h2>
@@ -200,7 +201,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 {fp.LEGEND}
 {glossary}
 {fp.statement_table(table, comparisons)}
-{fp.unjudged_section(inventory().statements)}
+{fp.unjudged_section(inventory().statements, datasets_run)}
 {_diverged_section(summaries or {})}
 {figure}"""
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>

@@ -119,7 +119,7 @@ def summary_markdown(bundles: Sequence[str | Path]) -> str:
     paper, authors = _engine("paper"), _engine("authors-code")
     from bladefl.fl.run_config import from_dict
 
-    parameters = from_dict(paper).model.parameters
+    parameters = from_dict(paper).parameters
     datasets = sorted(rows.dataset.unique(), key=registry_order)
     per = ", ".join(f"{int((rows.dataset == d).sum())} on {dataset_title(d)}" for d in datasets)
     lines = [HEADER, "## Scope\n",
@@ -154,7 +154,7 @@ def summary_markdown(bundles: Sequence[str | Path]) -> str:
               "The authors' repository (`ElvisShaoYumeng/BLADE-FL`) differs from the paper engine's reading in "
               "(`config/engines/authors-code.yaml` against `config/engines/paper.yaml`):\n",
               *[f"- {d}" for d in _differences(paper, authors)],
-              f"- the model's size: {from_dict(authors).model.parameters:,} parameters (the paper engine: "
+              f"- the model's size: {from_dict(authors).parameters:,} parameters (the paper engine: "
               f"{parameters:,});",
               "- what it reports: the accuracy and loss on a 4-class test subset per client, and the clients' "
               "local minibatch losses, its CSV's train and test labels swapped (`main_FL&BL.py` lines 248-253, "

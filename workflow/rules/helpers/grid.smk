@@ -20,7 +20,7 @@ GROUP_RUNS = (
 
 
 wildcard_constraints:
-    group=r"[a-z_]+_N\d+_block\d+",
+    group=r"[a-z0-9_]+_N\d+_block\d+",
 
 
 def dataset_run_summaries(wildcards):

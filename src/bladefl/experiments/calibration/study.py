@@ -189,12 +189,13 @@ def load_spec(text: str) -> StudySpec:
 def partition_pairs_errors(axes: Mapping[str, Any], engine: str, base_sets: list[str], Ns: list[int]) -> list[str]:
     """Each value of the ``partition`` axis must make a partition with each value of ``samples`` (each
     N of the rows): a pair that cannot (``classes3`` with 512 samples) is refused before any trial."""
-    from bladefl.data.datasets import TRAIN_SIZE
+    from bladefl.data.datasets import train_size
     from bladefl.data.partition import partition_errors
     from bladefl.experiments.calibration.space import overrides
     from bladefl.fl.run_config import load_config
 
-    base = dataclasses.asdict(load_config(engine, base_sets).partition)
+    cfg = load_config(engine, base_sets)
+    base, size = dataclasses.asdict(cfg.partition), train_size(cfg.dataset)
     parts = (axes.get("partition") or {}).get("values") or [None]
     sizes = (axes.get("samples") or {}).get("values") or [base["n"]]
     errors = []
@@ -202,7 +203,7 @@ def partition_pairs_errors(axes: Mapping[str, Any], engine: str, base_sets: list
         fields = {k.split(".", 1)[1]: v for k, v in (overrides("partition", part) if part else {}).items()}
         for n in sizes:
             for N in Ns:
-                wrong = partition_errors(SimpleNamespace(**{**base, **fields, "n": n, "N": N}), train_size=TRAIN_SIZE)
+                wrong = partition_errors(SimpleNamespace(**{**base, **fields, "n": n, "N": N}), train_size=size)
                 if wrong:
                     errors.append(f"calibration.space: partition {part} with samples {n} (N={N}): {wrong[0]}")
                     break

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bladefl.data.datasets import SPECS, TRAIN_SIZE
+from bladefl.data.datasets import SPECS, train_size
 from bladefl.experiments.plan import grid as plan_grid
 from bladefl.experiments.plan.grid import Cell, cell_errors
 from bladefl.experiments.plan.readings import reading_config, reading_errors, readings
@@ -200,8 +200,9 @@ def check(config: Mapping[str, Any]) -> None:
     t_sum = float(t_sum)
     errors.extend(sweep_errors(config))
     n = int(config.get("partition", {}).get("n", 512))
-    if n > TRAIN_SIZE:  # no N fits: said once, not once per cell and draw
-        raise ConfigError(f"invalid config: partition.n must be at most the training set size {TRAIN_SIZE} "
+    size = train_size(config.get("datasets", []))
+    if n > size:  # no N fits: said once, not once per cell and draw
+        raise ConfigError(f"invalid config: partition.n must be at most the training set size {size} "
                           f"(N clients of n samples each; got {n})")
     errors.extend(_partition_errors(config, grid_cells))
     errors.extend(path_errors(config))

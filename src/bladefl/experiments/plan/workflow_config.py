@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from bladefl.core.errors import BladeflError
-from bladefl.data.datasets import TRAIN_SIZE
+from bladefl.data.datasets import train_size
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.plan.grid import Cell, Member, expand, members_to_json, unique_cells
@@ -59,9 +59,13 @@ def engine(config: Mapping[str, Any]) -> RunConfig:
     return load_config(path)
 
 
-def model_size(config: Mapping[str, Any]) -> int:
-    """P, the parameters of the engine's model (:attr:`bladefl.fl.run_config.ModelConfig.parameters`)."""
-    return engine(config).model.parameters
+def model_size(config: Mapping[str, Any], dataset: str | None = None) -> int:
+    """P, the parameters of the engine's model on ``dataset`` (the config's first dataset unless given;
+    :func:`bladefl.fl.shape.parameters_on`)."""
+    from bladefl.fl.shape import parameters_on
+
+    name = dataset or next(iter(config.get("datasets") or []), engine(config).dataset)
+    return parameters_on(name, engine(config).model.hidden)
 
 
 def renamed_keys(config: Mapping[str, Any]) -> tuple[dict, list[str]]:
@@ -153,7 +157,7 @@ def partition_spec(config: Mapping[str, Any], N: int, seed: int | None = None) -
     """The engine's partition with the config's overrides and the cell's N: run seed ``seed``'s draw
     (the first draw without a seed)."""
     values = {**dataclasses.asdict(engine(config).partition), **partition_overrides(config, seed), "N": N}
-    errors = partition_errors(SimpleNamespace(**values), train_size=TRAIN_SIZE)
+    errors = partition_errors(SimpleNamespace(**values), train_size=train_size(config.get("datasets", [])))
     if errors:
         raise ConfigError("; ".join(errors))
     return PartitionSpec(**values)

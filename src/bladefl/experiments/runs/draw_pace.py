@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bladefl.experiments.runs.job_work import PIXELS, with_defaults
+from bladefl.experiments.runs.job_work import with_defaults
 from bladefl.fl.engine import group_draws, round_ends
 from bladefl.fl.execution import DRAW_THREADS, MAX_ROWS
 from bladefl.fl.records import KResult
@@ -68,7 +68,7 @@ def draw_pace(config_path: str, threads: int = DRAW_THREADS, max_rows: int = MAX
 
 def batch_pace(specs: list, N: int, n: int, threads: int) -> DrawPace:
     """The draws of one stacked computation of the runs ``specs`` (spec, result)."""
-    shape = model_shape(specs[0][0].cfg, PIXELS)
+    shape = model_shape(specs[0][0].cfg)
     cpu = torch.device("cpu")
     runs, layout = lay_out(specs, N, n, shape, cpu)
     ends = round_ends(runs, cpu)

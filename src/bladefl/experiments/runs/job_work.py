@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bladefl.data.datasets import PIXELS
+from bladefl.data.datasets import get_spec
 
 COPIES = 4  # float32 copies of what a job holds at its peak (data, uploads, global model, gradients)
 SCALED_RULES = ("run_cell", "run_group", "reference")
@@ -50,7 +50,8 @@ def run_work(cfg: Any) -> tuple[float, float, float]:  # noqa: ANN401 - RunConfi
     t, p = cfg.time, cfg.partition
     per_iteration = cfg.train.steps * cfg.train.batch_size if cfg.train.iteration == "steps" else p.n
     iterations = sum(K * max(0, tau_for(int(K), t.alpha, t.beta, t.t_sum)) for K in t.K)
-    return float(p.N * iterations * per_iteration), float(p.N * p.n * PIXELS), float(p.N * model_shape(cfg).size)
+    pixels = get_spec(cfg.dataset).pixels
+    return float(p.N * iterations * per_iteration), float(p.N * p.n * pixels), float(p.N * model_shape(cfg).size)
 
 
 def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,7 +88,7 @@ def grid_jobs(config: Mapping[str, Any]) -> list[JobWork]:
             for seed in seeds:
                 spec = wc.partition_spec(config, cell.N, seed)
                 jobs.append(JobWork("reference", f"{engine}/{dataset}/{spec.key}", float(spec.N * spec.n),
-                                    float(spec.N * spec.n * PIXELS)))
+                                    float(spec.N * spec.n * get_spec(dataset).pixels)))
     for group in wc.partition_jobs(config):  # its draws' clients held once, every run's models stacked
         stacked = [runs[(group.dataset, c)] for c in group.cells for _ in group.seeds]
         data = len(group.draws) * max(d for _, d, _ in stacked)

@@ -74,14 +74,14 @@ def _text(entry: dict, key: str, where: str, required: bool = True) -> str:
     return value
 
 
-def _datasets(entry: dict, where: str) -> tuple[str, ...]:
-    value = entry.get("datasets", list(DATASETS))
+def _datasets(entry: dict, where: str, default: tuple[str, ...] = DATASETS) -> tuple[str, ...]:
+    value = entry.get("datasets", list(default))
     if not isinstance(value, list) or not value or any(d not in DATASETS for d in value):
         raise InventoryError(f"{where}.datasets: {value!r} (allowed: a list of {', '.join(DATASETS)})")
     return tuple(value)
 
 
-def _statement(entry: object, i: int) -> Statement:
+def _statement(entry: object, i: int, default: tuple[str, ...]) -> Statement:
     where = f"statements[{i}]"
     if not isinstance(entry, dict):
         raise InventoryError(f"{where}: not a mapping")
@@ -96,16 +96,16 @@ def _statement(entry: object, i: int) -> Statement:
         raise InventoryError(f"{where}.why_no_row: only a statement judged 'none' says why it has no row")
     return Statement(_text(entry, "id", where), _text(entry, "where", where), _text(entry, "quote", where),
                      _text(entry, "tex", where), judged, _text(entry, "reading", where, required=False), why,
-                     _datasets(entry, where), _text(entry, "if_differs", where, required=False))
+                     _datasets(entry, where, default), _text(entry, "if_differs", where, required=False))
 
 
-def _figure(entry: object, i: int) -> Figure:
+def _figure(entry: object, i: int, default: tuple[str, ...]) -> Figure:
     where = f"figures[{i}]"
     if not isinstance(entry, dict) or not isinstance(entry.get("number"), int):
         raise InventoryError(f"{where}.number: missing or not a whole number")
     return Figure(entry["number"], _text(entry, "label", where), _text(entry, "shows", where),
                   _text(entry, "sweep", where, required=False), _text(entry, "table", where, required=False),
-                  _datasets(entry, where))
+                  _datasets(entry, where, default))
 
 
 def read_inventory(path: str | Path) -> Inventory:
@@ -113,8 +113,10 @@ def read_inventory(path: str | Path) -> Inventory:
     doc = strict_yaml.read_file(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("statements"), list):
         raise InventoryError(f"{path}: needs a list 'statements'")
-    statements = tuple(_statement(e, i) for i, e in enumerate(doc["statements"]))
-    figures = tuple(_figure(e, i) for i, e in enumerate(doc.get("figures", [])))
+    # the datasets a statement or figure naming none is on (the paper's experiments'), every registry one if unsaid
+    default = _datasets(doc, "datasets")
+    statements = tuple(_statement(e, i, default) for i, e in enumerate(doc["statements"]))
+    figures = tuple(_figure(e, i, default) for i, e in enumerate(doc.get("figures", [])))
     ids = [s.id for s in statements]
     if dup := sorted({x for x in ids if ids.count(x) > 1}):
         raise InventoryError(f"statements: id {dup[0]!r} given twice")

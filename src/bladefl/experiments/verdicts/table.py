@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from bladefl.data.datasets import SPECS, get_spec
 from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.verdicts.bound import bound_claims, closed_form_readings, remark_rows
 from bladefl.experiments.verdicts.bound_corollaries import eta_fitted, fitted_corollaries
@@ -63,7 +64,8 @@ def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, b
     if fits:
         theory = pd.DataFrame(corollary_rows(fits, members, scan_settings) + theorem_rows(fits, members, scan_settings))
         frames.append(theory.assign(draws_holding="", across_partitions="mathematics: no units"))
-    errors = paper_error_rows(paper_tables, fits, members, model_size or Shape().size, scan_settings, dataset or "")
+    size = model_size or Shape(d=get_spec(dataset if dataset in SPECS else "mnist").pixels).size
+    errors = paper_error_rows(paper_tables, fits, members, size, scan_settings, dataset or "")
     if errors:
         frames.append(pd.DataFrame(errors).assign(draws_holding="", across_partitions=""))
     out = pd.concat([f for f in frames if len(f)], ignore_index=True)
