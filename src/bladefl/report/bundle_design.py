@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from bladefl.data.datasets import SPECS
 from bladefl.data.partition import PartitionSpec
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.runs import provenance
@@ -59,9 +60,10 @@ def _design(seeds: Sequence[int], draws: set) -> str:
             f"{len(draws)} independent units, the draws")
 
 
-def reading(engine: Mapping[str, Any], name: str) -> str:
+def reading(engine: Mapping[str, Any], name: str, datasets: Sequence[str] = ()) -> str:
     """The engine's settings of what the paper leaves unsaid, in one line (the reading every verdict
-    of the report holds under)."""
+    of the report holds under); the model's inputs are the pixels of ``datasets`` (the engine's own
+    dataset where none are given)."""
     part, model, train = engine.get("partition", {}), engine.get("model", {}), engine.get("train", {})
     spec = PartitionSpec(**{f.name: part[f.name] for f in dataclasses.fields(PartitionSpec) if f.name in part})
     split = {"shards": f"shards, {spec.shards_per_client} per client",
@@ -75,17 +77,19 @@ def reading(engine: Mapping[str, Any], name: str) -> str:
             if iteration == "epoch" else f"one local iteration = {iteration.replace('_', ' ')}")
     pixels = "standardised pixels" if engine.get("normalize", False) else "raw pixels in [0, 1]"
     kind = "" if spec.scheme == "iid" else "non-IID "
+    sizes = sorted({SPECS[d].pixels for d in datasets or [engine.get("dataset", "mnist")] if d in SPECS})
+    inputs = "/".join(map(str, sizes)) or "?"
     return (f"engine {name} (config/engines/{name}.yaml): {kind}{split}, {spec.n} samples per "
-            f"client; MLP 784-{hidden}-10, {activation}; {step}; {pixels}")
+            f"client; MLP {inputs}-{hidden}-10, {activation}; {step}; {pixels}")
 
 
-def engine_reading(name: str) -> str:
+def engine_reading(name: str, datasets: Sequence[str] = ()) -> str:
     """:func:`reading` of the engine ``name`` (a workflow config's ``engine``), as this checkout holds it."""
     try:
         if name not in wc.available_engines():  # a name, never a path: read only config/engines/<name>.yaml
             raise ValueError(name)
         engine = yaml.safe_load(wc.engine_path({"engine": name}).read_text()) or {}
-        return reading(engine, name)
+        return reading(engine, name, datasets)
     except (OSError, yaml.YAMLError, ValueError, TypeError, KeyError):
         return f"engine {name} (its settings cannot be read from this checkout's config/engines/{name}.yaml)"
 
@@ -133,6 +137,12 @@ def headline_design(root: Path | None = None) -> str:
     return design(config) if isinstance(config, dict) else ""
 
 
+def _first_file(dataset: str) -> str:
+    """What the checksum on the provenance line is of: MNIST's training images, Cifar-10's first batch."""
+    spec = SPECS.get(dataset)
+    return "train images" if spec is None or spec.file_format == "idx" else spec.train_files[0]
+
+
 def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequence[str], seeds: Sequence[int],
                     when: datetime | None = None, verdicts_by: str | None = None) -> str:
     """One line: the code versions (the runs', the verdicts', this page's), config file(s), seeds, data
@@ -147,7 +157,7 @@ def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequen
     hosts = ", ".join(sorted(map(str, frame.host.dropna().unique()))) if "host" in frame else "unknown"
     devices = sorted(map(str, frame.device.dropna().unique())) if "device" in frame else []
     hosts += f" ({', '.join(devices)})" if devices else ""
-    checksums = "; ".join(f"{dataset_title(d)} train images {str(sha)[:12]}"
+    checksums = "; ".join(f"{dataset_title(d)} {_first_file(d)} {str(sha)[:12]}"
                           for d, sha in frame.groupby("dataset").train_images_sha256.first().items())
     seconds = float(pd.to_numeric(frame.seconds, errors="coerce").sum())
     run_time = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"

@@ -16,7 +16,8 @@ from bladefl.report.front_page import dataset_title
 def distance_table(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Per dataset and paper table: how far our K* and best accuracy are from the paper's per row (mean
     |K* - K*paper| and its signed mean over the rows with a paper K*; mean (ours - paper) accuracy and
-    its mean absolute value over the rows with a paper accuracy)."""
+    its mean absolute value over the rows with a paper accuracy). A table with no paper value to compare with
+    (every table of Cifar-10, which the paper reports in a figure only) has no row."""
     rows = []
     for dataset, frame in comparisons.items():
         for table, part in frame.groupby("table", sort=False):
@@ -28,7 +29,8 @@ def distance_table(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
                          "K_signed": float(dk.mean()) if len(k) else math.nan, "acc_rows": len(acc),
                          "acc_abs": float(dacc.abs().mean()) if len(acc) else math.nan,
                          "acc_signed": float(dacc.mean()) if len(acc) else math.nan})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    return out[(out.K_rows > 0) | (out.acc_rows > 0)].reset_index(drop=True) if len(out) else out
 
 
 def _cause(outcomes: Sequence[Mapping], calibration_link: str | None, sensitivity_link: str | None) -> str:
@@ -81,13 +83,15 @@ def distance_section(comparisons: Mapping[str, pd.DataFrame], outcomes: Sequence
     from bladefl.report.plots import param_name
 
     table = distance_table(comparisons)
+    without = [dataset_title(d) for d in comparisons if d not in set(table.dataset)] if len(table) else []
     if table.empty:
         return ""
 
     def cell(value: float, rows: int, fmt: str) -> str:
         return "" if not rows or not math.isfinite(value) else f"{value:{fmt}}"
 
-    lines, accuracy = [], {}
+    lines: list[str] = [f"{', '.join(without)}: none (the paper gives no table value of it)"] if without else []
+    accuracy: dict[str, float] = {}
     for d, part in table.groupby("dataset", sort=False):
         k = part[part.K_rows > 0]
         acc = part[part.acc_rows > 0]

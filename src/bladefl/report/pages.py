@@ -189,8 +189,8 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
                 f"runs, witness): <a href='{html.escape(os.path.relpath(words, path.parent))}'>the glossary</a>.</p>"
                 if words.is_file() else "")
     datasets_run = sorted(set(table["dataset"].astype(str))) if "dataset" in table else None
-    basis = fp.basis_line(design,
-                          bundle_design.engine_reading(engine) if engine else "", sensitivity_link(path))
+    engine_line = bundle_design.engine_reading(engine, datasets_run or ()) if engine else ""
+    basis = fp.basis_line(design, engine_line, sensitivity_link(path))
     body = f"""{fp.banner(table)}{basis}<h2>Findings</h2>
 {findings(table, comparisons)}
 {distance}
@@ -251,7 +251,8 @@ def headline_panels(summaries: Mapping[str, pd.DataFrame], comparisons: Mapping[
                     max_sweeps: int = 3) -> list[dict]:
     """Per dataset, the first ``max_sweeps`` of the paper's tables that the grid ran, with our
     curves and the paper's (K*, maximal accuracy) per swept value (from the paper-comparison
-    table), for :func:`plots.headline_figure`."""
+    table), for :func:`plots.headline_figure`; a dataset whose grid ran none of them (no paper table
+    of it) shows its own first sweeps, with no paper point."""
     from bladefl.report.paper_figures import figure_of
     from bladefl.report.views import sweep_units
 
@@ -259,9 +260,11 @@ def headline_panels(summaries: Mapping[str, pd.DataFrame], comparisons: Mapping[
     for dataset, summary in summaries.items():
         comparison = comparisons[dataset]
         ran = comparison[comparison.parameter.isin(set(summary.sweep))]
-        for table in list(dict.fromkeys(ran.table))[:max_sweeps]:
-            rows = ran[ran.table == table]
-            sweep = rows.parameter.iloc[0]
+        tables = {t: ran[ran.table == t] for t in list(dict.fromkeys(ran.table))[:max_sweeps]}
+        # a grid with none of the paper's table sweeps (Cifar-10's epsilon sweep): its own sweeps, no paper point
+        chosen = ({str(rows.parameter.iloc[0]): rows for rows in tables.values()} if tables else
+                  {str(sw): ran.iloc[:0] for sw in list(dict.fromkeys(summary.sweep))[:max_sweeps]})
+        for sweep, rows in chosen.items():
             vary = summary[summary.sweep == sweep].vary.iloc[0]
             figure = figure_of(str(vary), dataset)
             panels.append({

@@ -230,10 +230,11 @@ def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list o
                     label="the paper's K* and best accuracy"),
              Line2D([], [], ls="--", color="0.4", label="the paper's K* (loss panels)"),
              Line2D([], [], ls=":", color="0.4", label="the paper's best accuracy, its K* not an integer")]
-    fig.legend(handles=marks, loc="lower center", ncol=3, fontsize=LEGEND_SIZE + 1, frameon=False)
+    if any(p["paper"] for p in panels):  # no paper point anywhere (Cifar-10's sweep): no key for them
+        fig.legend(handles=marks, loc="lower center", ncol=3, fontsize=LEGEND_SIZE + 1, frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.tight_layout(rect=(0, 0.04 if any(p["paper"] for p in panels) else 0, 1, 1))
     return fig
 
 

@@ -87,6 +87,15 @@ def privacy_table(optimum: pd.DataFrame) -> pd.DataFrame:
     return out.assign(max_accuracy=100 * out.max_accuracy)  # in %, as every page shows accuracy
 
 
+def _first_train_file(config: dict) -> str:
+    """The raw file whose SHA-256 stands for a run's data: its dataset's first training file (MNIST's
+    training images; Cifar-10's first batch)."""
+    from bladefl.data.datasets import SPECS
+
+    spec = SPECS.get(str(config.get("dataset", "mnist")))
+    return spec.train_files[0] if spec else "train-images-idx3-ubyte"
+
+
 def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     """One row per run: where and with what it ran, from its summary (read strictly, as every run
     file is: :mod:`bladefl.core.run_files`)."""
@@ -99,7 +108,7 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
                      "code_version": prov.get("code_version"),
                      "torch": prov.get("torch"), "host": prov.get("host"), "device": prov.get("device"),
                      "seconds": s.get("seconds", {}).get("total"),
-                     "train_images_sha256": prov.get("data_sha256", {}).get("train-images-idx3-ubyte"),
+                     "train_images_sha256": prov.get("data_sha256", {}).get(_first_train_file(s["config"])),
                      "partition_sha256": prov.get("partition_sha256")})
     return pd.DataFrame(rows)
 
