@@ -230,10 +230,14 @@ def test_importances_stand_beside_the_share_noise_gets():
                                       values=[3.0 * a + 0.01 * ((7 * i) % 5), float((i * 7919) % 13)])
         t.number = i
         trials.append(t)
-    table = importance.importances(trials, ["a", "b"], permutations=12)
+    table = importance.importances(trials, ["a", "b"], permutations=49)
     k = table[table.objective == "K_star_distance"].set_index("setting")
     assert k.loc["a", "clears"] and k.loc["a", "importance"] > 0.9 and not k.loc["b", "clears"]
     assert (table.control > 0).all() and (table.control <= 1).all()
+    # a's share beats every shuffle's largest: the smallest p-value 49 shuffles allow, doubled over the two distances
+    assert k.loc["a", "p"] == 1 / 50 and k.loc["a", "p_adjusted"] == 2 / 50 < importance.ALPHA
+    noise = table[table.objective == "accuracy_distance"]
+    assert not noise.clears.any() and (noise.p_adjusted == (noise.p * 2).clip(upper=1)).all()
 
 
 def _smoke_spec(tmp_path: Path, data_root: Path) -> Path:
@@ -676,3 +680,24 @@ def test_a_journal_cut_or_padded_at_any_byte_of_its_last_record_is_set_aside_and
         assert [t.params["x"] for t in read][-1] == 3 and len(read) == kept + 1, (n, how)
     assert search.set_aside_torn_tail(storage) is None  # a whole journal is left as it is
     assert storage.read_bytes() == whole
+
+
+def test_the_screens_rank_agreement_with_every_row_is_kendalls_tau_over_the_points_scored_on_both():
+    import pandas as pd
+    from scipy import stats
+
+    from bladefl.experiments.calibration.tables import screen_agreement
+    from bladefl.report.calibration import agreement_words
+
+    screen = [1.0, 2.0, 3.0, 4.0, 5.0, 9.0]
+    full = [1.5, 2.5, 2.0, 4.5, 6.0, math.nan]  # the last was never promoted
+    done = pd.DataFrame({"promoted": [True] * 5 + [False], "K_star_distance": screen, "full_K_star_distance": full,
+                         "accuracy_distance": screen, "full_accuracy_distance": [3.0] * 5 + [math.nan],
+                         "closeness": screen, "full_closeness": full})
+    found = screen_agreement(done)
+    expected = stats.kendalltau(screen[:5], full[:5])
+    assert found["points"] == 5 and found["K_star"] == {"tau": expected.statistic, "p": expected.pvalue}
+    assert found["accuracy"] == {"tau": None, "p": None}  # every row's distance the same: no ranking to agree with
+    assert "K* 0.80 (p = 0.083)" in agreement_words({"screen_agreement": found})
+    two = screen_agreement(done.iloc[:2])
+    assert two["closeness"]["tau"] is None and "too few" in agreement_words({"screen_agreement": two})

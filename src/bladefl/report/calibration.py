@@ -68,7 +68,16 @@ OUTCOME_SCHEMA = {
         "most_important": {"type": "object", "additionalProperties": {
             "type": "object", "required": ["setting", "importance", "control"],
             "properties": {"setting": {"type": "string", "maxLength": 40}, "importance": _NUMBER,
-                           "control": _NUMBER}}},
+                           "control": _NUMBER, "p_adjusted": {"type": "number", "minimum": 0, "maximum": 1}}}},
+        "screen_agreement": {"type": "object", "required": ["points"], "properties": {
+            "points": {"type": "integer", "minimum": 0, "maximum": 10000},
+            **{k: {"type": "object", "properties": {"tau": {"type": ["number", "null"], "minimum": -1, "maximum": 1},
+                                                    "p": {"type": ["number", "null"], "minimum": 0, "maximum": 1}}}
+               for k in ("K_star", "accuracy", "closeness")}}},
+        "importance_test": {"type": "object", "required": ["permutations", "trials", "alpha"],
+                            "properties": {"permutations": {"type": "integer", "minimum": 1, "maximum": 10000},
+                                           "trials": {"type": "integer", "minimum": 0, "maximum": 10000},
+                                           "alpha": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
     },
 }
 
@@ -91,10 +100,41 @@ def _settings(differs: Mapping[str, Any]) -> str:
 
 
 def _moved(outcome: Mapping[str, Any]) -> list[str]:
-    """The settings that move a distance beyond their control (the share pure noise gets)."""
+    """The settings that move a distance beyond noise (their adjusted permutation p-value where the outcome
+    has one; an earlier outcome's control, the share pure noise gets, otherwise)."""
+    def p_words(v: Mapping[str, Any]) -> str:
+        return f", adjusted p = {v['p_adjusted']:.3g}" if isinstance(v.get("p_adjusted"), (int, float)) else ""
+
     return [f"the {LABELS.get(obj, obj)} distance: {v['setting']} ({100 * v['importance']:.0f}% of its variance, "
-            f"against {100 * v['control']:.0f}% for shuffled distances)"
+            f"against {100 * v['control']:.0f}% for shuffled distances{p_words(v)})"
             for obj, v in (outcome.get("most_important") or {}).items()]
+
+
+def agreement_words(outcome: Mapping[str, Any]) -> str:
+    """The screen's rank agreement with every row, in one sentence ("" for an outcome without it)."""
+    found = outcome.get("screen_agreement")
+    if not isinstance(found, Mapping):
+        return ""
+    n = int(found.get("points", 0))
+    said = [f"{LABELS.get(k + '_distance', k)} {v['tau']:.2f} (p = {v['p']:.2g})"
+            for k in ("K_star", "accuracy", "closeness") if isinstance(v := found.get(k), Mapping)
+            and isinstance(v.get("tau"), (int, float)) and isinstance(v.get("p"), (int, float))]
+    if not said:
+        return (f"The screen's ranking cannot be checked against every row's: {n} point{'s' if n != 1 else ''} "
+                "scored on both, too few for a rank correlation.")
+    return (f"The screen against every row, over the {n} points scored on both (Kendall's τ of their distances): "
+            f"{', '.join(said)}"
+            f"{'; with so few points only a near-perfect agreement is distinguishable from chance' if n < 8 else ''}.")
+
+
+def _noise_words(outcome: Mapping[str, Any]) -> str:
+    """How the importances were tested, in words (an outcome written before the p-values: the control)."""
+    test = outcome.get("importance_test")
+    if not isinstance(test, Mapping):
+        return "fANOVA over the screen's trials, beside the share shuffled distances get"
+    return (f"fANOVA over the screen's {test['trials']} trials; a max-statistic permutation p-value over "
+            f"{test['permutations']} shuffles of the distances, Bonferroni over the two distances, below "
+            f"{test['alpha']:g}")
 
 
 def _runs(outcome: Mapping[str, Any]) -> str:
@@ -123,10 +163,12 @@ def outcome_sentence(outcome: Mapping[str, Any], dataset_title: str) -> str:
         parts.append(f"No reading can come nearer than {floor['K_star']:.2f} rounds and {floor['accuracy']:.2f} "
                      f"points per row: the paper gives {which} different values in different tables (below).")
     moved = _moved(outcome)
-    parts.append("What moves it beyond noise (fANOVA over the screen's trials, beside the share shuffled distances "
-                 "get): " + "; ".join(moved) + "." if moved else
-                 "No setting's share of either distance's variance clears the share shuffled distances get: with "
-                 f"{outcome['search']['evaluated']} trials the importances do not say which setting matters.")
+    parts.append(f"What moves it beyond noise ({_noise_words(outcome)}): " + "; ".join(moved) + "." if moved else
+                 f"No setting's share of either distance's variance is distinguishable from noise with "
+                 f"{outcome['search']['evaluated']} trials ({_noise_words(outcome)}): the importances do not say "
+                 "which setting matters.")
+    if agreement := agreement_words(outcome):
+        parts.append(agreement)
     return " ".join(parts)
 
 
@@ -242,7 +284,8 @@ def verdict_changes(verdicts: Mapping[str, pd.DataFrame], calibrated: str) -> pd
 
 def importance_view(importances: pd.DataFrame) -> pd.DataFrame:
     """Each setting's share of each distance's variance beside the control (the largest share shuffled
-    distances get, 95th percentile), and whether it clears it."""
+    distances get, 95th percentile), its max-statistic permutation p-value adjusted over the two distances
+    (where the table has one), and whether it is beyond noise."""
     if importances.empty:
         return importances
     out = []
@@ -254,6 +297,8 @@ def importance_view(importances: pd.DataFrame) -> pd.DataFrame:
                 r = by.loc[obj]
                 row[f"{label} distance (%)"] = f"{100 * r.importance:.0f}"
                 row[f"{label} control (%)"] = f"{100 * r.control:.0f}"
-                row[f"{label}: beyond noise"] = "yes" if bool(r.clears) else "no"
+                if "p_adjusted" in by.columns and pd.notna(r.p_adjusted):  # an earlier study's table has none
+                    row[f"{label}: adjusted p"] = f"{float(r.p_adjusted):.3g}"
+                row[f"{label}: beyond noise"] = "yes" if str(r.clears).lower() == "true" else "no"
         out.append(row)
     return pd.DataFrame(out)

@@ -1,8 +1,11 @@
 """Which settings move each distance, and how much of that could be noise: Optuna's fANOVA importances
-(scikit-learn's random forest) of each distance over the evaluated trials, each beside a **control**,
-the share the largest setting gets when the distances are shuffled across the trials (a permutation
-baseline: the same trials and settings, with every link between a setting and a distance broken).
-An importance under its control is indistinguishable from what fANOVA gives pure noise."""
+(scikit-learn's random forest) of each distance over the evaluated trials, each with a **permutation
+p-value**: the distances are shuffled across the trials (the same trials and settings, every link between
+a setting and a distance broken) and each shuffle's largest share over the settings is kept, so the share of
+a setting is compared with the largest any setting gets from noise (a max-statistic test: the p-value holds
+over all the settings at once); a Bonferroni factor covers the two distances. With P shuffles the smallest
+p-value is 1/(P + 1): too few shuffles, or too few trials, can only say "not distinguishable from noise".
+The control (the 95th percentile of the shuffles' largest share) stays beside it as a picture of the noise."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 OBJECTIVES = ("K_star_distance", "accuracy_distance")
-COLUMNS = ["objective", "setting", "importance", "control", "clears"]
+COLUMNS = ["objective", "setting", "importance", "control", "p", "p_adjusted", "permutations", "clears"]
+ALPHA = 0.05  # a setting clears when its Bonferroni-adjusted max-statistic p-value is below this
 
 
 def _fanova(trials: Sequence, params: list[str], targets: dict[int, float]) -> dict[str, float]:
@@ -27,12 +31,14 @@ def _fanova(trials: Sequence, params: list[str], targets: dict[int, float]) -> d
     return {p: float(found.get(p, 0.0)) for p in params}
 
 
-def importances(trials: Sequence, params: Sequence[str], permutations: int = 20, quantile: float = 0.95,
+def importances(trials: Sequence, params: Sequence[str], permutations: int = 200, quantile: float = 0.95,
                 seed: int = 0) -> pd.DataFrame:
     """Per objective and setting: its fANOVA share of the distance's variance over ``trials`` (evaluated,
-    each with its two distances as ``values``), the control (the ``quantile`` of the largest share
-    over ``permutations`` shuffles of the distances) and whether the share clears it. Empty with fewer
-    than 3 trials or no setting that varies; a distance no trial changed gives every setting 0."""
+    each with its two distances as ``values``), the control (the ``quantile`` of the largest share over
+    ``permutations`` shuffles of the distances), the max-statistic permutation p-value ((1 + the shuffles
+    whose largest share reaches the setting's) / (1 + permutations)), that p-value times the number of
+    distances (Bonferroni, at most 1) and whether the adjusted p-value is below :data:`ALPHA`. Empty with
+    fewer than 3 trials or no setting that varies; a distance no trial changed gives every setting 0, p 1."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -44,14 +50,18 @@ def importances(trials: Sequence, params: Sequence[str], permutations: int = 20,
     for i, name in enumerate(OBJECTIVES):
         values = np.array([float(t.values[i]) for t in trials])
         if np.ptp(values) == 0:
-            rows += [{"objective": name, "setting": p, "importance": 0.0, "control": 0.0, "clears": False}
-                     for p in params]
+            rows += [{"objective": name, "setting": p, "importance": 0.0, "control": 0.0, "p": 1.0, "p_adjusted": 1.0,
+                      "permutations": permutations, "clears": False} for p in params]
             continue
         found = _fanova(trials, varied, {t.number: v for t, v in zip(trials, values, strict=True)})
-        maxima = [max(_fanova(trials, varied, {t.number: v for t, v in zip(trials, rng.permutation(values),
-                                                                              strict=True)}).values())
-                  for _ in range(permutations)]
+        maxima = np.array([max(_fanova(trials, varied, {t.number: v for t, v in
+                                                         zip(trials, rng.permutation(values), strict=True)}).values())
+                           for _ in range(permutations)])
         control = float(np.quantile(maxima, quantile))
-        rows += [{"objective": name, "setting": p, "importance": found.get(p, 0.0), "control": control,
-                  "clears": bool(found.get(p, 0.0) > control)} for p in params]
+        for p in params:
+            share = found.get(p, 0.0)
+            p_value = float((1 + np.sum(maxima >= share)) / (1 + permutations))
+            adjusted = min(1.0, p_value * len(OBJECTIVES))
+            rows.append({"objective": name, "setting": p, "importance": share, "control": control, "p": p_value,
+                         "p_adjusted": adjusted, "permutations": permutations, "clears": bool(adjusted < ALPHA)})
     return pd.DataFrame(rows, columns=COLUMNS)

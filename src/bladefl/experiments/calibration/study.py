@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 DEFAULTS: dict[str, Any] = {"tables": [], "draws": 2, "promote": 4, "coverage": ["partition"], "sampler_seed": 0,
                             "workers": 1, "stop": {"patience": 8, "tolerance": 0.05, "max_trials": 60},
                             "targets": {"K_star": 1.0, "accuracy": 3.0}, "rerun": {"points": 2, "draws": 2}}
+# The shuffles behind the importances' p-values: an analysis setting, outside DEFAULTS so a study's digest
+# (its identity in the journal) does not change with it.
+PERMUTATIONS = 200
 # Bounds of the block's numbers (checked before any trial: a spec from elsewhere is hostile).
 LIMITS = {"draws": (2, 100), "promote": (1, 100), "workers": (1, 256), "sampler_seed": (0, 2**31 - 1),
           "stop.patience": (1, 1000), "stop.max_trials": (1, 10_000), "rerun.points": (1, 20),
@@ -77,7 +80,11 @@ def _number_errors(block: Mapping[str, Any]) -> list[str]:
         if gone in block:
             errors.append(f"calibration.{gone}: no longer a setting (every feasible K is run; the search stops on "
                           "calibration.stop)")
-    allowed = sorted({*DEFAULTS, "space", "points", "first"})
+    importance: Any = block.get("importance", {})
+    shuffles: Any = importance.get("permutations", PERMUTATIONS) if isinstance(importance, Mapping) else None
+    if not (is_int(shuffles) and 1 <= shuffles <= 10_000) or set(importance or {}) - {"permutations"}:
+        errors.append(f"calibration.importance must be {{permutations: an integer in 1..10000}} (got {importance!r})")
+    allowed = sorted({*DEFAULTS, "space", "points", "first", "importance"})
     unknown = sorted(set(block) - {*allowed, "window", "searched"})
     if unknown:
         errors.append(f"calibration: unknown field(s) {[str(u)[:40] for u in unknown]}; allowed: {allowed}")
@@ -112,6 +119,7 @@ class StudySpec:
     k_target: float  # rounds per row the calibration aims for
     accuracy_target: float  # points per row
     rerun_points: int
+    permutations: int = 200  # shuffles of the distances behind each importance's p-value (not in the digest)
     digest: str = ""  # of the spec (its data folder aside): a changed study is a new study in the journal
 
     @property
@@ -183,7 +191,7 @@ def load_spec(text: str) -> StudySpec:
                      promote=int(block["promote"]), coverage=tuple(block["coverage"]),
                      seed=int(block["sampler_seed"]), k_target=float(block["targets"]["K_star"]),
                      accuracy_target=float(block["targets"]["accuracy"]), rerun_points=int(block["rerun"]["points"]),
-                     digest=digest)
+                     permutations=int(block.get("importance", {}).get("permutations", PERMUTATIONS)), digest=digest)
 
 
 def partition_pairs_errors(axes: Mapping[str, Any], engine: str, base_sets: list[str], Ns: list[int]) -> list[str]:

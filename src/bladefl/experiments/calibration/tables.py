@@ -154,11 +154,29 @@ def repeated_table(spec: StudySpec, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def importance_table(spec: StudySpec, trials: Sequence[Any]) -> pd.DataFrame:
-    """fANOVA over the evaluated trials' screen distances (every trial has them), each beside its control."""
+    """fANOVA over the evaluated trials' screen distances (every trial has them), each with its permutation
+    p-value over ``spec.permutations`` shuffles."""
     from optuna.trial import TrialState
 
     done = [t for t in trials if t.state == TrialState.COMPLETE]
-    return importance.importances(done, [a.name for a in spec.space.axes])
+    return importance.importances(done, [a.name for a in spec.space.axes], permutations=spec.permutations)
+
+
+def screen_agreement(done: pd.DataFrame) -> dict[str, Any]:
+    """How well the screen ranks the points as every row does: over the points scored on both (the
+    promoted ones), Kendall's tau between their screen and their full distance, per distance and for the
+    closeness the search minimises, with scipy's two-sided p-value (None with fewer than 3 points, or
+    where a distance is the same for all)."""
+    from scipy import stats
+
+    both = done[done.promoted] if "promoted" in done else done.iloc[0:0]
+    out: dict[str, Any] = {"points": int(len(both))}
+    for name, screen in (("K_star", "K_star_distance"), ("accuracy", "accuracy_distance"), ("closeness", "closeness")):
+        pair = both[[screen, f"full_{screen}"]].astype(float).dropna() if len(both) else both
+        tau, p = stats.kendalltau(pair.iloc[:, 0], pair.iloc[:, 1]) if len(pair) >= 3 else (math.nan, math.nan)
+        ok = math.isfinite(tau)
+        out[name] = {"tau": float(tau) if ok else None, "p": float(p) if ok else None}
+    return out
 
 
 def calibrated_role(summary: pd.DataFrame) -> str:
@@ -229,7 +247,8 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataF
     floor = evaluation.paper_floor(spec.second.rows)
     clears = importances[importances.clears] if len(importances) else importances
     top = {obj: {"setting": str(g.sort_values("importance", ascending=False).setting.iloc[0]),
-                 "importance": float(g.importance.max()), "control": float(g.control.iloc[0])}
+                 "importance": float(g.importance.max()), "control": float(g.control.iloc[0]),
+                 "p_adjusted": float(g.sort_values("importance", ascending=False).p_adjusted.iloc[0])}
            for obj, g in clears.groupby("objective")} if len(clears) else {}
     calibrated = by_role.loc[role]
     reached = bool(calibrated.K_star_distance <= spec.k_target and calibrated.accuracy_distance <= spec.accuracy_target)
@@ -263,6 +282,8 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataF
                        "trial": chosen.get("trial"), "label": _label(role, chosen, differs)},
         "reached": reached,
         "most_important": top,
+        "importance_test": {"permutations": spec.permutations, "trials": int(len(done)), "alpha": importance.ALPHA},
+        "screen_agreement": screen_agreement(done),
     }
     found["conclusion"] = conclusion(found)
     return found
