@@ -92,6 +92,16 @@ def test_a_spec_whose_budget_is_out_of_bounds_is_refused_before_any_trial(t_sum)
         study.load_spec(text)
 
 
+
+def test_the_tau_rule_axis_reads_the_authors_time_model():
+    sp = space({"space": {"tau_rule": {"values": ["paper", "authors"], "stated": "paper", "source": "test"}}})
+    cfg = load_config(REPO / "config/engines/paper.yaml", [*sp.point({"tau_rule": "authors"}).sets(), "time.alpha=2"])
+    assert cfg.time.tau_rule == "authors" and load_config(REPO / "config/engines/paper.yaml").time.tau_rule == "paper"
+    from bladefl.experiments.calibration.space import space_errors
+
+    assert "calibration.space.tau_rule: each value and `stated` must be paper or authors (got 'code')" in space_errors(
+        {"space": {"tau_rule": {"values": ["code"], "stated": "code"}}})
+
 def test_fields_added_later_are_recorded_only_where_they_leave_their_default():
     record = RunConfig().to_dict()
     assert "steps" not in record["train"] and "eta_scale" not in record["train"] and "noise" not in record["lazy"]

@@ -138,7 +138,7 @@ def run_group(specs: list[RunSpec], data: ClientData, execution: Execution | Non
     start = time.perf_counter()
     results = []
     for spec in specs:
-        alloc = allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum)
+        alloc = allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum, spec.cfg.time.tau_rule)
         results.append(KResult(K=spec.K, allocation=alloc, status="ok" if alloc.feasible else "infeasible"))
     times = GroupTimes()
     execution = execution or resolve(data.x.device)

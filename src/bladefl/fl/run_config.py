@@ -1,8 +1,6 @@
-"""Run configuration of one experiment cell: nested frozen dataclasses, loadable from YAML.
-
-Every field is validated when the config is built; the error names the field (dotted path) and the
-allowed values. ``load_config(path, overrides)`` applies ``--set time.beta=6`` overrides before validation.
-"""
+"""Run configuration of one experiment cell: nested frozen dataclasses, loadable from YAML. Every field is
+validated when the config is built; the error names the field (dotted path) and the allowed values.
+``load_config(path, overrides)`` applies ``--set time.beta=6`` overrides before validation."""
 
 from __future__ import annotations
 
@@ -29,6 +27,7 @@ from bladefl.data.datasets import SPECS, train_size
 from bladefl.data.partition import PartitionSpec, partition_errors
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 from bladefl.fl.shape import parameters_on
+from bladefl.fl.timemodel import TAU_RULES, iteration_errors
 
 
 class RunConfigError(BladeflError):
@@ -61,6 +60,7 @@ class TimeConfig:
     beta: float = 10.0
     t_sum: float = 100.0
     K: tuple[int, ...] = tuple(range(1, 10))
+    tau_rule: str = "paper"  # paper: floor((t_sum/K - beta)/alpha); authors: their code's (bladefl.fl.timemodel)
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class RunConfig:
 
 
 LATER_FIELDS: dict[tuple[str, str], Any] = {  # added after runs were first recorded, with their default
-    ("train", "steps"): 1, ("train", "eta_scale"): 1.0, ("lazy", "noise"): "parameter",
+    ("train", "steps"): 1, ("train", "eta_scale"): 1.0, ("lazy", "noise"): "parameter", ("time", "tau_rule"): "paper",
     ("measure", "client_test_classes"): 4, ("measure", "client_test_per_class"): 64}  # measured, not trained
 
 
@@ -188,9 +188,9 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     need(m["activation"] in ("relu", "none"), "model.activation", "one of ['relu', 'none']", m["activation"])
     e.extend(_train_errors(t))
     need(_is_finite(tm["t_sum"]) and tm["t_sum"] > 0, "time.t_sum", "a finite number > 0", tm["t_sum"])
-    if not e and _is_num(tm["alpha"]) and tm["alpha"] > 0 and not tm["t_sum"] / tm["alpha"] <= MAX_ITERATIONS:
-        e.append(f"time.t_sum / time.alpha must be at most {MAX_ITERATIONS:g} local iterations (got "
-                 f"{tm['t_sum']!r} / {tm['alpha']!r})")
+    need(tm["tau_rule"] in TAU_RULES, "time.tau_rule", f"one of {list(TAU_RULES)}", tm["tau_rule"])
+    if not e and _is_num(tm["alpha"]) and tm["alpha"] > 0:
+        e.extend(iteration_errors(tm["t_sum"], tm["alpha"], tm["tau_rule"], MAX_ITERATIONS))
     for r in RANGES:  # the cell's parameters, as the grid checks them (fl.ranges)
         if r.run != "partition.N":  # (checked with the partition)
             section, name = r.run.split(".")

@@ -1,5 +1,11 @@
 """The paper's time model: K integrated rounds in a budget t_sum, alpha per training
-iteration and beta per block, give tau = floor((t_sum/K - beta)/alpha) iterations per round."""
+iteration and beta per block, give tau = floor((t_sum/K - beta)/alpha) iterations per round.
+
+The authors' code computes tau otherwise (``main_FL&BL.py`` lines 37 and 111-113 of
+ElvisShaoYumeng/BLADE-FL: ``tau = local_frequence * (total_time - bl_antifrequence * epochs)``, then
+``tau // epochs``, its ``local_frequence`` commented "alpha" and set to 1): floor(alpha (t_sum - beta K)/K),
+the same rule at alpha = 1 and alpha^2 times the paper's iterations elsewhere, past the budget for alpha > 1.
+``rule="authors"`` (``time.tau_rule``) reads it so; the time spent is still alpha per iteration."""
 
 from __future__ import annotations
 
@@ -12,11 +18,27 @@ def _exact(x: float) -> Fraction:
     return Fraction(str(x))  # decimal literal, so 0.1 is 1/10 and floors are not off by one
 
 
-def tau_for(K: int, alpha: float, beta: float, t_sum: float) -> int:
-    """Local iterations per round; may be <= 0 (then K is infeasible)."""
+TAU_RULES = ("paper", "authors")
+
+
+def tau_for(K: int, alpha: float, beta: float, t_sum: float, rule: str = "paper") -> int:
+    """Local iterations per round under ``rule`` (:data:`TAU_RULES`); may be <= 0 (then K is infeasible)."""
     if K < 1:
         raise ValueError(f"K must be an integer >= 1 (got {K})")
+    if rule == "authors":
+        return math.floor(_exact(alpha) * (_exact(t_sum) - _exact(beta) * K) / K)
+    if rule != "paper":
+        raise ValueError(f"tau rule must be one of {list(TAU_RULES)} (got {rule!r})")
     return math.floor((_exact(t_sum) / K - _exact(beta)) / _exact(alpha))
+
+
+def iteration_errors(t_sum: float, alpha: float, rule: str, most: float) -> list[str]:
+    """The budget's bound on a round's local iterations (t_sum / alpha, or t_sum alpha under the authors'
+    rule) above ``most``: one line naming the fields."""
+    op = "*" if rule == "authors" else "/"
+    if (t_sum * alpha if rule == "authors" else t_sum / alpha) <= most:
+        return []
+    return [f"time.t_sum {op} time.alpha must be at most {most:g} local iterations (got {t_sum!r} {op} {alpha!r})"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +48,7 @@ class Allocation:
     feasible: bool
     training_time: float  # K * tau * alpha
     mining_time: float  # K * beta
-    unused_time: float  # t_sum - K (tau alpha + beta)
+    unused_time: float  # t_sum - K (tau alpha + beta): below 0 where the authors' rule overspends
 
     @property
     def iterations(self) -> int:
@@ -34,8 +56,8 @@ class Allocation:
         return self.K * max(self.tau, 0)
 
 
-def allocate(K: int, alpha: float, beta: float, t_sum: float) -> Allocation:
-    tau = tau_for(K, alpha, beta, t_sum)
+def allocate(K: int, alpha: float, beta: float, t_sum: float, rule: str = "paper") -> Allocation:
+    tau = tau_for(K, alpha, beta, t_sum, rule)
     feasible = tau >= 1
     t = max(tau, 0)
     used = K * (t * _exact(alpha) + _exact(beta))

@@ -189,13 +189,12 @@ def privacy_figure(table, title: str, units=None) -> Figure:  # noqa: ANN001 - D
 
 
 def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list of dicts, see below
-    """Test accuracy and training loss versus K for the main sweeps: per dataset an accuracy row and
-    a loss row, one column per sweep, each line the mean over the units with a band of +-1 sd. The
-    paper's optimum of each swept value is drawn in the line's colour: a star at (its K*, its maximal
-    accuracy), a dashed line at its K* on the loss; a dotted level where only its accuracy is known.
-
-    ``panels``: dicts with ``dataset``, ``sweep``, ``vary``, ``units`` (from ``views.sweep_units``)
-    and ``paper`` (rows with ``value``, ``paper_K_star``, ``paper_max_accuracy`` in percent)."""
+    """Test accuracy and training loss versus K for the main sweeps: per dataset an accuracy row and a loss row,
+    one column per sweep, each line the mean over the units with a band of +-1 sd. The paper's optimum of each
+    swept value in the line's colour: a star at (its K*, its maximal accuracy), a dashed line at its K* on the
+    loss; a dotted level where only its accuracy is known. ``panels``: dicts with ``dataset``, ``sweep``, ``vary``,
+    ``units`` (``views.sweep_units``) and ``paper`` (rows with ``value``, ``paper_K_star``, ``paper_max_accuracy``
+    in %; none in any panel: no key for the paper's marks)."""
     datasets = list(dict.fromkeys(p["dataset"] for p in panels))
     cols = max(sum(p["dataset"] == d for p in panels) for d in datasets)
     fig, axes = plt.subplots(2 * len(datasets), cols, figsize=(4.2 * cols, 2.5 * 2 * len(datasets) + 0.4),
@@ -230,11 +229,11 @@ def headline_figure(panels, title: str = "") -> Figure:  # noqa: ANN001 - list o
                     label="the paper's K* and best accuracy"),
              Line2D([], [], ls="--", color="0.4", label="the paper's K* (loss panels)"),
              Line2D([], [], ls=":", color="0.4", label="the paper's best accuracy, its K* not an integer")]
-    if any(p["paper"] for p in panels):  # no paper point anywhere (Cifar-10's sweep): no key for them
+    if keyed := any(p["paper"] for p in panels):
         fig.legend(handles=marks, loc="lower center", ncol=3, fontsize=LEGEND_SIZE + 1, frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.04 if any(p["paper"] for p in panels) else 0, 1, 1))
+    fig.tight_layout(rect=(0, 0.04 if keyed else 0, 1, 1))
     return fig
 
 

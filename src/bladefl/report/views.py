@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bladefl.core import run_files
+from bladefl.data.datasets import MNIST, SPECS
 from bladefl.experiments.plan import run_id
 from bladefl.experiments.tables.tidy import draws_are_units
 from bladefl.report.inputs import ReportInputError
@@ -87,15 +88,6 @@ def privacy_table(optimum: pd.DataFrame) -> pd.DataFrame:
     return out.assign(max_accuracy=100 * out.max_accuracy)  # in %, as every page shows accuracy
 
 
-def _first_train_file(config: dict) -> str:
-    """The raw file whose SHA-256 stands for a run's data: its dataset's first training file (MNIST's
-    training images; Cifar-10's first batch)."""
-    from bladefl.data.datasets import SPECS
-
-    spec = SPECS.get(str(config.get("dataset", "mnist")))
-    return spec.train_files[0] if spec else "train-images-idx3-ubyte"
-
-
 def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
     """One row per run: where and with what it ran, from its summary (read strictly, as every run
     file is: :mod:`bladefl.core.run_files`)."""
@@ -105,10 +97,11 @@ def provenance(summary_paths: Sequence[str | Path]) -> pd.DataFrame:
         prov = s.get("provenance", {})
         rows.append({"run": run_id.from_path(p).name, "seed": s["config"]["seed"],
                      "partition": s["config"].get("partition", {}).get("seed"),
-                     "code_version": prov.get("code_version"),
-                     "torch": prov.get("torch"), "host": prov.get("host"), "device": prov.get("device"),
-                     "seconds": s.get("seconds", {}).get("total"),
-                     "train_images_sha256": prov.get("data_sha256", {}).get(_first_train_file(s["config"])),
+                     "code_version": prov.get("code_version"), "torch": prov.get("torch"), "host": prov.get("host"),
+                     "device": prov.get("device"), "seconds": s.get("seconds", {}).get("total"),
+                     # the dataset's first training file stands for its data (MNIST's images, Cifar-10's batch 1)
+                     "train_images_sha256": prov.get("data_sha256", {}).get(
+                         SPECS.get(str(s["config"].get("dataset")), MNIST).train_files[0]),
                      "partition_sha256": prov.get("partition_sha256")})
     return pd.DataFrame(rows)
 

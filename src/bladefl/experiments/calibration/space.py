@@ -15,6 +15,9 @@ into that reading. The axes a config may use and what their values mean:
 - ``lazy_noise``: ``parameter`` (sigma2 per parameter), ``model`` (sigma2 over the model) or ``authors``
   (as the authors' lazy script draws it, :mod:`bladefl.fl.lazy`);
 - ``eta_scale``: every step is eta x scale (where the iteration changes the number of steps);
+- ``tau_rule``: ``paper`` (tau = floor((t_sum/K - beta)/alpha)) or ``authors`` (the authors' code's
+  floor(alpha (t_sum - beta K)/K), :mod:`bladefl.fl.timemodel`: the same at alpha 1, alpha^2 times the
+  iterations elsewhere, so a point with it costs up to 30 times more on Table II's alpha = 5 rows);
 - ``replicates``: what the scored runs replicate: ``draws`` (run seed i on partition draw i, the
   paper engine's design) or ``seeds`` (every run seed on partition draw 0: the authors' code averages
   20 runs of one split). It sets no run-config field; the study's plan reads it.
@@ -33,9 +36,10 @@ from typing import Any
 from bladefl.core.values import is_int as _is_int
 from bladefl.core.values import is_num as _is_num
 from bladefl.fl.run_config import LAZY_NOISE
+from bladefl.fl.timemodel import TAU_RULES
 
 AXES = ("partition", "samples", "iteration", "batch_size", "scaling", "width", "activation", "lazy_noise",
-        "eta_scale", "replicates")
+        "eta_scale", "tau_rule", "replicates")
 REPLICATES = ("draws", "seeds")
 _ITERATION = re.compile(r"epoch|full_batch|steps(?P<s>[1-9][0-9]{0,3})")
 _NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,63}")
@@ -63,6 +67,7 @@ def value_error(axis: str, value: Any) -> str | None:
         "activation": lambda v: v in ("relu", "none"),
         "lazy_noise": lambda v: v in LAZY_NOISE,
         "eta_scale": lambda v: _is_num(v) and 0 < v <= 1000,
+        "tau_rule": lambda v: v in TAU_RULES,
         "replicates": lambda v: v in REPLICATES,
     }[axis]
     if ok(value):
@@ -77,6 +82,7 @@ def value_error(axis: str, value: Any) -> str | None:
         "activation": "relu or none",
         "lazy_noise": " or ".join(LAZY_NOISE),
         "eta_scale": "a number in (0, 1000]",
+        "tau_rule": " or ".join(TAU_RULES),
         "replicates": "draws or seeds",
     }[axis]
     return f"must be {allowed} (got {value!r})"
@@ -100,7 +106,8 @@ def overrides(axis: str, value: Any) -> dict[str, Any]:
 
 
 _FIELD = {"samples": "partition.n", "batch_size": "train.batch_size", "width": "model.hidden",
-          "activation": "model.activation", "lazy_noise": "lazy.noise", "eta_scale": "train.eta_scale"}
+          "activation": "model.activation", "lazy_noise": "lazy.noise", "eta_scale": "train.eta_scale",
+          "tau_rule": "time.tau_rule"}
 
 
 @dataclass(frozen=True)

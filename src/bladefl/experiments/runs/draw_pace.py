@@ -54,7 +54,8 @@ def largest_group(config_path: str, max_rows: int = MAX_ROWS) -> tuple[list[list
     jobs, draws = group_jobs(config, group, "draws")
     out = []
     for batch in batches(jobs, True, max_rows):
-        allocs = [(s, allocate(s.K, s.cfg.time.alpha, s.cfg.time.beta, s.cfg.time.t_sum)) for _, s in batch]
+        allocs = [(s, allocate(s.K, s.cfg.time.alpha, s.cfg.time.beta, s.cfg.time.t_sum, s.cfg.time.tau_rule))
+                  for _, s in batch]
         out.append([(s, KResult(K=s.K, allocation=a, status="ok")) for s, a in allocs if a.feasible])
     return out, group.N, draws[0].n
 

@@ -49,7 +49,7 @@ def run_work(cfg: Any) -> tuple[float, float, float]:  # noqa: ANN401 - RunConfi
 
     t, p = cfg.time, cfg.partition
     per_iteration = cfg.train.steps * cfg.train.batch_size if cfg.train.iteration == "steps" else p.n
-    iterations = sum(K * max(0, tau_for(int(K), t.alpha, t.beta, t.t_sum)) for K in t.K)
+    iterations = sum(K * max(0, tau_for(int(K), t.alpha, t.beta, t.t_sum, t.tau_rule)) for K in t.K)
     pixels = get_spec(cfg.dataset).pixels
     return float(p.N * iterations * per_iteration), float(p.N * p.n * pixels), float(p.N * model_shape(cfg).size)
 

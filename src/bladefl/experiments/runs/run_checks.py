@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bladefl.core import run_files
-from bladefl.fl.timemodel import allocate
+from bladefl.fl.timemodel import TAU_RULES, allocate
 
 
 def time_model_problems(summary: Mapping[str, Any]) -> list[str]:
@@ -20,12 +20,15 @@ def time_model_problems(summary: Mapping[str, Any]) -> list[str]:
         alpha, beta, t_sum = (float(time[k]) for k in ("alpha", "beta", "t_sum"))
     except (KeyError, TypeError, ValueError, OverflowError):
         return ["config.time lacks alpha, beta or t_sum (numbers)"]
+    rule = time.get("tau_rule", "paper")  # a run recorded before the field: the paper's rule
+    if rule not in TAU_RULES:
+        return [f"config.time.tau_rule must be one of {list(TAU_RULES)} (got {str(rule)[:40]!r})"]
     if not (0 < alpha <= 1e6 and 0 <= beta <= 1e6 and 0 < t_sum <= 1e6):  # NaN fails every comparison
         return [f"config.time: alpha in (0, 1e6], beta in [0, 1e6] and t_sum in (0, 1e6] (got alpha {alpha!r}, "
                 f"beta {beta!r}, t_sum {t_sum!r})"]
     problems = []
     for entry in summary["per_K"]:
-        expected = allocate(int(entry["K"]), alpha, beta, t_sum)
+        expected = allocate(int(entry["K"]), alpha, beta, t_sum, rule)
         if entry["tau"] != expected.tau:
             problems.append(f"K={entry['K']}: tau = {entry['tau']}, the time model gives {expected.tau}")
         elif (entry["status"] == "infeasible") == expected.feasible:

@@ -154,7 +154,8 @@ def run_cells(jobs: list[CellJob], data: ClientData, execution: Execution | None
     stack = execution.stack
     todo = [j for j, job in enumerate(jobs) if not (resume and finished(job))]
     plan = batches([jobs[j] for j in todo], stack, execution.max_rows)
-    total = sum(allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum).iterations
+    total = sum(allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum,
+                         spec.cfg.time.tau_rule).iterations
                 for batch in plan for _, spec in batch)
     summaries: list[dict | None] = [None] * len(jobs)
     results: dict[int, list[KResult]] = {}
