@@ -320,8 +320,8 @@ def unjudged_section(statements: Sequence[object], datasets: Sequence[str] | Non
         on = tuple(getattr(s, "datasets", ()))
         if datasets is not None and on and not set(on) & set(datasets):
             names = ", ".join(TITLES.get(d, d) for d in on)
-            return (f"needs runs on {names}, which this report holds none of (a workflow config whose `datasets` "
-                    f"names {'them' if len(on) > 1 else 'it'} makes them)")
+            return (f"needs runs on {names}, which this report holds none of (a workflow config listing "
+                    f"{'them' if len(on) > 1 else 'it'} under datasets makes them)")
         return None
 
     none = [(s, why(s)) for s in statements if why(s) is not None]
