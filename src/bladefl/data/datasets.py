@@ -102,7 +102,8 @@ FASHION_MNIST = DatasetSpec(
 # Cifar-10 for Fig. 11's other half. The paper names no model for it: the paper engine's MLP reads the
 # 3,072 values of an image flattened (a reading, docs/engine.md). The pins are torchvision's MD5 values
 # (torchvision/datasets/cifar.py); mean and std are one value over all pixels and channels of the
-# training set, the flattened model's standardisation.
+# training set (the flattened model's standardisation), the commonly quoted figures, not yet recomputed here
+# (no Cifar-10 data on the development machine: a test against the data belongs with the first real run).
 CIFAR10 = DatasetSpec(
     name="cifar10",
     title="Cifar-10",
