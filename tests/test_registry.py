@@ -105,3 +105,16 @@ def test_each_wing_says_what_it_holds_and_names_every_module():
         modules += sorted(p.name for p in init.parent.iterdir() if (p / "__init__.py").is_file())
         missing = [m for m in modules if f"``{m}``" not in doc and f"{m} <" not in doc and f"< {m}" not in doc]
         assert doc and not missing, (init.parent.name, missing)
+
+
+def test_the_root_of_a_raw_file_is_read_from_its_datasets_folder(tmp_path):
+    """The workflow's fetch and run rules take the data root from the raw files themselves (Snakemake's lint:
+    a path prefix derived from the input or output, not hard-coded)."""
+    for spec in datasets.SPECS.values():
+        for f in spec.files:
+            assert datasets.root_of_raw_file(spec.raw_dir(tmp_path / "data/raw") / f) == tmp_path / "data/raw"
+    assert datasets.root_of_raw_file("raw/FashionMNIST/raw/t10k-labels-idx1-ubyte") == Path("raw")  # not MNIST's folder
+    import pytest
+
+    with pytest.raises(ValueError, match="not in any dataset's raw folder"):
+        datasets.root_of_raw_file(tmp_path / "MNIST/elsewhere/train-images-idx3-ubyte")

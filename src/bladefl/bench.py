@@ -146,10 +146,9 @@ def cuda_main(args: argparse.Namespace) -> int:
 
 def _longest(cfg: RunConfig) -> int:
     """The most local iterations of any K of the cell (the group's length in iterations)."""
-    from bladefl.fl.timemodel import allocate
+    from bladefl.fl.timemodel import allocation
 
-    return max(allocate(K, cfg.time.alpha, cfg.time.beta, cfg.time.t_sum, cfg.time.tau_rule).iterations
-               for K in cfg.time.K)
+    return max(allocation(K, cfg.time).iterations for K in cfg.time.K)
 
 
 def _print_lines(lines: list[tuple[str, float, Target]]) -> None:

@@ -18,7 +18,7 @@ from bladefl.experiments.plan import config_checks as wc_checks
 from bladefl.experiments.plan import config_files as wc_files
 from bladefl.experiments.plan import workflow_config as wc_cfg
 from bladefl.core.atomic import write_logged, write_yaml_logged
-from bladefl.data.datasets import get_spec
+from bladefl.data.datasets import get_spec, root_of_raw_file
 
 # A config written before `profile` became `engine` is read under the new names, with a note.
 _renamed, _notes = wc_cfg.renamed_keys(config)
@@ -155,8 +155,8 @@ def dataset_raw_files(wildcards):
 
 
 def raw_root_of_input(wildcards, input):
-    """The data root the raw files lie under (<RAW>/<the dataset's folder>/<file>)."""
-    return RAW
+    """The data root the raw files lie under, derived from the first of them (as Snakemake's lint asks)."""
+    return root_of_raw_file(input.raw[0])
 
 
 def folder_of_output(wildcards, output):

@@ -13,7 +13,8 @@ from bladefl.data.safe_pickle import restricted_unpickle
 
 TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
 TEST_FILES = ("test_batch",)
-PIXELS = 3 * 32 * 32
+IMAGE_SHAPE, CHANNELS = (32, 32), 3
+PIXELS = CHANNELS * IMAGE_SHAPE[0] * IMAGE_SHAPE[1]  # the format's row: every plane of an image in turn
 
 
 def decode(data: bytes) -> tuple[np.ndarray, np.ndarray]:

@@ -122,8 +122,8 @@ CIFAR10 = DatasetSpec(
         "test_batch": "40351d587109b95175f43aff81a1287e",
     },
     file_format="cifar-python",
-    image_shape=(32, 32),
-    channels=3,
+    image_shape=cifar.IMAGE_SHAPE,
+    channels=cifar.CHANNELS,
     train_size=50_000,
 )
 
@@ -142,6 +142,17 @@ def get_spec(name: str) -> DatasetSpec:
         return SPECS[name]
     except KeyError:
         raise ValueError(f"dataset must be one of {sorted(SPECS)} (got {name!r})") from None
+
+
+def root_of_raw_file(raw_file: str | Path) -> Path:
+    """The data root a raw file lies under: ``<root>/<a registry dataset's folder>/<file>`` (ValueError where
+    no dataset's folder holds it)."""
+    parent = Path(raw_file).parent
+    for spec in SPECS.values():
+        parts = Path(spec.folder).parts
+        if parent.parts[-len(parts):] == parts:
+            return parent.parents[len(parts) - 1]
+    raise ValueError(f"{raw_file}: not in any dataset's raw folder ({', '.join(s.folder for s in SPECS.values())})")
 
 
 def train_size(names: object) -> int:
@@ -269,4 +280,5 @@ def checksums(name: str) -> dict[str, str]:
     """The pinned checksums of a dataset's raw files: SHA-256 values, or ``md5:<hex>`` where torchvision's
     MD5 is the pin (see :func:`read_checksums` for the SHA-256 of the files actually read)."""
     spec = get_spec(name)
-    return {f: spec.sha256[f] if f in spec.sha256 else f"md5:{spec.md5[f]}" for f in spec.files}
+    return {f: value if algorithm == "sha256" else f"{algorithm}:{value}"
+            for f in spec.files for algorithm, value in [spec.pin(f)]}

@@ -46,7 +46,7 @@ from bladefl.fl.records import GroupResult, GroupTimes, KResult, RoundRecord, Ru
 from bladefl.fl.round_end import Clock, RoundEnds, end_round
 from bladefl.fl.run_config import RunConfig
 from bladefl.fl.stacked import RunState, initial_model, lay_out, model_shape
-from bladefl.fl.timemodel import allocate
+from bladefl.fl.timemodel import allocation
 
 __all__ = ["ClientData", "Execution", "GroupResult", "GroupTimes", "KResult", "RoundRecord", "RunSpec", "Tamper",
            "chain_job", "client_data", "default_chain_processes", "eval_set", "evaluate", "group_errors",
@@ -138,7 +138,7 @@ def run_group(specs: list[RunSpec], data: ClientData, execution: Execution | Non
     start = time.perf_counter()
     results = []
     for spec in specs:
-        alloc = allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum, spec.cfg.time.tau_rule)
+        alloc = allocation(spec.K, spec.cfg.time)
         results.append(KResult(K=spec.K, allocation=alloc, status="ok" if alloc.feasible else "infeasible"))
     times = GroupTimes()
     execution = execution or resolve(data.x.device)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 
 def _exact(x: float) -> Fraction:
@@ -35,8 +36,8 @@ def tau_for(K: int, alpha: float, beta: float, t_sum: float, rule: str = "paper"
 def iteration_errors(t_sum: float, alpha: float, rule: str, most: float) -> list[str]:
     """The budget's bound on a round's local iterations (t_sum / alpha, or t_sum alpha under the authors'
     rule) above ``most``: one line naming the fields."""
-    op = "*" if rule == "authors" else "/"
-    if (t_sum * alpha if rule == "authors" else t_sum / alpha) <= most:
+    op, bound = ("*", t_sum * alpha) if rule == "authors" else ("/", t_sum / alpha)
+    if bound <= most:
         return []
     return [f"time.t_sum {op} time.alpha must be at most {most:g} local iterations (got {t_sum!r} {op} {alpha!r})"]
 
@@ -69,6 +70,11 @@ def allocate(K: int, alpha: float, beta: float, t_sum: float, rule: str = "paper
         mining_time=float(K * _exact(beta)),
         unused_time=float(_exact(t_sum) - used) if feasible else float(_exact(t_sum)),
     )
+
+
+def allocation(K: int, time: Any) -> Allocation:  # noqa: ANN401 - a TimeConfig (alpha, beta, t_sum, tau_rule)
+    """:func:`allocate` under a run's time config: its alpha, beta, t_sum and tau rule."""
+    return allocate(K, time.alpha, time.beta, time.t_sum, time.tau_rule)
 
 
 def max_feasible_K(alpha: float, beta: float, t_sum: float) -> int:

@@ -324,7 +324,7 @@ def unjudged_section(statements: Sequence[object], datasets: Sequence[str] | Non
                     f"{'them' if len(on) > 1 else 'it'} under datasets makes them)")
         return None
 
-    none = [(s, why(s)) for s in statements if why(s) is not None]
+    none = [(s, reason) for s in statements if (reason := why(s)) is not None]
     if not none:
         return ""
     items = "".join(f"<li><b>{html.escape(str(s.where))}</b>: <i>“{html.escape(str(s.quote))}”</i> — "  # type: ignore[attr-defined]

@@ -6,8 +6,8 @@ FETCH_SOURCES = " ".join(config["fetch_sources"])
 
 
 def raw_root_of_output(wildcards, output):
-    """The data root the fetched files go under (<RAW>/<the dataset's folder>/<file>)."""
-    return RAW
+    """The data root the fetched files go under, derived from the first of them."""
+    return root_of_raw_file(output[0])
 
 
 def partitions_root_of_output(wildcards, output):

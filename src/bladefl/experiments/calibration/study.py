@@ -49,6 +49,13 @@ LIMITS = {"draws": (2, 100), "promote": (1, 100), "workers": (1, 256), "sampler_
           "rerun.draws": (1, 100)}
 
 
+def permutations_of(block: Mapping[str, Any]) -> Any:  # noqa: ANN401 - checked by _number_errors
+    """The block's ``importance.permutations`` (:data:`PERMUTATIONS` where unsaid; None where the block's
+    ``importance`` is no mapping)."""
+    importance = block.get("importance", {})
+    return importance.get("permutations", PERMUTATIONS) if isinstance(importance, Mapping) else None
+
+
 def _number_errors(block: Mapping[str, Any]) -> list[str]:
     errors = []
     for field, (lo, hi) in LIMITS.items():
@@ -81,7 +88,7 @@ def _number_errors(block: Mapping[str, Any]) -> list[str]:
             errors.append(f"calibration.{gone}: no longer a setting (every feasible K is run; the search stops on "
                           "calibration.stop)")
     importance: Any = block.get("importance", {})
-    shuffles: Any = importance.get("permutations", PERMUTATIONS) if isinstance(importance, Mapping) else None
+    shuffles = permutations_of(block)
     if not (is_int(shuffles) and 1 <= shuffles <= 10_000) or set(importance or {}) - {"permutations"}:
         errors.append(f"calibration.importance must be {{permutations: an integer in 1..10000}} (got {importance!r})")
     allowed = sorted({*DEFAULTS, "space", "points", "first", "importance"})
@@ -191,7 +198,7 @@ def load_spec(text: str) -> StudySpec:
                      promote=int(block["promote"]), coverage=tuple(block["coverage"]),
                      seed=int(block["sampler_seed"]), k_target=float(block["targets"]["K_star"]),
                      accuracy_target=float(block["targets"]["accuracy"]), rerun_points=int(block["rerun"]["points"]),
-                     permutations=int(block.get("importance", {}).get("permutations", PERMUTATIONS)), digest=digest)
+                     permutations=int(permutations_of(block)), digest=digest)
 
 
 def partition_pairs_errors(axes: Mapping[str, Any], engine: str, base_sets: list[str], Ns: list[int]) -> list[str]:

@@ -246,10 +246,9 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataF
     differs = spec.space.point(chosen["values"]).differs(spec.space.stated)
     floor = evaluation.paper_floor(spec.second.rows)
     clears = importances[importances.clears] if len(importances) else importances
-    top = {obj: {"setting": str(g.sort_values("importance", ascending=False).setting.iloc[0]),
-                 "importance": float(g.importance.max()), "control": float(g.control.iloc[0]),
-                 "p_adjusted": float(g.sort_values("importance", ascending=False).p_adjusted.iloc[0])}
-           for obj, g in clears.groupby("objective")} if len(clears) else {}
+    first = {obj: g.sort_values("importance", ascending=False).iloc[0] for obj, g in clears.groupby("objective")}
+    top = {obj: {"setting": str(r.setting), "importance": float(r.importance), "control": float(r.control),
+                 "p_adjusted": float(r.p_adjusted)} for obj, r in first.items()}
     calibrated = by_role.loc[role]
     reached = bool(calibrated.K_star_distance <= spec.k_target and calibrated.accuracy_distance <= spec.accuracy_target)
     promoted = done[done.promoted] if "promoted" in done else done.iloc[0:0]

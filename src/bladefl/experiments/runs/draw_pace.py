@@ -21,7 +21,7 @@ from bladefl.fl.engine import group_draws, round_ends
 from bladefl.fl.execution import DRAW_THREADS, MAX_ROWS
 from bladefl.fl.records import KResult
 from bladefl.fl.stacked import lay_out, model_shape
-from bladefl.fl.timemodel import allocate
+from bladefl.fl.timemodel import allocation
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,7 @@ def largest_group(config_path: str, max_rows: int = MAX_ROWS) -> tuple[list[list
     jobs, draws = group_jobs(config, group, "draws")
     out = []
     for batch in batches(jobs, True, max_rows):
-        allocs = [(s, allocate(s.K, s.cfg.time.alpha, s.cfg.time.beta, s.cfg.time.t_sum, s.cfg.time.tau_rule))
-                  for _, s in batch]
+        allocs = [(s, allocation(s.K, s.cfg.time)) for _, s in batch]
         out.append([(s, KResult(K=s.K, allocation=a, status="ok")) for s, a in allocs if a.feasible])
     return out, group.N, draws[0].n
 

@@ -45,11 +45,11 @@ def run_work(cfg: Any) -> tuple[float, float, float]:  # noqa: ANN401 - RunConfi
     """(samples trained on, data numbers held, model numbers held) of one run of ``cfg`` over every K
     its time budget allows."""
     from bladefl.fl.stacked import model_shape
-    from bladefl.fl.timemodel import tau_for
+    from bladefl.fl.timemodel import allocation
 
     t, p = cfg.time, cfg.partition
     per_iteration = cfg.train.steps * cfg.train.batch_size if cfg.train.iteration == "steps" else p.n
-    iterations = sum(K * max(0, tau_for(int(K), t.alpha, t.beta, t.t_sum, t.tau_rule)) for K in t.K)
+    iterations = sum(allocation(int(K), t).iterations for K in t.K)
     pixels = get_spec(cfg.dataset).pixels
     return float(p.N * iterations * per_iteration), float(p.N * p.n * pixels), float(p.N * model_shape(cfg).size)
 

@@ -148,14 +148,13 @@ def run_cells(jobs: list[CellJob], data: ClientData, execution: Execution | None
     started once for every group. Results depend on none of it."""
     from tqdm.auto import tqdm
 
-    from bladefl.fl.timemodel import allocate
+    from bladefl.fl.timemodel import allocation
 
     execution = execution or resolve(data.x.device)
     stack = execution.stack
     todo = [j for j, job in enumerate(jobs) if not (resume and finished(job))]
     plan = batches([jobs[j] for j in todo], stack, execution.max_rows)
-    total = sum(allocate(spec.K, spec.cfg.time.alpha, spec.cfg.time.beta, spec.cfg.time.t_sum,
-                         spec.cfg.time.tau_rule).iterations
+    total = sum(allocation(spec.K, spec.cfg.time).iterations
                 for batch in plan for _, spec in batch)
     summaries: list[dict | None] = [None] * len(jobs)
     results: dict[int, list[KResult]] = {}
