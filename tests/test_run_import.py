@@ -176,6 +176,28 @@ def test_a_partial_grid_is_imported_as_a_config_with_its_first_seeds(tmp_path, c
     assert sorted({p.name for p in (tmp_path / "runs").rglob("seed~*")}) == ["seed~0"]
 
 
+def test_an_import_marks_the_whole_designs_groups_of_its_runs_as_computing_none(tmp_path, config):
+    """A part imported (seed 1 of two seeds, one group each N in blocks of one seed) writes the mark of
+    each whole-design group holding its runs, and no other: `runs: 0`, so a run still missing trains in
+    its own job and the group's job plans none of the imported runs again (workflow/rules/helpers/grid.smk).
+    A computing group's own mark is kept; an empty one is rewritten (newer than the part's inputs)."""
+    from bladefl.experiments.runs import run_source
+
+    two = {**config, "seeds": [0, 1], "seeds_per_job": 1, "partition": {**config["partition"], "seeds": [0, 1]}}
+    groups = tmp_path / "res/groups" / config["engine"]
+    part = ri.with_seeds(two, [1])
+    names = {g.name for g in wc.partition_jobs(part)}
+    assert names and not names & {g.name for g in wc.partition_jobs(ri.with_seeds(two, [0]))}  # a group per seed
+    computing = groups / f"{sorted(names)[0]}.done"
+    run_source.write_group_mark(computing, 3, (1.0, 2.0))
+    runs = tmp_path / "res/runs" / config["engine"]
+    imported = ri.import_runs(archive(tmp_path / "a.tar.gz", complete(two)), part, runs)
+    assert imported.total == 6 and imported.marks == len(names) - 1
+    assert {p.stem for p in groups.glob("*.done")} == names
+    assert run_source.group_computed(computing)  # kept as its group wrote it
+    assert all(not run_source.group_computed(m) for m in groups.glob("*.done") if m != computing)
+
+
 def test_config_files_merge_as_snakemake_merges_them():
     base = {"a": 1, "partition": {"n": 512, "seeds": [0]}, "datasets": ["mnist", "fashion_mnist"]}
     over = {"partition": {"seeds": [0, 1]}, "datasets": ["mnist"]}

@@ -404,6 +404,19 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
     dry = snakemake(work, "-n", *args, "--quiet", "rules")
     jobs = {line.split()[0] for line in dry.stdout.splitlines() if re.match(r"^\w+\s+\d+$", line)}
     assert dry.returncode == 0 and "summarize" in jobs and "run_cell" not in jobs and "reference" not in jobs
+    # the same runs as the first part (seed 0) of a 2-seed design, one group for both seeds: completing
+    # the design plans seed 1's runs alone, none of the imported ones (their group's mark, written by
+    # the import, is ancient)
+    (work / "config/two.yaml").write_text("seeds: [0, 1]\nresults_dir: results/two\n")
+    two = ("--configfile", "config/config.yaml", "config/smoke.yaml", "config/two.yaml")
+    part = snakemake(work, "run_inputs", "--cores", "2", "--configfile", *two[2:], "--config", "run_seeds=[0]")
+    assert part.returncode == 0, part.stderr[-2000:]  # as make import-runs SEEDS=0 does first
+    proc = subprocess.run(["bladefl", "import-runs", "--archive", str(archive), *two, "--seeds", "0"], cwd=work,
+                          env=venv_env(), capture_output=True, text=True)
+    assert proc.returncode == 0 and "imported 6 run folders" in proc.stdout, proc.stderr
+    dry = snakemake(work, "-n", "--cores", "2", "--configfile", *two[2:], "--quiet", "rules")
+    counts = dict(line.split() for line in dry.stdout.splitlines() if re.match(r"^\w+\s+\d+$", line))
+    assert dry.returncode == 0 and counts.get("run_cell") == "6", dry.stdout[-3000:]
     tables = ("summary/mnist.csv", "summary/mnist_optimum.csv", "verdicts/mnist.csv", "bound/mnist/fit.csv",
               "detection/mnist/quality.csv", "tables/mnist_paper_comparison.csv")
     # the analyses (the report is rendered once, below, from the kept bundle)

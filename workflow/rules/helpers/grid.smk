@@ -106,13 +106,16 @@ def group_of_run(wildcards):
 def group_done(wildcards):
     """The mark the group job of run (dataset, cell, seed) leaves once done (under grouping: cell, its
     group computes nothing and the run trains in its own job). Under grouping: partition a run of a
-    seed outside the part (config run_seeds) is no group's: its part computes it."""
+    seed outside the part (config run_seeds) is no group's: its part computes it. The mark is ancient:
+    where it exists (an imported design's: bladefl import-runs writes them), a group job that runs for
+    a run it lacks plans none of its finished runs again; a missing mark (a fresh grid's) does.
+    """
     if GROUPED and int(wildcards.seed) not in RUN_SEEDS:
         raise ValueError(
             f"run seed {wildcards.seed} is outside run_seeds {RUN_SEEDS}: under grouping: partition a part "
             "of the grid computes only its own seeds' runs (target run_folders, or leave run_seeds out)"
         )
-    return f"{GROUP_RUNS}/{group_of_run(wildcards)}.done"
+    return ancient(f"{GROUP_RUNS}/{group_of_run(wildcards)}.done")
 
 
 def run_in_group(wildcards):

@@ -32,7 +32,7 @@ from bladefl.experiments.bundles.run_archive import ABOUT, LEDGER, RUN_FILES, Ar
 from bladefl.experiments.plan import config_checks, config_files, run_id
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.plan.grid import Cell
-from bladefl.experiments.runs import run_checks
+from bladefl.experiments.runs import run_checks, run_source
 
 # Where a run computed, not what: may differ between the machine that ran it and this one.
 EXECUTION_FIELDS = ("device", "data_dir")
@@ -48,6 +48,7 @@ class Imported:
     verified: int = 0  # runs whose ledgers were verified against their files
     unverified: int = 0  # runs that carry no ledgers (archives packed before ledgers were carried)
     undigested: int = 0  # runs whose summary records no partition digest: their draw was not checked
+    marks: int = 0  # group marks written for the imported runs (run_source.mark_imported_groups)
 
     @property
     def total(self) -> int:
@@ -229,6 +230,7 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
                       unverified=len(runs) - len(skipped) - verified, undigested=undigested)
     wanted = {key: files for key, files in sorted(runs.items()) if key not in skipped}
     _write_staged({Path(run_id.folder(runs_root, *key)): files for key, files in wanted.items()}, Path(runs_root))
+    result.marks = len(run_source.mark_imported_groups(config, runs_root, wanted))
     for dataset, _, _ in wanted:
         result.runs[dataset] = result.runs.get(dataset, 0) + 1
     return result

@@ -18,7 +18,9 @@ import json
 import math
 import os
 import shutil
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from bladefl.core import atomic, owned
 from bladefl.fl.run_config import RunConfig
@@ -36,6 +38,34 @@ def write_group_mark(path: str | Path, runs: int, seconds: tuple[float, float] |
         record["seconds"] = [float(seconds[0]), float(seconds[1])]
     atomic.write_json(Path(path), record)
     return Path(path)
+
+
+def mark_imported_groups(config: Mapping[str, Any], runs_root: str | Path,
+                         runs: Iterable[tuple[str, str, int]]) -> list[Path]:
+    """The marks of the whole design's group jobs that hold the imported ``runs`` (dataset, cell key,
+    seed) under ``runs_root`` (``<results>/runs/<engine>``), each written (unless a group that computed
+    its runs left it) as a group that computed none (``runs: 0``). A run job depends on its group's
+    mark as an ancient input (workflow/rules/helpers/grid.smk), so where the mark exists the group's
+    job, run for a run still missing (a design imported in parts, then completed here), plans none of
+    the imported runs again."""
+    from bladefl.experiments.plan import workflow_config as wc
+
+    wanted = set(runs)
+    whole = {k: v for k, v in config.items() if k != "run_seeds"}
+    root = Path(runs_root)
+    names = sorted({g.name for g in wc.partition_jobs(whole)
+                    if any((g.dataset, c, s) in wanted for c in g.cells for s in g.seeds)})
+    marks = [root.parent.parent / "groups" / root.name / f"{name}.done" for name in names]
+    return [write_group_mark(mark, 0) for mark in marks if not mark.exists() or _written_empty(mark)]
+
+
+def _written_empty(mark: Path) -> bool:
+    """Whether an existing mark is one a group that computed nothing left (rewritten by an import, so
+    that it is newer than the part's inputs); a computing group's mark, or one unreadable, is kept."""
+    try:
+        return not group_computed(mark)
+    except ValueError:
+        return False
 
 
 def group_computed(path: str | Path) -> bool:
@@ -136,4 +166,4 @@ def _remove_empty(folder: Path, top: Path) -> None:
             return
 
 
-__all__ = ["finished_run", "group_computed", "overlap_problem", "take_run", "write_group_mark"]
+__all__ = ["finished_run", "group_computed", "mark_imported_groups", "overlap_problem", "take_run", "write_group_mark"]
