@@ -42,8 +42,10 @@ HEIGHT_JS = "document.documentElement.scrollHeight"
 # The tallest a page of each kind may be at 1280 px with its details folded (index: the front page).
 HEIGHT_LIMITS = {"index": 5000, "00_verdicts": 8000, "01_data": 5000, "02_sweeps": 13000, "03_bound": 6500,
                  "04_privacy": 3000, "05_lazy": 4000, "06_sensitivity": 9000}
-# A number in scientific notation whose exponent is -10 or below: round-off printed as a number.
+# A number in scientific notation whose exponent is -10 or below: round-off printed as a number. A
+# p-value is not one ("p (falls) = 2.1e-13": a probability that small is what ten units can show).
 TINY = re.compile(r"(?<![\w.])\d(?:\.\d+)?e-(?:1\d|[2-9]\d|\d{3})(?![\w])")
+P_VALUE = re.compile(r"\bp(?: \([^()]*\))? = $")
 # "the mean over 20 runs", "over the 5 partition draws": a caption's count of what its band is over.
 COUNTED = re.compile(r"over (?:the )?(\d+) (partition draws|draws|runs|seeds)\b")
 # tables whose right edge lies beyond the page's width (a reader scrolls sideways or loses columns)
@@ -103,7 +105,8 @@ class PageCheck:
 
     @property
     def tiny_numbers(self) -> list[str]:
-        return sorted(set(TINY.findall(self.text)))
+        return sorted({m.group() for m in TINY.finditer(self.text)
+                       if not P_VALUE.search(self.text[max(0, m.start() - 60):m.start()])})
 
     @property
     def miscounted(self) -> list[str]:

@@ -13,7 +13,7 @@ from bladefl.report.findings_doc import findings_markdown
 from bladefl.report.pages import verdict_tally
 
 ROOT = Path(__file__).resolve().parents[1]
-BUNDLES = [ROOT / "reference" / "paper-20seeds", ROOT / "reference" / "default-2seeds"]
+BUNDLES = [ROOT / "reference" / name for name in ("paper-10draws", "paper-20seeds", "default-2seeds")]
 
 
 def test_the_findings_page_is_what_the_kept_bundles_say():
@@ -27,7 +27,8 @@ def test_the_findings_page_is_what_the_kept_bundles_say():
     finally:
         os.chdir(here)
     assert (ROOT / "docs" / "findings.md").read_text() == text, (
-        "docs/findings.md is stale: run `bladefl findings reference/paper-20seeds reference/default-2seeds "
+        "docs/findings.md is stale: run `bladefl findings reference/paper-10draws reference/paper-20seeds "
+        "reference/default-2seeds "
         "--out docs/findings.md`")
     for bundle in BUNDLES:
         files = sorted((bundle / "results" / "verdicts").glob("*.csv"), key=lambda p: (p.stem != "mnist", p.stem))

@@ -86,11 +86,11 @@ def test_the_checker_catches_a_printed_repr_a_table_wider_than_the_page_and_an_e
 
 def test_the_checker_catches_a_tall_page_a_miscounted_caption_and_round_off_printed_as_a_number(tmp_path, browser):
     """A front page taller than 5,000 px, a caption saying "the mean over 20 runs" in a bundle of 5
-    draws, and a gap of 6.684e-19 printed as a number are each caught; p = 1.5e-06 and a caption
-    over the right count are not."""
+    draws, and a gap of 6.684e-19 printed as a number are each caught; p = 1.5e-06, a p-value of
+    2.1e-13 and a caption over the right count are not."""
     pages = {"index": "<div style='height:5600px'>tall</div>",
              "02_sweeps": "<p>Each line is the mean over 20 runs, the band one sd over them.</p>",
-             "03_bound": "<table><tr><td>6.684e-19</td><td>p = 1.5e-06</td></tr></table>",
+             "03_bound": "<table><tr><td>6.684e-19</td><td>p = 1.5e-06; p (falls) = 2.1e-13</td></tr></table>",
              "04_privacy": "<p>The band is one sd over the 5 partition draws; p = 1.5e-06.</p>"}
     found = {}
     for name, body in pages.items():
@@ -110,7 +110,7 @@ def test_the_kept_reports_pass_the_checks_a_referee_would_make(tmp_path, browser
 
     from conftest import REPO, venv_env
 
-    for name, units in (("paper-20seeds", 5), ("default-2seeds", 2)):
+    for name, units in (("paper-10draws", 10), ("default-2seeds", 2)):
         out = tmp_path / name
         proc = subprocess.run(["make", "-s", "reference-report", f"REF=reference/{name}", f"KEPT={out}"], cwd=REPO,
                               capture_output=True, text=True, timeout=900, env=venv_env())

@@ -13,18 +13,19 @@ import pytest
 from bladefl.report.summary_doc import summary_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
-BUNDLES = [Path("reference/paper-20seeds"), Path("reference/default-2seeds")]
+BUNDLES = [Path("reference") / name for name in ("paper-10draws", "paper-20seeds", "default-2seeds")]
 
 
 def test_the_summary_page_is_what_the_kept_bundles_say(monkeypatch):
     monkeypatch.chdir(ROOT)  # the bundles named as the docs name them, relative to the checkout
     text = summary_markdown(BUNDLES)
     assert (ROOT / "docs/summary.md").read_text() == text, (
-        "docs/summary.md is stale: run `bladefl summary reference/paper-20seeds reference/default-2seeds "
+        "docs/summary.md is stale: run `bladefl summary reference/paper-10draws reference/paper-20seeds "
+        "reference/default-2seeds "
         "--out docs/summary.md`")
     head = pd.read_csv(ROOT / BUNDLES[0] / "results/verdicts/mnist.csv")
     heads = head[head.role.isin(["claim", "paper error"])].drop_duplicates("statement")
-    said = re.search(r"`reference/paper-20seeds`, MNIST: (\d+) statements judged \(([^)]*)\)", text)
+    said = re.search(r"`reference/paper-10draws`, MNIST: (\d+) statements judged \(([^)]*)\)", text)
     assert said and int(said.group(1)) == len(heads)
     assert f"{int((heads.verdict == 'reproduced').sum())} reproduced" in said.group(2)
     for section in ("## Scope", "## Methodology", "## Results", "## What was easy", "## What was difficult",
