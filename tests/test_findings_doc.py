@@ -30,10 +30,19 @@ def test_the_findings_page_is_what_the_kept_bundles_say():
         "docs/findings.md is stale: run `bladefl findings reference/paper-10draws reference/paper-20seeds "
         "reference/default-2seeds "
         "--out docs/findings.md`")
+    tables = {}
     for bundle in BUNDLES:
         files = sorted((bundle / "results" / "verdicts").glob("*.csv"), key=lambda p: (p.stem != "mnist", p.stem))
-        table = pd.concat([pd.read_csv(p) for p in files], ignore_index=True)
+        tables[bundle] = table = pd.concat([pd.read_csv(p) for p in files], ignore_index=True)
         assert verdict_tally(table).replace("*", "\\*") in text
+    # each other bundle beside the headline: the count of its counted verdicts that differ from the headline's
+    from bladefl.report.front_page import counted
+
+    head = counted(tables[BUNDLES[0]]).set_index(["statement", "dataset"]).verdict
+    for bundle in BUNDLES[1:]:
+        ours = counted(tables[bundle]).set_index(["statement", "dataset"]).verdict
+        differ = int((ours != head.reindex(ours.index)).sum())
+        assert f"**Beside `reference/{BUNDLES[0].name}`**: {differ} of {len(ours)} counted verdicts differ" in text
 
 
 def test_a_bundle_whose_files_disagree_with_its_manifest_writes_nothing(tmp_path, capsys):

@@ -1,5 +1,5 @@
-"""docs/findings.md, computed: what the kept bundles' verdict tables say, bundle by bundle, as a
-Markdown page (the front page's findings box without the HTML). Every number comes from the
+"""docs/findings.md, computed: what the kept bundles' verdict tables say, the headline bundle in full and
+each other beside it, as a Markdown page (the front page's findings box without the HTML). Every number comes from the
 bundle's own tables, checked against its manifest first; a test regenerates the page and compares,
 so the page never drifts from the tables it summarises (`bladefl findings`)."""
 
@@ -82,9 +82,10 @@ def checked_about(bundle: Path) -> dict:
     return about
 
 
-def bundle_section(bundle: Path) -> str:
-    """One bundle's findings: its replication, who derived the verdicts, the tally, per basis and
-    verdict a bullet per statement with each dataset's finding, the paper's errors, the accuracy."""
+def _read_bundle(bundle: Path) -> tuple[dict, pd.DataFrame, dict[str, pd.DataFrame], list[str]]:
+    """A kept bundle's manifest ``about`` (its rejudge records and runs checked), verdict table,
+    paper comparisons and the opening lines of its section (name, runs and units, who derived the
+    verdicts, the tally)."""
     from bladefl.report.pages import VERDICT_COLUMNS, verdict_tally
 
     about = checked_about(bundle)
@@ -99,12 +100,19 @@ def bundle_section(bundle: Path) -> str:
     table = pd.concat([check_verdicts(read_csv(p, VERDICT_COLUMNS), p) for p in first], ignore_index=True)
     comparisons = {p.name.removesuffix("_paper_comparison.csv"): read_csv(p) for p in
                    sorted((results / "tables").glob("*_paper_comparison.csv"))}
-    datasets = list(dict.fromkeys(table.dataset))
     judged = (rejudged or [{}])[-1]
     by_code = (f", verdicts derived by code {_md(judged['code_version'])} on {_md(judged['date'])}" if judged
                else "")
     lines = [f"## `{bundle.as_posix()}`\n", f"{about.get('runs', '?')} runs; the units: {_replication(table)}"
              f"{by_code}.\n", f"**Tally.** {_md(verdict_tally(table))}.\n"]
+    return about, table, comparisons, lines
+
+
+def bundle_section(bundle: Path) -> str:
+    """One bundle's findings: its replication, who derived the verdicts, the tally, per basis and
+    verdict a bullet per statement with each dataset's finding, the paper's errors, the accuracy."""
+    _, table, comparisons, lines = _read_bundle(bundle)
+    datasets = list(dict.fromkeys(table.dataset))
     rows = counted(table)
     for basis, title in BASES:
         by = _names(rows[(rows.basis == basis) & (rows.verdict != "paper error")], datasets)
@@ -124,9 +132,33 @@ def bundle_section(bundle: Path) -> str:
     return "\n".join(lines)
 
 
+def beside_section(bundle: Path, headline: Path) -> str:
+    """Another bundle beside the headline: its replication and tally, then each counted statement
+    whose verdict differs from the headline's on a dataset, with this bundle's finding (the whole
+    comparison, every reading and table row: ``bladefl diff``)."""
+    _, table, comparisons, lines = _read_bundle(bundle)
+    _, head, _, _ = _read_bundle(headline)
+    theirs = counted(head).set_index(["statement", "dataset"]).verdict
+    ours = counted(table)
+    differ = [r for r in ours.itertuples() if (r.statement, r.dataset) in theirs.index
+              and theirs[(r.statement, r.dataset)] != r.verdict]
+    lines.append(f"**Beside `{headline.as_posix()}`**: {len(differ)} of {len(ours)} counted verdicts differ"
+                 + (":\n" if differ else ".\n"))
+    lines += [f"- **{_md(r.claim)}** ({dataset_title(r.dataset)}): {r.verdict} here, "
+              f"{theirs[(r.statement, r.dataset)]} there" + (f"; {_md(r.finding)}" if isinstance(r.finding, str)
+                                                             and r.finding else "") for r in differ]
+    accuracy = html.unescape(accuracy_line(comparisons))
+    if accuracy:
+        lines += ["", f"**Best accuracy**: {_md(accuracy)}\n"]
+    return "\n".join(lines) + "\n"
+
+
 def findings_markdown(bundles: Sequence[str | Path]) -> str:
-    """docs/findings.md for ``bundles`` (each a kept bundle folder)."""
-    return "\n".join([HEADER, *(bundle_section(Path(b)) for b in bundles)]).rstrip("\n") + "\n"
+    """docs/findings.md for ``bundles`` (each a kept bundle folder): the first, the headline, in full;
+    each other one by its tally and the verdicts that differ from the headline's."""
+    first, *others = [Path(b) for b in bundles]
+    sections = [bundle_section(first), *(beside_section(b, first) for b in others)]
+    return "\n".join([HEADER, *sections]).rstrip("\n") + "\n"
 
 
-__all__ = ["check_verdicts", "checked_about", "findings_markdown", "bundle_section"]
+__all__ = ["check_verdicts", "checked_about", "findings_markdown", "bundle_section", "beside_section"]
