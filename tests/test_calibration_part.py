@@ -104,3 +104,24 @@ def test_other_code_a_dirty_tree_or_a_hostile_archive_is_refused(repo):
     assert hostile.returncode != 0 and "nothing restored" in hostile.stderr
     assert not (folder / CAL / "trials").exists() and not (folder.parent / "outside").exists()
     assert os.listdir(folder / CAL) == []
+
+
+def test_the_kept_progress_is_one_clean_commits_and_each_packed_run_once():
+    """reference/runs/calibration-cpu, as the study's packs left it: one clean code version, and per
+    dataset the archives' run folders exactly its packed.txt, each once, trial run tables only."""
+    import json
+
+    kept = ROOT / "reference/runs/calibration-cpu"
+    if not (kept / "ABOUT.json").is_file():
+        pytest.skip("no calibration progress is kept")
+    about = json.loads((kept / "ABOUT.json").read_text())
+    assert "dirty" not in about["code_version"] and about["code_version"] != "unknown"
+    for dataset in sorted(p for p in kept.iterdir() if p.is_dir()):
+        listed = (dataset / "packed.txt").read_text().splitlines()
+        assert listed == sorted(set(listed)), dataset.name
+        folders = [m.rsplit("/", 1)[0] for archive in sorted(dataset.glob("trials-*.tar.xz"))
+                   for m in members(archive) if m.endswith("/summary.json")]
+        assert sorted(folders) == listed, dataset.name
+        assert all(m.startswith("trials/") and m.rsplit("/", 1)[1] in ("rounds.csv", "summary.json", "detections.csv")
+                   for archive in dataset.glob("trials-*.tar.xz") for m in members(archive)), dataset.name
+        assert (dataset / "study.journal").is_file()
