@@ -138,3 +138,33 @@ def test_the_paper_tables_are_read_per_convention_pair_from_the_same_runs():
     s = conventions.distance_summary(d)
     assert s.iloc[0].headline and s.iloc[0].K_rows == 1 and len(s) == len(d)  # the row of value 12 is not in the grid
 
+
+
+def test_a_kept_bundle_judged_under_a_convention_reads_k_star_and_the_losses_from_its_curve():
+    """`judge` under `read_as`: the paper's text's convention gives the bundle's own experiment verdicts
+    back; the test loss is another curve (its losses become the table's), and a curve the runs never
+    recorded is refused naming it, before any verdict."""
+    from pathlib import Path
+
+    from bladefl.experiments.bundles import kept_results
+    from bladefl.report.front_page import counted
+
+    repo = Path(__file__).resolve().parents[1]
+    bundle = repo / "reference/default-2seeds"
+    summary = pd.read_csv(bundle / "results/summary/mnist.csv")
+    moved = conventions.read_as(summary, "test-loss")
+    assert moved.train_loss.equals(summary.test_loss) and moved.test_accuracy.equals(summary.test_accuracy)
+    with pytest.raises(ValueError, match="authors-client-test-loss: these runs do not record client_test_loss"):
+        conventions.read_as(summary, "authors-client-test-loss")
+    with pytest.raises(ValueError, match="a convention is one of"):
+        conventions.read_as(summary, "nope")
+    args = (bundle, repo / "config/paper_statements.yaml", repo / "config/paper_values.yaml")
+    read = []  # each dataset's table goes through the reading
+    same = kept_results.judge(*args, scan_settings=20, log=lambda m: None,
+                              reading=lambda t: read.append(len(t)) or conventions.read_as(t, "objective"))
+    assert len(read) == len(same) == 2
+    for dataset, frame in same.items():
+        kept = counted(pd.read_csv(bundle / f"results/verdicts/{dataset}.csv"))
+        ours = counted(frame)
+        on_runs = kept.basis == "experiment"
+        assert ours[ours.basis == "experiment"].verdict.tolist() == kept[on_runs].verdict.tolist(), dataset

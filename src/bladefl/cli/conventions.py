@@ -20,6 +20,13 @@ def add_conventions(p: argparse.ArgumentParser) -> None:
                    "read against the paper's tables per convention pair")
     p.add_argument("--dataset", help="the tidy table's dataset (with --summary)")
     p.add_argument("--paper-values", default="config/paper_values.yaml", help="the paper's tables (with --summary)")
+    p.add_argument("--bundle", help="instead: a kept bundle, judged again with K* and every loss read from "
+                   "--k-star-from and the accuracy on --accuracy-on; prints each counted verdict that changes")
+    p.add_argument("--k-star-from", default="test-loss", help="with --bundle: the curve K* and the losses are read "
+                   "from (objective, test-loss, authors-client-test-loss, authors-local-loss)")
+    p.add_argument("--accuracy-on", default="full-test", help="with --bundle: where the accuracy is measured "
+                   "(full-test, client-test)")
+    p.add_argument("--statements", default="config/paper_statements.yaml", help="with --bundle: the statements")
     p.add_argument("--csv", help="also write the table here")
 
 
@@ -27,8 +34,10 @@ def _cmd_conventions(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
     from bladefl.experiments.tables import conventions
 
-    if bool(args.runs) == bool(args.summary):
-        raise ValueError("give run folders or --summary (with --dataset), one of them")
+    if sum(map(bool, (args.runs, args.summary, args.bundle))) != 1:
+        raise ValueError("give run folders, --summary (with --dataset) or --bundle, one of them")
+    if args.bundle:
+        return _changed_verdicts(args)
     if args.summary:
         out, what = _convention_distances(args), f"the paper's tables against {args.summary}"
     else:
@@ -62,6 +71,45 @@ def _convention_distances(args: argparse.Namespace) -> pd.DataFrame:
     summary = read_csv(args.summary, SUMMARY_COLUMNS)
     distances = conventions.paper_distances(summary, read_paper_tables(args.paper_values), args.dataset)
     return conventions.distance_summary(distances)
+
+
+def _changed_verdicts(args: argparse.Namespace) -> int:
+    """The kept bundle's counted verdicts judged again under the convention; those that change, printed."""
+    from bladefl.core import atomic
+    from bladefl.experiments.bundles import kept_results
+    from bladefl.experiments.tables import conventions
+    from bladefl.report.front_page import counted
+
+    if args.k_star_from not in conventions.K_STAR or args.accuracy_on not in conventions.ACCURACY_SETS:
+        raise ValueError(f"--k-star-from must be one of {list(conventions.K_STAR)} and --accuracy-on one of "
+                         f"{list(conventions.ACCURACY_SETS)} (got {args.k_star_from!r}, {args.accuracy_on!r})")
+    bundle = Path(args.bundle)
+    frames = kept_results.judge(bundle, args.statements, args.paper_values, log=lambda m: None,
+                                reading=lambda t: conventions.read_as(t, args.k_star_from, args.accuracy_on))
+    rows = []
+    for dataset, frame in frames.items():
+        kept = counted(_kept_verdicts(bundle / "results/verdicts" / f"{dataset}.csv")).set_index("statement").verdict
+        for r in counted(frame).itertuples():
+            if r.statement in kept.index and kept[r.statement] != r.verdict:
+                rows.append({"dataset": dataset, "statement": r.statement, "claim": r.claim,
+                             "kept": kept[r.statement], "under": r.verdict, "finding": r.finding})
+    print(f"{bundle}: {len(rows)} counted verdicts change with K* and the losses from {args.k_star_from} and the "
+          f"accuracy on {args.accuracy_on}" + (":" if rows else ""))
+    for r in rows:
+        print(f"  {r['dataset']} {r['statement']}: {r['kept']} -> {r['under']} ({r['claim']}; {r['finding']})")
+    if args.csv:
+        import pandas as pd
+
+        atomic.write_csv(Path(args.csv), pd.DataFrame(rows, columns=["dataset", "statement", "claim", "kept",
+                                                                      "under", "finding"]))
+    return 0
+
+
+def _kept_verdicts(path: Path) -> pd.DataFrame:
+    from bladefl.report.inputs import read_csv
+    from bladefl.report.pages import VERDICT_COLUMNS
+
+    return read_csv(path, VERDICT_COLUMNS)
 
 
 COMMANDS: list[Command] = [

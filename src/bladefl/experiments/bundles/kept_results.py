@@ -250,11 +250,23 @@ def _write_files(bundle: Path, files: Mapping[str, str], record: Mapping[str, An
 def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path, scan_settings: int = 2000,
             log: Any = print) -> dict:
     """A kept bundle's verdict tables derived again from its own tables by this code (no runs
-    needed): per dataset the summary, the bound's gaps and constants and the config's grid, judged
-    as ``bladefl verdicts`` does; the bundle's verdict files and manifest replaced
+    needed), as :func:`judge` derives them; the bundle's verdict files and manifest replaced
     (:func:`replace_files`). Returns the new manifest."""
-    from bladefl.experiments.plan import config_checks, config_files, workflow_config
     from bladefl.experiments.runs import provenance
+
+    frames = judge(bundle, statements, paper_values, scan_settings, log)
+    files = {f"results/verdicts/{dataset}.csv": frame.to_csv(index=False) for dataset, frame in frames.items()}
+    record = {"code_version": provenance.code_version(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+              "files": sorted(files)}
+    return _write_files(Path(bundle), files, record)
+
+
+def judge(bundle: str | Path, statements: str | Path, paper_values: str | Path, scan_settings: int = 2000,
+          log: Any = print, reading: Any = None) -> dict[str, pd.DataFrame]:  # noqa: ANN401 - a callable
+    """Per dataset, the verdict table this code derives from a kept bundle's own tables (the summary,
+    the bound's gaps and constants, the config's grid), as ``bladefl verdicts`` does; ``reading`` maps
+    each tidy run table first (a measurement convention: ``conventions.read_as``). Nothing is written."""
+    from bladefl.experiments.plan import config_checks, config_files, workflow_config
     from bladefl.experiments.verdicts.statements import read_inventory
     from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
 
@@ -270,10 +282,11 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
     problems = [p for dataset in config["datasets"] for p in table_problems(bundle / "results", dataset, members)]
     if problems:  # before any analysis: one line naming the file, column and row
         raise ValueError(f"{bundle}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-    files = {}
+    frames = {}
     for dataset in config["datasets"]:
         results = bundle / "results"
         table = pd.read_csv(results / "summary" / f"{dataset}.csv")
+        table = reading(table) if reading is not None else table
         bound = results / "bound" / dataset
         gaps = pd.read_csv(bound / "gaps.csv") if (bound / "gaps.csv").is_file() else None
         constants = pd.read_csv(bound / "constants.csv") if (bound / "constants.csv").is_file() else None
@@ -281,11 +294,9 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
                              gaps, constants, margins=margins, dataset=dataset, inventory=inventory,
                              paper_tables=tables, fig3_sweep=sweep, scan_settings=scan_settings,
                              model_size=workflow_config.model_size(config))
-        files[f"results/verdicts/{dataset}.csv"] = frame.assign(dataset=dataset).to_csv(index=False)
+        frames[dataset] = frame.assign(dataset=dataset)
         log(f"{dataset}: {len(frame)} rows")
-    record = {"code_version": provenance.code_version(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-              "files": sorted(files)}
-    return _write_files(bundle, files, record)
+    return frames
 
 
 def table_problems(results: Path, dataset: str, members: Any) -> list[str]:  # noqa: ANN401 - Sequence[Member]
@@ -317,7 +328,7 @@ def _margins(config: Mapping[str, Any]) -> Any:
 
 
 __all__ = ["MANIFEST", "CONFIG", "bundle_path", "about_runs", "keep", "read_manifest", "problems", "lay_out",
-           "replace_files", "rejudge"]
+           "replace_files", "rejudge", "judge"]
 
 
 def imported_archive(record: Mapping[str, Any], bundle: str | Path | None = None) -> Path | None:

@@ -62,6 +62,22 @@ def accuracy_conventions() -> list[tuple[str, str]]:
     return [(read, where) for read in ACCURACY_READS for where in ACCURACY_SETS]
 
 
+def read_as(summary: pd.DataFrame, k_star: str, where: str = "full-test") -> pd.DataFrame:
+    """A tidy run table read under a convention: its ``train_loss`` (what K* and every loss claim read)
+    the curve of ``k_star``, its ``test_accuracy`` the accuracy on ``where``. ValueError naming the
+    convention when it is none, or when a trained row holds no value of its curve (runs made before the
+    curve was recorded)."""
+    if k_star not in K_STAR or where not in ACCURACY_SETS:
+        raise ValueError(f"a convention is one of K*: {list(K_STAR)}, set: {list(ACCURACY_SETS)} "
+                         f"(got {k_star!r}, {where!r})")
+    loss, accuracy = K_STAR[k_star].column, ACCURACY_SETS[where].column
+    ok = summary[summary.status == "ok"]
+    for name, column in ((k_star, loss), (where, accuracy)):
+        if column not in summary or ok[column].isna().any():
+            raise ValueError(f"{name}: these runs do not record {column} (runs made before it was recorded)")
+    return summary.assign(train_loss=summary[loss], test_accuracy=summary[accuracy])
+
+
 def final_curves(runs: Iterable[Run]) -> pd.DataFrame:
     """Per K, the mean over the runs given (seeds of one cell) of each recorded curve's final-round value,
     the K of status ok only; a curve no run recorded is NaN."""
