@@ -112,6 +112,7 @@ def visible_words(page: str) -> int:
 def test_the_headline_front_page_holds_at_most_3000_visible_words_and_states_what_it_rests_on(tmp_path):
     """A referee's page: the kept headline bundle's front page, findings first, within 3,000 words outside
     folded details, naming its design, its reading and the three code versions."""
+    from bladefl.experiments.tables.paper_tables import read_paper_tables
     from bladefl.report import pages
     from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
     from bladefl.report.paper import COMPARISON_COLUMNS
@@ -124,11 +125,13 @@ def test_the_headline_front_page_holds_at_most_3000_visible_words_and_states_wha
     seeds = yaml.safe_load((ROOT / bd.HEADLINE_BUNDLE / "config.yaml").read_text())["seeds"]
     line = bd.provenance_line(provenance, [str(ROOT / bd.HEADLINE_BUNDLE / "config.yaml")], seeds)
     out = pages.write_index(tmp_path / "index.html", [results / f"verdicts/{d}.csv" for d in datasets], [],
-                            None, line, comparisons=comparisons, summaries=summaries, engine="paper")
+                            None, line, comparisons=comparisons, summaries=summaries, engine="paper",
+                            paper_tables=read_paper_tables(ROOT / "config/paper_values.yaml"))
     page = out.read_text()
     assert visible_words(page) <= 3000, visible_words(page)
     assert page.index("<h2>Findings</h2>") < page.index("Every statement of the paper")
     assert bd.design_of_runs(summaries) in page and "784-256-10" in page
     assert re.search(r"code: runs \S+ · verdicts \S+ · this page \S+", page)
     assert "verdicts not recorded" not in page  # the bundle records the code that derived its verdicts
+    assert "K* read from other curves of the same runs" in page
     assert visible_words("<p>a b</p><details><summary>c</summary>d e f</details><style>g</style>") == 3

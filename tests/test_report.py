@@ -226,3 +226,29 @@ def test_the_noise_norms_are_explained_over_the_runs_own_model(smoke):
     for page in ("05_lazy", "00_verdicts"):
         text = (smoke / f"results/smoke/report/mnist/{page}.html").read_text()
         assert "P = 25,450 parameters" in text and "203,530" not in text, page
+
+
+def test_the_front_pages_convention_line_names_the_tables_where_another_curve_reads_k_star_nearer():
+    """From the same runs: where the test loss's minimum sits at the paper's K* and F(w)'s far from it
+    (one table's sweep made so), the line names that table and its two distances; elsewhere F(w) is as
+    near or nearer. Without the paper's tables, or with F(w) the only curve, no line."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from bladefl.experiments.tables.paper_tables import read_paper_tables
+    from bladefl.report.distance import convention_line
+
+    repo = Path(__file__).resolve().parents[1]
+    tables = read_paper_tables(repo / "config/paper_values.yaml")
+    summary = pd.read_csv(repo / "reference/paper-10draws/results/summary/mnist.csv")
+    first = tables[0]  # Table II, its sweep's rows: F(w) smallest at K = 1, the test loss where F(w) was
+    rows = summary.sweep == first["sweep"]
+    summary.loc[rows, "test_loss"] = summary.loc[rows, "train_loss"]
+    summary.loc[rows, "train_loss"] = summary.loc[rows, "K"].astype(float)
+    line = convention_line({"mnist": summary}, tables)
+    assert f"MNIST: F(w) nearest or tied in 5 of 6 tables (against test-loss); test-loss nearer in {first['table']}" \
+        in line, line
+    assert convention_line({"mnist": summary}, []) == ""
+    assert convention_line({"mnist": summary.drop(columns=["test_loss", "client_test_loss", "local_train_loss"])},
+                           tables) == ""

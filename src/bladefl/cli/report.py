@@ -98,6 +98,8 @@ def add_report_index(p: argparse.ArgumentParser) -> None:
                         "kept bundle): why our numbers differ from the paper's, on the front page")
     p.add_argument("--calibration-page", help="the calibration study's rendered report, linked where it exists")
     p.add_argument("--engine", help="the runs' engine (config/engines/<engine>.yaml): its reading, stated on the page")
+    p.add_argument("--paper-values", default="config/paper_values.yaml",
+                   help="the paper's tables: which reading of K* comes nearest them, on the front page")
     p.add_argument("--out", required=True)
 
 
@@ -121,9 +123,16 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
     out = pages.write_index(args.out, args.verdicts, args.pages, headline, line, comparisons=comparisons,
                             runs_per_point=min(seeds) if seeds else None, sensitivity=sensitivity,
                             summaries=summaries, calibration=args.calibration, calibration_page=args.calibration_page,
-                            engine=args.engine)
+                            engine=args.engine, paper_tables=_paper_tables(args.paper_values))
     print(f"wrote {out}")
     return 0
+
+
+def _paper_tables(path: str) -> list[dict]:
+    """The paper's tables (read as every reader of them reads them), none where the file is not there."""
+    from bladefl.experiments.tables.paper_tables import read_paper_tables
+
+    return read_paper_tables(path) if Path(path).is_file() else []
 
 
 def add_verdicts(p: argparse.ArgumentParser) -> None:

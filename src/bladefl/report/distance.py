@@ -72,6 +72,35 @@ def reconciled(lines: Mapping[str, float], outcomes: Sequence[Mapping], design: 
             f"calibration's are runs of its own, so the two differ by their draws and seeds.</p>")
 
 
+def convention_line(summaries: Mapping[str, pd.DataFrame], paper_tables: Sequence[Mapping]) -> str:
+    """Which way of reading K* (a measurement convention: docs/calibration.md) brings it nearest the
+    paper's, per dataset over the paper's tables, from this report's runs: the paper's text's reading,
+    F(w), against every other curve the runs record ("" without paper tables or another curve)."""
+    from bladefl.experiments.tables import conventions
+
+    said = []
+    for dataset, summary in summaries.items():
+        rows = conventions.distance_summary(conventions.paper_distances(summary, paper_tables, dataset)) \
+            if paper_tables else pd.DataFrame()
+        if rows.empty:
+            continue
+        rows = rows[(rows.accuracy == "max full-test") & (rows.K_rows > 0) & rows.K_star_distance.notna()]
+        per = rows.pivot_table(index="table", columns="k_star_from", values="K_star_distance", sort=False)
+        if "objective" not in per or per.shape[1] < 2:
+            continue
+        others = per.drop(columns="objective")
+        nearer = [(t, str(others.loc[t].idxmin()), float(others.loc[t].min()), float(per.loc[t, "objective"]))
+                  for t in per.index if others.loc[t].min() < per.loc[t, "objective"]]
+        text = (f"{dataset_title(dataset)}: F(w) nearest or tied in {len(per) - len(nearer)} of {len(per)} tables "
+                f"(against {', '.join(map(str, others.columns))})")
+        text += "".join(f"; {o} nearer in {t} ({d:.2f} against {f:.2f} rounds)" for t, o, d, f in nearer)
+        said.append(text)
+    if not said:
+        return ""
+    return (f"<p class='small'>K* read from other curves of the same runs (mean distance to the paper's K* per "
+            f"row; docs/calibration.md, the measurement conventions): {html.escape('. '.join(said))}.</p>")
+
+
 def distance_section(comparisons: Mapping[str, pd.DataFrame], outcomes: Sequence[Mapping],
                      calibration_link: str | None, sensitivity_link: str | None = None,
                      engine: str | None = None, design: str = "") -> str:
@@ -128,4 +157,4 @@ def distance_section(comparisons: Mapping[str, pd.DataFrame], outcomes: Sequence
 {cause}"""
 
 
-__all__ = ["distance_section", "distance_table", "reconciled"]
+__all__ = ["convention_line", "distance_section", "distance_table", "reconciled"]

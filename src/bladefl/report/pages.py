@@ -15,7 +15,7 @@ import pandas as pd
 from bladefl.core import atomic
 from bladefl.data.datasets import TITLES
 from bladefl.experiments.runs import provenance as provenance_module
-from bladefl.report.distance import distance_section
+from bladefl.report.distance import convention_line, distance_section
 from bladefl.report.findings import findings
 from bladefl.report.inputs import read_csv, read_json
 from bladefl.report.paper_figures import inventory
@@ -163,7 +163,8 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
                 title: str = "BLADE-FL reproduction report", comparisons: Mapping[str, pd.DataFrame] | None = None,
                 runs_per_point: int | None = None, sensitivity: str | Path | None = None,
                 summaries: Mapping[str, pd.DataFrame] | None = None, calibration: Sequence[str | Path] = (),
-                calibration_page: str | Path | None = None, engine: str | None = None) -> Path:
+                calibration_page: str | Path | None = None, engine: str | None = None,
+                paper_tables: Sequence[Mapping] = ()) -> Path:
     """The report's front page (:mod:`bladefl.report.front_page`): a banner where the design judges
     little, the findings, the pages, every statement with each dataset's verdict, the headline
     figure, the accuracy beside the paper's, the runs that diverged."""
@@ -184,6 +185,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     outcomes = [check_outcome(read_json(p), p) for p in calibration]
     design = bundle_design.design_of_runs(summaries or {})
     distance = distance_section(comparisons or {}, outcomes, link, study, engine, design)
+    distance += convention_line(summaries or {}, paper_tables) if distance else ""
     words = provenance_module.project_root() / "docs" / "glossary.md"
     glossary = (f"<p class='small'>The statistics' words (Page test, FDR, equivalence margin, draw, unit, too few "
                 f"runs, witness): <a href='{html.escape(os.path.relpath(words, path.parent))}'>the glossary</a>.</p>"
