@@ -74,25 +74,28 @@ TABLE: dict[str, dict] = {
                               "--comparisons": IN, "--configfiles": IN, "--seeds": NUM, "--figures": OUT,
                               "--calibration": IN, "--calibration-page": IN, "--engine": NAME, "--out": OUT,
                               "--paper-values": IN}},
-    "verdicts": {"base": ["--dataset", "mnist", "--summary", "{w}/s.csv", "--members", "[]", "--t-sum", "100",
-                          "--out", "{w}/v.csv"],
+    "verdicts": {"base": ["--dataset", "mnist", "--summary", "{v}/mnist.csv", "--members", "@{v}/members.json",
+                          "--t-sum", "100", "--out", "{w}/v.csv"], "valid": True,
                  "args": {"--dataset": NAME, "--summary": IN, "--members": IN, "--t-sum": NUM, "--engine": IN,
                           "--bound-sweep": NAME, "--gaps": IN, "--constants": IN, "--margins": TEXT,
                           "--resamples": NUM, "--bound-resamples": NUM, "--statements": IN, "--paper-values": IN,
                           "--out": OUT}},
-    "findings": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/findings.md"],
+    "findings": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/findings.md"], "valid": True,
                  "args": {"bundles": DIR, "--out": OUT}},
-    "ro-crate": {"base": ["{w}/bundle"], "args": {"bundle": DIR}},
-    "summary": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/summary.md"],
+    "ro-crate": {"base": ["{v}/bundle"], "valid": True, "args": {"bundle": DIR}},
+    "summary": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/summary.md"], "valid": True,
                 "args": {"bundles": DIR, "--out": OUT}},
     "diff": {"base": ["{repo}/reference/default-2seeds", "{repo}/reference/default-2seeds", "--out", "{w}/d.md"],
+             "valid": True,
              "args": {"a": DIR, "b": DIR, "--out": OUT, "--csv-dir": OUT}},
-    "conventions": {"base": ["{w}", "--csv", "{w}/c.csv"],
+    "conventions": {"base": ["--summary", "{v}/mnist.csv", "--dataset", "mnist", "--paper-values",
+                             "{repo}/config/paper_values.yaml", "--csv", "{w}/c.csv"], "valid": True,
                     "args": {"runs": DIR, "--summary": IN, "--dataset": NAME, "--paper-values": IN, "--csv": OUT,
                              "--bundle": DIR, "--k-star-from": NAME, "--accuracy-on": NAME, "--statements": IN}},
-    "paper-comparison": {"base": ["--dataset", "mnist", "--summary", "{w}/s.csv", "--optimum", "{w}/o.csv",
+    "paper-comparison": {"base": ["--dataset", "mnist", "--summary", "{v}/mnist.csv", "--optimum",
+                                  "{v}/mnist_optimum.csv",
                                   "--paper-values", "{repo}/config/paper_values.yaml", "--t-sum", "100", "--out",
-                                  "{w}/c.csv"],
+                                  "{w}/c.csv"], "valid": True, "beside": ["{w}/c.md"],
                          "args": {"--dataset": NAME, "--summary": IN, "--optimum": IN, "--paper-values": IN,
                                   "--t-sum": NUM, "--out": OUT}},
     "provenance": {"base": ["--runs", "{w}/s.json", "--out", "{w}/prov.csv"], "args": {"--runs": IN, "--out": OUT}},
@@ -112,6 +115,7 @@ TABLE: dict[str, dict] = {
                     "args": {"--archive": IN, "--configfile": IN, "--seeds": NUM, "--results-dir": OUT,
                              "--replace": FLAG, "--key-secret": IN}},
     "lay-out": {"base": ["{repo}/reference/default-2seeds", "--results-dir", "{w}/laid", "--data-dir", "{w}/laid/d"],
+                "valid": True,
                 "exits": {1},  # 1: the bundle is not what its manifest says (nothing laid out)
                 "args": {"bundle": DIR, "--results-dir": OUT, "--data-dir": OUT}},
     "rejudge": {"base": ["{w}/nobundle"], "args": {"bundle": DIR, "--statements": IN, "--paper-values": IN}},
@@ -148,6 +152,28 @@ TABLE: dict[str, dict] = {
     "calibration-conventions": {"base": ["--spec", "{w}/spec.json", "--roots", "stated={w}/r", "--out", "{w}/c.csv"],
                                 "args": {"--spec": IN, "--roots": TEXT, "--out": OUT}},
 }
+
+# Why a base is not a valid call here (each of its refusals may be the base's own, not the value's): what a
+# valid one would need, and where that command's valid calls are tested.
+RUN_FOLDER = "needs a trained run folder (the smoke workflow's: tests/test_workflow.py)"
+OUTPUTS = "needs a workflow's outputs (tests/test_report.py, tests/test_sensitivity.py)"
+STUDY = "needs a calibration study's spec and journal (tests/test_calibration.py)"
+REFUSED = {
+    "fetch": "its sandbox holds no data and fetches from nowhere (tests/test_fetch.py)",
+    "partition": "needs the raw data (tests/test_partition.py)", "run": "trains (tests/test_engine.py)",
+    "run-group": "trains (tests/test_multirun.py)", "reference": "trains (tests/test_bound.py)",
+    "bound": RUN_FOLDER, "detection": RUN_FOLDER, "summarize": RUN_FOLDER, "provenance": RUN_FOLDER,
+    "chain verify": RUN_FOLDER, "chain anchor": RUN_FOLDER, "sensitivity": OUTPUTS, "sensitivity-index": OUTPUTS,
+    "calibration-index": OUTPUTS, "report-index": OUTPUTS, "render-page": OUTPUTS, "run-page": OUTPUTS,
+    "keep": OUTPUTS, "import-runs": "needs an archive of runs (tests/test_run_import.py)",
+    "rejudge": "re-derives a bundle's verdicts, a minute a call (tests/test_kept_results.py)",
+    "device-check": "trains the mixed group (tests/test_device_check.py)", "bench": "measures the engine (minutes)",
+    "resources": "needs a workflow's benchmark files (tests/test_slurm.py)", "calibrate": STUDY,
+    "calibration-pick": STUDY, "calibration-rerun": STUDY, "calibration-tables": STUDY,
+    "calibration-conventions": STUDY,
+}
+for _name, _why in REFUSED.items():
+    TABLE[_name]["refused"] = _why
 
 PWNED = "PWNED"
 # The corpus, by kind ({w}: the sandbox). Shell text would create {w}/PWNED if anything ran it.
@@ -193,6 +219,24 @@ def test_every_command_and_argument_says_how_its_input_is_read():
             assert kind in CORPUS or kind == FLAG or kind.startswith("skip: "), (name, arg, kind)
 
 
+def test_every_base_is_a_valid_call_or_says_why_not():
+    """A hostile value replaces one argument of a base call: where the base succeeds on its own, each
+    refusal is the value's; a base that cannot be valid in this sandbox (it trains, or needs a run
+    folder or a workflow's outputs) says so, so the list of what remains is stated, not hidden."""
+    for name, spec in TABLE.items():
+        assert spec.get("valid") is True or isinstance(spec.get("refused"), str), name
+
+
+def test_the_valid_bases_succeed_on_their_own(world, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name, spec in sorted(TABLE.items()):
+        if spec.get("valid"):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main([*name.split(), *(_fill(a, world) for a in spec["base"])])
+            assert code == 0, (name, err.getvalue()[-500:])
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory) -> dict[str, str]:
     """The sandbox's hostile files, and a tiny engine config."""
@@ -210,7 +254,21 @@ def world(tmp_path_factory) -> dict[str, str]:
     engine = w / "engine.yaml"
     engine.write_text((REPO / "config/engines/authors-code.yaml").read_text().replace(
         "N: 20, n: 512", "N: 2, n: 8").replace("K: [1, 2, 3, 4, 5, 6, 7, 8, 9]", "K: [1]"))
-    return {"w": str(w), "fifo": str(w / "fifo"), "big": str(w / "big"), "deep": str(w / "deep.yaml"),
+    v = w / "valid"  # real tables of a kept bundle, for the bases that succeed on their own
+    v.mkdir()
+    bundle = REPO / "reference/default-2seeds"
+    for name in ("mnist.csv", "mnist_optimum.csv"):
+        (v / name).write_bytes((bundle / "results/summary" / name).read_bytes())
+    from bladefl.experiments.plan import config_files, workflow_config
+
+    (v / "members.json").write_text(workflow_config.members_json(
+        config_files.read_configs([bundle / "config.yaml"], default=None)))
+    import shutil
+
+    shutil.copytree(bundle, v / "bundle")
+    for path in (v / "bundle").rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return {"v": str(v), "w": str(w), "fifo": str(w / "fifo"), "big": str(w / "big"), "deep": str(w / "deep.yaml"),
             "aliases": str(w / "aliases.yaml"), "twice": str(w / "twice.json"), "nan": str(w / "nan.json"),
             "html": str(w / "html.csv"), "link": str(w / "link"), "engine": str(engine), "repo": str(REPO)}
 
@@ -269,6 +327,7 @@ def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, mo
             value = _fill(raw, world)
             argv = [*command.split(), *_with([_fill(a, world) for a in spec["base"]], arg, value, kind, command)]
             allowed = [Path(argv[i + 1]).absolute() for i, a in enumerate(argv[:-1]) if a in outs]
+            allowed += [Path(_fill(b, world)) for b in spec.get("beside", [])]  # an output's documented twin
             if kind == OUT and not arg.startswith("-"):
                 allowed.append(Path(value).absolute())
             before = _snapshot(w) | {str(tmp_path / p) for p in _snapshot(tmp_path)}

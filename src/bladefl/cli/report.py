@@ -199,7 +199,15 @@ def add_paper_comparison(p: argparse.ArgumentParser) -> None:
     p.add_argument("--optimum", required=True)
     p.add_argument("--paper-values", required=True)
     p.add_argument("--t-sum", type=t_sum, required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, type=csv_path,
+                   help="the comparison table (<name>.csv); its Markdown goes beside it (<name>.md)")
+
+
+def csv_path(value: str) -> str:
+    """An output path ending in .csv (a Markdown twin is written beside it under the same name)."""
+    if not value.endswith(".csv") or value == ".csv":
+        raise argparse.ArgumentTypeError(f"a .csv file (its Markdown goes beside it as .md), got {value!r}")
+    return value
 
 
 def _cmd_paper_comparison(args: argparse.Namespace) -> int:
