@@ -53,8 +53,8 @@ TABLE: dict[str, dict] = {
               "args": {"--runs": IN, "--members": IN, "--references": IN, "--out-dir": OUT}},
     "detection": {"base": ["--runs", "{w}/s.json", "--members", "[]", "--out-dir", "{w}/d"],
                   "args": {"--runs": IN, "--members": IN, "--exclude-sweeps": NAME, "--out-dir": OUT}},
-    "summarize": {"base": ["--runs", "{w}/s.json", "--members", "[]", "--table", "{w}/t.csv", "--optimum",
-                           "{w}/o.csv"],
+    "summarize": {"base": ["--runs", "{run}/summary.json", "--members", "@{v}/run_members.json", "--table",
+                           "{w}/t.csv", "--optimum", "{w}/o.csv"], "valid": True,
                   "args": {"--runs": IN, "--members": IN, "--table": OUT, "--optimum": OUT}},
     "sensitivity": {"base": ["--dataset", "mnist", "--readings", "r", "--axes", "a", "--summaries", "{w}/s.csv",
                              "--optima", "{w}/o.csv", "--verdicts", "{w}/v.csv", "--paper-values",
@@ -98,7 +98,8 @@ TABLE: dict[str, dict] = {
                                   "{w}/c.csv"], "valid": True, "beside": ["{w}/c.md"],
                          "args": {"--dataset": NAME, "--summary": IN, "--optimum": IN, "--paper-values": IN,
                                   "--t-sum": NUM, "--out": OUT}},
-    "provenance": {"base": ["--runs", "{w}/s.json", "--out", "{w}/prov.csv"], "args": {"--runs": IN, "--out": OUT}},
+    "provenance": {"base": ["--runs", "{run}/summary.json", "--out", "{w}/prov.csv"], "valid": True,
+                   "args": {"--runs": IN, "--out": OUT}},
     "render-page": {"base": ["{w}/nb.ipynb", "--out", "{w}/page.html"],
                     "args": {"notebook": IN, "--out": OUT, "--index": IN}},
     "run-page": {"base": ["{w}/nb.ipynb", "--parameters", "{w}/p.yaml", "--executed", "{w}/e.ipynb", "--out",
@@ -119,9 +120,10 @@ TABLE: dict[str, dict] = {
                 "exits": {1},  # 1: the bundle is not what its manifest says (nothing laid out)
                 "args": {"bundle": DIR, "--results-dir": OUT, "--data-dir": OUT}},
     "rejudge": {"base": ["{w}/nobundle"], "args": {"bundle": DIR, "--statements": IN, "--paper-values": IN}},
-    "chain verify": {"base": ["{w}/K1.json"], "exits": {1, 2, 3},
+    "chain verify": {"base": ["{run}/chains/K1.json", "--summary", "{run}/summary.json", "--anchor",
+                              "{v}/anchor.json"], "exits": {1, 2, 3}, "valid": True,
                      "args": {"path": IN, "--store": DIR, "--summary": IN, "--key-secret": IN, "--anchor": IN}},
-    "chain anchor": {"base": ["--summary", "{w}/s.json", "--out", "{w}/anchor.json"],
+    "chain anchor": {"base": ["--summary", "{run}/summary.json", "--out", "{w}/anchor.json"], "valid": True,
                      "args": {"--summary": IN, "--out": OUT}},
     "device-check": {"base": [], "args": {"--device": NAME, "--out": "skip: trains the mixed group (about a minute) "
                                           "before writing; tests/test_device_check.py", "--tables": IN}},
@@ -162,8 +164,8 @@ REFUSED = {
     "fetch": "its sandbox holds no data and fetches from nowhere (tests/test_fetch.py)",
     "partition": "needs the raw data (tests/test_partition.py)", "run": "trains (tests/test_engine.py)",
     "run-group": "trains (tests/test_multirun.py)", "reference": "trains (tests/test_bound.py)",
-    "bound": RUN_FOLDER, "detection": RUN_FOLDER, "summarize": RUN_FOLDER, "provenance": RUN_FOLDER,
-    "chain verify": RUN_FOLDER, "chain anchor": RUN_FOLDER, "sensitivity": OUTPUTS, "sensitivity-index": OUTPUTS,
+    "bound": RUN_FOLDER + " with the bound's reference optima", "detection": RUN_FOLDER + " of lazy clients",
+    "sensitivity": OUTPUTS, "sensitivity-index": OUTPUTS,
     "calibration-index": OUTPUTS, "report-index": OUTPUTS, "render-page": OUTPUTS, "run-page": OUTPUTS,
     "keep": OUTPUTS, "import-runs": "needs an archive of runs (tests/test_run_import.py)",
     "rejudge": "re-derives a bundle's verdicts, a minute a call (tests/test_kept_results.py)",
@@ -238,8 +240,10 @@ def test_the_valid_bases_succeed_on_their_own(world, tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> dict[str, str]:
-    """The sandbox's hostile files, and a tiny engine config."""
+def world(tmp_path_factory, data_root) -> dict[str, str]:
+    """The sandbox's hostile files, a tiny engine config, and the valid inputs of the bases that succeed:
+    a kept bundle's tables, and a tiny run (N = 2, 8 samples each, K = 1: seconds) in a run folder with
+    its anchor."""
     w = tmp_path_factory.mktemp("hostile")
     os.mkfifo(w / "fifo")
     with open(w / "big", "wb") as f:
@@ -268,7 +272,15 @@ def world(tmp_path_factory) -> dict[str, str]:
     shutil.copytree(bundle, v / "bundle")
     for path in (v / "bundle").rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
-    return {"v": str(v), "w": str(w), "fifo": str(w / "fifo"), "big": str(w / "big"), "deep": str(w / "deep.yaml"),
+    from bladefl.experiments.plan.grid import Cell, Member, members_to_json
+
+    cell = Cell(alpha=1, beta=10, N=2, eta=0.01)  # the tiny engine's own settings
+    run = w / "runs/mnist" / cell.key / "seed~0"
+    assert main(["run", "--config", str(engine), "--out", str(run), "--quiet", "--set", f"data_dir={data_root}"]) == 0
+    (v / "run_members.json").write_text(members_to_json([Member("base", "", None, None, cell)]))
+    assert main(["chain", "anchor", "--summary", str(run / "summary.json"), "--out", str(v / "anchor.json")]) == 0
+    return {"v": str(v), "run": str(run), "w": str(w), "fifo": str(w / "fifo"), "big": str(w / "big"),
+            "deep": str(w / "deep.yaml"),
             "aliases": str(w / "aliases.yaml"), "twice": str(w / "twice.json"), "nan": str(w / "nan.json"),
             "html": str(w / "html.csv"), "link": str(w / "link"), "engine": str(engine), "repo": str(REPO)}
 
