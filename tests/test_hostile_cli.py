@@ -51,7 +51,8 @@ TABLE: dict[str, dict] = {
                            "--max-epochs": NUM}},
     "bound": {"base": ["--runs", "{w}/s.json", "--members", "[]", "--references", "{w}/r.npz", "--out-dir", "{w}/b"],
               "args": {"--runs": IN, "--members": IN, "--references": IN, "--out-dir": OUT}},
-    "detection": {"base": ["--runs", "{w}/s.json", "--members", "[]", "--out-dir", "{w}/d"],
+    "detection": {"base": ["--runs", "{lazy}/summary.json", "--members", "@{v}/lazy_members.json", "--out-dir",
+                           "{w}/d"], "valid": True,
                   "args": {"--runs": IN, "--members": IN, "--exclude-sweeps": NAME, "--out-dir": OUT}},
     "summarize": {"base": ["--runs", "{run}/summary.json", "--members", "@{v}/run_members.json", "--table",
                            "{w}/t.csv", "--optimum", "{w}/o.csv"], "valid": True,
@@ -164,7 +165,7 @@ REFUSED = {
     "fetch": "its sandbox holds no data and fetches from nowhere (tests/test_fetch.py)",
     "partition": "needs the raw data (tests/test_partition.py)", "run": "trains (tests/test_engine.py)",
     "run-group": "trains (tests/test_multirun.py)", "reference": "trains (tests/test_bound.py)",
-    "bound": RUN_FOLDER + " with the bound's reference optima", "detection": RUN_FOLDER + " of lazy clients",
+    "bound": RUN_FOLDER + " with the bound's reference optima",
     "sensitivity": OUTPUTS, "sensitivity-index": OUTPUTS,
     "calibration-index": OUTPUTS, "report-index": OUTPUTS, "render-page": OUTPUTS, "run-page": OUTPUTS,
     "keep": OUTPUTS, "import-runs": "needs an archive of runs (tests/test_run_import.py)",
@@ -279,8 +280,14 @@ def world(tmp_path_factory, data_root) -> dict[str, str]:
     assert main(["run", "--config", str(engine), "--out", str(run), "--quiet", "--set", f"data_dir={data_root}"]) == 0
     (v / "run_members.json").write_text(members_to_json([Member("base", "", None, None, cell)]))
     assert main(["chain", "anchor", "--summary", str(run / "summary.json"), "--out", str(v / "anchor.json")]) == 0
-    return {"v": str(v), "run": str(run), "w": str(w), "fifo": str(w / "fifo"), "big": str(w / "big"),
-            "deep": str(w / "deep.yaml"),
+    lazy_cell = Cell(alpha=1, beta=10, N=2, eta=0.01, lazy_ratio=0.5, sigma2=0.01)  # one lazy client, detected
+    lazy = w / "runs/mnist" / lazy_cell.key / "seed~0"
+    assert main(["run", "--config", str(engine), "--out", str(lazy), "--quiet", "--set", f"data_dir={data_root}",
+                 "--set", "lazy.ratio=0.5", "--set", "lazy.sigma2=0.01", "--set",
+                 "lazy.detectors=[gaussian_difference]"]) == 0
+    (v / "lazy_members.json").write_text(members_to_json([Member("lazy_ratio", "", "lazy_ratio", 0.5, lazy_cell)]))
+    return {"v": str(v), "run": str(run), "lazy": str(lazy), "w": str(w), "fifo": str(w / "fifo"),
+            "big": str(w / "big"), "deep": str(w / "deep.yaml"),
             "aliases": str(w / "aliases.yaml"), "twice": str(w / "twice.json"), "nan": str(w / "nan.json"),
             "html": str(w / "html.csv"), "link": str(w / "link"), "engine": str(engine), "repo": str(REPO)}
 
