@@ -36,10 +36,10 @@ IN, DIR, OUT, NUM, NAME, TEXT, FLAG = "in", "dir", "out", "num", "name", "text",
 TABLE: dict[str, dict] = {
     "fetch": {"base": ["--dataset", "mnist", "--root", "{w}/raw", "--sources", "existing"], "exits": {1},
               "args": {"--dataset": NAME, "--root": OUT, "--sources": NAME}},
-    "partition": {"base": ["--dataset", "mnist", "--key", "shards2_N4_n8_seed0", "--root", "{w}/raw", "--out",
-                           "{w}/part.npy"],
+    "partition": {"base": ["--dataset", "mnist", "--key", "shards2_N4_n8_seed0", "--root", "{data}", "--out",
+                           "{w}/part.npy"], "valid": True,
                   "args": {"--dataset": NAME, "--key": NAME, "--root": DIR, "--out": OUT}},
-    "run": {"base": ["--config", "{engine}", "--out", "{w}/run", "--quiet", "--set", "data_dir={w}/raw"],
+    "run": {"base": ["--config", "{engine}", "--out", "{w}/run", "--quiet", "--set", "data_dir={data}"], "valid": True,
             "args": {"--config": IN, "--set": TEXT, "--out": OUT, "--quiet": FLAG, "--partition": IN,
                      "--threads": NUM, "--reference": IN, "--group": IN, "--computed-in": DIR}},
     "run-group": {"base": ["--config", "{engine}", "--plan", "[]", "--partition", "{w}/p.npy", "--compute", "0"],
@@ -164,7 +164,6 @@ OUTPUTS = "needs a workflow's outputs (tests/test_report.py, tests/test_sensitiv
 STUDY = "needs a calibration study's spec and journal (tests/test_calibration.py)"
 REFUSED = {
     "fetch": "its sandbox holds no data and fetches from nowhere (tests/test_fetch.py)",
-    "partition": "needs the raw data (tests/test_partition.py)", "run": "trains (tests/test_engine.py)",
     "run-group": "trains (tests/test_multirun.py)", "reference": "trains (tests/test_bound.py)",
     "bound": RUN_FOLDER + " with the bound's reference optima",
     "sensitivity": OUTPUTS, "sensitivity-index": OUTPUTS,
@@ -287,8 +286,8 @@ def world(tmp_path_factory, data_root) -> dict[str, str]:
                  "--set", "lazy.ratio=0.5", "--set", "lazy.sigma2=0.01", "--set",
                  "lazy.detectors=[gaussian_difference]"]) == 0
     (v / "lazy_members.json").write_text(members_to_json([Member("lazy_ratio", "", "lazy_ratio", 0.5, lazy_cell)]))
-    return {"v": str(v), "run": str(run), "lazy": str(lazy), "w": str(w), "fifo": str(w / "fifo"),
-            "big": str(w / "big"), "deep": str(w / "deep.yaml"),
+    return {"v": str(v), "run": str(run), "lazy": str(lazy), "data": str(data_root), "w": str(w),
+            "fifo": str(w / "fifo"), "big": str(w / "big"), "deep": str(w / "deep.yaml"),
             "aliases": str(w / "aliases.yaml"), "twice": str(w / "twice.json"), "nan": str(w / "nan.json"),
             "html": str(w / "html.csv"), "link": str(w / "link"), "engine": str(engine), "repo": str(REPO)}
 
@@ -376,3 +375,12 @@ def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, mo
             assert not [p for p in new if ".tmp" in p.name], argv  # nothing half-written
     finally:
         signal.signal(signal.SIGALRM, old)
+
+
+def test_verdicts_refuse_a_summary_of_another_grid_in_one_line(world, capsys):
+    """A valid tidy table judged against another grid's members (found from a valid base: another case's
+    output read as this case's input) is one line and exit 2, not a KeyError."""
+    code = main(["verdicts", "--dataset", "mnist", "--summary", f"{world['v']}/mnist.csv", "--members",
+                 f"@{world['v']}/run_members.json", "--t-sum", "100", "--out", f"{world['w']}/other.csv"])
+    said = capsys.readouterr().err.strip()
+    assert code == 2 and len(said.splitlines()) == 1 and "is not a member of the grid's members" in said, said

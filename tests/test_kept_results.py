@@ -260,7 +260,7 @@ def _hostile(tmp_path, change) -> tuple:
     (lambda t: t.drop(columns="status").to_csv(index=False), "columns ['status'] missing"),
     (lambda t: t.assign(status="weird").to_csv(index=False), "status must be one of"),
     (lambda t: t.assign(cell=t.cell.where(t.index > 0, "alpha~9_beta~9_N~9_eta~0.9_lazy~0_sigma2~0_eps~inf"))
-     .to_csv(index=False), "is not a member of the bundle's grid"),
+     .to_csv(index=False), "is not a member of the grid's members"),
     (lambda t: t.assign(train_loss=t.train_loss.astype(object).where(t.index > 0, "[1]")).to_csv(index=False),
      "train_loss must be a number"),
     (lambda t: "\x00\x01 not a table", "columns"),

@@ -174,8 +174,13 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     config = provenance.project_root() / "config"
     inventory = read_inventory(args.statements or config / "paper_statements.yaml")
     tables = paper_tables(args.paper_values or config / "paper_values.yaml")
+    from bladefl.experiments.tables.table_schema import summary_problems
+
     members = members_from_json(json_text(args.members))
     table = read_csv(args.summary, SUMMARY_COLUMNS)
+    found = summary_problems(Path(args.summary), members)  # a table of another grid judges nothing: refused
+    if found:
+        raise ValueError(found[0])
     gaps = read_csv(args.gaps) if args.gaps else None
     constants = read_csv(args.constants) if args.constants else None
     cells = bound_cells_of(members, args.bound_sweep, args.t_sum)

@@ -78,8 +78,8 @@ def summary_problems(path: Path, members: Sequence[Member]) -> list[str]:
     keys = {(m.sweep, m.cell.key) for m in members}
     unknown = [(s, c) for s, c in zip(frame.sweep, frame.cell, strict=True) if (s, c) not in keys]
     if unknown:
-        return [f"{path}: sweep {unknown[0][0][:40]!r}, cell {unknown[0][1][:80]!r} is not a member of the bundle's "
-                "grid (its config)"]
+        return [f"{path}: sweep {unknown[0][0][:40]!r}, cell {unknown[0][1][:80]!r} is not a member of the grid's "
+                "members (a bundle's config, or --members)"]
     twice = frame.duplicated(["sweep", "cell", "K", "seed"])
     if twice.any():
         i = int(np.flatnonzero(twice.to_numpy())[0])
@@ -87,7 +87,7 @@ def summary_problems(path: Path, members: Sequence[Member]) -> list[str]:
                 "repeated rows): each run's K is one row"]
     absent = sorted({m.cell.key for m in members} - set(frame.cell))
     if absent:
-        return [f"{path}: no rows for cell {absent[0][:80]} of the bundle's grid"]
+        return [f"{path}: no rows for cell {absent[0][:80]} of the grid's members (a bundle's config, or --members)"]
     return []
 
 
