@@ -135,7 +135,7 @@ TABLE: dict[str, dict] = {
                        "--grid-only": FLAG, "--out": "skip: with --grid only (minutes)", "--host-copy-compare": FLAG,
                        "--bookkeeping": "skip: runs Snakemake (minutes); bladefl.experiments.runs.bookkeeping",
                        "--cores": NUM, "--chain-drag": FLAG, "--draws": IN}},
-    "resources": {"base": ["--benchmarks", "{w}/benchmarks", "--out", "{w}/profile"],
+    "resources": {"base": ["--benchmarks", "{v}/benchmarks", "--out", "{w}/profile"], "valid": True,
                   "args": {"--benchmarks": DIR, "--out": OUT, "--margin": NUM, "--measured": IN, "--for": IN}},
     "calibrate": {"base": ["--spec", "{w}/nospec.json", "--storage", "{w}/study.journal", "--trials-dir",
                            "{w}/trials"],
@@ -171,7 +171,7 @@ REFUSED = {
     "import-runs": "needs an archive of runs (tests/test_run_import.py)",
     "rejudge": "re-derives a bundle's verdicts, a minute a call (tests/test_kept_results.py)",
     "device-check": "trains the mixed group (tests/test_device_check.py)", "bench": "measures the engine (minutes)",
-    "resources": "needs a workflow's benchmark files (tests/test_slurm.py)", "calibrate": STUDY,
+    "calibrate": STUDY,
     "calibration-pick": STUDY, "calibration-rerun": STUDY, "calibration-tables": STUDY,
     "calibration-conventions": STUDY,
 }
@@ -286,6 +286,10 @@ def world(tmp_path_factory, data_root) -> dict[str, str]:
                  "--set", "lazy.ratio=0.5", "--set", "lazy.sigma2=0.01", "--set",
                  "lazy.detectors=[gaussian_difference]"]) == 0
     (v / "lazy_members.json").write_text(members_to_json([Member("lazy_ratio", "", "lazy_ratio", 0.5, lazy_cell)]))
+    bench = v / "benchmarks/run_cell/paper/mnist" / cell.key / "seed~0.tsv"  # one job's Snakemake benchmark file
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+                     "12.5\t0:00:12\t900.0\t1\t1\t1\t0\t0\t50\t1\n")
     return {"v": str(v), "run": str(run), "lazy": str(lazy), "data": str(data_root), "w": str(w),
             "fifo": str(w / "fifo"), "big": str(w / "big"), "deep": str(w / "deep.yaml"),
             "aliases": str(w / "aliases.yaml"), "twice": str(w / "twice.json"), "nan": str(w / "nan.json"),
