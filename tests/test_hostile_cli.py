@@ -66,7 +66,8 @@ TABLE: dict[str, dict] = {
                              "--out-dir": OUT}},
     "sensitivity-index": {"base": ["--rankings", "{w}/r.csv", "--pages", "{w}/p.html", "--out", "{w}/i.html"],
                           "args": {"--rankings": IN, "--pages": IN, "--out": OUT}},
-    "calibration-index": {"base": ["--outcomes", "{w}/outcome.json", "--pages", "{w}/p.html", "--out", "{w}/i.html"],
+    "calibration-index": {"base": ["--outcomes", "{repo}/reference/calibration-cpu/results/calibration/mnist/"
+                                   "outcome.json", "--pages", "{v}/p.html", "--out", "{w}/i.html"], "valid": True,
                           "args": {"--outcomes": IN, "--pages": IN, "--out": OUT}},
     "report-index": {"base": ["--verdicts", "{w}/v.csv", "--provenance", "{w}/p.csv", "--pages", "{w}/p.html",
                               "--summaries", "{w}/s.csv", "--comparisons", "{w}/c.csv", "--seeds", "0", "--figures",
@@ -167,7 +168,7 @@ REFUSED = {
     "run-group": "trains (tests/test_multirun.py)", "reference": "trains (tests/test_bound.py)",
     "bound": RUN_FOLDER + " with the bound's reference optima",
     "sensitivity": OUTPUTS, "sensitivity-index": OUTPUTS,
-    "calibration-index": OUTPUTS, "report-index": OUTPUTS, "render-page": OUTPUTS, "run-page": OUTPUTS,
+    "report-index": OUTPUTS, "render-page": OUTPUTS, "run-page": OUTPUTS,
     "import-runs": "needs an archive of runs (tests/test_run_import.py)",
     "rejudge": "re-derives a bundle's verdicts, a minute a call (tests/test_kept_results.py)",
     "device-check": "trains the mixed group (tests/test_device_check.py)", "bench": "measures the engine (minutes)",
@@ -286,6 +287,7 @@ def world(tmp_path_factory, data_root) -> dict[str, str]:
                  "--set", "lazy.ratio=0.5", "--set", "lazy.sigma2=0.01", "--set",
                  "lazy.detectors=[gaussian_difference]"]) == 0
     (v / "lazy_members.json").write_text(members_to_json([Member("lazy_ratio", "", "lazy_ratio", 0.5, lazy_cell)]))
+    (v / "p.html").write_text("<html><body><h1>a page</h1></body></html>")
     bench = v / "benchmarks/run_cell/paper/mnist" / cell.key / "seed~0.tsv"  # one job's Snakemake benchmark file
     bench.parent.mkdir(parents=True)
     bench.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
