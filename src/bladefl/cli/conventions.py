@@ -78,7 +78,9 @@ def _changed_verdicts(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
     from bladefl.experiments.bundles import kept_results
     from bladefl.experiments.tables import conventions
-    from bladefl.report.front_page import counted
+    from bladefl.report.front_page import changed
+    from bladefl.report.inputs import read_csv
+    from bladefl.report.pages import VERDICT_COLUMNS
 
     if args.k_star_from not in conventions.K_STAR or args.accuracy_on not in conventions.ACCURACY_SETS:
         raise ValueError(f"--k-star-from must be one of {list(conventions.K_STAR)} and --accuracy-on one of "
@@ -86,30 +88,20 @@ def _changed_verdicts(args: argparse.Namespace) -> int:
     bundle = Path(args.bundle)
     frames = kept_results.judge(bundle, args.statements, args.paper_values, log=lambda m: None,
                                 reading=lambda t: conventions.read_as(t, args.k_star_from, args.accuracy_on))
-    rows = []
-    for dataset, frame in frames.items():
-        kept = counted(_kept_verdicts(bundle / "results/verdicts" / f"{dataset}.csv")).set_index("statement").verdict
-        for r in counted(frame).itertuples():
-            if r.statement in kept.index and kept[r.statement] != r.verdict:
-                rows.append({"dataset": dataset, "statement": r.statement, "claim": r.claim,
-                             "kept": kept[r.statement], "under": r.verdict, "finding": r.finding})
+    import pandas as pd
+
+    kept = pd.concat([read_csv(bundle / "results/verdicts" / f"{d}.csv", VERDICT_COLUMNS) for d in frames],
+                     ignore_index=True)
+    rows = [{"dataset": r.dataset, "statement": r.statement, "claim": r.claim, "kept": r.theirs, "under": r.verdict,
+             "finding": r.finding} for r in changed(pd.concat(frames.values(), ignore_index=True), kept).itertuples()]
     print(f"{bundle}: {len(rows)} counted verdicts change with K* and the losses from {args.k_star_from} and the "
           f"accuracy on {args.accuracy_on}" + (":" if rows else ""))
     for r in rows:
         print(f"  {r['dataset']} {r['statement']}: {r['kept']} -> {r['under']} ({r['claim']}; {r['finding']})")
     if args.csv:
-        import pandas as pd
-
         atomic.write_csv(Path(args.csv), pd.DataFrame(rows, columns=["dataset", "statement", "claim", "kept",
                                                                       "under", "finding"]))
     return 0
-
-
-def _kept_verdicts(path: Path) -> pd.DataFrame:
-    from bladefl.report.inputs import read_csv
-    from bladefl.report.pages import VERDICT_COLUMNS
-
-    return read_csv(path, VERDICT_COLUMNS)
 
 
 COMMANDS: list[Command] = [

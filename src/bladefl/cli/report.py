@@ -107,7 +107,7 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
 
     from bladefl.report import bundle_design, pages, plots
     from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
-    from bladefl.report.paper import COMPARISON_COLUMNS
+    from bladefl.report.paper import COMPARISON_COLUMNS, paper_tables
 
     summaries = {Path(p).stem: read_csv(p, SUMMARY_COLUMNS) for p in args.summaries}
     comparisons = {Path(p).stem.removesuffix("_paper_comparison"): read_csv(p, COMPARISON_COLUMNS)
@@ -123,16 +123,10 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
     out = pages.write_index(args.out, args.verdicts, args.pages, headline, line, comparisons=comparisons,
                             runs_per_point=min(seeds) if seeds else None, sensitivity=sensitivity,
                             summaries=summaries, calibration=args.calibration, calibration_page=args.calibration_page,
-                            engine=args.engine, paper_tables=_paper_tables(args.paper_values))
+                            engine=args.engine,
+                            paper_tables=paper_tables(args.paper_values) if Path(args.paper_values).is_file() else [])
     print(f"wrote {out}")
     return 0
-
-
-def _paper_tables(path: str) -> list[dict]:
-    """The paper's tables (read as every reader of them reads them), none where the file is not there."""
-    from bladefl.experiments.tables.paper_tables import read_paper_tables
-
-    return read_paper_tables(path) if Path(path).is_file() else []
 
 
 def add_verdicts(p: argparse.ArgumentParser) -> None:
@@ -162,6 +156,7 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
     from bladefl.experiments.plan.grid import members_from_json
     from bladefl.experiments.runs import provenance
+    from bladefl.experiments.tables.table_schema import summary_problems
     from bladefl.experiments.verdicts.statements import problems, read_inventory
     from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
     from bladefl.experiments.verdicts.trend import parse_margins
@@ -174,8 +169,6 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     config = provenance.project_root() / "config"
     inventory = read_inventory(args.statements or config / "paper_statements.yaml")
     tables = paper_tables(args.paper_values or config / "paper_values.yaml")
-    from bladefl.experiments.tables.table_schema import summary_problems
-
     members = members_from_json(json_text(args.members))
     table = read_csv(args.summary, SUMMARY_COLUMNS)
     found = summary_problems(Path(args.summary), members)  # a table of another grid judges nothing: refused

@@ -13,7 +13,7 @@ import pandas as pd
 
 from bladefl.data.datasets import SPECS, registry_order
 from bladefl.report.findings import BASES, LABELS
-from bladefl.report.front_page import _names, _replication, accuracy_line, counted, dataset_title
+from bladefl.report.front_page import _names, _replication, accuracy_line, changed, counted, dataset_title
 from bladefl.report.inputs import read_csv
 
 HEADER = ("# What the kept grids find\n\n"
@@ -111,7 +111,10 @@ def _read_bundle(bundle: Path) -> tuple[dict, pd.DataFrame, dict[str, pd.DataFra
 def bundle_section(bundle: Path) -> str:
     """One bundle's findings: its replication, who derived the verdicts, the tally, per basis and
     verdict a bullet per statement with each dataset's finding, the paper's errors, the accuracy."""
-    _, table, comparisons, lines = _read_bundle(bundle)
+    return _full_section(*_read_bundle(bundle)[1:])
+
+
+def _full_section(table: pd.DataFrame, comparisons: dict[str, pd.DataFrame], lines: list[str]) -> str:
     datasets = list(dict.fromkeys(table.dataset))
     rows = counted(table)
     for basis, title in BASES:
@@ -132,21 +135,17 @@ def bundle_section(bundle: Path) -> str:
     return "\n".join(lines)
 
 
-def beside_section(bundle: Path, headline: Path) -> str:
-    """Another bundle beside the headline: its replication and tally, then each counted statement
-    whose verdict differs from the headline's on a dataset, with this bundle's finding (the whole
-    comparison, every reading and table row: ``bladefl diff``)."""
+def beside_section(bundle: Path, headline: Path, head: pd.DataFrame) -> str:
+    """Another bundle beside the headline (``head``: its verdict table): its replication and tally, then
+    each counted statement whose verdict differs from the headline's on a dataset, with this bundle's
+    finding (the whole comparison, every reading and table row: ``bladefl diff``)."""
     _, table, comparisons, lines = _read_bundle(bundle)
-    _, head, _, _ = _read_bundle(headline)
-    theirs = counted(head).set_index(["statement", "dataset"]).verdict
-    ours = counted(table)
-    differ = [r for r in ours.itertuples() if (r.statement, r.dataset) in theirs.index
-              and theirs[(r.statement, r.dataset)] != r.verdict]
-    lines.append(f"**Beside `{headline.as_posix()}`**: {len(differ)} of {len(ours)} counted verdicts differ"
-                 + (":\n" if differ else ".\n"))
-    lines += [f"- **{_md(r.claim)}** ({dataset_title(r.dataset)}): {r.verdict} here, "
-              f"{theirs[(r.statement, r.dataset)]} there" + (f"; {_md(r.finding)}" if isinstance(r.finding, str)
-                                                             and r.finding else "") for r in differ]
+    differ = changed(table, head)
+    lines.append(f"**Beside `{headline.as_posix()}`**: {len(differ)} of {len(counted(table))} counted verdicts "
+                 "differ" + (":\n" if len(differ) else ".\n"))
+    lines += [f"- **{_md(r.claim)}** ({dataset_title(r.dataset)}): {r.verdict} here, {r.theirs} there"
+              + (f"; {_md(r.finding)}" if isinstance(r.finding, str) and r.finding else "")
+              for r in differ.itertuples()]
     accuracy = html.unescape(accuracy_line(comparisons))
     if accuracy:
         lines += ["", f"**Best accuracy**: {_md(accuracy)}\n"]
@@ -154,10 +153,11 @@ def beside_section(bundle: Path, headline: Path) -> str:
 
 
 def findings_markdown(bundles: Sequence[str | Path]) -> str:
-    """docs/findings.md for ``bundles`` (each a kept bundle folder): the first, the headline, in full;
-    each other one by its tally and the verdicts that differ from the headline's."""
+    """docs/findings.md for ``bundles`` (each a kept bundle folder): the first, the headline, in full (read
+    and checked once); each other one by its tally and the verdicts that differ from the headline's."""
     first, *others = [Path(b) for b in bundles]
-    sections = [bundle_section(first), *(beside_section(b, first) for b in others)]
+    _, head, comparisons, lines = _read_bundle(first)
+    sections = [_full_section(head, comparisons, lines), *(beside_section(b, first, head) for b in others)]
     return "\n".join([HEADER, *sections]).rstrip("\n") + "\n"
 
 

@@ -65,6 +65,16 @@ def counted(table: pd.DataFrame) -> pd.DataFrame:
     return table[[role(r) in ("claim", "paper error") for r in table.itertuples()]]
 
 
+def changed(ours: pd.DataFrame, theirs: pd.DataFrame) -> pd.DataFrame:
+    """The counted rows of ``ours`` whose verdict differs from ``theirs``' on the same statement and
+    dataset, ``theirs``' verdict beside each (column ``theirs``); a statement ``theirs`` lacks is left out."""
+    head = counted(theirs).set_index(["statement", "dataset"]).verdict
+    rows = counted(ours)
+    there = head.reindex(pd.MultiIndex.from_frame(rows[["statement", "dataset"]])).to_numpy()
+    rows = rows.assign(theirs=there)
+    return rows[rows.theirs.notna() & (rows.theirs != rows.verdict)]
+
+
 def _units(table: pd.DataFrame) -> int:
     experiment = table[table.basis == "experiment"]
     units = pd.to_numeric(experiment.get("units", pd.Series(dtype=float)), errors="coerce").dropna()
@@ -304,7 +314,7 @@ def figure_section(png: str | Path | None, caption: str) -> str:
 
 
 __all__ = ["verdict_table_html", "banner", "statement_table",
-           "headline_caption", "figure_section", "accuracy_line", "LEGEND", "STYLE", "counted"]
+           "headline_caption", "figure_section", "accuracy_line", "LEGEND", "STYLE", "counted", "changed"]
 
 
 def unjudged_section(statements: Sequence[object], datasets: Sequence[str] | None = None) -> str:

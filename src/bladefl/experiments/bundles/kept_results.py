@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -262,7 +262,7 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
 
 
 def judge(bundle: str | Path, statements: str | Path, paper_values: str | Path, scan_settings: int = 2000,
-          log: Any = print, reading: Any = None) -> dict[str, pd.DataFrame]:  # noqa: ANN401 - a callable
+          log: Any = print, reading: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
     """Per dataset, the verdict table this code derives from a kept bundle's own tables (the summary,
     the bound's gaps and constants, the config's grid), as ``bladefl verdicts`` does; ``reading`` maps
     each tidy run table first (a measurement convention: ``conventions.read_as``). Nothing is written."""

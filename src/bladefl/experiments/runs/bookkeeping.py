@@ -30,12 +30,13 @@ def bookkeeping(config: Mapping[str, Any], results_dir: str | Path) -> pd.DataFr
     ``results_dir``: its runs in place, the computation's seconds, the bookkeeping's seconds after it
     and their ratio."""
     from bladefl.experiments.plan import workflow_config as wc
+    from bladefl.experiments.runs.run_source import group_mark
 
     engine = config.get("engine", "paper")
     runs_root = str(Path(results_dir) / "runs" / engine)
     rows = []
     for group in wc.partition_jobs(config):
-        mark = Path(results_dir) / "groups" / engine / f"{group.name}.done"
+        mark = group_mark(results_dir, engine, group.name)
         try:
             record = json.loads(mark.read_text())
             start, end = (float(x) for x in record["seconds"])

@@ -40,6 +40,12 @@ def write_group_mark(path: str | Path, runs: int, seconds: tuple[float, float] |
     return Path(path)
 
 
+def group_mark(results_dir: str | Path, engine: str, group: str) -> Path:
+    """Where group job ``group`` leaves its mark (``<results>/groups/<engine>/<group>.done``, the
+    workflow's ``GROUP_RUNS``)."""
+    return Path(results_dir) / "groups" / engine / f"{group}.done"
+
+
 def mark_imported_groups(config: Mapping[str, Any], runs_root: str | Path,
                          runs: Iterable[tuple[str, str, int]]) -> list[Path]:
     """The marks of the whole design's group jobs that hold the imported ``runs`` (dataset, cell key,
@@ -55,7 +61,7 @@ def mark_imported_groups(config: Mapping[str, Any], runs_root: str | Path,
     root = Path(runs_root)
     names = sorted({g.name for g in wc.partition_jobs(whole)
                     if any((g.dataset, c, s) in wanted for c in g.cells for s in g.seeds)})
-    marks = [root.parent.parent / "groups" / root.name / f"{name}.done" for name in names]
+    marks = [group_mark(root.parent.parent, root.name, name) for name in names]
     return [write_group_mark(mark, 0) for mark in marks if not mark.exists() or _written_empty(mark)]
 
 
@@ -166,4 +172,5 @@ def _remove_empty(folder: Path, top: Path) -> None:
             return
 
 
-__all__ = ["finished_run", "group_computed", "mark_imported_groups", "overlap_problem", "take_run", "write_group_mark"]
+__all__ = ["finished_run", "group_computed", "group_mark", "mark_imported_groups", "overlap_problem", "take_run",
+           "write_group_mark"]
