@@ -128,6 +128,26 @@ def test_monotone_tolerates_steps_within_the_noise():
     assert not monotone("c", "experiment", x, [0.55, 0.552, 0.549, 0.551], "rises", tolerance=0.005).holds  # flat
 
 
+def test_a_real_k_star_that_moves_below_the_minimisers_resolution_is_flat_not_a_fall(monkeypatch):
+    """The real minimiser's last digits differ between machines: a K* that moves by 1e-9 of itself over
+    a sweep neither falls nor rises (it once decided bootstrap shares by the machine), one that moves by
+    1e-3 does, and integer K* keep their exact reading."""
+    import bladefl.theory.claims as claims
+
+    claim = next(c for c in COROLLARIES if c.param == "sigma2" and c.quantity == "K")
+    base = {"alpha": 1, "beta": 6, "eta": 0.01, "L": 1.0, "xi": 1.0, "delta": 1.0, "phi": 1.0, "eps2": 1.0,
+            "t_sum": 100, "M": 8, "N": 20, "theta": 0.1, "sigma2": 0.01}
+    for step, holds in ((1e-9, False), (1e-3, True)):
+        ks = iter([1.414, 1.414 - step, 1.414 - 2 * step])
+        monkeypatch.setattr(claims, "k_star_exact", lambda ks=ks, **kw: next(ks))
+        verdict = on_bound(claim, base, [0.01, 0.1, 0.2], integer=False)
+        assert verdict.holds is holds, (step, verdict.detail)
+        assert ("flat" in verdict.detail) is not holds
+    ks = iter([2.0, 2.0, 1.0])
+    monkeypatch.setattr(claims, "k_star_exact", lambda **kw: next(ks))
+    assert on_bound(claim, base, [0.01, 0.1, 0.2], integer=True).holds
+
+
 def test_a_fitted_bound_without_its_lazy_term_is_not_applicable_to_the_lazy_corollaries():
     import math
     from dataclasses import replace

@@ -102,7 +102,7 @@ TABLE: dict[str, dict] = {
                                   "--t-sum": NUM, "--out": OUT}},
     "provenance": {"base": ["--runs", "{run}/summary.json", "--out", "{w}/prov.csv"], "valid": True,
                    "args": {"--runs": IN, "--out": OUT}},
-    "render-page": {"base": ["{w}/nb.ipynb", "--out", "{w}/page.html"],
+    "render-page": {"base": ["{v}/nb.ipynb", "--out", "{w}/page.html", "--index", "{v}/p.html"], "valid": True,
                     "args": {"notebook": IN, "--out": OUT, "--index": IN}},
     "run-page": {"base": ["{w}/nb.ipynb", "--parameters", "{w}/p.yaml", "--executed", "{w}/e.ipynb", "--out",
                           "{w}/page.html"],
@@ -142,8 +142,9 @@ TABLE: dict[str, dict] = {
                            "{w}/trials"],
                   "args": {"--spec": IN, "--storage": OUT, "--trials-dir": OUT, "--worker": NAME, "--threads": NUM,
                            "--done": OUT}},
-    "calibration-pick": {"base": ["--spec", "{w}/spec.json", "--storage", "{w}/study.journal", "--out",
-                                  "{w}/picked.json"],
+    "calibration-pick": {"base": ["--spec", "{v}/cal/spec.json", "--storage", "{v}/cal/study.journal", "--out",
+                                  "{w}/picked.json"], "valid": True,
+                         "cwd": "{w}",  # the kept spec names its engine by a path from the study's folder
                          "args": {"--spec": IN, "--storage": IN, "--out": OUT}},
     "calibration-rerun": {"base": ["--spec", "{w}/spec.json", "--picked", "{w}/nopick.json", "--role", "stated",
                                    "--out-dir", "{w}/rerun"],
@@ -162,19 +163,21 @@ TABLE: dict[str, dict] = {
 # valid one would need, and where that command's valid calls are tested.
 RUN_FOLDER = "needs a trained run folder (the smoke workflow's: tests/test_workflow.py)"
 OUTPUTS = "needs a workflow's outputs (tests/test_report.py, tests/test_sensitivity.py)"
-STUDY = "needs a calibration study's spec and journal (tests/test_calibration.py)"
+STUDY_RUNS = "needs a study's second-pass run folders, which no kept study holds (tests/test_calibration.py)"
 REFUSED = {
     "fetch": "its sandbox holds no data and fetches from nowhere (tests/test_fetch.py)",
     "run-group": "trains (tests/test_multirun.py)", "reference": "trains (tests/test_bound.py)",
     "bound": RUN_FOLDER + " with the bound's reference optima",
     "sensitivity": OUTPUTS, "sensitivity-index": OUTPUTS,
-    "report-index": OUTPUTS, "render-page": OUTPUTS, "run-page": OUTPUTS,
+    "report-index": "draws the front page's figure, seconds a call: its 13 arguments x the corpus from a valid base "
+                    "took 16 minutes (tests/test_report.py; its tables' columns: the test below)",
+    "run-page": "executes its notebook in a kernel of its own, seconds a call (tests/test_report.py)",
     "import-runs": "needs an archive of runs (tests/test_run_import.py)",
     "rejudge": "re-derives a bundle's verdicts, a minute a call (tests/test_kept_results.py)",
     "device-check": "trains the mixed group (tests/test_device_check.py)", "bench": "measures the engine (minutes)",
-    "calibrate": STUDY,
-    "calibration-pick": STUDY, "calibration-rerun": STUDY, "calibration-tables": STUDY,
-    "calibration-conventions": STUDY,
+    "calibrate": "trains a trial's runs (tests/test_calibration.py)",
+    "calibration-rerun": "trains the picked reading's rows (tests/test_calibration.py)",
+    "calibration-tables": STUDY_RUNS, "calibration-conventions": STUDY_RUNS,
 }
 for _name, _why in REFUSED.items():
     TABLE[_name]["refused"] = _why
@@ -235,6 +238,7 @@ def test_the_valid_bases_succeed_on_their_own(world, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name, spec in sorted(TABLE.items()):
         if spec.get("valid"):
+            os.chdir(_fill(spec.get("cwd", str(tmp_path)), world))
             out, err = io.StringIO(), io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 code = main([*name.split(), *(_fill(a, world) for a in spec["base"])])
@@ -288,6 +292,18 @@ def world(tmp_path_factory, data_root) -> dict[str, str]:
                  "lazy.detectors=[gaussian_difference]"]) == 0
     (v / "lazy_members.json").write_text(members_to_json([Member("lazy_ratio", "", "lazy_ratio", 0.5, lazy_cell)]))
     (v / "p.html").write_text("<html><body><h1>a page</h1></body></html>")
+    import nbformat
+
+    page = nbformat.v4.new_notebook()  # an executed page: a markdown cell and a code cell with its output
+    page.cells = [nbformat.v4.new_markdown_cell("# A page"), nbformat.v4.new_code_cell(
+        "print(1)", execution_count=1, outputs=[nbformat.v4.new_output("stream", name="stdout", text="1\n")])]
+    nbformat.write(page, v / "nb.ipynb")
+    kept = REPO / "reference/calibration-cpu/results/calibration/mnist"  # the kept study, copied: a lock or a
+    (v / "cal").mkdir()  # stray write lands in the sandbox, never in the repository
+    for name in ("spec.json", "study.journal"):
+        (v / "cal" / name).write_bytes((kept / name).read_bytes())
+    (w / "config/engines").mkdir(parents=True)
+    (w / "config/engines/paper.yaml").write_bytes((REPO / "config/engines/paper.yaml").read_bytes())
     bench = v / "benchmarks/run_cell/paper/mnist" / cell.key / "seed~0.tsv"  # one job's Snakemake benchmark file
     bench.parent.mkdir(parents=True)
     bench.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
@@ -344,7 +360,7 @@ def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, mo
     kind = spec["args"][arg]
     exits = {0, 2} | spec.get("exits", set())
     w = Path(world["w"])
-    monkeypatch.chdir(tmp_path)  # anything written to a relative path lands here, and is checked
+    monkeypatch.chdir(_fill(spec.get("cwd", str(tmp_path)), world))  # a relative path's writes land here, checked
     outs = [a for a, k in spec["args"].items() if k == OUT]
     old = signal.signal(signal.SIGALRM, _alarm)
     try:
@@ -381,6 +397,20 @@ def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, mo
             assert not [p for p in new if ".tmp" in p.name], argv  # nothing half-written
     finally:
         signal.signal(signal.SIGALRM, old)
+
+
+def test_report_index_refuses_a_provenance_table_without_its_columns_in_one_line(world, capsys):
+    """Found from a valid base (a kept bundle's tables): a provenance table of other columns was an
+    AttributeError traceback after the headline figure was drawn; now one line naming the columns, before it."""
+    v = world["v"]
+    argv = ["report-index", "--verdicts", f"{v}/bundle/results/verdicts/mnist.csv", "--provenance", world["html"],
+            "--pages", f"{v}/p.html", "--summaries", f"{v}/mnist.csv", "--comparisons",
+            f"{v}/bundle/results/tables/mnist_paper_comparison.csv", "--seeds", "0", "1", "--figures",
+            f"{world['w']}/fig-refused", "--engine", "paper", "--out", f"{world['w']}/refused/index.html"]
+    assert main(argv) == 2
+    said = capsys.readouterr().err.strip()
+    assert len(said.splitlines()) == 1 and "missing column(s)" in said and "code_version" in said, said
+    assert not Path(f"{world['w']}/fig-refused").exists() and not Path(f"{world['w']}/refused").exists()
 
 
 def test_verdicts_refuse_a_summary_of_another_grid_in_one_line(world, capsys):

@@ -110,13 +110,14 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
     from bladefl.report.paper import COMPARISON_COLUMNS, paper_tables
 
     summaries = {Path(p).stem: read_csv(p, SUMMARY_COLUMNS) for p in args.summaries}
+    provenance = {Path(p).parents[1].name: read_csv(p, bundle_design.PROVENANCE_COLUMNS)  # tables/<dataset>/
+                  for p in args.provenance}
     comparisons = {Path(p).stem.removesuffix("_paper_comparison"): read_csv(p, COMPARISON_COLUMNS)
                    for p in args.comparisons}
     panels = pages.headline_panels(summaries, comparisons)
     headline = None
     if panels:
         headline = plots.save_png_svg(plots.headline_figure(panels), "headline", os.path.realpath(args.figures))[0]
-    provenance = {Path(p).parents[1].name: read_csv(p) for p in args.provenance}  # tables/<dataset>/<page>/
     line = bundle_design.provenance_line(provenance, args.configfiles, args.seeds)
     seeds = {int(t[t.status == "ok"].seed.nunique()) for t in summaries.values()}
     sensitivity = Path(args.out).parent / "sensitivity.html"

@@ -143,6 +143,9 @@ def _first_file(dataset: str) -> str:
     return "train images" if spec is None or spec.file_format == "idx" else spec.train_files[0]
 
 
+PROVENANCE_COLUMNS = ("code_version", "train_images_sha256", "seconds")  # what the line reads of a runs' table
+
+
 def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequence[str], seeds: Sequence[int],
                     when: datetime | None = None, verdicts_by: str | None = None) -> str:
     """One line: the code versions (the runs', the verdicts', this page's), config file(s), seeds, data

@@ -25,12 +25,10 @@ import numpy as np
 
 from bladefl.core.rng import numpy_rng
 from bladefl.theory.bound import k_star_real
-from bladefl.theory.claims import Corollary, monotone, sweep_point
+from bladefl.theory.claims import FLAT, RESOLUTION, Corollary, monotone, sweep_point
 
 SCANNED = ("L", "xi", "delta", "phi", "eps2", "theta")
 ETA_L_RANGE = (1e-3, 1.0)
-RESOLUTION = 1e-8  # relative: the real minimiser's golden-section search resolves K* to about sqrt(eps) of itself
-FLAT = 1e-6  # relative: a K* that moves less than this over the whole sweep is not resolved (unresolved)
 
 
 @dataclass(frozen=True)
