@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -130,13 +130,13 @@ def on_bound(claim: Corollary, base: Mapping[str, float], values: Sequence[float
         ys.append(k * p["beta"] if claim.quantity == "mining_time" else k)
     # The real minimiser resolves K* to RESOLUTION of itself: a step below it is a tie, not a move (a flat
     # K* whose last digits differ between machines neither rises nor falls).
-    scale = max((abs(y) for y in ys if math.isfinite(y)), default=0.0)
-    finite = [y for y in ys if math.isfinite(y)]
-    if not integer and len(finite) == len(ys) and max(finite) - min(finite) <= FLAT * scale:
-        return Verdict(claim.name, "bound", False, [float(v) for v in values], ys,
-                       "flat: K* moves less than the minimiser resolves over the sweep")
-    return monotone(claim.name, "bound", list(values), ys, claim.direction,
-                    tolerance=0.0 if integer else RESOLUTION * scale)
+    finite = [abs(y) for y in ys if math.isfinite(y)]
+    scale = max(finite, default=0.0)
+    verdict = monotone(claim.name, "bound", list(values), ys, claim.direction,
+                       tolerance=0.0 if integer else RESOLUTION * scale)
+    if not integer and len(finite) == len(ys) and max(ys) - min(ys) <= FLAT * scale:
+        return replace(verdict, holds=False, detail="flat: K* moves less than the minimiser resolves over the sweep")
+    return verdict
 
 
 def bound_falls_with_eta(params: Mapping[str, float], etas: Sequence[float], K: float) -> Verdict:
