@@ -78,8 +78,8 @@ def test_the_bundle_names_every_part_and_a_parts_runs_are_its_rows_byte_for_byte
 def test_the_bundles_verdicts_on_the_runs_are_what_this_code_derives_from_its_tables():
     """The rest of the chain from the archives in git to the verdicts: judged again from the bundle's own
     tables (`kept_results.judge`, as `make rejudge` does), its verdict rows on the runs and on the fitted
-    bound are the kept ones (every text, and numbers to 1e-9; the mathematics' rows rest on a scan of 2,000 settings, judged
-    again in full by hand: docs/measurements.md; here 20)."""
+    bound are the kept ones (every text, and numbers to 1e-9; the mathematics' rows rest on a scan of 2,000
+    settings, judged again in full by hand: docs/measurements.md; here 20)."""
     import io
 
     import pandas as pd
