@@ -45,3 +45,31 @@ def test_every_link_in_the_documentation_resolves():
     assert not broken, broken
     assert slug("Many runs as one computation (`bladefl.fl.engine.run_group`)") == \
         "many-runs-as-one-computation-bladeflflenginerun_group"
+
+
+LOG = ROOT / "docs" / "measurements.md"
+GENERATED = {"findings.md", "summary.md"}  # written by `bladefl findings` / `bladefl summary`, stamped with their date
+PAGES_WORDS = 20_500  # docs/ without the log: "at most about 20k words" (issue 70)
+ISO_DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
+
+
+def test_the_pages_that_describe_stay_near_twenty_thousand_words():
+    pages = [p for p in sorted((ROOT / "docs").glob("*.md")) if p != LOG]
+    words = {p.name: len(p.read_text().split()) for p in pages}
+    assert sum(words.values()) <= PAGES_WORDS, (
+        f"docs/ holds {sum(words.values())} words without the log (cap {PAGES_WORDS}); the largest: "
+        + ", ".join(f"{n} {w}" for n, w in sorted(words.items(), key=lambda kv: -kv[1])[:3]))
+
+
+def test_dated_measurements_live_in_the_log_alone_newest_first():
+    stray = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        if page == LOG or page.name in GENERATED:
+            continue
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            if ISO_DATE.search(re.sub(r"measurements\.md#20\d\d-[01]\d-[0-3]\d", "", line)):
+                stray.append(f"{page.name}:{number}")
+    assert not stray, f"dated lines outside docs/measurements.md: {stray}"
+    headings = [line[3:].strip() for line in LOG.read_text().splitlines() if line.startswith("## ")]
+    assert headings and all(ISO_DATE.fullmatch(h) for h in headings), headings
+    assert headings == sorted(headings, reverse=True), "the log's sections are not newest first"
