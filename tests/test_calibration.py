@@ -20,7 +20,7 @@ import torch
 import yaml
 
 from bladefl.cli import main
-from bladefl.experiments.calibration import checks, evaluation, importance, search, stopping, study
+from bladefl.experiments.calibration import checks, evaluation, importance, search, stopping, study, tables
 from bladefl.experiments.calibration.space import Point, space
 from bladefl.fl import lazy, mlp, trainer
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
@@ -443,6 +443,27 @@ def test_a_forged_trial_is_refused_before_a_pick(tmp_path, capsys, trials, said)
     assert not (tmp_path / "picked.json").exists() and storage.read_bytes() == before  # nothing written
 
 
+def test_a_promoted_reading_that_diverged_on_a_row_is_kept_and_never_picked(tmp_path, capsys):
+    # every run of a row diverged: distances() scores NaN on both over every row, which the search writes
+    nan = float("nan")
+    spec_path, storage = _forged_journal(tmp_path, [
+        {"params": {"width": 16}, "attrs": {"full_values": [nan, nan], "full_closeness": nan}},
+        {"params": {"batch_size": 16}, "attrs": {"full_values": [1.0, 2.0], "full_closeness": 0.5}}])
+    spec = study.load_spec(spec_path.read_text())
+    trials = checks.checked_trials(spec, search.open_study(storage, study.study_name(spec), spec.seed).get_trials())
+    assert [search.trained_every_row(t) for t in trials] == [False, True]
+    assert [t.number for t in search.full_front(trials)] == [1]
+    code = main(["calibration-pick", "--spec", str(spec_path), "--storage", str(storage), "--out",
+                 str(tmp_path / "picked.json")])
+    assert code == 0, capsys.readouterr().err
+    picked = json.loads((tmp_path / "picked.json").read_text())
+    assert picked["stated"]["trial"] is None and picked["best1"]["trial"] == 1  # the one that trained
+    assert all(e["trial"] != 0 for e in picked.values())
+    table, _, _ = tables.trials_table(spec, trials)
+    assert table.promoted.tolist() == [True, True] and math.isnan(table.full_closeness[0])
+    assert table.pareto.tolist() == [False, True]
+
+
 def test_a_journal_that_is_missing_empty_another_studys_or_malformed_is_one_line_and_never_written(tmp_path,
                                                                                                    capsys):
     spec_path, storage = _forged_journal(tmp_path, [])
@@ -595,7 +616,6 @@ def test_roles_the_front_leaves_empty_go_to_the_nearest_other_points_scored_on_e
 
 
 def test_the_conclusion_says_where_the_points_came_from_and_how_many_tables_each_reaches():
-    from bladefl.experiments.calibration import tables
 
     found = _outcome()
     found["search"]["origins"] = {"named": 2, "coverage": 2, "searched": 1}
@@ -612,7 +632,6 @@ def test_the_conclusion_says_where_the_points_came_from_and_how_many_tables_each
 def test_a_study_whose_worker_stopped_mid_trial_says_it_was_cut_short(tmp_path):
     """Tables made while a trial is still running (its worker stopped before the rule did) do not claim
     the rule stopped the search, nor the cap, which the running trial would otherwise fill."""
-    from bladefl.experiments.calibration import tables
 
     spec_path, storage = _forged_journal(tmp_path, [{"attrs": {"screen_closeness": 1.0}},
                                                     {"params": {"width": 16}, "attrs": {"screen_closeness": 2.0}}])

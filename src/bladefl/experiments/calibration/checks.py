@@ -62,11 +62,17 @@ def checked_trials(spec: StudySpec, trials: Sequence[optuna.trial.FrozenTrial]) 
             continue
         if set(t.params) != set(axes):
             raise ValueError(f"--storage {where}: a complete trial sets every axis {sorted(axes)}")
+        full = t.user_attrs.get("full_values")
+        # a promoted reading whose runs all diverged on a row scores NaN on both, over every row (distances)
+        diverged = isinstance(full, list) and len(full) == 2 and all(isinstance(x, float) and math.isnan(x)
+                                                                        for x in full)
         for name, v in [("values", x) for x in (t.values or [math.nan])] + [
-                (k, x) for k in ("full_values",) for x in (t.user_attrs.get(k) or [])] + [
+                ("full_values", x) for x in ([] if diverged else (full or []))] + [
                 (k, t.user_attrs[k]) for k in ("screen_closeness", "full_closeness", "seconds") if k in t.user_attrs]:
-            if not (is_finite(v) and v >= 0):
-                raise ValueError(f"--storage {where}: {name} must be finite numbers >= 0 (got {str(v)[:40]!r})")
+            nan_ok = diverged and name == "full_closeness"  # NaN exactly where the distances are
+            if not (is_finite(v) and v >= 0) and not (nan_ok and isinstance(v, float) and math.isnan(v)):
+                either = " (or both NaN: a row diverged)" if name == "full_values" else ""
+                raise ValueError(f"--storage {where}: {name} must be finite numbers >= 0{either} (got {str(v)[:40]!r})")
         if "full_values" in t.user_attrs and len(t.user_attrs["full_values"]) != 2:
             raise ValueError(f"--storage {where}: full_values must hold two distances")
         problem = label_problem(spec, t.params, t.user_attrs) or rows_problem(spec, t.user_attrs)

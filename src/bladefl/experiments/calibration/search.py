@@ -283,11 +283,19 @@ def complete(study: optuna.Study) -> list[FrozenTrial]:
 
 
 def full_values(t: FrozenTrial) -> tuple[float, float] | None:
-    """A trial's two distances over every row (None: not promoted past the screen)."""
+    """A trial's two distances over every row (None: not promoted past the screen; NaN: promoted, and
+    every run of some row diverged, a reading that cannot train that row)."""
     v = t.user_attrs.get("full_values")
     if isinstance(v, (list, tuple)) and len(v) == 2:
         return float(v[0]), float(v[1])
     return None
+
+
+def trained_every_row(t: FrozenTrial) -> bool:
+    """Promoted, with finite distances over every row: a candidate to pick (a promoted reading that
+    diverged on a row is kept in the tables, never picked)."""
+    v = full_values(t)
+    return v is not None and all(math.isfinite(x) for x in v)
 
 
 def pareto(trials: Sequence[T], values: Callable[[T], Sequence[float]] = lambda t: t.values  # type: ignore[attr-defined]
@@ -304,6 +312,6 @@ def pareto(trials: Sequence[T], values: Callable[[T], Sequence[float]] = lambda 
 
 
 def full_front(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
-    """The Pareto front of the trials scored on every row, by their distances there."""
-    scored = [t for t in trials if t.state == TrialState.COMPLETE and full_values(t) is not None]
+    """The Pareto front of the trials scored on every row (:func:`trained_every_row`), by their distances there."""
+    scored = [t for t in trials if t.state == TrialState.COMPLETE and trained_every_row(t)]
     return pareto(scored, lambda t: full_values(t) or (math.nan, math.nan))

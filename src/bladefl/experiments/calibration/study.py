@@ -295,7 +295,7 @@ def pick(spec: StudySpec, trials: Sequence[optuna.trial.FrozenTrial]) -> dict[st
         k, acc = search.full_values(t) or (math.nan, math.nan)
         return evaluation.closeness(k, acc, spec.k_target, spec.accuracy_target), t.number
 
-    scored = [t for t in trials if search.full_values(t) is not None]
+    scored = [t for t in trials if search.trained_every_row(t)]
     if not scored:
         raise ValueError(f"the study {study_name(spec)} holds no trial scored on every row: nothing to pick "
                          "(run `bladefl calibrate` first)")
