@@ -367,6 +367,13 @@ def test_the_smoke_study_runs_through_the_workflow_with_its_page(tmp_path, data_
     assert set(conv.role) == {"stated", "best1"} and conv.k_star_from.nunique() == 4
     authors = conv[(conv.k_star_from == "authors-client-test-loss") & (conv.accuracy == "at-k-star client-test")]
     assert len(authors) and authors.K_rows.sum() + authors.accuracy_rows.sum() > 0
+    near = outcome["conventions"]  # per table, the same table's nearest convention, in the outcome the pages read
+    assert {r["table"] for r in near} == set(conv.table)
+    for r in near:
+        mine = conv[conv.table == r["table"]]
+        assert r["K_star_distance"] == pytest.approx(mine.K_star_distance.min())
+        assert r["accuracy_distance"] == pytest.approx(mine.accuracy_distance.min())
+    assert "read under every measurement convention" in page
     again = snakemake(work, "-n", "--configfile", "config/calibration_smoke.yaml")
     assert "Nothing to be done" in again.stdout + again.stderr
 
@@ -543,6 +550,26 @@ def _outcome() -> dict:
             "reached": False, "most_important": {}, "conclusion": "None of the 5 points ..."}
 
 
+_NEAR = {"table": "Table II", "headline_K_star_distance": 2.0, "headline_accuracy_distance": 10.0,
+         "K_star_reading": "best1", "K_star_from": "test-loss", "K_star_distance": 0.5, "K_star_sd": 0.2,
+         "accuracy_reading": "stated", "accuracy_from": "at-k-star client-test at test-loss's K*",
+         "accuracy_distance": 3.0, "accuracy_sd_pct": None, "paper_K_star_spread": 0.0, "paper_accuracy_spread": 4.58}
+
+
+def test_the_nearest_conventions_are_one_sentence_on_the_calibration_index(tmp_path):
+    found = {**_outcome(), "conventions": [_NEAR]}
+    (tmp_path / "outcome.json").write_text(json.dumps(found))
+    assert main(["calibration-index", "--outcomes", str(tmp_path / "outcome.json"), "--pages", "x.html", "--out",
+                 str(tmp_path / "index.html")]) == 0
+    index = (tmp_path / "index.html").read_text()
+    assert ("K* nearest the paper from test-loss in 1 of 1 tables, 0.50 rounds per row at the nearest against 2.00 "
+            "for the headline; accuracy from at-k-star client-test at test-loss&#x27;s K* in 1, 3.0 points against "
+            "10.0") in index and "up to 0 rounds and 4.58 points" in index
+    view = __import__("bladefl.report.calibration", fromlist=["x"]).conventions_view(found)
+    assert view.iloc[0]["nearest K*: reading, curve"] == "calibrated, test-loss"  # best1 is the calibrated role
+    assert view.iloc[0]["its accuracy distance (points; one run's sd)"] == "3.0 (n/a)"
+
+
 @pytest.mark.parametrize("edit, said", [
     (lambda o: o.pop("second_pass"), "second_pass"),
     (lambda o: o.update(second_pass=[1, 2]), "second_pass"),
@@ -550,7 +577,11 @@ def _outcome() -> dict:
      "most_important.K_star_distance.importance"),
     (lambda o: o["calibrated"].update(role="best1; rm -rf"), "calibrated.role"),
     (lambda o: o.update(rows=10**12), "rows"),
-], ids=["missing", "list-for-dict", "importance-text", "role", "huge"])
+    (lambda o: o.update(conventions=[{**_NEAR, "accuracy_from": "<script>"}]), "conventions.0.accuracy_from"),
+    (lambda o: o.update(conventions=[{**_NEAR, "K_star_reading": "../x"}]), "conventions.0.K_star_reading"),
+    (lambda o: o.update(conventions=[{**_NEAR, "K_star_distance": -1}]), "conventions.0.K_star_distance"),
+], ids=["missing", "list-for-dict", "importance-text", "role", "huge", "convention-name", "convention-reading",
+        "convention-negative"])
 def test_a_hostile_outcome_is_one_line_for_the_calibration_index(tmp_path, capsys, edit, said):
     """Issue 61, item 4: `calibration-index` read outcome.json with a plain reader (KeyError and TypeError
     tracebacks): held to the outcome's schema now, one line naming the field."""
@@ -730,3 +761,15 @@ def test_the_screens_rank_agreement_with_every_row_is_kendalls_tau_over_the_poin
     assert "K* 0.80 (p = 0.083)" in agreement_words({"screen_agreement": found})
     two = screen_agreement(done.iloc[:2])
     assert two["closeness"]["tau"] is None and "too few" in agreement_words({"screen_agreement": two})
+
+
+def test_the_papers_own_spread_per_table_is_its_largest_at_a_setting_shared_with_another_table():
+    rows = evaluation.rows(GRID, TABLES, [], "mnist")
+    spreads = evaluation.table_spreads(rows)
+    repeated = evaluation.repeated_cells(rows)
+    for table, (k_spread, acc_spread) in spreads.items():
+        mine = repeated[repeated.rows.str.contains(f"{table} ", regex=False)]
+        assert len(mine) and acc_spread == pytest.approx(mine.accuracy_spread.max())
+        assert k_spread == pytest.approx(mine.K_star_spread.max()) or math.isnan(mine.K_star_spread.max())
+    assert set(spreads) == {t for cell in repeated.rows for t in
+                            (part.split(" ")[0] + " " + part.split(" ")[1] for part in cell.split("; "))}

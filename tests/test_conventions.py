@@ -168,3 +168,25 @@ def test_a_kept_bundle_judged_under_a_convention_reads_k_star_and_the_losses_fro
         ours = counted(frame)
         on_runs = kept.basis == "experiment"
         assert ours[ours.basis == "experiment"].verdict.tolist() == kept[on_runs].verdict.tolist(), dataset
+
+
+def test_the_nearest_convention_per_table_is_the_smallest_distance_beside_the_headline_and_the_papers_spread():
+    def row(role, table, k_from, acc, dk, da, sd=0.5):
+        return {"role": role, "table": table, "k_star_from": k_from, "accuracy": acc, "K_star_distance": dk,
+                "K_rows": 1, "K_star_sd": sd, "accuracy_distance": da, "accuracy_rows": 1, "accuracy_sd_pct": sd,
+                "headline": (k_from, acc) == ("objective", "max full-test")}
+    summary = pd.DataFrame([
+        row("stated", "Table II", "objective", "max full-test", 2.0, 10.0),
+        row("stated", "Table II", "test-loss", "at-k-star client-test", 1.0, 4.0),
+        row("best1", "Table II", "objective", "max full-test", 1.0, 3.0, sd=0.1),  # ties on K*: the smaller sd
+        row("best1", "Table II", "authors-local-loss", "max full-test", math.nan, math.nan),  # not recorded
+        row("stated", "Table V", "objective", "max full-test", 0.0, 5.0)])
+    near = conventions.nearest(summary, {"Table II": (0.0, 4.58)}).set_index("table")
+    two = near.loc["Table II"]
+    assert (two.headline_K_star_distance, two.headline_accuracy_distance) == (2.0, 10.0)  # the stated reading's
+    assert (two.K_star_reading, two.K_star_from, two.K_star_distance, two.K_star_sd) == ("best1", "objective", 1.0, 0.1)
+    assert (two.accuracy_reading, two.accuracy_from, two.accuracy_distance) == ("best1", "max full-test", 3.0)
+    assert (two.paper_K_star_spread, two.paper_accuracy_spread) == (0.0, 4.58)
+    assert math.isnan(near.loc["Table V"].paper_K_star_spread)  # shares no setting with another table
+    at_k = conventions.nearest(summary[summary.role == "stated"]).set_index("table").loc["Table II"]
+    assert at_k.accuracy_from == "at-k-star client-test at test-loss's K*"  # read at that curve's K*

@@ -2,6 +2,7 @@
 a results folder or a kept bundle. Start at ``front_page`` (the findings first) and ``pages`` (each
 notebook as a page); ``findings`` and ``verdict_rows`` say how verdicts read, ``paper`` and ``distance``
 put the paper's tables beside ours, ``views``, ``plots``, ``bound_plots``, ``bound_text``,
-``sensitivity``, ``calibration`` and ``calibration_plots`` make the pages' content, ``findings_doc``,
+``sensitivity``, ``calibration`` and ``calibration_plots`` make the pages' content (``calibration_outcome``
+holds a study's outcome to its schema), ``findings_doc``,
 ``summary_doc`` and ``bundle_diff`` the documents and the diff, ``inputs``, ``page_parameters``,
 ``execution``, ``tables``, ``bundle_design`` and ``paper_figures`` the rest."""

@@ -16,82 +16,10 @@ from typing import Any
 
 import pandas as pd
 
-from bladefl.data.datasets import NAMES
 from bladefl.report.paper import table_span
 from bladefl.report.tables import plus_minus
 
 CHANGE_VERDICTS = ("reproduced", "refuted")
-_NUMBER = {"type": "number", "minimum": 0, "maximum": 1e6}
-_TEXT = {"type": "string", "maxLength": 2000}
-_VALUES = {"type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 40}}
-_PAIR = {"type": "object", "required": ["K_star", "accuracy"], "properties": {"K_star": _NUMBER, "accuracy": _NUMBER}}
-# outcome.json as experiments.calibration.tables.outcome writes it: what the pages read, held to it first
-OUTCOME_SCHEMA = {
-    "type": "object",
-    "required": ["dataset", "targets", "tables", "rows", "search", "second_pass", "per_table", "floor", "calibrated",
-                 "reached", "conclusion"],
-    "properties": {
-        "dataset": {"type": "string", "enum": list(NAMES)},
-        "targets": _PAIR,
-        "floor": {"type": "object", "required": ["K_star", "accuracy"],
-                  "properties": {"K_star": _NUMBER, "accuracy": _NUMBER,
-                                 "cells": {"type": "integer", "minimum": 0, "maximum": 1000}}},
-        "reached": {"type": "boolean"}, "conclusion": _TEXT,
-        "tables": {"type": "array", "maxItems": 20, "items": {"type": "string", "pattern": "^Table [IVX]+$"}},
-        "rows": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "search": {"type": "object", "required": ["evaluated", "promoted", "stopped", "rule", "duplicates", "coverage"],
-                   "properties": {"evaluated": {"type": "integer", "minimum": 0, "maximum": 10000},
-                                  "space_size": {"type": "integer", "minimum": 1, "maximum": 10**15},
-                                  "promoted": {"type": "integer", "minimum": 0, "maximum": 10000},
-                                  "duplicates": {"type": "integer", "minimum": 0, "maximum": 100000},
-                                  "stopped": _TEXT,
-                                  "rule": {"type": "object", "required": ["patience", "tolerance", "max_trials"],
-                                           "properties": {"patience": _NUMBER, "tolerance": _NUMBER,
-                                                          "max_trials": _NUMBER, "min_proposals": _NUMBER}},
-                                  "coverage": {"type": "object", "additionalProperties": _VALUES},
-                                  "origins": {"type": "object", "additionalProperties": False,
-                                              "required": ["named", "coverage", "searched"],
-                                              "properties": {k: {"type": "integer", "minimum": 0, "maximum": 10000}
-                                                             for k in ("named", "coverage", "searched")}}}},
-        "screen": {"type": "object", "properties": {"rows": _NUMBER, "cells": _NUMBER, "draws": _NUMBER,
-                                                     "tables": {"type": "array", "items": _TEXT, "maxItems": 20}}},
-        "second_pass": {"type": "object", "required": ["draws", "stated", "calibrated"],
-                        "properties": {"draws": {"type": "integer", "minimum": 1, "maximum": 100}, "stated": _PAIR,
-                                       "calibrated": _PAIR}},
-        "per_table": {"type": "array", "maxItems": 20, "items": {
-            "type": "object", "required": ["table", "rows", "K_star", "accuracy"],
-            "properties": {"table": {"type": "string", "pattern": "^Table [IVX]+$"}, "rows": _NUMBER,
-                           "K_star": _NUMBER, "accuracy": _NUMBER}}},
-        "calibrated": {"type": "object", "required": ["role", "label", "differs"],
-                       "properties": {"role": {"type": "string", "pattern": "^(stated|best[0-9]{1,2})$"},
-                                      "label": _TEXT, "differs": {"type": "object", "maxProperties": 20}}},
-        "most_important": {"type": "object", "additionalProperties": {
-            "type": "object", "required": ["setting", "importance", "control"],
-            "properties": {"setting": {"type": "string", "maxLength": 40}, "importance": _NUMBER,
-                           "control": _NUMBER, "p_adjusted": {"type": "number", "minimum": 0, "maximum": 1}}}},
-        "screen_agreement": {"type": "object", "required": ["points"], "properties": {
-            "points": {"type": "integer", "minimum": 0, "maximum": 10000},
-            **{k: {"type": "object", "properties": {"tau": {"type": ["number", "null"], "minimum": -1, "maximum": 1},
-                                                    "p": {"type": ["number", "null"], "minimum": 0, "maximum": 1}}}
-               for k in ("K_star", "accuracy", "closeness")}}},
-        "importance_test": {"type": "object", "required": ["permutations", "trials", "alpha"],
-                            "properties": {"permutations": {"type": "integer", "minimum": 1, "maximum": 10000},
-                                           "trials": {"type": "integer", "minimum": 0, "maximum": 10000},
-                                           "alpha": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
-    },
-}
-
-
-def check_outcome(found: Mapping[str, Any], path: object) -> Mapping[str, Any]:
-    """``outcome.json`` held to :data:`OUTCOME_SCHEMA` (a kept bundle's comes from elsewhere): ValueError
-    naming the file and the first field that is not what the study writes."""
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(OUTCOME_SCHEMA).iter_errors(found))
-    if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path) or "(top)"
-        raise ValueError(f"{path}: not a calibration outcome: {where}: {str(error.message)[:160]}")
-    return found
 LABELS = {"K_star_distance": "K*", "accuracy_distance": "accuracy"}
 
 
@@ -169,6 +97,8 @@ def outcome_sentence(outcome: Mapping[str, Any], dataset_title: str) -> str:
                  "which setting matters.")
     if agreement := agreement_words(outcome):
         parts.append(agreement)
+    if conventions := conventions_words(outcome, dataset_title):
+        parts.append(conventions)
     return " ".join(parts)
 
 
@@ -187,6 +117,64 @@ def front_line(outcome: Mapping[str, Any], dataset_title: str) -> str:
             f"({outcome['calibrated']['label']}) {second['calibrated']['K_star']:.2f} rounds and "
             f"{second['calibrated']['accuracy']:.1f} points, {reached} the targets ({t['K_star']:g} round, "
             f"{t['accuracy']:g} points){most}.")
+
+
+def _reading(role: str, calibrated: str) -> str:
+    return "stated" if role == "stated" else "calibrated" if role == calibrated else f"picked ({role})"
+
+
+def _num(value: Any, fmt: str) -> str:  # noqa: ANN401 - a number, None or NaN from outcome.json
+    return "n/a" if not isinstance(value, (int, float)) or value != value else f"{value:{fmt}}"
+
+
+def conventions_view(outcome: Mapping[str, Any]) -> pd.DataFrame:
+    """Per table (outcome.json's ``conventions``): the headline convention's distances under the stated
+    reading, the reading and convention nearest the paper on K* and on accuracy (second pass, the same
+    runs read every way) with one run's spread there, and the paper's own spread in that table."""
+    calibrated = str(outcome["calibrated"]["role"])
+    out = []
+    for r in outcome.get("conventions") or []:
+        out.append({"table": r["table"],
+                    "K* distance, headline (rounds)": _num(r.get("headline_K_star_distance"), ".2f"),
+                    "nearest K*: reading, curve": (f"{_reading(r['K_star_reading'], calibrated)}, {r['K_star_from']}"
+                                                   if r["K_star_from"] else "n/a"),
+                    "its K* distance (rounds; one run's sd)": f"{_num(r.get('K_star_distance'), '.2f')} "
+                                                              f"({_num(r.get('K_star_sd'), '.2f')})",
+                    "accuracy distance, headline (points)": _num(r.get("headline_accuracy_distance"), ".1f"),
+                    "nearest accuracy: reading, convention": (f"{_reading(r['accuracy_reading'], calibrated)}, "
+                                                              f"{r['accuracy_from']}" if r["accuracy_from"] else "n/a"),
+                    "its accuracy distance (points; one run's sd)": f"{_num(r.get('accuracy_distance'), '.1f')} "
+                                                                    f"({_num(r.get('accuracy_sd_pct'), '.1f')})",
+                    "paper's own spread (rounds, points)": f"{_num(r.get('paper_K_star_spread'), 'g')}, "
+                                                           f"{_num(r.get('paper_accuracy_spread'), '.2f')}"})
+    return pd.DataFrame(out)
+
+
+def conventions_words(outcome: Mapping[str, Any], dataset_title: str) -> str:
+    """One sentence of the per-table nearest conventions: the convention nearest most often on each
+    distance, the mean nearest distance per table against the headline's, the paper's own largest
+    spread ("" for an outcome without conventions)."""
+    from collections import Counter
+
+    near = [r for r in outcome.get("conventions") or [] if r.get("K_star_from") and r.get("accuracy_from")]
+    if not near:
+        return ""
+
+    def mean(key: str) -> float:
+        values = [float(r[key]) for r in near if isinstance(r.get(key), (int, float))]
+        return sum(values) / len(values) if values else math.nan
+
+    (k_from, k_n), = Counter(r["K_star_from"] for r in near).most_common(1)
+    (a_from, a_n), = Counter(r["accuracy_from"] for r in near).most_common(1)
+    spreads = [(r.get("paper_K_star_spread"), r.get("paper_accuracy_spread")) for r in near]
+    k_spread = max((float(k) for k, _ in spreads if isinstance(k, (int, float))), default=math.nan)
+    a_spread = max((float(a) for _, a in spreads if isinstance(a, (int, float))), default=math.nan)
+    return (f"{dataset_title}, read under every measurement convention (the second pass's runs): K* nearest the "
+            f"paper from {k_from} in {k_n} of {len(near)} tables, {_num(mean('K_star_distance'), '.2f')} rounds per "
+            f"row at the nearest against {_num(mean('headline_K_star_distance'), '.2f')} for the headline; accuracy "
+            f"from {a_from} in {a_n}, {_num(mean('accuracy_distance'), '.1f')} points against "
+            f"{_num(mean('headline_accuracy_distance'), '.1f')}; the paper's own spread where its tables share a "
+            f"setting is up to {_num(k_spread, 'g')} rounds and {_num(a_spread, '.2f')} points.")
 
 
 def rows_view(second_rows: pd.DataFrame, calibrated: str) -> pd.DataFrame:

@@ -35,12 +35,13 @@ def distance_table(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 def _cause(outcomes: Sequence[Mapping], calibration_link: str | None, sensitivity_link: str | None) -> str:
     """Why our numbers differ: the calibration study's outcome where one is given, else where to run it."""
-    from bladefl.report.calibration import front_line
+    from bladefl.report.calibration import conventions_words, front_line
 
     one_axis = (f"<a href='{html.escape(sensitivity_link)}'>this run's sensitivity study</a>" if sensitivity_link
                 else "the sensitivity study (docs/sensitivity.md)")
     if outcomes:
         found = " ".join(front_line(o, dataset_title(o["dataset"])) for o in outcomes)
+        found += "".join(f" {w}" for o in outcomes if (w := conventions_words(o, dataset_title(o["dataset"]))))
         where = (f" (<a href='{html.escape(calibration_link)}'>its report</a>)"
                  if calibration_link else " (docs/calibration.md; <code>make reference-report "
                  "REF=reference/calibration-cpu</code> renders its report)")

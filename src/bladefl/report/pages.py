@@ -180,7 +180,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
     figure = fp.figure_section(headline_png, fp.headline_caption(summaries or {})) if summaries else ""
     link = (os.path.relpath(calibration_page, path.parent)
             if calibration_page and Path(calibration_page).is_file() else None)
-    from bladefl.report.calibration import check_outcome
+    from bladefl.report.calibration_outcome import check_outcome
 
     outcomes = [check_outcome(read_json(p), p) for p in calibration]
     design = bundle_design.design_of_runs(summaries or {})
@@ -309,7 +309,8 @@ def write_calibration_index(path: str | Path, outcomes: Sequence[str | Path], pa
                             provenance: str = "") -> Path:
     """The calibration study's front page: per dataset, what it found (computed from its outcome),
     and links to the pages."""
-    from bladefl.report.calibration import check_outcome, outcome_sentence
+    from bladefl.report.calibration import outcome_sentence
+    from bladefl.report.calibration_outcome import check_outcome
 
     path = Path(path)
     found = [check_outcome(read_json(p), p) for p in outcomes]

@@ -134,6 +134,23 @@ def repeated_cells(study_rows: Sequence[Row]) -> pd.DataFrame:
                                       "accuracy_spread"])
 
 
+def table_spreads(study_rows: Sequence[Row]) -> dict[str, tuple[float, float]]:
+    """Per table, the paper's own spread: the largest K* and accuracy spread over the settings its rows
+    share with another table's (:func:`repeated_cells`); tables that share none are absent."""
+    by_cell: dict[str, list[Row]] = {}
+    for r in study_rows:
+        by_cell.setdefault(r.cell.key, []).append(r)
+    out: dict[str, tuple[float, float]] = {}
+    for group in (g for g in by_cell.values() if len(g) > 1):
+        ks = [r.paper_K_star for r in group if math.isfinite(r.paper_K_star)]
+        accs = [r.paper_accuracy for r in group if math.isfinite(r.paper_accuracy)]
+        spread = (max(ks) - min(ks) if ks else math.nan, max(accs) - min(accs) if accs else math.nan)
+        for table in {r.table for r in group}:
+            old = out.get(table, (math.nan, math.nan))
+            out[table] = (float(np.fmax(old[0], spread[0])), float(np.fmax(old[1], spread[1])))
+    return out
+
+
 def cell_ks(study_rows: Sequence[Row], t_sum: float) -> dict[str, list[int]]:
     """Per cell (key), the K values its runs train (every feasible K, ascending)."""
     return {r.cell.key: r.k_values(t_sum) for r in study_rows}

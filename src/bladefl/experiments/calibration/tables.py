@@ -8,6 +8,7 @@ in words scoped to what was evaluated) and the calibrated engine config.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -227,11 +228,33 @@ def _label(role: str, entry: Mapping[str, Any], differs: Mapping[str, Any]) -> s
     return f"{name}: {settings}" if name and name != role else settings
 
 
+def _search_found(spec: StudySpec, trials: pd.DataFrame, done: pd.DataFrame, reason: str) -> dict[str, Any]:
+    """The search's size, rule, coverage, origins and cost, as outcome.json holds them."""
+    promoted = done[done.promoted] if "promoted" in done else done.iloc[0:0]
+    named = done.point.fillna("").astype(str) != ""
+    covering = ~named & (done.coverage.fillna("").astype(str) != "")
+    return {"evaluated": int(len(done)), "promoted": int(len(promoted)), "promote": spec.promote,
+            "space_size": spec.space.size,
+            "failed": int(((trials.state == "fail") & trials.duplicate_of.isna()).sum()),
+            "duplicates": int(trials.duplicate_of.notna().sum()), "stopped": reason,
+            "rule": {"patience": spec.rule.patience, "tolerance": spec.rule.tolerance,
+                     "max_trials": spec.rule.max_trials, "min_proposals": spec.rule.min_proposals},
+            "coverage": {a: sorted({str(v) for v in done[a]}) if a in done else [] for a in spec.coverage},
+            "points": [p.name for p in spec.space.points],
+            "origins": {"named": int(named.sum()), "coverage": int(covering.sum()),
+                        "searched": int((~named & ~covering).sum())},
+            "seconds_per_screen": float(done.run_seconds[~done.promoted].mean())
+            if len(done) and (~done.promoted).any() else math.nan,
+            "seconds_per_full": float(promoted.run_seconds.mean()) if len(promoted) else math.nan}
+
+
 def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataFrame, rows: pd.DataFrame,
-            importances: pd.DataFrame, picked: Mapping[str, Any]) -> dict[str, Any]:
+            importances: pd.DataFrame, picked: Mapping[str, Any], nearest: pd.DataFrame | None = None
+            ) -> dict[str, Any]:
     """What the study found, as the pages say it: the stated and the calibrated readings' distances on
     the second pass overall and per table, whether the targets are met, the search's size and why it
-    stopped, the paper's own floor, the settings that move a distance beyond their control."""
+    stopped, the paper's own floor, the settings that move a distance beyond their control, and per table
+    the measurement convention nearest the paper (``nearest``: :func:`conventions.nearest`)."""
     done = trials[trials.state == "complete"]
     role = calibrated_role(second)
     by_role = second.set_index("role")
@@ -251,27 +274,12 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataF
                  "p_adjusted": float(r.p_adjusted)} for obj, r in first.items()}
     calibrated = by_role.loc[role]
     reached = bool(calibrated.K_star_distance <= spec.k_target and calibrated.accuracy_distance <= spec.accuracy_target)
-    promoted = done[done.promoted] if "promoted" in done else done.iloc[0:0]
-    named = done.point.fillna("").astype(str) != ""
-    covering = ~named & (done.coverage.fillna("").astype(str) != "")
     found = {
         "dataset": spec.dataset, "targets": {"K_star": spec.k_target, "accuracy": spec.accuracy_target},
         "tables": sorted({r.table for r in spec.full.rows}), "rows": len(spec.full.rows),
         "screen": {"rows": len(spec.screen.rows), "cells": len(spec.screen.cells()),
                    "tables": sorted({r.table for r in spec.screen.rows}), "draws": len(spec.screen.draws)},
-        "search": {"evaluated": int(len(done)), "promoted": int(len(promoted)), "promote": spec.promote,
-                   "space_size": spec.space.size,
-                   "failed": int(((trials.state == "fail") & trials.duplicate_of.isna()).sum()),
-                   "duplicates": int(trials.duplicate_of.notna().sum()), "stopped": reason,
-                   "rule": {"patience": spec.rule.patience, "tolerance": spec.rule.tolerance,
-                            "max_trials": spec.rule.max_trials, "min_proposals": spec.rule.min_proposals},
-                   "coverage": {a: sorted({str(v) for v in done[a]}) if a in done else [] for a in spec.coverage},
-                   "points": [p.name for p in spec.space.points],
-                   "origins": {"named": int(named.sum()), "coverage": int(covering.sum()),
-                               "searched": int((~named & ~covering).sum())},
-                   "seconds_per_screen": float(done.run_seconds[~done.promoted].mean())
-                   if len(done) and (~done.promoted).any() else math.nan,
-                   "seconds_per_full": float(promoted.run_seconds.mean()) if len(promoted) else math.nan},
+        "search": _search_found(spec, trials, done, reason),
         "second_pass": {"draws": len(spec.second.draws), "stated": distances("stated"), "calibrated": distances(role)},
         "per_table": [{"table": r.table, "rows": int(r.rows), "K_star": float(r.K_star_distance),
                        "accuracy": float(r.accuracy_distance)} for r in cal_tables.itertuples()],
@@ -285,7 +293,7 @@ def outcome(spec: StudySpec, trials: pd.DataFrame, reason: str, second: pd.DataF
         "screen_agreement": screen_agreement(done),
     }
     found["conclusion"] = conclusion(found)
-    return found
+    return found | {"conventions": [] if nearest is None else json.loads(nearest.to_json(orient="records"))}
 
 
 def engine_yaml(spec: StudySpec, values: Mapping[str, Any], dataset: str, note: str) -> str:
@@ -311,14 +319,17 @@ def _wrap(text: str, width: int = 100) -> list[str]:
 def write_tables(spec: StudySpec, trials: Sequence[Any], picked: Mapping[str, Any], roots: Mapping[str, str | Path],
                  out: str | Path, trials_root: str | Path | None = None) -> list[Path]:
     """Every table of the study into ``out``: trials.csv, trial_rows.csv, second_rows.csv, second.csv,
-    per_table.csv, repeated.csv, importances.csv, outcome.json, calibrated-<dataset>.yaml (conventions.csv:
-    :func:`convention_table`, a rule of its own)."""
+    per_table.csv, repeated.csv, importances.csv, outcome.json (with the nearest convention per table, from
+    :func:`convention_table`, which writes conventions.csv in a rule of its own), calibrated-<dataset>.yaml."""
+    from bladefl.experiments.tables import conventions
+
     out = Path(out)
     table, trial_rows, reason = trials_table(spec, trials, trials_root)
     second = second_rows(spec, roots, picked)
     summary = second_summary(second, spec)
     importances = importance_table(spec, trials)
-    found = outcome(spec, table, reason, summary, second, importances, picked)
+    near = conventions.nearest(convention_table(spec, roots), evaluation.table_spreads(spec.second.rows))
+    found = outcome(spec, table, reason, summary, second, importances, picked, near)
     dataset = spec.dataset
     note = (f"Engine \"calibrated-{dataset}\": the reading of the paper's unstated settings that the calibration "
             f"study (config/calibration.yaml, docs/calibration.md) brings nearest the paper's "

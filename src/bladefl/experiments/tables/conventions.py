@@ -186,3 +186,42 @@ def distance_summary(distances: pd.DataFrame) -> pd.DataFrame:
     head = (out.k_star_from == HEADLINE[0]) & (out.accuracy == f"{HEADLINE[1]} {HEADLINE[2]}")
     return out.assign(headline=head).sort_values(["table", "headline"], ascending=[True, False], kind="stable",
                                                    ignore_index=True)
+
+
+def accuracy_name(k_star: str, accuracy: str) -> str:
+    """An accuracy convention's name ("max full-test"), with the K* convention it is read at where it is
+    read at K* ("at-k-star full-test at test-loss's K*")."""
+    return f"{accuracy} at {k_star}'s K*" if accuracy.startswith("at-k-star") else accuracy
+
+
+def nearest(summary: pd.DataFrame, spreads: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
+    """Per paper table, from a :func:`distance_summary` (a ``role`` column where several readings are
+    scored, the ``stated`` one among them): the headline pair's distances (the stated reading's), the
+    (reading, K* convention) with the smallest mean K* distance and the (reading, accuracy convention) with
+    the smallest mean accuracy distance, each with the mean spread of one run's value there, beside the
+    paper's own spread in that table (``spreads``: per table, its K* and accuracy spread at a setting it
+    shares with another table; NaN where it shares none). A minimum over many readings is optimistic:
+    the run spread beside it says how far noise alone moves one."""
+    cols = ["table", "headline_K_star_distance", "headline_accuracy_distance", "K_star_reading", "K_star_from",
+            "K_star_distance", "K_star_sd", "accuracy_reading", "accuracy_from", "accuracy_distance",
+            "accuracy_sd_pct", "paper_K_star_spread", "paper_accuracy_spread"]
+    frame = summary if "role" in summary else summary.assign(role="stated")
+    out = []
+    for table, part in frame.groupby("table", sort=False):
+        head = part[part.headline & (part.role == "stated")]
+        k = part.dropna(subset=["K_star_distance"]).sort_values(["K_star_distance", "K_star_sd"], kind="stable")
+        a = part.dropna(subset=["accuracy_distance"]).sort_values(["accuracy_distance", "accuracy_sd_pct"],
+                                                                   kind="stable")
+        paper = (spreads or {}).get(str(table), (math.nan, math.nan))
+        out.append({"table": table,
+                    "headline_K_star_distance": float(head.K_star_distance.iloc[0]) if len(head) else math.nan,
+                    "headline_accuracy_distance": float(head.accuracy_distance.iloc[0]) if len(head) else math.nan,
+                    "K_star_reading": k.role.iloc[0] if len(k) else "", "K_star_from": k.k_star_from.iloc[0]
+                    if len(k) else "", "K_star_distance": float(k.K_star_distance.iloc[0]) if len(k) else math.nan,
+                    "K_star_sd": float(k.K_star_sd.iloc[0]) if len(k) else math.nan,
+                    "accuracy_reading": a.role.iloc[0] if len(a) else "",
+                    "accuracy_from": accuracy_name(a.k_star_from.iloc[0], a.accuracy.iloc[0]) if len(a) else "",
+                    "accuracy_distance": float(a.accuracy_distance.iloc[0]) if len(a) else math.nan,
+                    "accuracy_sd_pct": float(a.accuracy_sd_pct.iloc[0]) if len(a) else math.nan,
+                    "paper_K_star_spread": float(paper[0]), "paper_accuracy_spread": float(paper[1])})
+    return pd.DataFrame(out, columns=cols)
