@@ -82,3 +82,30 @@ def test_a_setting_two_tables_share_with_different_values_is_a_paper_error_with_
     same = [{**tables[1], "rows": [{**tables[1]["rows"][0], "fashion_mnist": 54, "accuracy_fashion_mnist": 59.57}]},
             tables[0]]  # 54 = 6 x 9: the same K* and accuracy in both tables is no error
     assert repeated_cell_row(same, expand(grid), "fashion_mnist") is None
+
+
+def test_the_authors_tau_rule_is_judged_by_the_alpha_one_runs_against_the_texts_own():
+    """The code as published (local_frequence = 1) trains every alpha as alpha = 1: its K* and accuracy at
+    alpha = 2 are the alpha = 1 cell's; the text's rule, the alpha = 2 cell's. Two seeds a cell; K* is the
+    argmin of the seed-mean F(w), the accuracy the best seed-mean test accuracy."""
+    import pandas as pd
+
+    from bladefl.experiments.verdicts.paper_errors import tau_rule_row
+
+    curves = {1.0: {1: (3.0, 0.50), 2: (1.0, 0.80), 3: (2.0, 0.70)}, 2.0: {1: (1.0, 0.60), 2: (2.0, 0.65)}}
+    runs = pd.DataFrame([{"sweep": "alpha", "value": a, "K": k, "seed": seed, "partition": seed, "status": "ok",
+                          "train_loss": loss + 0.1 * seed, "test_accuracy": acc + 0.02 * seed}
+                         for a, ks in curves.items() for k, (loss, acc) in ks.items() for seed in (0, 1)])
+    tables = [{"table": "Table II", "sweep": "alpha", "beta": 6, "quantity": "training_time", "t_sum": 100,
+               "rows": [{"value": 1, "mnist": 88, "accuracy_mnist": 85.0},  # K* (100 - 88) / 6 = 2
+                        {"value": 2, "mnist": 94, "accuracy_mnist": 70.0}]}]  # K* 1
+    row = tau_rule_row(tables, runs, "mnist")
+    assert row["verdict"] == "paper error" and row["statement"] == "tab2-tau-rule"
+    said = row["decided_by"]
+    assert "our runs K* 2 +- 0, 81.0 +- 1.4% at every alpha, 1.00 rounds and 11.0 points per row" in said
+    assert "the text's rule: 0.00 rounds and 4.0 points (alpha = 2: K* 1 +- 0, 66.0 +- 1.4%)" in said  # at K = 2
+    assert "Reading 1" in row["evidence"] and "Reading 2" in row["evidence"]
+    formulas = tau_rule_row(tables, runs[runs.value == 1.0], "mnist")  # no other alpha's runs: the formulas alone
+    assert formulas["verdict"] == "paper error" and "(none here)" in formulas["decided_by"]
+    assert tau_rule_row(tables, None, "")["decided_by"] == formulas["decided_by"]
+    assert tau_rule_row([{**tables[0], "rows": tables[0]["rows"][:1]}], runs, "mnist") is None  # alpha 1 alone

@@ -6,12 +6,13 @@ measured constants at Fig. 3's cells."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from bladefl.experiments.plan.grid import Member
-from bladefl.experiments.tables.paper_tables import inconsistency, paper_k_star, table_beta
+from bladefl.experiments.tables.paper_tables import inconsistency, paper_k_star, table_beta, table_row_k_star
 from bladefl.experiments.verdicts.bound_fit import CellFit
 from bladefl.experiments.verdicts.mathematics import scan_base
 from bladefl.experiments.verdicts.vocabulary import sweep_varying
@@ -106,6 +107,75 @@ def training_time_row(tables: Sequence[Mapping], dataset: str = "") -> dict | No
                      "drops tau's floor), so its training time is t_sum - beta K*; the runs (and the paper's "
                      "experiments) spend floor((t_sum/K - beta)/alpha) alpha K, less, at these K*; this project "
                      "reads the columns as t_sum - beta K* (config/paper_values.yaml)", page="02_sweeps")
+
+
+AUTHORS_TAU = "ElvisShaoYumeng/BLADE-FL, main_FL&BL.py lines 37, 111-113"
+
+
+def _headline(cell: pd.DataFrame) -> dict:
+    from bladefl.experiments.tables.conventions import HEADLINE, cell_distances
+
+    return next(r for r in cell_distances(cell, math.nan, math.nan)
+                if (r["k_star_from"], r["accuracy"]) == (HEADLINE[0], f"{HEADLINE[1]} {HEADLINE[2]}"))
+
+
+def tau_rule_row(tables: Sequence[Mapping], runs: pd.DataFrame | None, dataset: str) -> dict | None:
+    """The authors' code computes tau = floor(f (t_sum - beta K) / K), f its ``local_frequence``, commented
+    "alpha" and set to 1 (:data:`AUTHORS_TAU`); the text floor((t_sum/K - beta)/alpha): the same at alpha = 1
+    alone. As published (f = 1) the code trains at every alpha as at alpha = 1, so Table II's other rows are
+    its alpha = 1 cell's runs; read by its comment (f = alpha) it trains alpha^2 times the text's iterations
+    (the engine's ``time.tau_rule: authors``), runs the grid does not make. Judged by ``runs`` (the tidy
+    table) where they hold Table II's alpha = 1 cell and another, beside the paper's rows and the text
+    rule's runs; the formulas alone otherwise (None without a Table II row at alpha != 1)."""
+    t2 = _table(tables, "Table II")
+    alphas = [float(r["value"]) for r in t2["rows"]] if t2 is not None else []
+    if not any(a != 1.0 for a in alphas):
+        return None
+    evidence = (
+        "the paper's text: tau = floor((t_sum/K - beta)/alpha); the code: tau = local_frequence (total_time - "
+        "bl_antifrequence K), then tau // K, local_frequence commented 'alpha' and set to 1: the two agree at "
+        "alpha = 1 (every table but II). Reading 1, the code as published: alpha changes nothing, so Table II's "
+        "rows would repeat its alpha = 1 row. Reading 2, local_frequence set to alpha (its comment): alpha^2 times "
+        "the text's iterations, over the time budget for alpha > 1 (the engine's time.tau_rule: authors; not run "
+        "by this grid)")
+    judged = _tau_rule_judged(t2, runs, dataset) if t2 is not None and runs is not None and dataset else None
+    others = ", ".join(f"{a:g}" for a in alphas if a != 1.0)
+    decided = judged or (f"at Table II's alpha = {others} the code as published computes the tau of alpha = 1; "
+                         "the runs of Table II's alpha cells judge it (none here)")
+    return error_row("tab2-tau-rule", "The authors' code computes tau without the paper's alpha",
+                     f"Section III's tau against {AUTHORS_TAU}", decided,
+                     evidence + ("; mean +- sd over the runs of each cell, K* from F(w), the best full-test accuracy"
+                                 if judged else ""), page="02_sweeps")
+
+
+def _tau_rule_judged(t2: Mapping, runs: pd.DataFrame, dataset: str) -> str | None:
+    """The runs' K* and accuracy at Table II's alphas under the code as published (the alpha = 1 cell's at
+    every alpha) and under the text's rule, their mean distances to the paper's rows (None: no alpha = 1
+    cell and another in the runs)."""
+    if "sweep" not in runs:
+        return None
+    ok = runs[(runs.status == "ok") & (runs.sweep == t2["sweep"])]
+    got = {float(v): _headline(cell) for v, cell in ok.groupby("value")}
+    rows = [(float(r["value"]), table_row_k_star(t2, r, dataset), float(r.get(f"accuracy_{dataset}", math.nan)))
+            for r in t2["rows"]]
+    other = [(a, k, acc) for a, k, acc in rows if a != 1.0 and a in got]
+    if 1.0 not in got or not other:
+        return None
+    code = got[1.0]
+
+    def shown(r: dict) -> str:
+        return f"K* {r['K_star']:g} +- {r['K_star_sd']:.2g}, {r['accuracy_pct']:.1f} +- {r['accuracy_sd_pct']:.1f}%"
+
+    def mean_distance(of: Callable[[float], dict]) -> str:
+        return (f"{np.nanmean([abs(of(a)['K_star'] - k) for a, k, _ in other]):.2f} rounds and "
+                f"{np.nanmean([abs(of(a)['accuracy_pct'] - acc) for a, _, acc in other]):.1f} points")
+
+    paper = "; ".join(f"alpha = {a:g}: K* {k:g}, {acc:.2f}%" for a, k, acc in other)
+    text = "; ".join(f"alpha = {a:g}: {shown(got[a])}" for a, _, _ in other)
+    alphas = ", ".join(f"{a:g}" for a, _, _ in other)
+    return (f"as published (local_frequence = 1) the code trains Table II's alpha = {alphas} as alpha = 1: our "
+            f"runs {shown(code)} at every alpha, {mean_distance(lambda a: code)} per row from the paper's ({paper}); "
+            f"the text's rule: {mean_distance(lambda a: got[a])} ({text})")
 
 
 def _numerals(names: Sequence[str]) -> str:
@@ -246,12 +316,12 @@ def _derivative(f: CellFit, members: Sequence[Member], settings: int) -> tuple[s
 
 
 def paper_error_rows(tables: Sequence[Mapping], fits: Sequence[CellFit], members: Sequence[Member], model_size: int,
-                     settings: int = 2000, dataset: str = "") -> list[dict]:
-    timing = training_time_row(tables, dataset)
-    repeated = repeated_cell_row(tables, members, dataset)
-    return (table_rows(tables) + ([timing] if timing else []) + ([repeated] if repeated else [])
+                     settings: int = 2000, dataset: str = "", runs: pd.DataFrame | None = None) -> list[dict]:
+    found = [training_time_row(tables, dataset), repeated_cell_row(tables, members, dataset),
+             tau_rule_row(tables, runs, dataset)]
+    return (table_rows(tables) + [r for r in found if r]
             + (formula_rows(fits, members, model_size, settings) if fits else []))
 
 
-__all__ = ["paper_error_rows", "table_rows", "formula_rows", "training_time_row", "repeated_cell_row",
+__all__ = ["paper_error_rows", "table_rows", "formula_rows", "training_time_row", "repeated_cell_row", "tau_rule_row",
            "SAMPLES_PER_CLIENT"]

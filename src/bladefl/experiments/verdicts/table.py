@@ -65,7 +65,7 @@ def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, b
         theory = pd.DataFrame(corollary_rows(fits, members, scan_settings) + theorem_rows(fits, members, scan_settings))
         frames.append(theory.assign(draws_holding="", across_partitions="mathematics: no units"))
     size = model_size or Shape(d=get_spec(dataset if dataset in SPECS else "mnist").pixels).size
-    errors = paper_error_rows(paper_tables, fits, members, size, scan_settings, dataset or "")
+    errors = paper_error_rows(paper_tables, fits, members, size, scan_settings, dataset or "", table)
     if errors:
         frames.append(pd.DataFrame(errors).assign(draws_holding="", across_partitions=""))
     out = pd.concat([f for f in frames if len(f)], ignore_index=True)
