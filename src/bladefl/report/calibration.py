@@ -65,7 +65,7 @@ def _noise_words(outcome: Mapping[str, Any]) -> str:
             f"{test['alpha']:g}")
 
 
-def _runs(outcome: Mapping[str, Any]) -> str:
+def calibrated_runs(outcome: Mapping[str, Any]) -> str:
     """The calibrated reading's second-pass runs in words (draws, or seeds on one draw)."""
     from bladefl.experiments.calibration.tables import runs_words
 
@@ -83,7 +83,8 @@ def outcome_sentence(outcome: Mapping[str, Any], dataset_title: str) -> str:
              f"Under the stated reading our K* is {second['stated']['K_star']:.2f} rounds and our best accuracy "
              f"{second['stated']['accuracy']:.1f} points from the paper's per row on average; the calibrated "
              f"reading ({outcome['calibrated']['label']}) gets to {second['calibrated']['K_star']:.2f} rounds and "
-             f"{second['calibrated']['accuracy']:.1f} points (second pass: {_runs(outcome)}, every feasible K)."]
+             f"{second['calibrated']['accuracy']:.1f} points (second pass: {calibrated_runs(outcome)}, every "
+             "feasible K)."]
     if floor and (floor.get("K_star", 0) > 0 or floor.get("accuracy", 0) > 0):
         cells = floor.get("cells")
         which = (f"{cells} setting{'s' if cells != 1 else ''}" if isinstance(cells, int) and cells > 0
@@ -112,7 +113,7 @@ def front_line(outcome: Mapping[str, Any], dataset_title: str) -> str:
         most = "; beyond noise, " + ", ".join(f"{LABELS.get(o, o)} moved most by {v}" for o, v in moved.items())
     reached = "within" if outcome["reached"] else "not within"
     return (f"{dataset_title} ({table_span(outcome['tables'])}, {outcome['rows']} rows; {s['evaluated']} points "
-            f"evaluated, {s['promoted']} on every row, {_runs(outcome)}): stated reading "
+            f"evaluated, {s['promoted']} on every row, {calibrated_runs(outcome)}): stated reading "
             f"{second['stated']['K_star']:.2f} rounds and {second['stated']['accuracy']:.1f} points per row; nearest "
             f"({outcome['calibrated']['label']}) {second['calibrated']['K_star']:.2f} rounds and "
             f"{second['calibrated']['accuracy']:.1f} points, {reached} the targets ({t['K_star']:g} round, "
