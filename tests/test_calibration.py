@@ -562,9 +562,9 @@ def test_the_nearest_conventions_are_one_sentence_on_the_calibration_index(tmp_p
     assert main(["calibration-index", "--outcomes", str(tmp_path / "outcome.json"), "--pages", "x.html", "--out",
                  str(tmp_path / "index.html")]) == 0
     index = (tmp_path / "index.html").read_text()
-    assert ("K* nearest the paper from test-loss in 1 of 1 tables, 0.50 rounds per row at the nearest against 2.00 "
-            "for the headline; accuracy from at-k-star client-test at test-loss&#x27;s K* in 1, 3.0 points against "
-            "10.0") in index and "up to 0 rounds and 4.58 points" in index
+    assert ("K* nearest the paper from test-loss in 1 of 1 tables, on average over the tables 0.50 rounds per row at "
+            "the nearest against 2.00 under the headline; accuracy from at-k-star client-test at test-loss&#x27;s K* "
+            "in 1, 3.0 points against 10.0") in index and "up to 0 rounds and 4.58 points" in index
     view = __import__("bladefl.report.calibration", fromlist=["x"]).conventions_view(found)
     assert view.iloc[0]["nearest K*: reading, curve"] == "calibrated, test-loss"  # best1 is the calibrated role
     assert view.iloc[0]["its accuracy distance (points; one run's sd)"] == "3.0 (n/a)"

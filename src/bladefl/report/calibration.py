@@ -171,10 +171,11 @@ def conventions_words(outcome: Mapping[str, Any], dataset_title: str) -> str:
     k_spread = max((float(k) for k, _ in spreads if isinstance(k, (int, float))), default=math.nan)
     a_spread = max((float(a) for _, a in spreads if isinstance(a, (int, float))), default=math.nan)
     return (f"{dataset_title}, read under every measurement convention (the second pass's runs): K* nearest the "
-            f"paper from {k_from} in {k_n} of {len(near)} tables, {_num(mean('K_star_distance'), '.2f')} rounds per "
-            f"row at the nearest against {_num(mean('headline_K_star_distance'), '.2f')} for the headline; accuracy "
-            f"from {a_from} in {a_n}, {_num(mean('accuracy_distance'), '.1f')} points against "
-            f"{_num(mean('headline_accuracy_distance'), '.1f')}; the paper's own spread where its tables share a "
+            f"paper from {k_from} in {k_n} of {len(near)} tables, on average over the tables "
+            f"{_num(mean('K_star_distance'), '.2f')} rounds per row at the nearest against "
+            f"{_num(mean('headline_K_star_distance'), '.2f')} under the headline; accuracy from {a_from} in {a_n}, "
+            f"{_num(mean('accuracy_distance'), '.1f')} points against {_num(mean('headline_accuracy_distance'), '.1f')}"
+            f"; the paper's own spread where its tables share a "
             f"setting is up to {_num(k_spread, 'g')} rounds and {_num(a_spread, '.2f')} points.")
 
 
