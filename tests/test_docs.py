@@ -49,7 +49,7 @@ def test_every_link_in_the_documentation_resolves():
 
 LOG = ROOT / "docs" / "measurements.md"
 GENERATED = {"findings.md", "summary.md"}  # written by `bladefl findings` / `bladefl summary`, stamped with their date
-PAGES_WORDS = 20_500  # docs/ without the log: "at most about 20k words" (issue 70)
+PAGES_WORDS = 20_000  # docs/ without the log: "at most about 20k words" (issue 70)
 ISO_DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
 
 
