@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import signal
 from pathlib import Path
@@ -34,7 +35,7 @@ IN, DIR, OUT, NUM, NAME, TEXT, FLAG = "in", "dir", "out", "num", "name", "text",
 # hostile value replaces one at a time, the exits it documents, and each argument's kind. A command that
 # trains or measures (heavy) lists what it feeds and says where the rest is covered.
 TABLE: dict[str, dict] = {
-    "fetch": {"base": ["--dataset", "mnist", "--root", "{w}/raw", "--sources", "existing"], "exits": {1},
+    "fetch": {"base": ["--dataset", "mnist", "--root", "{data}", "--sources", "existing"], "exits": {1}, "valid": True,
               "args": {"--dataset": NAME, "--root": OUT, "--sources": NAME}},
     "partition": {"base": ["--dataset", "mnist", "--key", "shards2_N4_n8_seed0", "--root", "{data}", "--out",
                            "{w}/part.npy"], "valid": True,
@@ -42,14 +43,17 @@ TABLE: dict[str, dict] = {
     "run": {"base": ["--config", "{engine}", "--out", "{w}/run", "--quiet", "--set", "data_dir={data}"], "valid": True,
             "args": {"--config": IN, "--set": TEXT, "--out": OUT, "--quiet": FLAG, "--partition": IN,
                      "--threads": NUM, "--reference": IN, "--group": IN, "--computed-in": DIR}},
-    "run-group": {"base": ["--config", "{engine}", "--plan", "[]", "--partition", "{w}/p.npy", "--compute", "0"],
+    "run-group": {"base": ["--config", "{engine}", "--plan", "@{v}/plan.json", "--partition", "{v}/p.npy", "--compute",
+                           "0", "--done", "{w}/g.done"], "valid": True,  # checks the plan, trains nothing
                   "args": {"--config": IN, "--set": TEXT, "--plan": IN, "--partition": IN, "--reference": IN,
                            "--threads": NUM, "--chain-processes": NUM, "--max-rows": NUM, "--quiet": FLAG,
                            "--done": OUT, "--compute": NUM}},
-    "reference": {"base": ["--config", "{engine}", "--partition", "{w}/p.npy", "--out", "{w}/ref.npz"],
+    "reference": {"base": ["--config", "{engine}", "--partition", "{v}/p.npy", "--out", "{w}/ref.npz", "--max-epochs",
+                           "2", "--set", "data_dir={data}"], "valid": True, "twins": [".json"],
                   "args": {"--config": IN, "--set": TEXT, "--partition": IN, "--out": OUT, "--eta": NUM,
                            "--max-epochs": NUM}},
-    "bound": {"base": ["--runs", "{w}/s.json", "--members", "[]", "--references", "{w}/r.npz", "--out-dir", "{w}/b"],
+    "bound": {"base": ["--runs", "{measured}/summary.json", "--members", "@{v}/run_members.json", "--references",
+                       "{reference}", "--out-dir", "{w}/b"], "valid": True,
               "args": {"--runs": IN, "--members": IN, "--references": IN, "--out-dir": OUT}},
     "detection": {"base": ["--runs", "{lazy}/summary.json", "--members", "@{v}/lazy_members.json", "--out-dir",
                            "{w}/d"], "valid": True,
@@ -57,14 +61,16 @@ TABLE: dict[str, dict] = {
     "summarize": {"base": ["--runs", "{run}/summary.json", "--members", "@{v}/run_members.json", "--table",
                            "{w}/t.csv", "--optimum", "{w}/o.csv"], "valid": True,
                   "args": {"--runs": IN, "--members": IN, "--table": OUT, "--optimum": OUT}},
-    "sensitivity": {"base": ["--dataset", "mnist", "--readings", "r", "--axes", "a", "--summaries", "{w}/s.csv",
-                             "--optima", "{w}/o.csv", "--verdicts", "{w}/v.csv", "--paper-values",
+    "sensitivity": {"base": ["--dataset", "mnist", "--readings", "stated", "--axes", "stated", "--summaries",
+                             "{v}/mnist.csv", "--optima", "{v}/mnist_optimum.csv", "--verdicts",
+                             "{v}/bundle/results/verdicts/mnist.csv", "--paper-values",
                              "{repo}/config/paper_values.yaml", "--t-sum", "100", "--sweeps", "alpha", "--out-dir",
-                             "{w}/sens"],
+                             "{w}/sens"], "valid": True,
                     "args": {"--dataset": NAME, "--readings": NAME, "--axes": NAME, "--summaries": IN, "--optima": IN,
                              "--verdicts": IN, "--paper-values": IN, "--t-sum": NUM, "--sweeps": NAME,
                              "--out-dir": OUT}},
-    "sensitivity-index": {"base": ["--rankings", "{w}/r.csv", "--pages", "{w}/p.html", "--out", "{w}/i.html"],
+    "sensitivity-index": {"base": ["--rankings", "{v}/ranking.csv", "--pages", "{v}/p.html", "--out", "{w}/i.html"],
+                          "valid": True,
                           "args": {"--rankings": IN, "--pages": IN, "--out": OUT}},
     "calibration-index": {"base": ["--outcomes", "{repo}/reference/calibration-cpu/results/calibration/mnist/"
                                    "outcome.json", "--pages", "{v}/p.html", "--out", "{w}/i.html"], "valid": True,
@@ -97,7 +103,7 @@ TABLE: dict[str, dict] = {
     "paper-comparison": {"base": ["--dataset", "mnist", "--summary", "{v}/mnist.csv", "--optimum",
                                   "{v}/mnist_optimum.csv",
                                   "--paper-values", "{repo}/config/paper_values.yaml", "--t-sum", "100", "--out",
-                                  "{w}/c.csv"], "valid": True, "beside": ["{w}/c.md"],
+                                  "{w}/c.csv"], "valid": True, "twins": [".md"],
                          "args": {"--dataset": NAME, "--summary": IN, "--optimum": IN, "--paper-values": IN,
                                   "--t-sum": NUM, "--out": OUT}},
     "provenance": {"base": ["--runs", "{run}/summary.json", "--out", "{w}/prov.csv"], "valid": True,
@@ -113,9 +119,9 @@ TABLE: dict[str, dict] = {
                       "{v}/bundle/data", "--config-file", "{v}/bundle/config.yaml", "--out", "{w}/kept"], "valid": True,
              "args": {"--files": IN, "--provenance": IN, "--imported": IN, "--results-dir": DIR, "--data-dir": DIR,
                       "--config-file": IN, "--out": OUT, "--with-archive": FLAG}},
-    "import-runs": {"base": ["--archive", "{w}/a.tar.xz", "--configfile", "{repo}/config/config.yaml",
+    "import-runs": {"base": ["--archive", "{v}/a.tar.gz", "--configfile", "{repo}/config/config.yaml",
                              "{repo}/config/smoke.yaml", "--results-dir", "{w}/imported"],
-                    "exits": {1, 2},
+                    "exits": {1, 2}, "valid": True, "cwd": "{w}",  # the smoke grid's runs, as the GPU script packs
                     "args": {"--archive": IN, "--configfile": IN, "--seeds": NUM, "--results-dir": OUT,
                              "--replace": FLAG, "--key-secret": IN}},
     "lay-out": {"base": ["{repo}/reference/default-2seeds", "--results-dir", "{w}/laid", "--data-dir", "{w}/laid/d"],
@@ -161,18 +167,11 @@ TABLE: dict[str, dict] = {
 
 # Why a base is not a valid call here (each of its refusals may be the base's own, not the value's): what a
 # valid one would need, and where that command's valid calls are tested.
-RUN_FOLDER = "needs a trained run folder (the smoke workflow's: tests/test_workflow.py)"
-OUTPUTS = "needs a workflow's outputs (tests/test_report.py, tests/test_sensitivity.py)"
 STUDY_RUNS = "needs a study's second-pass run folders, which no kept study holds (tests/test_calibration.py)"
 REFUSED = {
-    "fetch": "its sandbox holds no data and fetches from nowhere (tests/test_fetch.py)",
-    "run-group": "trains (tests/test_multirun.py)", "reference": "trains (tests/test_bound.py)",
-    "bound": RUN_FOLDER + " with the bound's reference optima",
-    "sensitivity": OUTPUTS, "sensitivity-index": OUTPUTS,
     "report-index": "draws the front page's figure, seconds a call: its 13 arguments x the corpus from a valid base "
                     "took 16 minutes (tests/test_report.py; its tables' columns: the test below)",
     "run-page": "executes its notebook in a kernel of its own, seconds a call (tests/test_report.py)",
-    "import-runs": "needs an archive of runs (tests/test_run_import.py)",
     "rejudge": "re-derives a bundle's verdicts, a minute a call (tests/test_kept_results.py)",
     "device-check": "trains the mixed group (tests/test_device_check.py)", "bench": "measures the engine (minutes)",
     "calibrate": "trains a trial's runs (tests/test_calibration.py)",
@@ -292,6 +291,15 @@ def world(tmp_path_factory, data_root) -> dict[str, str]:
                  "lazy.detectors=[gaussian_difference]"]) == 0
     (v / "lazy_members.json").write_text(members_to_json([Member("lazy_ratio", "", "lazy_ratio", 0.5, lazy_cell)]))
     (v / "p.html").write_text("<html><body><h1>a page</h1></body></html>")
+    _group_and_bound_inputs(v, run, engine, data_root)
+    measured = w / "runs-measured/mnist" / cell.key / "seed~0"  # a run that measured the bound's constants
+    from bladefl.fl.run_config import load_config
+
+    reference = v / f"{load_config(str(engine), []).partition.key}.npz"  # named for the draw, as the bound reads it
+    assert main(["reference", "--config", str(engine), "--partition", str(v / "p.npy"), "--out", str(reference),
+                 "--max-epochs", "2", "--set", f"data_dir={data_root}"]) == 0
+    assert main(["run", "--config", str(engine), "--out", str(measured), "--quiet", "--set", f"data_dir={data_root}",
+                 "--set", "measure.constants=true", "--reference", str(reference)]) == 0
     import nbformat
 
     page = nbformat.v4.new_notebook()  # an executed page: a markdown cell and a code cell with its output
@@ -302,16 +310,43 @@ def world(tmp_path_factory, data_root) -> dict[str, str]:
     (v / "cal").mkdir()  # stray write lands in the sandbox, never in the repository
     for name in ("spec.json", "study.journal"):
         (v / "cal" / name).write_bytes((kept / name).read_bytes())
-    (w / "config/engines").mkdir(parents=True)
-    (w / "config/engines/paper.yaml").write_bytes((REPO / "config/engines/paper.yaml").read_bytes())
+    (w / "config/engines").mkdir(parents=True)  # a config names its engine and default config from its folder
+    for name in ("config.yaml", *(f"engines/{p.name}" for p in (REPO / "config/engines").glob("*.yaml"))):
+        (w / "config" / name).write_bytes((REPO / "config" / name).read_bytes())
     bench = v / "benchmarks/run_cell/paper/mnist" / cell.key / "seed~0.tsv"  # one job's Snakemake benchmark file
     bench.parent.mkdir(parents=True)
     bench.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
                      "12.5\t0:00:12\t900.0\t1\t1\t1\t0\t0\t50\t1\n")
-    return {"v": str(v), "run": str(run), "lazy": str(lazy), "data": str(data_root), "w": str(w),
+    return {"v": str(v), "run": str(run), "measured": str(measured), "reference": str(reference),
+            "lazy": str(lazy), "data": str(data_root), "w": str(w),
             "fifo": str(w / "fifo"), "big": str(w / "big"), "deep": str(w / "deep.yaml"),
             "aliases": str(w / "aliases.yaml"), "twice": str(w / "twice.json"), "nan": str(w / "nan.json"),
             "html": str(w / "html.csv"), "link": str(w / "link"), "engine": str(engine), "repo": str(REPO)}
+
+
+def _group_and_bound_inputs(v: Path, run: Path, engine: Path, data_root: Path) -> None:
+    """A group plan of one run (checked, not computed), a partition of two clients, a sensitivity ranking and
+    an archive of the smoke grid's runs (tests/test_run_import.py's, made without training)."""
+    import numpy as np
+
+    np.save(v / "p.npy", np.arange(16).reshape(2, 8))
+    from bladefl.experiments.bundles.run_import import read_config
+    from test_run_import import archive, complete
+
+    archive(v / "a.tar.gz", complete(read_config([REPO / "config/config.yaml", REPO / "config/smoke.yaml"])),
+            about={"device": "a test", "wall_s": 1})
+    (v / "plan.json").write_text(json.dumps([{"out": str(v / "g/mnist/c/seed~0"), "set": ["seed=0"]}]))
+    (v / "ranking.csv").write_text(
+        "reading,axis,dataset,rank,K_star_distance,K_star_distance_seeds,K_star_distance_sd,accuracy_distance,"
+        "accuracy_distance_seeds,accuracy_distance_sd,max_accuracy\nstated,partition,mnist,1,2,2.5,0.5,3,3.5,1,88\n")
+
+
+def _twin(path: Path, suffix: str) -> Path | None:
+    """The file a command documents beside an output (``reference``'s F* .json beside its .npz)."""
+    try:
+        return path.with_suffix(suffix)
+    except ValueError:  # a path with no name (the corpus's "" or "/") has no twin
+        return None
 
 
 def _fill(value: str, world: dict[str, str]) -> str:
@@ -368,7 +403,7 @@ def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, mo
             value = _fill(raw, world)
             argv = [*command.split(), *_with([_fill(a, world) for a in spec["base"]], arg, value, kind, command)]
             allowed = [Path(argv[i + 1]).absolute() for i, a in enumerate(argv[:-1]) if a in outs]
-            allowed += [Path(_fill(b, world)) for b in spec.get("beside", [])]  # an output's documented twin
+            allowed += [twin for a in allowed for suffix in spec.get("twins", []) if (twin := _twin(a, suffix))]
             if kind == OUT and not arg.startswith("-"):
                 allowed.append(Path(value).absolute())
             before = _snapshot(w) | {str(tmp_path / p) for p in _snapshot(tmp_path)}
@@ -420,3 +455,21 @@ def test_verdicts_refuse_a_summary_of_another_grid_in_one_line(world, capsys):
                  f"@{world['v']}/run_members.json", "--t-sum", "100", "--out", f"{world['w']}/other.csv"])
     said = capsys.readouterr().err.strip()
     assert code == 2 and len(said.splitlines()) == 1 and "is not a member of the grid's members" in said, said
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["reference", "--partition", "p.npy", "--out", "r.npz", "--eta", "nan"], "--eta: a number in (0, 10]"),
+    (["reference", "--partition", "p.npy", "--out", "r.npz", "--eta", "-5"], "--eta: a number in (0, 10]"),
+    (["reference", "--partition", "p.npy", "--out", "r.npz", "--max-epochs", "-5"], "--max-epochs: a whole number"),
+    (["run-group", "--plan", "[]", "--partition", "p.npy", "--max-rows", "0"], "--max-rows: a whole number in [1,"),
+    (["run", "--out", "r", "--threads", "-5"], "--threads: a whole number in [0, 1024]"),
+])
+def test_numbers_out_of_range_are_refused_before_any_work(tmp_path, monkeypatch, capsys, argv, says):
+    """Found from the valid bases: `reference --eta nan` wrote an optimum of F* = inf, `--max-epochs -5` one of
+    0 epochs; now argparse refuses each in one line naming the option and its range, and nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and says in err[-1], err[-1]
+    assert list(tmp_path.iterdir()) == []

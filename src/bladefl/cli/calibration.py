@@ -9,7 +9,7 @@ import json
 import sys
 import time
 
-from bladefl.cli.common import Command, folder_option
+from bladefl.cli.common import Command, folder_option, whole
 
 SPEC_HELP = "the study's spec (JSON the workflow writes: results/calibration/<dataset>/spec.json)"
 
@@ -48,7 +48,7 @@ def add_calibrate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials-dir", required=True, help="where each reading's runs go (<dir>/<point key>/...)")
     p.add_argument("--worker", default="w0", help="this worker's name (one job per name: a trial a killed run of "
                                                   "the same worker left running is asked again)")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    p.add_argument("--threads", type=whole(0, 1024), default=0, help="torch threads (default: torch's choice)")
     p.add_argument("--done", help="a file to write once the study holds its target (what the workflow waits for)")
 
 
@@ -123,7 +123,7 @@ def add_rerun(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out-dir", required=True, help="its runs (<dir>/<dataset>/<cell>/seed~<draw>) and engine.yaml")
     p.add_argument("--trials-dir", help="the search's runs (<dir>/<point key>/...): those of the point are taken, "
                                         "not trained again")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    p.add_argument("--threads", type=whole(0, 1024), default=0, help="torch threads (default: torch's choice)")
 
 
 def _cmd_rerun(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ import argparse
 import os
 from pathlib import Path
 
-from bladefl.cli.common import Command
+from bladefl.cli.common import Command, whole
 
 
 def add_device_check(p: argparse.ArgumentParser) -> None:
@@ -65,7 +65,7 @@ def add_bench(p: argparse.ArgumentParser) -> None:
                    help="run this workflow config's grid through Snakemake with the GPU profile's grouping on this "
                         "machine (e.g. config/bench_bookkeeping.yaml) and print, per group, the seconds its runs take "
                         "to be in place after its computation over that computation (target <= 0.05)")
-    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="--bookkeeping: Snakemake's cores")
+    p.add_argument("--cores", type=whole(1, 4096), default=os.cpu_count() or 1, help="--bookkeeping: Snakemake's cores")
     p.add_argument("--draws", metavar="CONFIG",
                    help="only time the random draws (epoch orders, round-end noise) of this workflow config's largest "
                         "group (e.g. config/paper.yaml) by a GPU's draw threads on this machine's cores, the training "

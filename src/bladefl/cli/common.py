@@ -4,6 +4,7 @@ grid members' help text, and the shape of a command's entry."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,6 +58,35 @@ def t_sum(text: str) -> float:
     if not (0 < value <= MAX_T_SUM):  # NaN fails both
         raise argparse.ArgumentTypeError(f"a time budget above 0 and at most {MAX_T_SUM:g}, got {text!r}")
     return value
+
+
+def whole(low: int, high: int) -> Callable[[str], int]:
+    """argparse's type for a whole number in [low, high]: anything else (NaN, 1e308, 0x10, a number past
+    ``high``) is refused in one line naming the range, before any work."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"a whole number in [{low}, {high}], got {one_line(text)[:40]!r}")
+        return value
+
+    return parse
+
+
+def positive(high: float) -> Callable[[str], float]:
+    """argparse's type for a finite number in (0, high]: NaN, infinities, 0 and negatives refused."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 < value <= high:  # NaN fails both
+            raise argparse.ArgumentTypeError(f"a number in (0, {high:g}], got {one_line(text)[:40]!r}")
+        return value
+
+    return parse
 
 
 def dataset_name(text: str) -> str:

@@ -9,7 +9,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import MEMBERS_HELP, Command, dataset_name, json_text, one_line
+from bladefl.cli.common import MEMBERS_HELP, Command, dataset_name, json_text, one_line, positive, whole
 
 
 def _partition_indices(path: str, spec, dataset: str):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
@@ -83,7 +83,7 @@ def add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="results/run", help="output folder (default: results/run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--partition", help="client index file [N, n] written by `bladefl partition`")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--threads", type=whole(0, 1024), default=1,
                    help="torch threads (default 1: on a 2-core CPU one thread per run was measured fastest, "
                         "docs/measurements.md; 0: torch's choice)")
     p.add_argument("--reference", help="reference optimum (.npz from `bladefl reference`): record ||w - w*||")
@@ -148,11 +148,13 @@ def add_run_group(p: argparse.ArgumentParser) -> None:
                         "<key>.npy (the runs of several draws of one dataset and N train as one group)")
     p.add_argument("--reference", nargs="+", default=[],
                    help="reference optimum .npz of each draw (named <key>.npz) for the runs whose plan entry asks")
-    p.add_argument("--threads", type=int, default=0, help="torch threads and chain threads (default: torch's)")
-    p.add_argument("--chain-processes", type=int, default=-1,
+    p.add_argument("--threads", type=whole(0, 1024), default=0,
+                   help="torch threads and chain threads (default: torch's)")
+    p.add_argument("--chain-processes", type=whole(-1, 1024), default=-1,
                    help="worker processes for the chain's proof of work and signatures (default: half the "
                         "cores on a GPU, none on the CPU)")
-    p.add_argument("--max-rows", type=int, default=4096, help="training rows stacked per computation on a GPU")
+    p.add_argument("--max-rows", type=whole(1, 1 << 24), default=4096,
+                   help="training rows stacked per computation on a GPU")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--done", help="the group's mark to write once every run is written (JSON: how many runs)")
     p.add_argument("--compute", type=int, choices=(0, 1), default=1,
@@ -239,8 +241,8 @@ def add_reference(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--partition", required=True, help="client index file [N, n]")
     p.add_argument("--out", required=True, help="output .npz (a .json with F* is written beside it)")
-    p.add_argument("--eta", type=float, default=0.05)
-    p.add_argument("--max-epochs", type=int, default=300)
+    p.add_argument("--eta", type=positive(10.0), default=0.05, help="the step size, in (0, 10]")
+    p.add_argument("--max-epochs", type=whole(1, 100_000), default=300)
 
 
 def _cmd_reference(args: argparse.Namespace) -> int:

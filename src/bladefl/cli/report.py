@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import Command, dataset_name, json_text, one_line, t_sum
+from bladefl.cli.common import Command, dataset_name, json_text, one_line, t_sum, whole
 
 
 def add_sensitivity(p: argparse.ArgumentParser) -> None:
@@ -143,9 +143,11 @@ def add_verdicts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--margins", nargs="*", default=[], metavar="QUANTITY=MARGIN",
                    help="equivalence margins of the experiment's claims: K (rounds), mining_time and min_loss "
                         "(relative), max_accuracy (absolute); defaults: bladefl.experiments.verdicts.trend.Margins")
-    p.add_argument("--resamples", type=int, default=1000, help="(unused: the experiment's claims are tested, "
+    p.add_argument("--resamples", type=whole(1, 100_000), default=1000,
+                   help="(unused: the experiment's claims are tested, "
                    "not resampled; kept for old command lines)")
-    p.add_argument("--bound-resamples", type=int, default=100, help="bootstrap resamples of the bound claims")
+    p.add_argument("--bound-resamples", type=whole(1, 100_000), default=100,
+                   help="bootstrap resamples of the bound claims")
     p.add_argument("--statements", default=None, help="config/paper_statements.yaml: the paper's statements, each "
                    "judged once (default: the project's)")
     p.add_argument("--paper-values", default=None, help="config/paper_values.yaml: the paper's tables, for the rows "
