@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import optuna
+import pandas as pd
 import pytest
 import torch
 import yaml
@@ -72,6 +73,8 @@ def test_each_axis_value_is_the_run_config_it_names():
     ({"targets": {"accuracy": float("inf")}}, r"calibration.targets.accuracy must be a number"),
     ({"rerun": {"points": 10**7}}, r"calibration.rerun.points must be an integer in 1..20"),
     ({"coverage": ["colour"]}, r"calibration.coverage: 'colour' is not an axis"),
+    ({"max_draws": 1}, r"calibration.max_draws must be an integer in draws..100 \(got 1\)"),
+    ({"max_draws": 2.5}, r"calibration.max_draws must be an integer in draws..100"),
     ({"colour": 1}, r"calibration: unknown field\(s\) \['colour'\]"),
     ({"space": {"partition": {"values": ["shards2", "classes3"], "stated": "shards2"},
                 "samples": {"values": [512], "stated": 512}}, "points": {}},
@@ -152,6 +155,54 @@ def test_rows_run_every_feasible_k_and_the_screen_holds_a_row_of_every_table():
     cells = {r.cell.key for r in screen}
     assert len(cells) == 3  # Tables II, III and IV share a cell, VI and VII another, V takes its own
     assert all(r in screen for r in every if r.cell.key in cells)  # every row at a screened cell
+
+
+def _runs_table(k_of_seed: dict[int, int], accuracy_of_seed: dict[int, float]) -> pd.DataFrame:
+    rows = [{"sweep": "alpha", "cell": "c", "seed": s, "K": K, "status": "ok",
+             "train_loss": abs(K - k_of_seed[s]) + 0.1, "test_accuracy": accuracy_of_seed[s] - 0.01 * abs(K - 3)}
+            for s in k_of_seed for K in range(1, 8)]
+    return pd.DataFrame(rows)
+
+
+def test_the_draws_disagreement_is_the_range_of_each_draws_optimum():
+    ranges = evaluation.draw_ranges(_runs_table({0: 2, 1: 5, 2: 3}, {0: 0.80, 1: 0.90, 2: 0.85}))
+    k_range, accuracy_range = ranges[("alpha", "c")]
+    assert k_range == 3 and accuracy_range == pytest.approx(10.0)
+    near = pd.DataFrame({"K_star_range": [1.0, 0.0], "max_accuracy_range": [3.0, 2.0]})
+    assert not evaluation.draws_disagree(near, 1.0, 3.0)  # at the targets: enough
+    assert evaluation.draws_disagree(near.assign(K_star_range=[1.0, 2.0]), 1.0, 3.0)
+    assert evaluation.draws_disagree(near.assign(max_accuracy_range=[3.5, 0.0]), 1.0, 3.0)
+    assert not evaluation.draws_disagree(near.assign(K_star_range=[math.nan, 0.0]), 1.0, 3.0)  # nothing trained
+
+
+@pytest.mark.parametrize(("spread_until", "most", "ran"), [
+    (99, 2, [2]),  # max_draws at draws: never more (the study of before the field)
+    (0, 6, [2]),  # the two draws agree: no more
+    (4, 6, [2, 4]),  # they disagree until four: four
+    (99, 5, [2, 4, 5]),  # they always disagree: up to the most, draws more at a time
+])
+def test_a_point_whose_draws_disagree_is_scored_on_more_draws(monkeypatch, spread_until, most, ran):
+    counts: list[int] = []
+    monkeypatch.setattr(evaluation, "run", lambda plan, point, root, threads=0: counts.append(len(plan.draws)) or 1.0)
+    monkeypatch.setattr(evaluation, "row_results", lambda plan, root: pd.DataFrame(
+        {"K_star_range": [2.0 if len(plan.draws) < spread_until else 0.0], "max_accuracy_range": [0.0]}))
+    rows = evaluation.rows(GRID, TABLES, ["Table II"], "mnist")
+    plan = evaluation.Plan("mnist", "config/engines/paper.yaml", 100.0, tuple(rows), (0, 1), "data/raw")
+    done, seconds = evaluation.run_enough(plan, None, "runs", (1.0, 3.0), most)  # type: ignore[arg-type]
+    assert counts == ran and done.draws == tuple(range(ran[-1])) and seconds == len(ran)
+
+
+def test_max_draws_at_draws_keeps_the_study_its_journal_names():
+    spec = study.spec_json({**GRID, "calibration": FULL["calibration"]}, TABLES, "mnist", "config/engines/paper.yaml",
+                           "data/raw")
+    doc = json.loads(spec)
+    doc["calibration"].pop("max_draws", None)
+    before = study.study_name(study.load_spec(json.dumps(doc)))
+    doc["calibration"]["max_draws"] = doc["calibration"]["draws"]
+    assert study.study_name(study.load_spec(json.dumps(doc))) == before
+    doc["calibration"]["max_draws"] = 6
+    again = study.load_spec(json.dumps(doc))
+    assert study.study_name(again) != before and again.max_draws == 6
 
 
 def test_the_papers_own_spread_at_a_repeated_cell_is_the_floor_no_reading_passes():

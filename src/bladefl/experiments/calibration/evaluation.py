@@ -179,6 +179,10 @@ class Plan:
     def with_rows(self, rows: Sequence[Row]) -> Plan:
         return replace(self, rows=tuple(rows))
 
+    def with_draws(self, count: int) -> Plan:
+        """The plan on draws 0..count-1 (the first draws kept: their runs are found, not run again)."""
+        return replace(self, draws=tuple(range(count)))
+
     def cells(self) -> list[Cell]:
         return list({r.cell.key: r.cell for r in self.rows}.values())
 
@@ -215,6 +219,19 @@ def run(plan: Plan, point: Point, root: str | Path, *, threads: int = 0, progres
     return time.perf_counter() - start
 
 
+def run_enough(plan: Plan, point: Point, root: str | Path, targets: tuple[float, float], max_draws: int, *,
+               threads: int = 0) -> tuple[Plan, float]:
+    """:func:`run`, then ``len(plan.draws)`` more draws at a time, up to ``max_draws``, while two draws of a
+    row differ by more than ``targets`` (K* rounds, accuracy points; :func:`draws_disagree`): a point
+    whose draws disagree is scored on more of them, not fewer. Returns the plan run and its seconds."""
+    seconds = run(plan, point, root, threads=threads)
+    step = len(plan.draws)
+    while len(plan.draws) < max_draws and draws_disagree(row_results(plan, root), *targets):
+        plan = plan.with_draws(min(max_draws, len(plan.draws) + step))
+        seconds += run(plan, point, root, threads=threads)
+    return plan, seconds
+
+
 def row_results(plan: Plan, root: str | Path) -> pd.DataFrame:
     """Per row, ours beside the paper's: K* (draw-mean curve) and its sd over draws, the maximal
     accuracy (%) and its sd, each row's |difference|; from the runs under ``root``."""
@@ -223,6 +240,7 @@ def row_results(plan: Plan, root: str | Path) -> pd.DataFrame:
     table = collect(summaries(root, plan), row_members(plan.rows))
     trained = table[table.status == "ok"]  # a cell whose every run diverged has no optimum: its row is NaN
     best = optimum(trained).set_index(["sweep", "cell"]) if len(trained) else None
+    ranges = draw_ranges(trained)
     out = []
     for r in plan.rows:
         o = best.loc[(r.sweep, r.cell.key)] if best is not None and (r.sweep, r.cell.key) in best.index else None
@@ -234,8 +252,27 @@ def row_results(plan: Plan, root: str | Path) -> pd.DataFrame:
                     "paper_K_star": r.paper_K_star, "max_accuracy": acc,
                     "max_accuracy_sd": 100 * float(o.max_accuracy_std) if o is not None else math.nan,
                     "paper_max_accuracy": r.paper_accuracy,
-                    "K_star_distance": abs(k - r.paper_K_star), "accuracy_distance": abs(acc - r.paper_accuracy)})
+                    "K_star_distance": abs(k - r.paper_K_star), "accuracy_distance": abs(acc - r.paper_accuracy),
+                    "K_star_range": ranges.get((r.sweep, r.cell.key), (math.nan, math.nan))[0],
+                    "max_accuracy_range": ranges.get((r.sweep, r.cell.key), (math.nan, math.nan))[1]})
     return pd.DataFrame(out)
+
+
+def draw_ranges(trained: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
+    """Per (sweep, cell) of a tidy table's trained runs: how far its draws disagree, the range (max - min)
+    over run seeds of each one's K* (its loss curve's argmin) and of its maximal accuracy (points)."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for (sweep, cell), group in trained.groupby(["sweep", "cell"], sort=False):
+        ks = group.loc[group.groupby("seed").train_loss.idxmin(), "K"]
+        accuracies = group.groupby("seed").test_accuracy.max()
+        out[(str(sweep), str(cell))] = (float(ks.max() - ks.min()), 100 * float(accuracies.max() - accuracies.min()))
+    return out
+
+
+def draws_disagree(results: pd.DataFrame, k_target: float, accuracy_target: float) -> bool:
+    """Whether two draws of some row differ by more than the targets (K* by more than ``k_target`` rounds
+    or the maximal accuracy by more than ``accuracy_target`` points): the point needs more draws."""
+    return bool((results.K_star_range > k_target).any() or (results.max_accuracy_range > accuracy_target).any())
 
 
 def distances(results: pd.DataFrame) -> tuple[float, float]:

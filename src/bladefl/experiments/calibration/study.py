@@ -88,10 +88,13 @@ def _number_errors(block: Mapping[str, Any]) -> list[str]:
             errors.append(f"calibration.{gone}: no longer a setting (every feasible K is run; the search stops on "
                           "calibration.stop)")
     importance: Any = block.get("importance", {})
+    most: Any = block.get("max_draws", block.get("draws"))  # outside DEFAULTS: unset, a study of before it
+    if is_int(block.get("draws")) and not (is_int(most) and block["draws"] <= most <= 100):
+        errors.append(f"calibration.max_draws must be an integer in draws..100 (got {most!r})")
     shuffles = permutations_of(block)
     if not (is_int(shuffles) and 1 <= shuffles <= 10_000) or set(importance or {}) - {"permutations"}:
         errors.append(f"calibration.importance must be {{permutations: an integer in 1..10000}} (got {importance!r})")
-    allowed = sorted({*DEFAULTS, "space", "points", "first", "importance"})
+    allowed = sorted({*DEFAULTS, "space", "points", "first", "importance", "max_draws"})
     unknown = sorted(set(block) - {*allowed, "window", "searched"})
     if unknown:
         errors.append(f"calibration: unknown field(s) {[str(u)[:40] for u in unknown]}; allowed: {allowed}")
@@ -126,6 +129,7 @@ class StudySpec:
     k_target: float  # rounds per row the calibration aims for
     accuracy_target: float  # points per row
     rerun_points: int
+    max_draws: int = 0  # where two draws of a row differ by more than the targets, up to this many (0: draws)
     permutations: int = 200  # shuffles of the distances behind each importance's p-value (not in the digest)
     digest: str = ""  # of the spec (its data folder aside): a changed study is a new study in the journal
 
@@ -188,8 +192,10 @@ def load_spec(text: str) -> StudySpec:
                     tuple(base_sets))
 
     sp = space(block)
-    digest = hashlib.sha256(json.dumps({k: v for k, v in doc.items() if k != "data_dir"}, sort_keys=True)
-                            .encode()).hexdigest()[:10]
+    identity = {k: v for k, v in doc.items() if k != "data_dir"}
+    if block.get("max_draws", block["draws"]) == block["draws"]:  # its neutral value: the study of before it
+        identity["calibration"] = {k: v for k, v in doc["calibration"].items() if k != "max_draws"}
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:10]
     stop = block["stop"]
     return StudySpec(screen=plan(evaluation.screen_rows(found), int(block["draws"])),
                      full=plan(found, int(block["draws"])), second=plan(found, int(block["rerun"]["draws"])), space=sp,
@@ -198,6 +204,7 @@ def load_spec(text: str) -> StudySpec:
                      promote=int(block["promote"]), coverage=tuple(block["coverage"]),
                      seed=int(block["sampler_seed"]), k_target=float(block["targets"]["K_star"]),
                      accuracy_target=float(block["targets"]["accuracy"]), rerun_points=int(block["rerun"]["points"]),
+                     max_draws=int(block.get("max_draws", block["draws"])),
                      permutations=int(permutations_of(block)), digest=digest)
 
 
@@ -261,20 +268,23 @@ def first_pass(spec: StudySpec, storage: str | Path, trials_root: str | Path, wo
 
     def evaluate(point: Point, trial: optuna.Trial) -> search.Outcome:
         root = Path(trials_root) / point.key
-        seconds = evaluation.run(spec.screen, point, root, threads=threads)
-        values, rows, closeness = _scored(spec.screen, root, spec)
+        targets = (spec.k_target, spec.accuracy_target)
+        screen, seconds = evaluation.run_enough(spec.screen, point, root, targets, spec.max_draws, threads=threads)
+        values, rows, closeness = _scored(screen, root, spec)
         trial.set_user_attr("screen_closeness", closeness)
         attrs: dict[str, Any] = {"key": point.key, "screen_rows": rows, "screen_seconds": round(seconds, 1),
-                                 "screen_run_seconds": round(evaluation.run_seconds(spec.screen, root), 1)}
+                                 "screen_run_seconds": round(evaluation.run_seconds(screen, root), 1)}
         with search._lock(storage):
             others = [search.screen_closeness(t) for t in study.get_trials(deepcopy=False)
                       if t.number != trial.number and "screen_closeness" in t.user_attrs]
         if point.name == "stated" or stopping.promoted(closeness, others, spec.promote):
             log(f"trial {trial.number}: screen closeness {closeness:.2f}, on to every row")
-            seconds += evaluation.run(spec.full, point, root, threads=threads)
-            full, full_rows, full_closeness = _scored(spec.full, root, spec)
+            every, more = evaluation.run_enough(spec.full.with_draws(len(screen.draws)), point, root, targets,
+                                                spec.max_draws, threads=threads)
+            seconds += more
+            full, full_rows, full_closeness = _scored(every, root, spec)
             attrs |= {"full_values": list(full), "full_rows": full_rows, "full_closeness": full_closeness,
-                      "full_run_seconds": round(evaluation.run_seconds(spec.full, root), 1)}
+                      "full_run_seconds": round(evaluation.run_seconds(every, root), 1)}
         attrs["seconds"] = round(seconds, 1)
         return search.Outcome(values, attrs)
 
