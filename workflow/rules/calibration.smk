@@ -182,31 +182,6 @@ rule calibration_tables:
         "--roots {params.roots:q} --trials-dir {params.trials:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
-rule calibration_conventions:
-    input:
-        spec=f"{CAL}/{{dataset}}/spec.json",
-        runs=lambda w: [
-            f for r in CAL_ROLES for f in calibration_role_runs(RoleOf(w.dataset, r))
-        ],
-    output:
-        f"{CAL}/{{dataset}}/conventions.csv",
-    log:
-        f"{LOGS}/calibration/{{dataset}}/conventions.log",
-    benchmark:
-        f"{BENCHMARKS}/calibration_conventions/{{dataset}}.tsv"
-    conda:
-        JOB_ENV
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    params:
-        roots=calibration_roots,
-    shell:
-        "bladefl calibration-conventions --spec {input.spec:q} --roots {params.roots:q} --out {output:q} "
-        "> {log:q} 2>&1"
-
-
 localrules:
     calibration_spec,
     calibration_members,

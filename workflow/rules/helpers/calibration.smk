@@ -21,6 +21,7 @@ CAL_TABLE_FILES = [
     "per_table.csv",
     "repeated.csv",
     "importances.csv",
+    "conventions.csv",
     "outcome.json",
 ]
 
@@ -125,7 +126,6 @@ def calibration_kept_inputs():
                 "study.journal",
                 "picked.json",
                 f"calibrated-{d}.yaml",
-                "conventions.csv",
             )
         ]
     provenance = [f"{CAL}/{d}/provenance.csv" for d in DATASETS]

@@ -3,8 +3,7 @@ screen and, where promoted, its score on every row, the running best, why it sto
 pass per picked point and row (ours beside the paper's, with the spread over draws), per table, the
 cells the paper reports twice with its own spread, the settings' importances beside their control,
 the outcome (how close the stated and the calibrated readings get, whether the targets are reached,
-in words scoped to what was evaluated) and the calibrated engine config.
-"""
+in words scoped to what was evaluated) and the calibrated engine config."""
 
 from __future__ import annotations
 
@@ -319,8 +318,8 @@ def _wrap(text: str, width: int = 100) -> list[str]:
 def write_tables(spec: StudySpec, trials: Sequence[Any], picked: Mapping[str, Any], roots: Mapping[str, str | Path],
                  out: str | Path, trials_root: str | Path | None = None) -> list[Path]:
     """Every table of the study into ``out``: trials.csv, trial_rows.csv, second_rows.csv, second.csv,
-    per_table.csv, repeated.csv, importances.csv, outcome.json (with the nearest convention per table, from
-    :func:`convention_table`, which writes conventions.csv in a rule of its own), calibrated-<dataset>.yaml."""
+    per_table.csv, repeated.csv, importances.csv, conventions.csv (:func:`convention_table`), outcome.json
+    (with the nearest convention per table, from conventions.csv), calibrated-<dataset>.yaml."""
     from bladefl.experiments.tables import conventions
 
     out = Path(out)
@@ -328,7 +327,8 @@ def write_tables(spec: StudySpec, trials: Sequence[Any], picked: Mapping[str, An
     second = second_rows(spec, roots, picked)
     summary = second_summary(second, spec)
     importances = importance_table(spec, trials)
-    near = conventions.nearest(convention_table(spec, roots), evaluation.table_spreads(spec.second.rows))
+    by_convention = convention_table(spec, roots)
+    near = conventions.nearest(by_convention, evaluation.table_spreads(spec.second.rows))
     found = outcome(spec, table, reason, summary, second, importances, picked, near)
     dataset = spec.dataset
     note = (f"Engine \"calibrated-{dataset}\": the reading of the paper's unstated settings that the calibration "
@@ -339,7 +339,7 @@ def write_tables(spec: StudySpec, trials: Sequence[Any], picked: Mapping[str, An
             f"{found['second_pass']['calibrated']['accuracy']:.2f} points per row from the paper's).")
     files = {"trials.csv": table, "trial_rows.csv": trial_rows, "second_rows.csv": second, "second.csv": summary,
              "per_table.csv": per_table(second), "repeated.csv": repeated_table(spec, second),
-             "importances.csv": importances}
+             "importances.csv": importances, "conventions.csv": by_convention}
     written = []
     for name, frame in files.items():
         atomic.write_csv(out / name, frame)

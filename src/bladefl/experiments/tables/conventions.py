@@ -130,23 +130,25 @@ def sources() -> Mapping[str, str]:
             **{f"accuracy {c.name}": c.source for c in ACCURACY_SETS.values()}}
 
 
-def cell_distances(cell: pd.DataFrame, k_paper: float, acc_paper: float) -> list[dict]:
-    """Per convention pair, one cell's K* and accuracy (%) read from its tidy rows' seed-mean curves, their
-    distances to the paper's (``k_paper``, ``acc_paper`` in percent) and their spread over the runs (a run
-    seed on its partition draw; sd, NaN with one run)."""
+def cell_distances(cell: pd.DataFrame, k_paper: float, acc_paper: float,
+                   pairs: Sequence[tuple[str, str, str]] | None = None) -> list[dict]:
+    """Per convention pair (``pairs``: (K* curve, accuracy read, accuracy set); all of them where None), one
+    cell's K* and accuracy (%) read from its tidy rows' seed-mean curves, their distances to the paper's
+    (``k_paper``, ``acc_paper`` in percent) and their spread over the runs (a run seed on its partition
+    draw; sd, NaN with one run)."""
     curves = mean_curves(cell)
     runs = ["seed", "partition"] if "partition" in cell else ["seed"]  # a run: its seed on its draw
     per_run = [mean_curves(rows_of_run) for _, rows_of_run in cell.groupby(runs)]
     out = []
-    for k_star in K_STAR:
-        for read_name, where in accuracy_conventions():
-            got = read(curves, k_star, read_name, where)
-            spread = pd.DataFrame([read(c, k_star, read_name, where) for c in per_run]).std(ddof=1)
-            out.append({"k_star_from": k_star, "accuracy": f"{read_name} {where}", "K_star": got["K_star"],
-                        "K_star_sd": float(spread.K_star), "paper_K_star": k_paper,
-                        "K_star_distance": abs(got["K_star"] - k_paper), "accuracy_pct": 100 * got["accuracy"],
-                        "accuracy_sd_pct": 100 * float(spread.accuracy), "paper_accuracy_pct": acc_paper,
-                        "accuracy_distance": abs(100 * got["accuracy"] - acc_paper), "runs": len(per_run)})
+    every = [(k, r, w) for k in K_STAR for r, w in accuracy_conventions()]
+    for k_star, read_name, where in every if pairs is None else pairs:
+        got = read(curves, k_star, read_name, where)
+        spread = pd.DataFrame([read(c, k_star, read_name, where) for c in per_run]).std(ddof=1)
+        out.append({"k_star_from": k_star, "accuracy": f"{read_name} {where}", "K_star": got["K_star"],
+                    "K_star_sd": float(spread.K_star), "paper_K_star": k_paper,
+                    "K_star_distance": abs(got["K_star"] - k_paper), "accuracy_pct": 100 * got["accuracy"],
+                    "accuracy_sd_pct": 100 * float(spread.accuracy), "paper_accuracy_pct": acc_paper,
+                    "accuracy_distance": abs(100 * got["accuracy"] - acc_paper), "runs": len(per_run)})
     return out
 
 

@@ -115,8 +115,7 @@ AUTHORS_TAU = "ElvisShaoYumeng/BLADE-FL, main_FL&BL.py lines 37, 111-113"
 def _headline(cell: pd.DataFrame) -> dict:
     from bladefl.experiments.tables.conventions import HEADLINE, cell_distances
 
-    return next(r for r in cell_distances(cell, math.nan, math.nan)
-                if (r["k_star_from"], r["accuracy"]) == (HEADLINE[0], f"{HEADLINE[1]} {HEADLINE[2]}"))
+    return cell_distances(cell, math.nan, math.nan, pairs=[HEADLINE])[0]
 
 
 def tau_rule_row(tables: Sequence[Mapping], runs: pd.DataFrame | None, dataset: str) -> dict | None:
