@@ -126,6 +126,7 @@ def calibration_kept_inputs():
                 "study.journal",
                 "picked.json",
                 f"calibrated-{d}.yaml",
+                "conventions.csv",
             )
         ]
     provenance = [f"{CAL}/{d}/provenance.csv" for d in DATASETS]
