@@ -134,8 +134,8 @@ TABLE: dict[str, dict] = {
                      "args": {"path": IN, "--store": DIR, "--summary": IN, "--key-secret": IN, "--anchor": IN}},
     "chain anchor": {"base": ["--summary", "{run}/summary.json", "--out", "{w}/anchor.json"], "valid": True,
                      "args": {"--summary": IN, "--out": OUT}},
-    "device-check": {"base": [], "args": {"--device": NAME, "--out": "skip: trains the mixed group (about a minute) "
-                                          "before writing; tests/test_device_check.py", "--tables": IN}},
+    "device-check": {"base": ["--tables", "{v}/mnist.csv", "{v}/mnist.csv", "--out", "{w}/dc.csv"], "valid": True,
+                     "args": {"--device": NAME, "--out": OUT, "--tables": IN}},  # the mixed group: its own tests
     "bench": {"base": ["--config", "{w}/none.yaml"],
               "args": {"--config": IN, "--data-dir": "skip: measures the engine (minutes); the bench's own tests",
                        "--quick": FLAG, "--device": NAME, "--seeds": NUM, "--grid": IN, "--grid-seeds": TEXT,
@@ -173,7 +173,7 @@ REFUSED = {
                     "took 16 minutes (tests/test_report.py; its tables' columns: the test below)",
     "run-page": "executes its notebook in a kernel of its own, seconds a call (tests/test_report.py)",
     "rejudge": "re-derives a bundle's verdicts, a minute a call (tests/test_kept_results.py)",
-    "device-check": "trains the mixed group (tests/test_device_check.py)", "bench": "measures the engine (minutes)",
+    "bench": "measures the engine (minutes)",
     "calibrate": "trains a trial's runs (tests/test_calibration.py)",
     "calibration-rerun": "trains the picked reading's rows (tests/test_calibration.py)",
     "calibration-tables": STUDY_RUNS, "calibration-conventions": STUDY_RUNS,
@@ -364,12 +364,10 @@ def _with(base: list[str], arg: str, value: str, kind: str, command: str) -> lis
             return [value, *argv]
         argv[position] = value
         return argv
-    if arg in argv:
+    if arg in argv:  # its first value replaced, any others kept (an option of two values stays two)
         i = argv.index(arg)
-        j = i + 1
-        while j < len(argv) and not argv[j].startswith("--"):
-            j += 1
-        return argv[:i] + [arg, value] + argv[j:]
+        has_value = i + 1 < len(argv) and not argv[i + 1].startswith("--")
+        return argv[:i] + [arg, value] + argv[i + 1 + has_value:]
     return [*argv, arg, value]
 
 

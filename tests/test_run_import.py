@@ -153,6 +153,11 @@ def test_links_and_non_archives_are_refused(tmp_path, config):
         ri.import_runs(tmp_path / "text.tar.gz", config, tmp_path / "runs")
     with pytest.raises(ri.ArchiveError, match="nothing imported: no such file"):
         ri.import_runs(tmp_path / "missing.tar.gz", config, tmp_path / "runs")
+    with open(tmp_path / "zeros.tar.xz", "wb") as f:  # xz reads zeros as stream padding: an empty archive, slowly
+        f.truncate(8 << 20)
+    with pytest.raises(ri.ArchiveError, match=r"zeros.tar.xz: nothing imported: not a readable tar archive \("):
+        ri.import_runs(tmp_path / "zeros.tar.xz", config, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
 
 
 def test_existing_run_folders_are_kept_unless_replaced(tmp_path, config):

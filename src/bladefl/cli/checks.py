@@ -21,13 +21,11 @@ def add_device_check(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_device_check(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     from bladefl.core import atomic
     from bladefl.experiments.runs import device_check
 
     if args.tables:
-        check = device_check.summary_check(*(pd.read_csv(p) for p in args.tables))
+        check = device_check.summary_check(*(device_check.read_table(p) for p in args.tables))
         table = check.runs
         print(table.to_string(index=False, float_format=lambda x: f"{x:.2e}"))
         print(f"\n{check.compared} runs compared ({args.tables[0]} vs {args.tables[1]}): K* by loss identical in "

@@ -57,6 +57,8 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
     about: Any = None
     if not Path(archive).is_file():
         raise ArchiveError("no such file")
+    if not _tar_magic(Path(archive)):  # checked first: xz reads a file of zeros as stream padding, all of it
+        raise ArchiveError("not a readable tar archive (plain, gzip, bzip2 or xz, by its first bytes)")
     try:
         tar = tarfile.open(archive, "r:*")
     except (EOFError, OSError, tarfile.TarError, lzma.LZMAError, zlib.error):  # truncated at its very start too
@@ -88,6 +90,16 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
     except (EOFError, OSError, tarfile.TarError, lzma.LZMAError, zlib.error) as exc:
         raise ArchiveError(f"truncated or corrupt ({exc.__class__.__name__}: {exc})") from None
     return runs, about
+
+
+# The first bytes of each archive form tarfile reads: gzip, bzip2, xz, and a plain (ustar) tar's magic at 257.
+MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
+
+
+def _tar_magic(path: Path) -> bool:
+    with path.open("rb") as f:
+        head = f.read(263)
+    return head.startswith(MAGIC) or head[257:262] == b"ustar"
 
 
 def _json(name: str, data: bytes) -> Any:

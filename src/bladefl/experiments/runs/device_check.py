@@ -19,12 +19,15 @@ the differences are below a curve's gaps, K*.
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 import torch
 
+from bladefl.core.bounded_read import read_regular
 from bladefl.fl.client_data import ClientData
 from bladefl.fl.engine import run_group
 from bladefl.fl.execution import resolve
@@ -149,6 +152,25 @@ def mixed_group_check(device: str, iterations: tuple[str, ...] = ("epoch", "full
 
 
 KEY = ["sweep", "cell", "seed"]
+COMPARED = [*KEY, "K", "status", "test_accuracy", "train_loss"]  # what a tidy run table holds that is compared
+MAX_TABLE_BYTES = 256 << 20  # the 20-draw grid's tidy table is a few MB
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """A tidy run table (``bladefl summarize``'s) read as hostile: a regular file of bounded size, a CSV with
+    the compared columns, numbers where numbers are compared (ValueError naming the file and the column)."""
+    data = read_regular(path, MAX_TABLE_BYTES, "tidy run table")
+    try:
+        frame = pd.read_csv(io.BytesIO(data))
+    except (ValueError, UnicodeDecodeError) as exc:  # pandas' parser and empty-data errors are ValueErrors
+        raise ValueError(f"{path}: not a CSV table ({exc.__class__.__name__})") from None
+    missing = [c for c in COMPARED if c not in frame]
+    if missing:
+        raise ValueError(f"{path}: columns {missing} missing (not the tidy run table `bladefl summarize` writes)")
+    for column in ("seed", "K", "test_accuracy", "train_loss"):
+        if not pd.api.types.is_numeric_dtype(frame[column]):
+            raise ValueError(f"{path}: {column} must be numbers")
+    return frame
 
 
 def _k_star(runs: pd.DataFrame, column: str, maximize: bool) -> pd.Series:
