@@ -147,6 +147,21 @@ def shared_once(tmp_path_factory, name: str, make) -> Path:  # noqa: ANN001 - py
     return folder
 
 
+@pytest.fixture(scope="session")
+def smoke_study(tmp_path_factory, data_root) -> Path:  # noqa: ANN001 - pytest's factory
+    """The smoke calibration study (config/calibration_smoke.yaml) run through the workflow once for the whole
+    test run: its work folder (the study under results/calibration-smoke/calibration/mnist). Its readers copy
+    what they change."""
+    def make(work: Path) -> None:
+        copy_workflow(work)
+        (work / "data").mkdir()
+        (work / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)
+        proc = snakemake(work, "--cores", "2", "--configfile", "config/calibration_smoke.yaml")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    return shared_once(tmp_path_factory, "calibration-smoke", make)
+
+
 def dry_run_once(tmp_path_factory, *argv: str):  # noqa: ANN001, ANN201 - pytest's factory; a CompletedProcess
     """``snakemake *argv -n`` in a copy of the workflow, run once for the whole test run whichever test
     asks first (the docs' commands and the workflow's tests ask for some of the same dry runs)."""

@@ -25,7 +25,7 @@ from bladefl.experiments.calibration import checks, evaluation, importance, sear
 from bladefl.experiments.calibration.space import Point, space
 from bladefl.fl import lazy, mlp, trainer
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
-from conftest import copy_workflow, dry_run_once, snakemake, venv_env
+from conftest import dry_run_once, snakemake, venv_env
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -378,12 +378,8 @@ def test_a_killed_study_resumes_without_repeating_a_finished_trial(tmp_path, dat
 
 @pytest.mark.slow
 @pytest.mark.snakemake
-def test_the_smoke_study_runs_through_the_workflow_with_its_page(tmp_path, data_root):
-    work = copy_workflow(tmp_path)
-    (work / "data").mkdir()
-    (work / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)
-    proc = snakemake(work, "--cores", "2", "--configfile", "config/calibration_smoke.yaml")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_the_smoke_study_runs_through_the_workflow_with_its_page(smoke_study):
+    work = smoke_study  # run through the workflow once for the test run (conftest), its run asserted there
     cal = work / "results/calibration-smoke/calibration/mnist"
     trials = __import__("pandas").read_csv(cal / "trials.csv")
     done = trials[trials.state == "complete"]

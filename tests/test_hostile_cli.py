@@ -144,39 +144,41 @@ TABLE: dict[str, dict] = {
                        "--cores": NUM, "--chain-drag": FLAG, "--draws": IN}},
     "resources": {"base": ["--benchmarks", "{v}/benchmarks", "--out", "{w}/profile"], "valid": True,
                   "args": {"--benchmarks": DIR, "--out": OUT, "--margin": NUM, "--measured": IN, "--for": IN}},
-    "calibrate": {"base": ["--spec", "{w}/nospec.json", "--storage", "{w}/study.journal", "--trials-dir",
-                           "{w}/trials"],
-                  "args": {"--spec": IN, "--storage": OUT, "--trials-dir": OUT, "--worker": NAME, "--threads": NUM,
-                           "--done": OUT}},
+    # the smoke calibration study ({study}: a copy of conftest's, run through the workflow once for the test run)
+    "calibrate": {"base": ["--spec", "{study}/spec.json", "--storage", "{study}/study.journal", "--trials-dir",
+                           "{study}/trials"], "valid": True, "cwd": "{w}",  # its rule has stopped it: no trial
+                  "args": {"--spec": IN, "--storage": "skip: another journal is another study, which trains its "
+                                                      "trials (tests/test_calibration.py)",
+                           "--trials-dir": OUT, "--worker": NAME, "--threads": NUM, "--done": OUT}},
     "calibration-pick": {"base": ["--spec", "{v}/cal/spec.json", "--storage", "{v}/cal/study.journal", "--out",
                                   "{w}/picked.json"], "valid": True,
                          "cwd": "{w}",  # the kept spec names its engine by a path from the study's folder
                          "args": {"--spec": IN, "--storage": IN, "--out": OUT}},
-    "calibration-rerun": {"base": ["--spec", "{w}/spec.json", "--picked", "{w}/nopick.json", "--role", "stated",
-                                   "--out-dir", "{w}/rerun"],
+    "calibration-rerun": {"base": ["--spec", "{study}/spec.json", "--picked", "{study}/picked.json", "--role",
+                                   "stated", "--out-dir", "{w}/rerun", "--trials-dir", "{study}/trials"],
+                          "valid": True, "cwd": "{w}",  # the search's runs taken: nothing trained
                           "args": {"--spec": IN, "--picked": IN, "--role": NAME, "--out-dir": OUT,
-                                   "--trials-dir": DIR, "--threads": NUM}},
-    "calibration-tables": {"base": ["--spec", "{w}/spec.json", "--storage", "{w}/study.journal", "--picked",
-                                    "{w}/nopick.json", "--roots", "stated={w}/r", "best1={w}/r", "--out-dir",
-                                    "{w}/tables"],
+                                   "--trials-dir": "skip: without the search's runs the reading's rows are trained "
+                                                   "(tests/test_calibration.py)", "--threads": NUM}},
+    "calibration-tables": {"base": ["--spec", "{study}/spec.json", "--storage", "{study}/study.journal", "--picked",
+                                    "{study}/picked.json", "--roots", "stated={study}/rerun/stated",
+                                    "best1={study}/rerun/best1", "--trials-dir", "{study}/trials", "--out-dir",
+                                    "{w}/tables"], "valid": True, "cwd": "{w}",
                            "args": {"--spec": IN, "--storage": IN, "--picked": IN, "--roots": TEXT,
                                     "--trials-dir": DIR, "--out-dir": OUT}},
-    "calibration-conventions": {"base": ["--spec", "{w}/spec.json", "--roots", "stated={w}/r", "--out", "{w}/c.csv"],
-                                "args": {"--spec": IN, "--roots": TEXT, "--out": OUT}},
+    "calibration-conventions": {"base": ["--spec", "{study}/spec.json", "--roots", "stated={study}/rerun/stated",
+                                         "best1={study}/rerun/best1", "--out", "{w}/c.csv"], "valid": True,
+                                "cwd": "{w}", "args": {"--spec": IN, "--roots": TEXT, "--out": OUT}},
 }
 
 # Why a base is not a valid call here (each of its refusals may be the base's own, not the value's): what a
 # valid one would need, and where that command's valid calls are tested.
-STUDY_RUNS = "needs a study's second-pass run folders, which no kept study holds (tests/test_calibration.py)"
 REFUSED = {
     "report-index": "draws the front page's figure, seconds a call: its 13 arguments x the corpus from a valid base "
                     "took 16 minutes (tests/test_report.py; its tables' columns: the test below)",
     "run-page": "executes its notebook in a kernel of its own, seconds a call (tests/test_report.py)",
     "rejudge": "re-derives a bundle's verdicts, a minute a call (tests/test_kept_results.py)",
     "bench": "measures the engine (minutes)",
-    "calibrate": "trains a trial's runs (tests/test_calibration.py)",
-    "calibration-rerun": "trains the picked reading's rows (tests/test_calibration.py)",
-    "calibration-tables": STUDY_RUNS, "calibration-conventions": STUDY_RUNS,
 }
 for _name, _why in REFUSED.items():
     TABLE[_name]["refused"] = _why
@@ -233,8 +235,9 @@ def test_every_base_is_a_valid_call_or_says_why_not():
         assert spec.get("valid") is True or isinstance(spec.get("refused"), str), name
 
 
-def test_the_valid_bases_succeed_on_their_own(world, tmp_path, monkeypatch):
+def test_the_valid_bases_succeed_on_their_own(world, tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
+    world = _with_study(world, request)
     for name, spec in sorted(TABLE.items()):
         if spec.get("valid"):
             os.chdir(_fill(spec.get("cwd", str(tmp_path)), world))
@@ -324,6 +327,37 @@ def world(tmp_path_factory, data_root) -> dict[str, str]:
             "html": str(w / "html.csv"), "link": str(w / "link"), "engine": str(engine), "repo": str(REPO)}
 
 
+def _with_study(world: dict[str, str], request: pytest.FixtureRequest) -> dict[str, str]:
+    """``world`` with ``{study}``: a copy of the smoke calibration study (its spec, journal, picked points, the
+    search's and the second pass's runs; ``smoke_study``, made once for the test run), each study base called
+    once on it first so the locks it leaves beside the journal are there before any case looks."""
+    study = Path(world["v"]) / "study"
+    if not study.exists():
+        import shutil
+
+        source = request.getfixturevalue("smoke_study") / "results/calibration-smoke/calibration/mnist"
+        part = study.with_name("study.part")
+        shutil.rmtree(part, ignore_errors=True)
+        part.mkdir()
+        for name in ("spec.json", "study.journal", "picked.json"):
+            shutil.copy(source / name, part / name)
+        for name in ("trials", "rerun"):
+            shutil.copytree(source / name, part / name, symlinks=False)
+        (Path(world["w"]) / "data").mkdir(exist_ok=True)  # the spec's data folder, from the cwd {w}
+        if not (Path(world["w"]) / "data/raw").exists():
+            (Path(world["w"]) / "data/raw").symlink_to(world["data"], target_is_directory=True)
+        part.rename(study)
+        filled = {**world, "study": str(study)}
+        for name in STUDY_COMMANDS:
+            os.chdir(world["w"])
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                main([name, *(_fill(a, filled) for a in TABLE[name]["base"])])
+    return {**world, "study": str(study)}
+
+
+STUDY_COMMANDS = [name for name, spec in TABLE.items() if any("{study}" in a for a in spec["base"])]
+
+
 def _group_and_bound_inputs(v: Path, run: Path, engine: Path, data_root: Path) -> None:
     """A group plan of one run (checked, not computed), a partition of two clients, a sensitivity ranking and
     an archive of the smoke grid's runs (tests/test_run_import.py's, made without training)."""
@@ -388,8 +422,9 @@ CASES = [(name, arg) for name in sorted(TABLE) for arg, kind in TABLE[name]["arg
 
 
 @pytest.mark.parametrize("command, arg", CASES, ids=[f"{c}:{a}" for c, a in CASES])
-def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, monkeypatch, command, arg):
+def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, monkeypatch, request, command, arg):
     spec = TABLE[command]
+    world = _with_study(world, request) if command in STUDY_COMMANDS else world
     kind = spec["args"][arg]
     exits = {0, 2} | spec.get("exits", set())
     w = Path(world["w"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 
@@ -58,8 +59,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     spec = _spec(args.spec)
     folder_option(args.trials_dir, "--trials-dir")
-    if not args.worker or not args.worker.replace("-", "").replace("_", "").isalnum():
-        raise ValueError(f"--worker: letters, digits, '-' and '_' (got {args.worker!r})")
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", args.worker):  # it names the worker's lock file beside the journal
+        raise ValueError(f"--worker: 1 to 64 ASCII letters, digits, '-' and '_' (got {args.worker[:40]!r})")
     _log(f"{spec.dataset}: {len(spec.full.rows)} table rows ({len(spec.screen.rows)} on the screen, "
          f"{len(spec.screen.cells())} cells), {len(spec.full.draws)} draws, every feasible K; "
          f"{len(spec.space.points)} named points first, then at least {spec.rule.min_proposals} sampler proposals and "
