@@ -188,8 +188,9 @@ def test_a_point_whose_draws_disagree_is_scored_on_more_draws(monkeypatch, sprea
         {"K_star_range": [2.0 if len(plan.draws) < spread_until else 0.0], "max_accuracy_range": [0.0]}))
     rows = evaluation.rows(GRID, TABLES, ["Table II"], "mnist")
     plan = evaluation.Plan("mnist", "config/engines/paper.yaml", 100.0, tuple(rows), (0, 1), "data/raw")
-    done, seconds = evaluation.run_enough(plan, None, "runs", (1.0, 3.0), most)  # type: ignore[arg-type]
+    done, seconds, results = evaluation.run_enough(plan, None, "runs", (1.0, 3.0), most)  # type: ignore[arg-type]
     assert counts == ran and done.draws == tuple(range(ran[-1])) and seconds == len(ran)
+    assert results.K_star_range.iloc[0] == (2.0 if ran[-1] < spread_until else 0.0)  # the last plan's rows
 
 
 def test_max_draws_at_draws_keeps_the_study_its_journal_names():

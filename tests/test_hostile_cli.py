@@ -348,9 +348,9 @@ def _with_study(world: dict[str, str], request: pytest.FixtureRequest) -> dict[s
             (Path(world["w"]) / "data/raw").symlink_to(world["data"], target_is_directory=True)
         part.rename(study)
         filled = {**world, "study": str(study)}
-        for name in STUDY_COMMANDS:
-            os.chdir(world["w"])
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for name in STUDY_COMMANDS:  # from {w}, the cwd their cases run in; the caller's cwd kept
+            with contextlib.chdir(world["w"]), contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()):
                 main([name, *(_fill(a, filled) for a in TABLE[name]["base"])])
     return {**world, "study": str(study)}
 

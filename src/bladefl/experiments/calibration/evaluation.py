@@ -220,16 +220,19 @@ def run(plan: Plan, point: Point, root: str | Path, *, threads: int = 0, progres
 
 
 def run_enough(plan: Plan, point: Point, root: str | Path, targets: tuple[float, float], max_draws: int, *,
-               threads: int = 0) -> tuple[Plan, float]:
+               threads: int = 0) -> tuple[Plan, float, pd.DataFrame]:
     """:func:`run`, then ``len(plan.draws)`` more draws at a time, up to ``max_draws``, while two draws of a
     row differ by more than ``targets`` (K* rounds, accuracy points; :func:`draws_disagree`): a point
-    whose draws disagree is scored on more of them, not fewer. Returns the plan run and its seconds."""
+    whose draws disagree is scored on more of them, not fewer. Returns the plan run, its seconds and its
+    :func:`row_results`."""
     seconds = run(plan, point, root, threads=threads)
+    results = row_results(plan, root)
     step = len(plan.draws)
-    while len(plan.draws) < max_draws and draws_disagree(row_results(plan, root), *targets):
+    while len(plan.draws) < max_draws and draws_disagree(results, *targets):
         plan = plan.with_draws(min(max_draws, len(plan.draws) + step))
         seconds += run(plan, point, root, threads=threads)
-    return plan, seconds
+        results = row_results(plan, root)
+    return plan, seconds, results
 
 
 def row_results(plan: Plan, root: str | Path) -> pd.DataFrame:

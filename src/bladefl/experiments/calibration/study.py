@@ -34,6 +34,7 @@ from bladefl.experiments.plan.grid import members_to_json
 
 if TYPE_CHECKING:
     import optuna
+    import pandas as pd
 
     from bladefl.experiments.calibration.stopping import StopRule
 
@@ -87,10 +88,10 @@ def _number_errors(block: Mapping[str, Any]) -> list[str]:
         if gone in block:
             errors.append(f"calibration.{gone}: no longer a setting (every feasible K is run; the search stops on "
                           "calibration.stop)")
-    importance: Any = block.get("importance", {})
     most: Any = block.get("max_draws", block.get("draws"))  # outside DEFAULTS: unset, a study of before it
     if is_int(block.get("draws")) and not (is_int(most) and block["draws"] <= most <= 100):
         errors.append(f"calibration.max_draws must be an integer in draws..100 (got {most!r})")
+    importance: Any = block.get("importance", {})
     shuffles = permutations_of(block)
     if not (is_int(shuffles) and 1 <= shuffles <= 10_000) or set(importance or {}) - {"permutations"}:
         errors.append(f"calibration.importance must be {{permutations: an integer in 1..10000}} (got {importance!r})")
@@ -250,8 +251,7 @@ def members_json(spec: StudySpec) -> str:
     return members_to_json(evaluation.row_members(spec.second.rows))
 
 
-def _scored(plan: Plan, root: Path, spec: StudySpec) -> tuple[tuple[float, float], list[dict[str, Any]], float]:
-    results = evaluation.row_results(plan, root)
+def _scored(results: pd.DataFrame, spec: StudySpec) -> tuple[tuple[float, float], list[dict[str, Any]], float]:
     k, acc = evaluation.distances(results)
     return (k, acc), results.to_dict(orient="records"), evaluation.closeness(k, acc, spec.k_target,
                                                                               spec.accuracy_target)
@@ -269,8 +269,9 @@ def first_pass(spec: StudySpec, storage: str | Path, trials_root: str | Path, wo
     def evaluate(point: Point, trial: optuna.Trial) -> search.Outcome:
         root = Path(trials_root) / point.key
         targets = (spec.k_target, spec.accuracy_target)
-        screen, seconds = evaluation.run_enough(spec.screen, point, root, targets, spec.max_draws, threads=threads)
-        values, rows, closeness = _scored(screen, root, spec)
+        screen, seconds, results = evaluation.run_enough(spec.screen, point, root, targets, spec.max_draws,
+                                                         threads=threads)
+        values, rows, closeness = _scored(results, spec)
         trial.set_user_attr("screen_closeness", closeness)
         attrs: dict[str, Any] = {"key": point.key, "screen_rows": rows, "screen_seconds": round(seconds, 1),
                                  "screen_run_seconds": round(evaluation.run_seconds(screen, root), 1)}
@@ -279,10 +280,10 @@ def first_pass(spec: StudySpec, storage: str | Path, trials_root: str | Path, wo
                       if t.number != trial.number and "screen_closeness" in t.user_attrs]
         if point.name == "stated" or stopping.promoted(closeness, others, spec.promote):
             log(f"trial {trial.number}: screen closeness {closeness:.2f}, on to every row")
-            every, more = evaluation.run_enough(spec.full.with_draws(len(screen.draws)), point, root, targets,
-                                                spec.max_draws, threads=threads)
+            every, more, results = evaluation.run_enough(spec.full.with_draws(len(screen.draws)), point, root,
+                                                         targets, spec.max_draws, threads=threads)
             seconds += more
-            full, full_rows, full_closeness = _scored(every, root, spec)
+            full, full_rows, full_closeness = _scored(results, spec)
             attrs |= {"full_values": list(full), "full_rows": full_rows, "full_closeness": full_closeness,
                       "full_run_seconds": round(evaluation.run_seconds(every, root), 1)}
         attrs["seconds"] = round(seconds, 1)
