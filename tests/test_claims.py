@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
-from bladefl.theory.claims import COROLLARIES, bound_falls_with_eta, corollary, monotone, on_bound
+from bladefl.theory.claims import COROLLARIES, bound_falls_with_eta, corollary, monotone, on_bound, on_bounds
 
 VALUES = {"alpha": [1, 2, 5], "beta": [6, 8, 10, 12], "delta": [0.1, 0.3, 1.0], "N": [10, 15, 20, 25],
           "eta": [0.005, 0.01, 0.05], "lazy_ratio": [0.0, 0.1, 0.2, 0.3], "sigma2": [0.01, 0.1, 0.2, 0.3]}
@@ -29,6 +30,17 @@ def test_corollaries_as_stated_hold_for_the_real_minimiser_of_the_bound(claim):
         v = on_bound(claim, params, VALUES[claim.param], integer=False)
         assert v.holds, (params, v)
         assert v.x == sorted(float(x) for x in VALUES[claim.param]) and len(v.y) == len(v.x)
+
+
+@pytest.mark.parametrize("integer", [False, True])
+def test_many_base_points_judged_at_once_are_each_judged_as_alone(integer):
+    """on_bounds (a fit's resamples, every setting in one batched minimisation) gives each base point the
+    verdict on_bound gives it alone, K* for K*, on every corollary."""
+    bases = list(parameter_grid())
+    for claim in COROLLARIES:
+        together = on_bounds(claim, bases, VALUES[claim.param], integer=integer)
+        alone = [on_bound(claim, base, VALUES[claim.param], integer=integer) for base in bases]
+        assert together == alone, claim.name
 
 
 def test_the_proofs_reading_of_corollary_4_fails_where_the_statement_holds():
@@ -138,8 +150,8 @@ def test_a_real_k_star_that_moves_below_the_minimisers_resolution_is_flat_not_a_
     base = {"alpha": 1, "beta": 6, "eta": 0.01, "L": 1.0, "xi": 1.0, "delta": 1.0, "phi": 1.0, "eps2": 1.0,
             "t_sum": 100, "M": 8, "N": 20, "theta": 0.1, "sigma2": 0.01}
     for step, holds in ((1e-9, False), (1e-3, True)):
-        ks = iter([1.414, 1.414 - step, 1.414 - 2 * step])
-        monkeypatch.setattr(claims, "k_star_exact", lambda ks=ks, **kw: next(ks))
+        ks = np.array([1.414, 1.414 - step, 1.414 - 2 * step])  # the real K*: one batched call for the sweep
+        monkeypatch.setattr(claims, "k_star_real", lambda ks=ks, **kw: ks)
         verdict = on_bound(claim, base, [0.01, 0.1, 0.2], integer=False)
         assert verdict.holds is holds, (step, verdict.detail)
         assert ("flat" in verdict.detail) is not holds

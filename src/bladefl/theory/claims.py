@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bladefl.theory.bound import k_star_exact, upper_bound
+from bladefl.theory.bound import k_star_exact, k_star_real, upper_bound
 
 
 @dataclass(frozen=True)
@@ -122,12 +122,25 @@ def on_bound(claim: Corollary, base: Mapping[str, float], values: Sequence[float
     default, the experiment's time model; ``integer=False``: the real minimiser of the
     continuous analysis) at each value of the parameter (:func:`sweep_point`), and whether it
     moves as claimed."""
-    ys = []
-    for v in values:
-        p = sweep_point(base, claim.param, v)
-        k = k_star_exact(**{key: p[key] for key in BOUND_ARGS}, M=p["M"], N=p["N"], theta=p["theta"],
-                         sigma2=p["sigma2"], integer=integer)
-        ys.append(k * p["beta"] if claim.quantity == "mining_time" else k)
+    return on_bounds(claim, [base], values, integer)[0]
+
+
+def on_bounds(claim: Corollary, bases: Sequence[Mapping[str, float]], values: Sequence[float],
+              integer: bool = True) -> list[Verdict]:
+    """:func:`on_bound` for many base points (a fit's resamples) over one sweep: with ``integer=False``
+    every (base, value) setting's real minimiser in one batched :func:`k_star_real` call."""
+    points = [sweep_point(base, claim.param, v) for base in bases for v in values]
+    lazy = ("M", "N", "theta", "sigma2")
+    if integer:
+        ks = [k_star_exact(**{key: p[key] for key in (*BOUND_ARGS, *lazy)}, integer=True) for p in points]
+    else:
+        ks = k_star_real(**{key: np.array([float(p[key]) for p in points]) for key in (*BOUND_ARGS, *lazy)}).tolist()
+    ys = [k * p["beta"] if claim.quantity == "mining_time" else k for k, p in zip(ks, points, strict=True)]
+    n = len(values)
+    return [_moves(claim, values, ys[i * n:(i + 1) * n], integer) for i in range(len(bases))]
+
+
+def _moves(claim: Corollary, values: Sequence[float], ys: Sequence[float], integer: bool) -> Verdict:
     # The real minimiser resolves K* to RESOLUTION of itself: a step below it is a tie, not a move (a flat
     # K* whose last digits differ between machines neither rises nor falls).
     finite = [abs(y) for y in ys if math.isfinite(y)]

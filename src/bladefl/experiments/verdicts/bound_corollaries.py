@@ -13,7 +13,15 @@ import numpy as np
 from bladefl.experiments.plan.grid import Member
 from bladefl.experiments.verdicts.bound_fit import CellFit, base_cell, corollary_values, fitted_base
 from bladefl.experiments.verdicts.vocabulary import Replicates, claim_row, fmt, sweep_varying
-from bladefl.theory.claims import COROLLARIES, Corollary, Verdict, bound_falls_with_eta, on_bound, sweep_point
+from bladefl.theory.claims import (
+    COROLLARIES,
+    Corollary,
+    Verdict,
+    bound_falls_with_eta,
+    on_bound,
+    on_bounds,
+    sweep_point,
+)
 
 
 def _k_values(claim: Corollary, base: dict[str, float], v: Verdict) -> list[float]:
@@ -64,10 +72,10 @@ def fitted_corollaries(fits: Sequence[Sequence[CellFit]], members: Sequence[Memb
             values = [x for x, ok in zip(values, feasible, strict=True) if ok]
             real = on_bound(claim, base, values, integer=False)
         integer = on_bound(claim, base, values, integer=True)
-        holds = []
-        for resample in fits:
-            g = base_cell(resample, claim.param)
-            holds.append(g.fit is not None and on_bound(claim, fitted_base(g), values, integer=False).holds)
+        resampled = [base_cell(resample, claim.param) for resample in fits]
+        judged = iter(on_bounds(claim, [fitted_base(g) for g in resampled if g.fit is not None], values,
+                                integer=False))  # every resample's real K* in one batched minimisation
+        holds = [g.fit is not None and next(judged).holds for g in resampled]
         k_real = _k_values(claim, base, real)
         caveat = _caveats(claim, base, values, k_real)
         vacuous = (f"the fitted bound of {f.cell.cell} has eps2 = inf (its minimax fit): no xi-delta term and no lazy "
