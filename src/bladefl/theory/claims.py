@@ -134,7 +134,8 @@ def on_bounds(claim: Corollary, bases: Sequence[Mapping[str, float]], values: Se
     if integer:
         ks = [k_star_exact(**{key: p[key] for key in (*BOUND_ARGS, *lazy)}, integer=True) for p in points]
     else:
-        ks = k_star_real(**{key: np.array([float(p[key]) for p in points]) for key in (*BOUND_ARGS, *lazy)}).tolist()
+        settings: dict[str, Any] = {key: np.array([float(p[key]) for p in points]) for key in (*BOUND_ARGS, *lazy)}
+        ks = k_star_real(**settings).tolist()
     ys = [k * p["beta"] if claim.quantity == "mining_time" else k for k, p in zip(ks, points, strict=True)]
     n = len(values)
     return [_moves(claim, values, ys[i * n:(i + 1) * n], integer) for i in range(len(bases))]
