@@ -13,6 +13,7 @@ import yaml
 from bladefl.experiments.runs.provenance import code_version
 from bladefl.report import bundle_design as bd
 from bladefl.report import front_page as fp
+from bladefl.report.index_inputs import read_verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,8 +125,9 @@ def test_the_headline_front_page_holds_at_most_3000_visible_words_and_states_wha
     provenance = {d: pd.read_csv(results / f"provenance/{d}.csv") for d in datasets}
     seeds = yaml.safe_load((ROOT / bd.HEADLINE_BUNDLE / "config.yaml").read_text())["seeds"]
     line = bd.provenance_line(provenance, [str(ROOT / bd.HEADLINE_BUNDLE / "config.yaml")], seeds)
-    out = pages.write_index(tmp_path / "index.html", [results / f"verdicts/{d}.csv" for d in datasets], [],
-                            None, line, comparisons=comparisons, summaries=summaries, engine="paper",
+    verdicts = read_verdicts([results / f"verdicts/{d}.csv" for d in datasets])
+    out = pages.write_index(tmp_path / "index.html", verdicts, [], None, line, comparisons=comparisons,
+                            summaries=summaries, engine="paper",
                             paper_tables=read_paper_tables(ROOT / "config/paper_values.yaml"))
     page = out.read_text()
     assert visible_words(page) <= 3000, visible_words(page)

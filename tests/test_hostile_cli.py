@@ -17,6 +17,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -27,161 +28,160 @@ from bladefl.cli import build_parser, main
 REPO = Path(__file__).resolve().parents[1]
 
 # How an argument is read. IN: a file (or files) read; DIR: a folder read; OUT: a file or folder written;
-# NUM: a number; NAME: a word of a closed set or a name; TEXT: free text that lands in an output; FLAG:
-# a switch (nothing to feed); SKIP: not fed here, with the reason.
-IN, DIR, OUT, NUM, NAME, TEXT, FLAG = "in", "dir", "out", "num", "name", "text", "flag"
+# LINK: a path written into a page as a link, never opened (it may not exist yet); NUM: a number; NAME: a
+# word of a closed set or a name; TEXT: free text that lands in an output; FLAG: a switch (nothing to feed);
+# SKIP: not fed here, with the reason.
+IN, DIR, OUT, LINK, NUM, NAME, TEXT, FLAG = "in", "dir", "out", "link", "num", "name", "text", "flag"
 
 # Per command: the base arguments (placeholders {w}: the sandbox; {engine}: the tiny engine config) that a
 # hostile value replaces one at a time, the exits it documents, and each argument's kind. A command that
 # trains or measures (heavy) lists what it feeds and says where the rest is covered.
 TABLE: dict[str, dict] = {
-    "fetch": {"base": ["--dataset", "mnist", "--root", "{data}", "--sources", "existing"], "exits": {1}, "valid": True,
+    "fetch": {"base": ["--dataset", "mnist", "--root", "{data}", "--sources", "existing"], "exits": {1},
               "args": {"--dataset": NAME, "--root": OUT, "--sources": NAME}},
     "partition": {"base": ["--dataset", "mnist", "--key", "shards2_N4_n8_seed0", "--root", "{data}", "--out",
-                           "{w}/part.npy"], "valid": True,
+                           "{w}/part.npy"],
                   "args": {"--dataset": NAME, "--key": NAME, "--root": DIR, "--out": OUT}},
-    "run": {"base": ["--config", "{engine}", "--out", "{w}/run", "--quiet", "--set", "data_dir={data}"], "valid": True,
+    "run": {"base": ["--config", "{engine}", "--out", "{w}/run", "--quiet", "--set", "data_dir={data}"],
             "args": {"--config": IN, "--set": TEXT, "--out": OUT, "--quiet": FLAG, "--partition": IN,
                      "--threads": NUM, "--reference": IN, "--group": IN, "--computed-in": DIR}},
     "run-group": {"base": ["--config", "{engine}", "--plan", "@{v}/plan.json", "--partition", "{v}/p.npy", "--compute",
-                           "0", "--done", "{w}/g.done"], "valid": True,  # checks the plan, trains nothing
+                           "0", "--done", "{w}/g.done"],  # checks the plan, trains nothing
                   "args": {"--config": IN, "--set": TEXT, "--plan": IN, "--partition": IN, "--reference": IN,
                            "--threads": NUM, "--chain-processes": NUM, "--max-rows": NUM, "--quiet": FLAG,
                            "--done": OUT, "--compute": NUM}},
     "reference": {"base": ["--config", "{engine}", "--partition", "{v}/p.npy", "--out", "{w}/ref.npz", "--max-epochs",
-                           "2", "--set", "data_dir={data}"], "valid": True, "twins": [".json"],
+                           "2", "--set", "data_dir={data}"], "twins": [".json"],
                   "args": {"--config": IN, "--set": TEXT, "--partition": IN, "--out": OUT, "--eta": NUM,
                            "--max-epochs": NUM}},
     "bound": {"base": ["--runs", "{measured}/summary.json", "--members", "@{v}/run_members.json", "--references",
-                       "{reference}", "--out-dir", "{w}/b"], "valid": True,
+                       "{reference}", "--out-dir", "{w}/b"],
               "args": {"--runs": IN, "--members": IN, "--references": IN, "--out-dir": OUT}},
     "detection": {"base": ["--runs", "{lazy}/summary.json", "--members", "@{v}/lazy_members.json", "--out-dir",
-                           "{w}/d"], "valid": True,
+                           "{w}/d"],
                   "args": {"--runs": IN, "--members": IN, "--exclude-sweeps": NAME, "--out-dir": OUT}},
     "summarize": {"base": ["--runs", "{run}/summary.json", "--members", "@{v}/run_members.json", "--table",
-                           "{w}/t.csv", "--optimum", "{w}/o.csv"], "valid": True,
+                           "{w}/t.csv", "--optimum", "{w}/o.csv"],
                   "args": {"--runs": IN, "--members": IN, "--table": OUT, "--optimum": OUT}},
     "sensitivity": {"base": ["--dataset", "mnist", "--readings", "stated", "--axes", "stated", "--summaries",
                              "{v}/mnist.csv", "--optima", "{v}/mnist_optimum.csv", "--verdicts",
                              "{v}/bundle/results/verdicts/mnist.csv", "--paper-values",
                              "{repo}/config/paper_values.yaml", "--t-sum", "100", "--sweeps", "alpha", "--out-dir",
-                             "{w}/sens"], "valid": True,
+                             "{w}/sens"],
                     "args": {"--dataset": NAME, "--readings": NAME, "--axes": NAME, "--summaries": IN, "--optima": IN,
                              "--verdicts": IN, "--paper-values": IN, "--t-sum": NUM, "--sweeps": NAME,
                              "--out-dir": OUT}},
     "sensitivity-index": {"base": ["--rankings", "{v}/ranking.csv", "--pages", "{v}/p.html", "--out", "{w}/i.html"],
-                          "valid": True,
-                          "args": {"--rankings": IN, "--pages": IN, "--out": OUT}},
+                          "args": {"--rankings": IN, "--pages": LINK, "--out": OUT}},
     "calibration-index": {"base": ["--outcomes", "{repo}/reference/calibration-cpu/results/calibration/mnist/"
-                                   "outcome.json", "--pages", "{v}/p.html", "--out", "{w}/i.html"], "valid": True,
-                          "args": {"--outcomes": IN, "--pages": IN, "--out": OUT}},
-    "report-index": {"base": ["--verdicts", "{w}/v.csv", "--provenance", "{w}/p.csv", "--pages", "{w}/p.html",
-                              "--summaries", "{w}/s.csv", "--comparisons", "{w}/c.csv", "--seeds", "0", "--figures",
-                              "{w}/fig", "--out", "{w}/index.html"],
-                     "args": {"--verdicts": IN, "--provenance": IN, "--pages": IN, "--summaries": IN,
+                                   "outcome.json", "--pages", "{v}/p.html", "--out", "{w}/i.html"],
+                          "args": {"--outcomes": IN, "--pages": LINK, "--out": OUT}},
+    # a kept bundle's tables, its summary and comparison cut to one sweep (one panel: the figure in a second)
+    "report-index": {"base": ["--verdicts", "{v}/bundle/results/verdicts/mnist.csv", "--provenance",
+                              "{v}/bundle/results/provenance/mnist.csv", "--pages", "{v}/p.html", "--summaries",
+                              "{v}/ri/mnist.csv", "--comparisons", "{v}/ri/mnist_paper_comparison.csv", "--configfiles",
+                              "{v}/bundle/config.yaml", "--seeds", "0", "1", "--figures", "{w}/fig", "--calibration",
+                              "{repo}/reference/calibration-cpu/results/calibration/mnist/outcome.json",
+                              "--calibration-page", "{v}/p.html", "--engine", "paper", "--paper-values",
+                              "{repo}/config/paper_values.yaml", "--out", "{w}/index.html"],
+                     "args": {"--verdicts": IN, "--provenance": IN, "--pages": LINK, "--summaries": IN,
                               "--comparisons": IN, "--configfiles": IN, "--seeds": NUM, "--figures": OUT,
-                              "--calibration": IN, "--calibration-page": IN, "--engine": NAME, "--out": OUT,
+                              "--calibration": IN, "--calibration-page": LINK, "--engine": NAME, "--out": OUT,
                               "--paper-values": IN}},
     "verdicts": {"base": ["--dataset", "mnist", "--summary", "{v}/mnist.csv", "--members", "@{v}/members.json",
-                          "--t-sum", "100", "--out", "{w}/v.csv"], "valid": True,
+                          "--t-sum", "100", "--out", "{w}/v.csv"],
                  "args": {"--dataset": NAME, "--summary": IN, "--members": IN, "--t-sum": NUM, "--engine": IN,
                           "--bound-sweep": NAME, "--gaps": IN, "--constants": IN, "--margins": TEXT,
                           "--resamples": NUM, "--bound-resamples": NUM, "--statements": IN, "--paper-values": IN,
                           "--out": OUT}},
-    "findings": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/findings.md"], "valid": True,
+    "findings": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/findings.md"],
                  "args": {"bundles": DIR, "--out": OUT}},
-    "ro-crate": {"base": ["{v}/bundle"], "valid": True, "args": {"bundle": DIR}},
-    "summary": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/summary.md"], "valid": True,
+    "ro-crate": {"base": ["{v}/bundle"], "args": {"bundle": DIR}},
+    "summary": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/summary.md"],
                 "args": {"bundles": DIR, "--out": OUT}},
     "diff": {"base": ["{repo}/reference/default-2seeds", "{repo}/reference/default-2seeds", "--out", "{w}/d.md"],
-             "valid": True,
              "args": {"a": DIR, "b": DIR, "--out": OUT, "--csv-dir": OUT}},
     "conventions": {"base": ["--summary", "{v}/mnist.csv", "--dataset", "mnist", "--paper-values",
-                             "{repo}/config/paper_values.yaml", "--csv", "{w}/c.csv"], "valid": True,
+                             "{repo}/config/paper_values.yaml", "--csv", "{w}/c.csv"],
                     "args": {"runs": DIR, "--summary": IN, "--dataset": NAME, "--paper-values": IN, "--csv": OUT,
                              "--bundle": DIR, "--k-star-from": NAME, "--accuracy-on": NAME, "--statements": IN}},
     "paper-comparison": {"base": ["--dataset", "mnist", "--summary", "{v}/mnist.csv", "--optimum",
                                   "{v}/mnist_optimum.csv",
                                   "--paper-values", "{repo}/config/paper_values.yaml", "--t-sum", "100", "--out",
-                                  "{w}/c.csv"], "valid": True, "twins": [".md"],
+                                  "{w}/c.csv"], "twins": [".md"],
                          "args": {"--dataset": NAME, "--summary": IN, "--optimum": IN, "--paper-values": IN,
                                   "--t-sum": NUM, "--out": OUT}},
-    "provenance": {"base": ["--runs", "{run}/summary.json", "--out", "{w}/prov.csv"], "valid": True,
+    "provenance": {"base": ["--runs", "{run}/summary.json", "--out", "{w}/prov.csv"],
                    "args": {"--runs": IN, "--out": OUT}},
-    "render-page": {"base": ["{v}/nb.ipynb", "--out", "{w}/page.html", "--index", "{v}/p.html"], "valid": True,
-                    "args": {"notebook": IN, "--out": OUT, "--index": IN}},
-    "run-page": {"base": ["{w}/nb.ipynb", "--parameters", "{w}/p.yaml", "--executed", "{w}/e.ipynb", "--out",
-                          "{w}/page.html"],
-                 "args": {"notebook": IN, "--parameters": IN, "--executed": OUT, "--out": OUT, "--index": IN,
+    "render-page": {"base": ["{v}/nb.ipynb", "--out", "{w}/page.html", "--index", "{v}/p.html"],
+                    "args": {"notebook": IN, "--out": OUT, "--index": LINK}},
+    # a page of three cells whose parameters name a path in the results folder and one in the data folder
+    "run-page": {"base": ["{v}/rp/nb.ipynb", "--parameters", "{v}/rp/p.yaml", "--executed", "{w}/e.ipynb", "--out",
+                          "{w}/page.html", "--index", "{w}/index.html", "--results-dir", "{v}/rp/results",
+                          "--data-dir", "{v}/rp/data"],
+                 "args": {"notebook": IN, "--parameters": IN, "--executed": OUT, "--out": OUT, "--index": LINK,
                           "--results-dir": DIR, "--data-dir": DIR}},
     "keep": {"base": ["--files", "{v}/bundle/results/summary/mnist.csv", "--provenance",
                       "{v}/bundle/results/provenance/mnist.csv", "--results-dir", "{v}/bundle/results", "--data-dir",
-                      "{v}/bundle/data", "--config-file", "{v}/bundle/config.yaml", "--out", "{w}/kept"], "valid": True,
+                      "{v}/bundle/data", "--config-file", "{v}/bundle/config.yaml", "--out", "{w}/kept"],
              "args": {"--files": IN, "--provenance": IN, "--imported": IN, "--results-dir": DIR, "--data-dir": DIR,
                       "--config-file": IN, "--out": OUT, "--with-archive": FLAG}},
     "import-runs": {"base": ["--archive", "{v}/a.tar.gz", "--configfile", "{repo}/config/config.yaml",
                              "{repo}/config/smoke.yaml", "--results-dir", "{w}/imported"],
-                    "exits": {1, 2}, "valid": True, "cwd": "{w}",  # the smoke grid's runs, as the GPU script packs
+                    "exits": {1, 2}, "cwd": "{w}",  # the smoke grid's runs, as the GPU script packs
                     "args": {"--archive": IN, "--configfile": IN, "--seeds": NUM, "--results-dir": OUT,
                              "--replace": FLAG, "--key-secret": IN}},
     "lay-out": {"base": ["{repo}/reference/default-2seeds", "--results-dir", "{w}/laid", "--data-dir", "{w}/laid/d"],
-                "valid": True,
                 "exits": {1},  # 1: the bundle is not what its manifest says (nothing laid out)
                 "args": {"bundle": DIR, "--results-dir": OUT, "--data-dir": OUT}},
-    "rejudge": {"base": ["{w}/nobundle"], "args": {"bundle": DIR, "--statements": IN, "--paper-values": IN}},
+    # a bundle of one dataset with no measured constants, kept from a kept bundle's tables: a second a call
+    "rejudge": {"base": ["{v}/rj", "--statements", "{repo}/config/paper_statements.yaml", "--paper-values",
+                         "{repo}/config/paper_values.yaml"],
+                "args": {"bundle": DIR, "--statements": IN, "--paper-values": IN}},
     "chain verify": {"base": ["{run}/chains/K1.json", "--summary", "{run}/summary.json", "--anchor",
-                              "{v}/anchor.json"], "exits": {1, 2, 3}, "valid": True,
+                              "{v}/anchor.json"], "exits": {1, 2, 3},
                      "args": {"path": IN, "--store": DIR, "--summary": IN, "--key-secret": IN, "--anchor": IN}},
-    "chain anchor": {"base": ["--summary", "{run}/summary.json", "--out", "{w}/anchor.json"], "valid": True,
+    "chain anchor": {"base": ["--summary", "{run}/summary.json", "--out", "{w}/anchor.json"],
                      "args": {"--summary": IN, "--out": OUT}},
-    "device-check": {"base": ["--tables", "{v}/mnist.csv", "{v}/mnist.csv", "--out", "{w}/dc.csv"], "valid": True,
+    "device-check": {"base": ["--tables", "{v}/mnist.csv", "{v}/mnist.csv", "--out", "{w}/dc.csv"],
                      "args": {"--device": NAME, "--out": OUT, "--tables": IN}},  # the mixed group: its own tests
-    "bench": {"base": ["--config", "{w}/none.yaml"],
-              "args": {"--config": IN, "--data-dir": "skip: measures the engine (minutes); the bench's own tests",
+    # the smoke grid's draws alone (a second): every input is checked before anything is measured, so each
+    # hostile value is refused by its own check whatever the measurement
+    "bench": {"base": ["--draws", "{repo}/config/smoke.yaml"], "cwd": "{w}",
+              "args": {"--config": IN, "--data-dir": "skip: read by the measurements that train (minutes); the "
+                                                     "bench's own tests",
                        "--quick": FLAG, "--device": NAME, "--seeds": NUM, "--grid": IN, "--grid-seeds": TEXT,
-                       "--grid-only": FLAG, "--out": "skip: with --grid only (minutes)", "--host-copy-compare": FLAG,
-                       "--bookkeeping": "skip: runs Snakemake (minutes); bladefl.experiments.runs.bookkeeping",
-                       "--cores": NUM, "--chain-drag": FLAG, "--draws": IN}},
-    "resources": {"base": ["--benchmarks", "{v}/benchmarks", "--out", "{w}/profile"], "valid": True,
+                       "--grid-only": FLAG, "--out": "skip: written by --grid and --bookkeeping only (minutes)",
+                       "--host-copy-compare": FLAG, "--bookkeeping": IN, "--cores": NUM, "--chain-drag": FLAG,
+                       "--draws": IN}},
+    "resources": {"base": ["--benchmarks", "{v}/benchmarks", "--out", "{w}/profile"],
                   "args": {"--benchmarks": DIR, "--out": OUT, "--margin": NUM, "--measured": IN, "--for": IN}},
     # the smoke calibration study ({study}: a copy of conftest's, run through the workflow once for the test run)
     "calibrate": {"base": ["--spec", "{study}/spec.json", "--storage", "{study}/study.journal", "--trials-dir",
-                           "{study}/trials"], "valid": True, "cwd": "{w}",  # its rule has stopped it: no trial
+                           "{study}/trials"], "cwd": "{w}",  # its rule has stopped it: no trial
                   "args": {"--spec": IN, "--storage": "skip: another journal is another study, which trains its "
                                                       "trials (tests/test_calibration.py)",
                            "--trials-dir": OUT, "--worker": NAME, "--threads": NUM, "--done": OUT}},
     "calibration-pick": {"base": ["--spec", "{v}/cal/spec.json", "--storage", "{v}/cal/study.journal", "--out",
-                                  "{w}/picked.json"], "valid": True,
+                                  "{w}/picked.json"],
                          "cwd": "{w}",  # the kept spec names its engine by a path from the study's folder
                          "args": {"--spec": IN, "--storage": IN, "--out": OUT}},
     "calibration-rerun": {"base": ["--spec", "{study}/spec.json", "--picked", "{study}/picked.json", "--role",
                                    "stated", "--out-dir", "{w}/rerun", "--trials-dir", "{study}/trials"],
-                          "valid": True, "cwd": "{w}",  # the search's runs taken: nothing trained
+                          "cwd": "{w}",  # the search's runs taken: nothing trained
                           "args": {"--spec": IN, "--picked": IN, "--role": NAME, "--out-dir": OUT,
                                    "--trials-dir": "skip: without the search's runs the reading's rows are trained "
                                                    "(tests/test_calibration.py)", "--threads": NUM}},
     "calibration-tables": {"base": ["--spec", "{study}/spec.json", "--storage", "{study}/study.journal", "--picked",
                                     "{study}/picked.json", "--roots", "stated={study}/rerun/stated",
                                     "best1={study}/rerun/best1", "--trials-dir", "{study}/trials", "--out-dir",
-                                    "{w}/tables"], "valid": True, "cwd": "{w}",
+                                    "{w}/tables"], "cwd": "{w}",
                            "args": {"--spec": IN, "--storage": IN, "--picked": IN, "--roots": TEXT,
                                     "--trials-dir": DIR, "--out-dir": OUT}},
     "calibration-conventions": {"base": ["--spec", "{study}/spec.json", "--roots", "stated={study}/rerun/stated",
-                                         "best1={study}/rerun/best1", "--out", "{w}/c.csv"], "valid": True,
+                                         "best1={study}/rerun/best1", "--out", "{w}/c.csv"],
                                 "cwd": "{w}", "args": {"--spec": IN, "--roots": TEXT, "--out": OUT}},
 }
-
-# Why a base is not a valid call here (each of its refusals may be the base's own, not the value's): what a
-# valid one would need, and where that command's valid calls are tested.
-REFUSED = {
-    "report-index": "draws the front page's figure, seconds a call: its 13 arguments x the corpus from a valid base "
-                    "took 16 minutes (tests/test_report.py; its tables' columns: the test below)",
-    "run-page": "executes its notebook in a kernel of its own, seconds a call (tests/test_report.py)",
-    "rejudge": "re-derives a bundle's verdicts, a minute a call (tests/test_kept_results.py)",
-    "bench": "measures the engine (minutes)",
-}
-for _name, _why in REFUSED.items():
-    TABLE[_name]["refused"] = _why
 
 PWNED = "PWNED"
 # The corpus, by kind ({w}: the sandbox). Shell text would create {w}/PWNED if anything ran it.
@@ -193,6 +193,9 @@ CORPUS = {
           "../../../../../../etc"],
     OUT: ["{fifo}", "{big}/under-a-file", "{w}/o\nb", "{w}/o\u2028b", f"{{w}}/$(touch {{w}}/{PWNED})",
           f"{{w}}/o;touch {{w}}/{PWNED};", "{w}/q'\"q", ""],
+    # a link is never opened: what could break out of the page's HTML, or run
+    LINK: ["{fifo}", "{w}/q'\"q", "<script>alert(1)</script>", "{w}/javascript:alert(1)", "{w}/a\nb",
+           "{w}/a\u2028b", f"$(touch {{w}}/{PWNED})"],  # {w}: where the pages are written, so a link is relative
     NUM: ["nan", "inf", "-inf", "1e308", "-5", "9" * 40, "x", "0x10"],
     NAME: ["", "a\nb", "\u2028", f"$(touch {{w}}/{PWNED})", "<script>alert(1)</script>", "../x", "x" * 5000],
     TEXT: ["a\nb", "\u2028", f"$(touch {{w}}/{PWNED})", "<script>alert(1)</script>", "x" * 5000, "=", "k=[[[[[["],
@@ -227,24 +230,17 @@ def test_every_command_and_argument_says_how_its_input_is_read():
             assert kind in CORPUS or kind == FLAG or kind.startswith("skip: "), (name, arg, kind)
 
 
-def test_every_base_is_a_valid_call_or_says_why_not():
-    """A hostile value replaces one argument of a base call: where the base succeeds on its own, each
-    refusal is the value's; a base that cannot be valid in this sandbox (it trains, or needs a run
-    folder or a workflow's outputs) says so, so the list of what remains is stated, not hidden."""
-    for name, spec in TABLE.items():
-        assert spec.get("valid") is True or isinstance(spec.get("refused"), str), name
-
-
-def test_the_valid_bases_succeed_on_their_own(world, tmp_path, monkeypatch, request):
+def test_every_base_is_a_valid_call_that_succeeds_on_its_own(world, tmp_path, monkeypatch, request):
+    """A hostile value replaces one argument of a base call that succeeds on its own, so each refusal is the
+    value's, never the base's: checked first, for every subcommand."""
     monkeypatch.chdir(tmp_path)
     world = _with_study(world, request)
     for name, spec in sorted(TABLE.items()):
-        if spec.get("valid"):
-            os.chdir(_fill(spec.get("cwd", str(tmp_path)), world))
-            out, err = io.StringIO(), io.StringIO()
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main([*name.split(), *(_fill(a, world) for a in spec["base"])])
-            assert code == 0, (name, err.getvalue()[-500:])
+        os.chdir(_fill(spec.get("cwd", str(tmp_path)), world))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*name.split(), *(_fill(a, world) for a in spec["base"])])
+        assert code == 0, (name, err.getvalue()[-500:])
 
 
 @pytest.fixture(scope="module")
@@ -295,6 +291,7 @@ def world(tmp_path_factory, data_root) -> dict[str, str]:
     (v / "lazy_members.json").write_text(members_to_json([Member("lazy_ratio", "", "lazy_ratio", 0.5, lazy_cell)]))
     (v / "p.html").write_text("<html><body><h1>a page</h1></body></html>")
     _group_and_bound_inputs(v, run, engine, data_root)
+    _report_page_and_bundle_inputs(v, bundle)
     measured = w / "runs-measured/mnist" / cell.key / "seed~0"  # a run that measured the bound's constants
     from bladefl.fl.run_config import load_config
 
@@ -375,6 +372,38 @@ def _group_and_bound_inputs(v: Path, run: Path, engine: Path, data_root: Path) -
         "accuracy_distance_seeds,accuracy_distance_sd,max_accuracy\nstated,partition,mnist,1,2,2.5,0.5,3,3.5,1,88\n")
 
 
+def _report_page_and_bundle_inputs(v: Path, bundle: Path) -> None:
+    """report-index's summary and comparison cut to one sweep (``ri/``), run-page's notebook of three cells
+    with its parameters (``rp/``), and rejudge's bundle (``rj``): a kept bundle's MNIST tables, kept again with
+    its config cut to that dataset and no measured constants, rejudged once so its crate is in place."""
+    import nbformat
+    import pandas as pd
+    import yaml
+
+    from bladefl.experiments.bundles import kept_results as kr
+
+    (v / "ri").mkdir()
+    summary = pd.read_csv(bundle / "results/summary/mnist.csv")
+    summary[summary.sweep == "alpha"].to_csv(v / "ri/mnist.csv", index=False)
+    comparison = pd.read_csv(bundle / "results/tables/mnist_paper_comparison.csv")
+    comparison[comparison.table == "Table II"].to_csv(v / "ri/mnist_paper_comparison.csv", index=False)
+    rp = v / "rp"
+    for folder in ("results", "data"):
+        (rp / folder).mkdir(parents=True)
+    page = nbformat.v4.new_notebook()
+    parameters = nbformat.v4.new_code_cell('dataset = "mnist"\nsummary = "results/s.csv"\npartition = "data/p.json"')
+    parameters.metadata["tags"] = ["parameters"]
+    page.cells = [nbformat.v4.new_markdown_cell("# A page"), parameters, nbformat.v4.new_code_cell("print(dataset)")]
+    page.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(page, rp / "nb.ipynb")
+    (rp / "p.yaml").write_text(f"dataset: mnist\nsummary: {rp}/results/s.csv\npartition: {rp}/data/p.json\n")
+    config = yaml.safe_load((bundle / "config.yaml").read_text())
+    (v / "rj-config.yaml").write_text(yaml.safe_dump({**config, "datasets": ["mnist"], "measure_constants": False}))
+    tables = [bundle / "results" / name for name in ("summary/mnist.csv", "verdicts/mnist.csv", "provenance/mnist.csv")]
+    kr.keep(tables, bundle / "results", bundle / "data", v / "rj-config.yaml", v / "rj", kr.about_runs(tables[2:]))
+    kr.rejudge(v / "rj", REPO / "config/paper_statements.yaml", REPO / "config/paper_values.yaml", log=lambda m: None)
+
+
 def _twin(path: Path, suffix: str) -> Path | None:
     """The file a command documents beside an output (``reference``'s F* .json beside its .npz)."""
     try:
@@ -423,8 +452,26 @@ CASES = [(name, arg) for name in sorted(TABLE) for arg, kind in TABLE[name]["arg
 
 @pytest.mark.parametrize("command, arg", CASES, ids=[f"{c}:{a}" for c, a in CASES])
 def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, monkeypatch, request, command, arg):
-    spec = TABLE[command]
     world = _with_study(world, request) if command in STUDY_COMMANDS else world
+    feed(world, tmp_path, monkeypatch, command, arg)
+
+
+def test_the_suite_fails_when_a_guard_is_removed(world, tmp_path, monkeypatch):
+    """The cases can fail: with `pages.href` (a link that reads as a URL scheme kept a path) replaced by the
+    plain relative path it guards, a page's link to ``javascript:alert(1)`` beside it is a script URL again, and
+    the suite says so."""
+    from bladefl.report import pages
+
+    monkeypatch.setattr(pages, "href", os.path.relpath)
+    with pytest.raises(AssertionError, match="javascript"):
+        feed(world, tmp_path, monkeypatch, "sensitivity-index", "--pages")
+
+
+def feed(world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, arg: str) -> None:
+    """``command``'s base call with ``arg`` set to each value of its kind's corpus: every answer one the
+    command documents, never a traceback or a hang, nothing run, nothing written outside its outputs, nothing
+    half-written, a link escaped (AssertionError or pytest's failure otherwise)."""
+    spec = TABLE[command]
     kind = spec["args"][arg]
     exits = {0, 2} | spec.get("exits", set())
     w = Path(world["w"])
@@ -463,6 +510,13 @@ def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, mo
             stray = [str(p) for p in new if not any(p == a or a in p.parents or p in a.parents for a in allowed)]
             assert stray == [], (argv, stray[:5])  # nothing outside the command's own outputs
             assert not [p for p in new if ".tmp" in p.name], argv  # nothing half-written
+            if kind == LINK and code == 0:  # a link lands in the page escaped: no markup, no script URL
+                pages = [a for a in allowed if a.suffix == ".html" and a.is_file()]
+                assert pages, (argv, "a page accepted its link but was not written")
+                for page in pages:
+                    text = page.read_text(encoding="utf-8")
+                    assert "<script>alert" not in text, (argv, page)
+                    assert not re.search(r"""(href|src)\s*=\s*['"]?\s*javascript:""", text, re.I), (argv, page)
     finally:
         signal.signal(signal.SIGALRM, old)
 
@@ -506,3 +560,79 @@ def test_numbers_out_of_range_are_refused_before_any_work(tmp_path, monkeypatch,
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and says in err[-1], err[-1]
     assert list(tmp_path.iterdir()) == []
+
+
+def _report_index_argv(world: dict[str, str], **change: str) -> list[str]:
+    """report-index's base with options replaced (``figures="..."``: ``--figures``)."""
+    argv = ["report-index", *(_fill(a, world) for a in TABLE["report-index"]["base"])]
+    for option, value in change.items():
+        argv = _with(argv, "--" + option.replace("_", "-"), value, IN, "report-index")
+    return argv
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("verdicts", "{html}", "missing column(s)"),
+    ("engine", "no-such-engine", "--engine must be one of"),
+    ("configfiles", "{html}", "not a mapping"),
+    ("paper_values", "{w}/missing", "missing"),
+    ("out", "{big}/under-a-file", "cannot be written"),
+])
+def test_report_index_refuses_a_bad_input_before_it_draws_the_figure(world, tmp_path, capsys, option, value, says):
+    """Found from the valid base: a bad verdict table was refused only after the headline figure was drawn (its
+    folder written), an unknown engine or a file that is no config was named on the page as given, and a
+    --paper-values that is not there was passed over in silence; now each is one line, before any figure."""
+    figures = tmp_path / "fig"
+    argv = _report_index_argv(world, figures=str(figures), **{option: _fill(value, world)})
+    assert main(argv) == 2
+    said = capsys.readouterr().err.strip()
+    assert len(said.splitlines()) == 1 and says in said, said
+    assert not figures.exists()
+
+
+def test_a_link_that_reads_as_a_url_scheme_stays_a_path(tmp_path):
+    """A page's link to a file named ``javascript:alert(1)`` beside it was the href ``javascript:alert(1)``,
+    which a browser runs; now it is ``./javascript:alert(1)``, a path. Other links are as os.path.relpath gives."""
+    from bladefl.report.pages import href
+
+    assert href(tmp_path / "javascript:alert(1)", tmp_path) == "./javascript:alert(1)"
+    assert href(tmp_path / "a/b:c.html", tmp_path) == "a/b:c.html"
+    assert href(tmp_path / "mnist/02_sweeps.html", tmp_path / "report") == "../mnist/02_sweeps.html"
+
+
+def test_run_page_checks_its_notebook_and_outputs_before_the_kernel_starts(world, tmp_path, capsys):
+    """Found from the valid base: a parameters cell that does not parse was a SyntaxError traceback, and an
+    output under a file was refused only after the notebook had run (the kernel's progress lines first); now
+    each is one line and no kernel starts."""
+    executed = tmp_path / "e.ipynb"  # what a started kernel writes first
+    base = _with([_fill(a, world) for a in TABLE["run-page"]["base"]], "--executed", str(executed), OUT, "run-page")
+    broken = tmp_path / "broken.ipynb"
+    import nbformat
+
+    page = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("dataset = (")
+    cell.metadata["tags"] = ["parameters"]
+    page.cells = [cell]
+    nbformat.write(page, broken)
+    for argv, says in ((_with(base, "notebook", str(broken), IN, "run-page"), "not a notebook whose parameters"),
+                       (_with(base, "--out", _fill("{big}/page.html", world), OUT, "run-page"), "cannot be written")):
+        assert main(["run-page", *argv]) == 2
+        said = capsys.readouterr().err.strip()
+        assert len(said.splitlines()) == 1 and says in said, said
+        assert not executed.exists()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--draws", "{nan}"], "unknown key 'a'"),
+    (["--draws", "{repo}/config/smoke.yaml", "--grid", "{repo}/config/smoke.yaml"], "--grid: --draws does not read"),
+    (["--chain-drag", "--cores", "3"], "--cores: --chain-drag does not read"),
+    (["--grid-seeds", "0-1"], "--grid-seeds is a part of --grid's grid"),
+])
+def test_bench_checks_every_input_and_refuses_what_its_measurement_does_not_read(world, monkeypatch, capsys, argv,
+                                                                                  says):
+    """Found from the valid base: `bench --draws` on a config of unknown keys timed the default config's
+    largest group (minutes), and an option the measurement does not read (--grid beside --draws) was ignored
+    in silence; now each is one line before anything is measured."""
+    monkeypatch.chdir(world["w"])  # its config/config.yaml: the layer a workflow config goes on
+    assert main(["bench", *(_fill(a, world) for a in argv)]) == 2
+    said = capsys.readouterr().err.strip()
+    assert len(said.splitlines()) == 1 and says in said, said

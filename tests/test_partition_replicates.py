@@ -18,6 +18,7 @@ from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.plan.grid import expand
 from bladefl.experiments.tables.tidy import k_star_spread
 from bladefl.experiments.verdicts.table import all_verdicts
+from bladefl.report.index_inputs import read_verdicts
 from bladefl.report.pages import write_index
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,7 +162,7 @@ def test_the_front_page_shows_the_draws_and_links_each_claim_to_its_page(tmp_pat
     out = all_verdicts(table, members, 100.0, [], None, None, resamples=20)
     out.insert(0, "dataset", "mnist")
     out.to_csv(tmp_path / "mnist.csv", index=False)
-    page = write_index(tmp_path / "index.html", [tmp_path / "mnist.csv"], [])
+    page = write_index(tmp_path / "index.html", read_verdicts([tmp_path / "mnist.csv"]), [])
     text = page.read_text()
     assert "draws: differs between draws (holds on 1/2)" in text
     assert "href='mnist/02_sweeps.html'" in text

@@ -12,6 +12,7 @@ import pytest
 
 from bladefl.core import run_files as rf
 from bladefl.experiments.runs import run_checks
+from bladefl.report.index_inputs import read_verdicts
 
 HEADER = "K,round,tau,status,train_loss,test_loss,test_accuracy"
 
@@ -183,8 +184,9 @@ def test_a_diverged_k_is_read_left_out_of_k_star_and_shown_on_the_front_page(tmp
     out = all_verdicts(table, [Member("beta", "Table III", "beta", 10, cell)], 30.0, [], None, None, resamples=20)
     out.insert(0, "dataset", "mnist")
     out.to_csv(verdicts, index=False)
-    index = pages.write_index(tmp_path / "index.html", [verdicts], [], summaries={"mnist": table})
+    table_of_verdicts = read_verdicts([verdicts])
+    index = pages.write_index(tmp_path / "index.html", table_of_verdicts, [], summaries={"mnist": table})
     text = index.read_text()
     assert "Runs that diverged" in text and "1 of 2 (cell, seed, K)" in text
-    quiet = pages.write_index(tmp_path / "quiet.html", [verdicts], [], summaries={"mnist": table[table.K != 2]})
+    quiet = pages.write_index(tmp_path / "quiet.html", table_of_verdicts, [], summaries={"mnist": table[table.K != 2]})
     assert "Runs that diverged" not in quiet.read_text()

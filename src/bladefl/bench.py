@@ -234,6 +234,53 @@ def draws_main(args: argparse.Namespace) -> int:
     return 0
 
 
+# What each measurement reads: an option given that the chosen one does not read is refused, never ignored.
+READS = {"draws": {"draws"}, "chain_drag": {"chain_drag"}, "bookkeeping": {"bookkeeping", "out", "cores"},
+         "cpu": {"config", "data_dir", "quick"},
+         "cuda": {"config", "data_dir", "device", "seeds", "grid", "grid_seeds", "grid_only", "out",
+                  "host_copy_compare", "quick"}}
+LABELS = {"draws": "--draws", "chain_drag": "--chain-drag", "bookkeeping": "--bookkeeping",
+          "cpu": "the CPU bench", "cuda": "the multi-run bench (--device cuda, --seeds or --grid)"}
+
+
+def measurement(args: argparse.Namespace) -> str:
+    """The measurement a call asks for (a key of :data:`READS`)."""
+    if args.draws:
+        return "draws"
+    if args.chain_drag:
+        return "chain_drag"
+    if args.bookkeeping:
+        return "bookkeeping"
+    return "cuda" if args.device != "cpu" or args.grid or args.seeds else "cpu"
+
+
+def checked(args: argparse.Namespace, given: set[str]) -> str:
+    """Every input a call names read and checked before anything is measured (the run config, the
+    workflow configs, the grid's part), then its measurement, refused where ``given`` (the options
+    set away from their defaults) holds one it does not read."""
+    from bladefl.experiments.plan import config_checks
+    from bladefl.experiments.plan.config_files import read_configs
+    from bladefl.experiments.plan.workflow_config import run_seeds
+    from bladefl.experiments.runs.timing import grid_part
+
+    if args.config:
+        load_config(args.config, [f"data_dir={args.data_dir}", "device=cpu"])
+    for paths in ([args.grid] if args.grid else [], [args.draws] if args.draws else [], args.bookkeeping or []):
+        if paths:
+            config_checks.read_checked(paths)
+    if args.grid_seeds is not None:
+        if not args.grid:
+            raise ValueError("--grid-seeds is a part of --grid's grid: give --grid")
+        run_seeds(grid_part(read_configs([args.grid]), args.grid_seeds))
+    kind = measurement(args)
+    extra = sorted(given - READS[kind])
+    if extra:
+        reads = ", ".join(sorted("--" + r.replace("_", "-") for r in READS[kind]))
+        raise ValueError(f"--{extra[0].replace('_', '-')}: {LABELS[kind]} does not read it (it reads {reads}): "
+                         f"refused, not ignored")
+    return kind
+
+
 def main(args: argparse.Namespace) -> int:
     if args.draws:
         return draws_main(args)

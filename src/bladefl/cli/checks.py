@@ -50,7 +50,7 @@ def add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="fewer repetitions")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="cuda (or --seeds/--grid on the CPU): the multi-run engine's rates and chain share")
-    p.add_argument("--seeds", type=int, nargs="*", default=[],
+    p.add_argument("--seeds", type=whole(1, 1000), nargs="*", default=[],
                    help="stacked groups to time: one cell's K values for this many seeds each (cuda: 1 6 23)")
     p.add_argument("--grid", help="also run every grid run of this workflow config, e.g. config/paper.yaml")
     p.add_argument("--grid-seeds", help="a part of the grid: k (its first k seeds), i-j or a,b,c (config run_seeds)")
@@ -74,8 +74,13 @@ def add_bench(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    from bladefl.bench import checked
     from bladefl.bench import main as bench_main
 
+    defaults = argparse.ArgumentParser()
+    add_bench(defaults)
+    default = vars(defaults.parse_args([]))
+    checked(args, {name for name, value in default.items() if getattr(args, name) != value})
     return bench_main(args)
 
 

@@ -79,8 +79,7 @@ def _changed_verdicts(args: argparse.Namespace) -> int:
     from bladefl.experiments.bundles import kept_results
     from bladefl.experiments.tables import conventions
     from bladefl.report.front_page import changed
-    from bladefl.report.inputs import read_csv
-    from bladefl.report.pages import VERDICT_COLUMNS
+    from bladefl.report.inputs import VERDICT_COLUMNS, read_csv
 
     if args.k_star_from not in conventions.K_STAR or args.accuracy_on not in conventions.ACCURACY_SETS:
         raise ValueError(f"--k-star-from must be one of {list(conventions.K_STAR)} and --accuracy-on one of "

@@ -91,41 +91,40 @@ def add_report_index(p: argparse.ArgumentParser) -> None:
     p.add_argument("--summaries", nargs="+", required=True, help="tidy run tables results/summary/<dataset>.csv")
     p.add_argument("--comparisons", nargs="+", required=True, help="results/tables/<dataset>_paper_comparison.csv")
     p.add_argument("--configfiles", nargs="*", default=[], help="the workflow's config file(s), for provenance")
-    p.add_argument("--seeds", nargs="+", type=int, required=True, help="the grid's seeds, for provenance")
+    p.add_argument("--seeds", nargs="+", type=whole(0, 2**31 - 1), required=True,
+                   help="the grid's seeds, for provenance")
     p.add_argument("--figures", required=True, help="folder for the headline figure (PNG and SVG)")
     p.add_argument("--calibration", nargs="*", default=[],
                    help="a calibration study's outcome per dataset (results/calibration/<dataset>/outcome.json of a "
                         "kept bundle): why our numbers differ from the paper's, on the front page")
     p.add_argument("--calibration-page", help="the calibration study's rendered report, linked where it exists")
     p.add_argument("--engine", help="the runs' engine (config/engines/<engine>.yaml): its reading, stated on the page")
-    p.add_argument("--paper-values", default="config/paper_values.yaml",
-                   help="the paper's tables: which reading of K* comes nearest them, on the front page")
+    p.add_argument("--paper-values", help="the paper's tables: which reading of K* comes nearest them, on the front "
+                   "page (default: config/paper_values.yaml where it is there)")
     p.add_argument("--out", required=True)
 
 
 def _cmd_report_index(args: argparse.Namespace) -> int:
 
     from bladefl.report import bundle_design, pages, plots
-    from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
-    from bladefl.report.paper import COMPARISON_COLUMNS, paper_tables
+    from bladefl.report.index_inputs import read_index_inputs
 
-    summaries = {Path(p).stem: read_csv(p, SUMMARY_COLUMNS) for p in args.summaries}
-    provenance = {Path(p).parents[1].name: read_csv(p, bundle_design.PROVENANCE_COLUMNS)  # tables/<dataset>/
-                  for p in args.provenance}
-    comparisons = {Path(p).stem.removesuffix("_paper_comparison"): read_csv(p, COMPARISON_COLUMNS)
-                   for p in args.comparisons}
-    panels = pages.headline_panels(summaries, comparisons)
+    found = read_index_inputs(verdicts=args.verdicts, provenance=args.provenance, summaries=args.summaries,
+                              comparisons=args.comparisons, calibration=args.calibration,
+                              configfiles=args.configfiles, engine=args.engine, paper_values=args.paper_values,
+                              out=args.out, figures=args.figures)  # every input checked before the figure
+    panels = pages.headline_panels(found.summaries, found.comparisons)
     headline = None
     if panels:
         headline = plots.save_png_svg(plots.headline_figure(panels), "headline", os.path.realpath(args.figures))[0]
-    line = bundle_design.provenance_line(provenance, args.configfiles, args.seeds)
-    seeds = {int(t[t.status == "ok"].seed.nunique()) for t in summaries.values()}
+    line = bundle_design.provenance_line(found.provenance, args.configfiles, args.seeds)
+    seeds = {int(t[t.status == "ok"].seed.nunique()) for t in found.summaries.values()}
     sensitivity = Path(args.out).parent / "sensitivity.html"
-    out = pages.write_index(args.out, args.verdicts, args.pages, headline, line, comparisons=comparisons,
+    out = pages.write_index(args.out, found.verdicts, args.pages, headline, line, comparisons=found.comparisons,
                             runs_per_point=min(seeds) if seeds else None, sensitivity=sensitivity,
-                            summaries=summaries, calibration=args.calibration, calibration_page=args.calibration_page,
-                            engine=args.engine,
-                            paper_tables=paper_tables(args.paper_values) if Path(args.paper_values).is_file() else [])
+                            summaries=found.summaries, outcomes=found.outcomes,
+                            calibration_page=args.calibration_page, engine=args.engine,
+                            paper_tables=found.paper_tables)
     print(f"wrote {out}")
     return 0
 
@@ -276,7 +275,10 @@ def _cmd_run_page(args: argparse.Namespace) -> int:
         return 2
     from papermill.exceptions import PapermillExecutionError
 
-    executed = Path(args.executed)
+    from bladefl.core import atomic
+
+    executed = atomic.check_writable(args.executed)  # both outputs checked before the kernel starts
+    atomic.check_writable(args.out)
     try:  # no executed notebook is left behind by a page that fails
         execute_notebook(args.notebook, executed, parameters)
     except PapermillExecutionError as exc:

@@ -60,6 +60,26 @@ def refuse_special(path: Path) -> None:
                             "never replaced); give a file's path")
 
 
+def check_writable(path: str | os.PathLike[str], folder: bool = False) -> Path:
+    """``path`` (a file, or a ``folder``) checked before any work as a write will take it: a name, not a
+    special file (:func:`refuse_special`) nor the other kind, and no file on its way (its nearest existing
+    parent a folder); :class:`NotAFileError` otherwise. Nothing is created."""
+    final = Path(path)
+    if not str(path) or not final.name:
+        raise NotAFileError(f"{str(path)!r}: names no {'folder' if folder else 'file'} to write")
+    if folder:
+        if final.exists() and not final.is_dir():
+            raise NotAFileError(f"{final}: exists and is not a folder; nothing written")
+    else:
+        refuse_special(final)
+    parent = final.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise NotAFileError(f"{final}: cannot be written ({parent} is not a folder)")
+    return final
+
+
 def plain_folder(folder: str | os.PathLike[str]) -> Path:
     """``folder`` when no link lies on its way (its real path is its absolute path), checked at the
     moment of a write; NotAFileError otherwise (a link made after a page's folders were checked would

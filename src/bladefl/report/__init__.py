@@ -4,5 +4,6 @@ notebook as a page); ``findings`` and ``verdict_rows`` say how verdicts read, ``
 put the paper's tables beside ours, ``views``, ``plots``, ``bound_plots``, ``bound_text``,
 ``sensitivity``, ``calibration`` and ``calibration_plots`` make the pages' content (``calibration_outcome``
 holds a study's outcome to its schema), ``findings_doc``,
-``summary_doc`` and ``bundle_diff`` the documents and the diff, ``inputs``, ``page_parameters``,
+``summary_doc`` and ``bundle_diff`` the documents and the diff, ``inputs`` and ``index_inputs`` (the
+front page's, read before its figure), ``page_parameters``,
 ``execution``, ``tables``, ``bundle_design`` and ``paper_figures`` the rest."""

@@ -86,7 +86,8 @@ def _read_bundle(bundle: Path) -> tuple[dict, pd.DataFrame, dict[str, pd.DataFra
     """A kept bundle's manifest ``about`` (its rejudge records and runs checked), verdict table,
     paper comparisons and the opening lines of its section (name, runs and units, who derived the
     verdicts, the tally)."""
-    from bladefl.report.pages import VERDICT_COLUMNS, verdict_tally
+    from bladefl.report.inputs import VERDICT_COLUMNS
+    from bladefl.report.pages import verdict_tally
 
     about = checked_about(bundle)
     rejudged = about.get("rejudged") or []

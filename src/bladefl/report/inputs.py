@@ -14,6 +14,7 @@ class ReportInputError(RuntimeError):
     """An input of the report is missing or malformed."""
 
 
+VERDICT_COLUMNS = ("dataset", "claim", "source", "basis", "verdict", "evidence")  # results/verdicts/<dataset>.csv
 MAX_CSV_BYTES = 256 << 20  # the 20-draw grid's largest table is a few MB
 MAX_JSON_BYTES = 16 << 20
 

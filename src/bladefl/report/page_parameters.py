@@ -11,7 +11,6 @@ the key, before any kernel starts."""
 from __future__ import annotations
 
 import ast
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +23,7 @@ from bladefl.core.errors import BladeflError
 from bladefl.data.datasets import SPECS
 
 MAX_BYTES = 1 << 20
+MAX_NOTEBOOK_BYTES = 64 << 20  # a report notebook before it runs (the executed one: pages.read_notebook)
 OUTPUT_FOLDERS = ("figures_dir", "tables_dir")  # written by the page: inside the results folder only
 
 
@@ -33,13 +33,28 @@ class ParameterError(BladeflError):
 
 def declared(notebook: str | os.PathLike[str]) -> dict[str, str]:
     """The notebook's parameters (its cell tagged ``parameters``), each as ``dataset``, ``path``
-    (a string default) or ``paths`` (a list default)."""
-    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
-    source = next(("".join(c["source"]) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), "")
+    (a string default) or ``paths`` (a list default). The notebook is read as hostile (a regular file
+    of at most :data:`MAX_NOTEBOOK_BYTES` that nbformat validates, a parameters cell that parses):
+    :class:`ParameterError` naming it otherwise, before any kernel starts."""
+    import nbformat
+
+    from bladefl.core.bounded_read import read_regular
+
+    try:
+        text = read_regular(Path(notebook), MAX_NOTEBOOK_BYTES, "notebook").decode("utf-8")
+        node = nbformat.reads(text, as_version=4)
+        nbformat.validate(node)
+        source = next(("".join(c.source) for c in node.cells if "parameters" in c.get("metadata", {}).get("tags", [])),
+                      "")
+        body = ast.parse(source).body
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, AttributeError, KeyError, SyntaxError, RecursionError,
+            nbformat.ValidationError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ParameterError(f"{notebook}: not a notebook whose parameters can be read ({first[:200]})") from None
     kinds = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name, default = node.targets[0].id, node.value
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name, default = stmt.targets[0].id, stmt.value
             kinds[name] = "dataset" if name == "dataset" else "paths" if isinstance(default, ast.List) else "path"
     return kinds
 

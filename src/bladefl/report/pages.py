@@ -62,6 +62,13 @@ def page_title(page: str | Path) -> str:
     return f"{dataset_title(page.parent.name)}: {NOTEBOOK_TITLES.get(page.stem, page.stem)}"
 
 
+def href(target: str | Path, folder: str | Path) -> str:
+    """``target`` relative to ``folder`` as a link that is always a path: where its first segment holds ':'
+    (which a browser reads as a URL's scheme, ``javascript:`` among them) it starts with ``./``."""
+    relative = os.path.relpath(target, folder)
+    return f"./{relative}" if ":" in relative.split("/", 1)[0] else relative
+
+
 def render_html(notebook: str | Path, out: str | Path, index: str | Path) -> Path:
     """An executed notebook as a page: markdown and outputs only (inputs and prompts hidden),
     images embedded as data URIs, and links to the front page and to the notebook itself."""
@@ -74,8 +81,8 @@ def render_html(notebook: str | Path, out: str | Path, index: str | Path) -> Pat
                             exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     title = page_title(out)
     resources = {"metadata": {"name": title},
-                 "bladefl": {"title": title, "index": os.path.relpath(index, out.parent),
-                             "source": os.path.relpath(notebook, out.parent)}}
+                 "bladefl": {"title": title, "index": href(index, out.parent),
+                             "source": href(notebook, out.parent)}}
     body, _ = exporter.from_notebook_node(read_notebook(notebook), resources=resources)
     atomic.write_text(out, body)
     return out
@@ -98,7 +105,6 @@ def read_notebook(path: str | Path, limit: int = 256 << 20) -> Any:
     return node
 
 
-VERDICT_COLUMNS = ("dataset", "claim", "source", "basis", "verdict", "evidence")
 VERDICT_COLOURS = {"reproduced": "#dfd", "refuted": "#fdd", "inconclusive": "#ffd", "too few runs": "#eee",
                    "single seed": "#eee", "not applicable": "#dde8f5", "vacuous": "#eee", "paper error": "#f3e0f7"}
 
@@ -131,7 +137,7 @@ def _links(path: Path, pages: Sequence[str | Path]) -> str:
         groups.setdefault(p.parent.name, []).append(p)
     lines = []
     for dataset, members in groups.items():
-        items = " · ".join(f"<a href='{html.escape(os.path.relpath(p, path.parent))}'>"
+        items = " · ".join(f"<a href='{html.escape(href(p, path.parent))}'>"
                            f"{html.escape(NOTEBOOK_TITLES.get(p.stem, p.stem).split(':')[0])}</a>"
                            for p in sorted(members, key=lambda p: p.stem))
         lines.append(f"<b>{html.escape(dataset_title(dataset))}</b>: {items}")
@@ -158,37 +164,31 @@ def _write_front_page(path: Path, title: str, provenance: str, body: str, pages:
     return path
 
 
-def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: Sequence[str | Path],
+def write_index(path: str | Path, table: pd.DataFrame, pages: Sequence[str | Path],
                 headline_png: str | Path | None = None, provenance: str = "",
                 title: str = "BLADE-FL reproduction report", comparisons: Mapping[str, pd.DataFrame] | None = None,
                 runs_per_point: int | None = None, sensitivity: str | Path | None = None,
-                summaries: Mapping[str, pd.DataFrame] | None = None, calibration: Sequence[str | Path] = (),
+                summaries: Mapping[str, pd.DataFrame] | None = None, outcomes: Sequence[Mapping] = (),
                 calibration_page: str | Path | None = None, engine: str | None = None,
                 paper_tables: Sequence[Mapping] = ()) -> Path:
     """The report's front page (:mod:`bladefl.report.front_page`): a banner where the design judges
-    little, the findings, the pages, every statement with each dataset's verdict, the headline
-    figure, the accuracy beside the paper's, the runs that diverged."""
+    little, the findings, the pages, every statement with each dataset's verdict (``table``:
+    :func:`bladefl.report.index_inputs.read_verdicts`), the headline figure, the accuracy beside the
+    paper's, the runs that diverged; ``outcomes``: :func:`bladefl.report.index_inputs.read_outcomes`."""
     from bladefl.report import bundle_design
     from bladefl.report import front_page as fp
 
     path = Path(path)
-    table = pd.concat([read_csv(p, VERDICT_COLUMNS) for p in verdict_tables], ignore_index=True)
-    for column in ("statement", "role", "decided_by", "finding", "quote", "page", "replication"):
-        if column not in table:
-            table[column] = table.claim if column == "statement" else ""
-    study = os.path.relpath(sensitivity, path.parent) if sensitivity and Path(sensitivity).exists() else None
+    study = href(sensitivity, path.parent) if sensitivity and Path(sensitivity).exists() else None
     figure = fp.figure_section(headline_png, fp.headline_caption(summaries or {})) if summaries else ""
-    link = (os.path.relpath(calibration_page, path.parent)
+    link = (href(calibration_page, path.parent)
             if calibration_page and Path(calibration_page).is_file() else None)
-    from bladefl.report.calibration_outcome import check_outcome
-
-    outcomes = [check_outcome(read_json(p), p) for p in calibration]
     design = bundle_design.design_of_runs(summaries or {})
     distance = distance_section(comparisons or {}, outcomes, link, study, engine, design)
     distance += convention_line(summaries or {}, paper_tables) if distance else ""
     words = provenance_module.project_root() / "docs" / "glossary.md"
     glossary = (f"<p class='small'>The statistics' words (Page test, FDR, equivalence margin, draw, unit, too few "
-                f"runs, witness): <a href='{html.escape(os.path.relpath(words, path.parent))}'>the glossary</a>.</p>"
+                f"runs, witness): <a href='{html.escape(href(words, path.parent))}'>the glossary</a>.</p>"
                 if words.is_file() else "")
     datasets_run = sorted(set(table["dataset"].astype(str))) if "dataset" in table else None
     engine_line = bundle_design.engine_reading(engine, datasets_run or ()) if engine else ""
@@ -222,7 +222,7 @@ def write_index(path: str | Path, verdict_tables: Sequence[str | Path], pages: S
 def sensitivity_link(page: Path) -> str:
     """The sensitivity study's page (docs/sensitivity.md) relative to ``page``, "" where it is absent."""
     doc = provenance_module.project_root() / "docs" / "sensitivity.md"
-    return os.path.relpath(doc, page.parent) if doc.is_file() else ""
+    return href(doc, page.parent) if doc.is_file() else ""
 
 
 def diverged_counts(summaries: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -326,6 +326,6 @@ scored point on its draws over every feasible K; the picked points form the seco
     return _write_front_page(path, title, provenance, body, pages)
 
 
-__all__ = ["NOTEBOOK_TITLES", "write_calibration_index",
+__all__ = ["NOTEBOOK_TITLES", "href", "write_calibration_index",
            "DATASET_TITLES", "PAGE_TEMPLATE", "page_title", "dataset_title", "render_html",
            "write_index", "write_sensitivity_index", "headline_panels", "verdict_tally"]

@@ -28,7 +28,7 @@ PAPER = ("Li et al., *Blockchain Assisted Decentralized Federated Learning (BLAD
 
 def _bundle(bundle: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """A checked bundle's manifest ``about``, its verdict table (every dataset) and its comparison table."""
-    from bladefl.report.pages import VERDICT_COLUMNS
+    from bladefl.report.inputs import VERDICT_COLUMNS
 
     about = checked_about(bundle)
     results = bundle / "results"
