@@ -600,9 +600,9 @@ def test_a_link_that_reads_as_a_url_scheme_stays_a_path(tmp_path):
 
 
 def test_run_page_checks_its_notebook_and_outputs_before_the_kernel_starts(world, tmp_path, capsys):
-    """Found from the valid base: a parameters cell that does not parse was a SyntaxError traceback, and an
-    output under a file was refused only after the notebook had run (the kernel's progress lines first); now
-    each is one line and no kernel starts."""
+    """Found from the valid base: a parameters cell that does not parse was a SyntaxError traceback, an output
+    under a file was refused only after the notebook had run (the kernel's progress lines first), and an executed
+    notebook of any name was run (papermill warned of its extension); now each is one line and no kernel starts."""
     executed = tmp_path / "e.ipynb"  # what a started kernel writes first
     base = _with([_fill(a, world) for a in TABLE["run-page"]["base"]], "--executed", str(executed), OUT, "run-page")
     broken = tmp_path / "broken.ipynb"
@@ -614,7 +614,8 @@ def test_run_page_checks_its_notebook_and_outputs_before_the_kernel_starts(world
     page.cells = [cell]
     nbformat.write(page, broken)
     for argv, says in ((_with(base, "notebook", str(broken), IN, "run-page"), "not a notebook whose parameters"),
-                       (_with(base, "--out", _fill("{big}/page.html", world), OUT, "run-page"), "cannot be written")):
+                       (_with(base, "--out", _fill("{big}/page.html", world), OUT, "run-page"), "cannot be written"),
+                       (_with(base, "--executed", str(tmp_path / "e.txt"), OUT, "run-page"), "must be a .ipynb path")):
         assert main(["run-page", *argv]) == 2
         said = capsys.readouterr().err.strip()
         assert len(said.splitlines()) == 1 and says in said, said

@@ -275,10 +275,9 @@ def _cmd_run_page(args: argparse.Namespace) -> int:
         return 2
     from papermill.exceptions import PapermillExecutionError
 
-    from bladefl.core import atomic
+    from bladefl.report.execution import page_outputs
 
-    executed = atomic.check_writable(args.executed)  # both outputs checked before the kernel starts
-    atomic.check_writable(args.out)
+    executed, _ = page_outputs(args.executed, args.out)  # both checked before the kernel starts
     try:  # no executed notebook is left behind by a page that fails
         execute_notebook(args.notebook, executed, parameters)
     except PapermillExecutionError as exc:

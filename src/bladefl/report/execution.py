@@ -28,6 +28,18 @@ def socket_parent() -> str:
     return base if len(base) <= _MAX_SOCKET_FOLDER - 24 else "/tmp"
 
 
+def page_outputs(executed: str | os.PathLike[str], page: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """A page's two outputs checked before its kernel starts: the executed notebook an ``.ipynb`` path and
+    the page an ``.html`` path, each writable (:func:`bladefl.core.atomic.check_writable`); ValueError
+    naming the option otherwise."""
+    from bladefl.core import atomic
+
+    for option, path, suffix in (("--executed", executed, ".ipynb"), ("--out", page, ".html")):
+        if Path(path).suffix != suffix:
+            raise ValueError(f"{option} must be a {suffix} path (got {str(path)[:80]!r})")
+    return atomic.check_writable(executed), atomic.check_writable(page)
+
+
 def execute_notebook(notebook: str | os.PathLike[str], executed: str | os.PathLike[str],
                      parameters: Mapping[str, Any], *, progress_bar: bool = True,
                      start_timeout: int = 60) -> Path:
@@ -44,4 +56,4 @@ def execute_notebook(notebook: str | os.PathLike[str], executed: str | os.PathLi
     return Path(executed)
 
 
-__all__ = ["execute_notebook", "socket_parent"]
+__all__ = ["execute_notebook", "page_outputs", "socket_parent"]
