@@ -209,6 +209,15 @@ def test_config_files_merge_as_snakemake_merges_them():
     assert config_files.merged(base, over) == {"a": 1, "partition": {"n": 512, "seeds": [0, 1]}, "datasets": ["mnist"]}
 
 
+def test_a_config_with_a_key_the_workflow_does_not_know_is_refused_naming_it(tmp_path):
+    """The workflow's schema refuses a key it does not know (a typo of a field); import-runs read the same
+    config past it (only `config_checks.check`), importing runs under a config Snakemake would refuse."""
+    typo = tmp_path / "typo.yaml"
+    typo.write_text((REPO / "config/smoke.yaml").read_text() + "measure_constant: false\n")
+    with pytest.raises(wc.ConfigError, match="unknown key 'measure_constant' \\(did you mean 'measure_constants'"):
+        ri.read_config([REPO / "config/config.yaml", typo])
+
+
 def test_a_run_trained_on_another_draw_is_refused(config, tmp_path):
     """The summary names its partition's indices by digest: against the partition made here (the
     manifest `bladefl partition` writes) a run of another draw is refused; one of this draw imports;

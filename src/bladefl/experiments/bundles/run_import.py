@@ -29,7 +29,7 @@ from bladefl.core import atomic, owned, run_files
 from bladefl.data.datasets import sha256_file
 from bladefl.experiments.bundles import run_detections
 from bladefl.experiments.bundles.run_archive import ABOUT, LEDGER, RUN_FILES, ArchiveError, about_problems, read_archive
-from bladefl.experiments.plan import config_checks, config_files, run_id
+from bladefl.experiments.plan import config_checks, run_id
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.plan.grid import Cell
 from bladefl.experiments.runs import run_checks, run_source
@@ -63,10 +63,9 @@ def with_seeds(config: Mapping[str, Any], seeds: Sequence[int] | None) -> dict:
 
 def read_config(paths: Sequence[str | Path], seeds: Sequence[int] | None = None) -> dict:
     """The workflow config of Snakemake's ``--configfile`` files (on top of the default config, merged
-    in order), its part ``run_seeds`` set to ``seeds`` when given, checked as the workflow checks it."""
-    config = with_seeds(config_files.read_configs(paths), seeds)
-    config_checks.check(config)
-    return config
+    in order), its part ``run_seeds`` set to ``seeds`` when given, checked as the workflow checks it (the
+    schema too: a key the workflow does not know is refused, not passed over)."""
+    return config_checks.read_checked(paths, lambda config: with_seeds(config, seeds))
 
 
 def expected_configs(config: Mapping[str, Any], runs_root: str) -> dict[str, dict]:

@@ -10,7 +10,7 @@ feasible K in every cell, sweeps, detection, readings) and then builds every job
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,13 +129,15 @@ def _partition_errors(config: Mapping[str, Any], grid_cells: list[Cell]) -> list
 SCHEMA = Path(__file__).resolve().parents[4] / "workflow" / "schemas" / "config.schema.yaml"  # <root>/src/bladefl/...
 
 
-def read_checked(paths: Sequence[str | Path]) -> dict:
-    """The workflow config of ``--configfile paths`` (on the default config) checked as the Snakefile checks
-    it, for a command that reads one outside Snakemake: each file strictly, the merged config's size, the
-    schema (:func:`schema_errors`, one line per problem), then :func:`check`; :class:`ConfigError` otherwise."""
+def read_checked(paths: Sequence[str | Path], part: Callable[[dict], dict] | None = None) -> dict:
+    """The workflow config of ``--configfile paths`` (on the default config; ``part``: what a command sets on
+    top, such as its part's ``run_seeds``) checked as the Snakefile checks it, for a command that reads one
+    outside Snakemake: each file strictly, the merged config's size, the schema (:func:`schema_errors`, one
+    line per problem), then :func:`check`; :class:`ConfigError` otherwise."""
     from bladefl.experiments.plan import config_files
 
     config = config_files.read_configs(paths)
+    config = part(config) if part is not None else config
     problems = config_files.config_size_errors(config) or schema_errors(config, SCHEMA)
     if problems:
         raise ConfigError("invalid config: " + "; ".join(problems))
