@@ -821,3 +821,40 @@ def test_the_papers_own_spread_per_table_is_its_largest_at_a_setting_shared_with
         assert k_spread == pytest.approx(mine.K_star_spread.max()) or math.isnan(mine.K_star_spread.max())
     assert set(spreads) == {t for cell in repeated.rows for t in
                             (part.split(" ")[0] + " " + part.split(" ")[1] for part in cell.split("; "))}
+
+
+@pytest.mark.parametrize("dataset", ["mnist", "fashion_mnist"])
+def test_the_calibrated_engines_are_the_kept_studys_picks(dataset):
+    """config/engines/calibrated-<dataset>.yaml is the kept study's pick (reference/calibration-cpu's
+    outcome.json), byte for byte the engine its analysis wrote, and that engine is the pick's values
+    made a run config again from the kept spec (tables.engine_yaml): an engine file the study never chose
+    (a stale reading) fails here."""
+    kept = REPO / "reference/calibration-cpu/results/calibration" / dataset
+    engine = REPO / "config/engines" / f"calibrated-{dataset}.yaml"
+    assert engine.read_bytes() == (kept / f"calibrated-{dataset}.yaml").read_bytes()
+    outcome = json.loads((kept / "outcome.json").read_text())
+    spec = study.load_spec((kept / "spec.json").read_text())
+    again = yaml.safe_load(tables.engine_yaml(spec, outcome["calibrated"]["values"], dataset, ""))
+    assert yaml.safe_load(engine.read_text()) == again
+    run = load_config(engine)
+    values = outcome["calibrated"]["values"]
+    assert run.model.hidden == values["width"] and run.partition.n == values["samples"]
+    assert run.train.batch_size == values["batch_size"] and run.lazy.noise == values["lazy_noise"]
+
+
+def test_the_calibrated_engine_is_read_per_dataset(tmp_path):
+    """`engine: calibrated` (no calibrated.yaml) is each dataset's own file; without a dataset it is refused,
+    never read as another dataset's reading."""
+    from bladefl.experiments.plan import workflow_config as wc
+
+    config = {"engine": "calibrated", "datasets": ["mnist", "fashion_mnist"]}
+    assert wc.per_dataset("calibrated") and not wc.per_dataset("paper")
+    assert "calibrated" in wc.available_engines()
+    assert wc.engine_path(config, "mnist").name == "calibrated-mnist.yaml"
+    assert wc.engine(config, "fashion_mnist").model.hidden == load_config(
+        REPO / "config/engines/calibrated-fashion_mnist.yaml").model.hidden
+    with pytest.raises(wc.ConfigError, match="given per dataset"):
+        wc.engine(config)
+    # each dataset's partition is its own engine's (MNIST 4 classes per client, Fashion-MNIST 4 shards)
+    assert {wc.partition_spec(config, 20, None, d).scheme for d in config["datasets"]} == {"classes", "shards"}
+    assert wc.engine_path({"engine": "paper"}, "mnist").name == "paper.yaml"

@@ -36,8 +36,8 @@ def with_change(path: list, value) -> dict:
     "path, value, message",
     [
         (["datasets"], ["svhn"], "svhn"),
-        (["engine"], "fast", "engine must be one of ['authors-code', 'calibrated-fashion_mnist', 'calibrated-mnist', "
-                             "'paper']"),
+        (["engine"], "fast", "engine must be one of ['authors-code', 'calibrated', 'calibrated-fashion_mnist', "
+                             "'calibrated-mnist', 'paper']"),
         (["partition", "scheme"], "random", "random"),
         (["partition", "n"], 513, "partition.n must be divisible by partition.shards_per_client=2"),
         (["partition", "n"], 2600, "partition.N * partition.n must be at most the training set size 60000"),

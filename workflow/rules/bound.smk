@@ -35,7 +35,7 @@ rule verdicts:
         members=MEMBERS,
         statements=own("config/paper_statements.yaml"),
         paper_values=own("config/paper_values.yaml"),
-        engine=own(f"config/engines/{ENGINE}.yaml"),
+        engine=dataset_engine,
     output:
         f"{RESULTS}/verdicts/{{dataset}}.csv",
     log:

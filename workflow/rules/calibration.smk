@@ -23,7 +23,7 @@ rule calibration_search:
     input:
         raw=dataset_raw_files,
         spec=f"{CAL}/{{dataset}}/spec.json",
-        engine=own(f"config/engines/{ENGINE}.yaml"),
+        engine=dataset_engine,
     output:
         f"{CAL}/{{dataset}}/workers/{{worker}}.json",
     log:

@@ -84,18 +84,34 @@ SEEDS = config["seeds"]
 RUN_SEEDS = wc_cfg.run_seeds(config)
 
 
-# The partition file of each (N, run seed): the seed's draw; computed once, when the workflow is parsed.
+# The partition file of each (dataset, N, run seed): the seed's draw of the dataset's engine (one engine
+# for every dataset, or one per dataset: config/engines/<engine>-<dataset>.yaml); computed once, when the
+# workflow is parsed.
 PARTITION_OF = {
-    (N, s): wc_cfg.partition_spec(config, N, s).key
+    (d, N, s): wc_cfg.partition_spec(config, N, s, d).key
+    for d in DATASETS
     for N in {c.N for c in CELLS.values()}
     for s in SEEDS
 }
-PARTITION_KEYS = sorted(set(PARTITION_OF.values()))
 
 
-def partition_key(N, seed):
-    """The partition file of run seed ``seed`` in a cell with N clients (its draw)."""
-    return PARTITION_OF[(N, int(seed))]
+def partition_key(dataset, N, seed):
+    """The partition file of run seed ``seed`` in a cell with N clients on ``dataset`` (its draw)."""
+    return PARTITION_OF[(dataset, N, int(seed))]
+
+
+def partition_keys(dataset):
+    """Every partition file of ``dataset``'s grid (each draw at each N), once each."""
+    return sorted({k for (d, _, _), k in PARTITION_OF.items() if d == dataset})
+
+
+def engine_of(dataset):
+    """The engine file ``dataset``'s jobs read (config/engines/<engine>.yaml, or <engine>-<dataset>.yaml)."""
+    return own(f"config/engines/{wc_cfg.engine_name(config, dataset)}.yaml")
+
+
+def dataset_engine(wildcards):
+    return engine_of(wildcards.dataset)
 
 
 RUNS = f"{RESULTS}/runs/{ENGINE}"

@@ -8,7 +8,7 @@ rule reference:
     input:
         raw=dataset_raw_files,
         partition=f"{PARTITIONS}/{{dataset}}/{{key}}.npy",
-        engine=own(f"config/engines/{ENGINE}.yaml"),
+        engine=dataset_engine,
     output:
         npz=f"{REFERENCES}/{{dataset}}/{{key}}.npz",
         info=f"{REFERENCES}/{{dataset}}/{{key}}.json",
@@ -74,7 +74,7 @@ rule run_group:
         raw=group_raw_files,
         partition=group_partition,
         reference=group_reference,
-        engine=own(f"config/engines/{ENGINE}.yaml"),
+        engine=group_engine,
         plan=f"{RESULTS}/plans/{ENGINE}/{{group}}.json",
     output:
         temp(f"{GROUP_RUNS}/{{group}}.done"),
@@ -106,7 +106,7 @@ rule run_cell:
         raw=dataset_raw_files,
         partition=cell_partition,
         reference=cell_reference,
-        engine=own(f"config/engines/{ENGINE}.yaml"),
+        engine=dataset_engine,
         group=group_done,
     output:
         rounds=run_id.file(RUNS, "{dataset}", "{cell}", "{seed}", "rounds.csv"),

@@ -84,10 +84,15 @@ def reading(engine: Mapping[str, Any], name: str, datasets: Sequence[str] = ()) 
 
 
 def engine_reading(name: str, datasets: Sequence[str] = ()) -> str:
-    """:func:`reading` of the engine ``name`` (a workflow config's ``engine``), as this checkout holds it."""
+    """:func:`reading` of the engine ``name`` (a workflow config's ``engine``), as this checkout holds it;
+    an engine given per dataset (``calibrated``) as each of ``datasets``' readings in turn."""
     try:
         if name not in wc.available_engines():  # a name, never a path: read only config/engines/<name>.yaml
             raise ValueError(name)
+        if wc.per_dataset(name):
+            return "; ".join(f"on {SPECS[d].title if d in SPECS else d}, "
+                             + reading(yaml.safe_load(wc.engine_path({"engine": name}, d).read_text()) or {},
+                                       wc.engine_name({"engine": name}, d), [d]) for d in datasets)
         engine = yaml.safe_load(wc.engine_path({"engine": name}).read_text()) or {}
         return reading(engine, name, datasets)
     except (OSError, yaml.YAMLError, ValueError, TypeError, KeyError):

@@ -21,7 +21,13 @@ def bound_run_summaries(wildcards):
 
 def dataset_references(wildcards):
     """Reference optima (F*, w*) of the bound cells' partitions (each draw's)."""
-    keys = sorted({partition_key(c.N, s) for c in BOUND_CELLS.values() for s in SEEDS})
+    keys = sorted(
+        {
+            partition_key(wildcards.dataset, c.N, s)
+            for c in BOUND_CELLS.values()
+            for s in SEEDS
+        }
+    )
     return expand(f"{REFERENCES}/{wildcards.dataset}/{{key}}.npz", key=keys)
 
 

@@ -32,7 +32,7 @@ def calibration_spec_text(dataset):
         config,
         own("config/paper_values.yaml"),
         dataset,
-        own(f"config/engines/{ENGINE}.yaml"),
+        engine_of(dataset),
         RAW,
     )
 

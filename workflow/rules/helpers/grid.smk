@@ -28,7 +28,7 @@ def dataset_run_summaries(wildcards):
 
 
 def cell_partition(wildcards):
-    key = partition_key(CELLS[wildcards.cell].N, wildcards.seed)
+    key = partition_key(wildcards.dataset, CELLS[wildcards.cell].N, wildcards.seed)
     return f"{PARTITIONS}/{wildcards.dataset}/{key}.npy"
 
 
@@ -36,7 +36,7 @@ def cell_reference(wildcards):
     """A bound cell's reference optimum (its runs record ||w^k - w*||); none for the others."""
     if wildcards.cell not in BOUND_CELLS:
         return []
-    key = partition_key(CELLS[wildcards.cell].N, wildcards.seed)
+    key = partition_key(wildcards.dataset, CELLS[wildcards.cell].N, wildcards.seed)
     return f"{REFERENCES}/{wildcards.dataset}/{key}.npz"
 
 
@@ -59,9 +59,15 @@ def group_raw_files(wildcards):
     return raw_files(GROUPS_BY_NAME[wildcards.group].dataset)
 
 
+def group_engine(wildcards):
+    return engine_of(GROUPS_BY_NAME[wildcards.group].dataset)
+
+
 def group_partition_keys(group):
     """The partition (one per draw) of each of a group's seeds, once each, in seed order."""
-    return list(dict.fromkeys(partition_key(group.N, s) for s in group.seeds))
+    return list(
+        dict.fromkeys(partition_key(group.dataset, group.N, s) for s in group.seeds)
+    )
 
 
 def group_partition(wildcards):
@@ -131,10 +137,17 @@ def run_in_group(wildcards):
 def run_inputs():
     """Every partition file and reference optimum the grid's runs (of the seeds of run_seeds) read."""
     Ns = {c.N for c in CELLS.values()}
-    keys = sorted({partition_key(N, s) for N in Ns for s in RUN_SEEDS})
-    partitions = [p for d in DATASETS for key in keys for p in partition_files(d, key)]
-    bound = sorted(
-        {partition_key(c.N, s) for c in BOUND_CELLS.values() for s in RUN_SEEDS}
-    )
-    references = [f"{REFERENCES}/{d}/{key}.npz" for d in DATASETS for key in bound]
+    partitions = [
+        p
+        for d in DATASETS
+        for key in sorted({partition_key(d, N, s) for N in Ns for s in RUN_SEEDS})
+        for p in partition_files(d, key)
+    ]
+    references = [
+        f"{REFERENCES}/{d}/{key}.npz"
+        for d in DATASETS
+        for key in sorted(
+            {partition_key(d, c.N, s) for c in BOUND_CELLS.values() for s in RUN_SEEDS}
+        )
+    ]
     return partitions + references

@@ -60,7 +60,7 @@ def notebook_parameters(wildcards):
             "config_file": f"{REPORT}/config.yaml",
         },
         "01_data": {
-            "partitions": [f"{PARTITIONS}/{d}/{key}.json" for key in PARTITION_KEYS]
+            "partitions": [f"{PARTITIONS}/{d}/{key}.json" for key in partition_keys(d)]
         },
         "02_sweeps": {
             "summary": f"{RESULTS}/summary/{d}.csv",
@@ -160,7 +160,7 @@ def all_targets():
         *[
             p
             for d in DATASETS
-            for key in PARTITION_KEYS
+            for key in partition_keys(d)
             for p in partition_files(d, key)
         ],
         *expand(f"{RESULTS}/summary/{{dataset}}.csv", dataset=DATASETS),

@@ -293,7 +293,7 @@ def judge(bundle: str | Path, statements: str | Path, paper_values: str | Path, 
         frame = all_verdicts(table, members, float(config["t_sum"]), bound_cells_of(members, sweep, config["t_sum"]),
                              gaps, constants, margins=margins, dataset=dataset, inventory=inventory,
                              paper_tables=tables, fig3_sweep=sweep, scan_settings=scan_settings,
-                             model_size=workflow_config.model_size(config))
+                             model_size=workflow_config.model_size(config, dataset))
         frames[dataset] = frame.assign(dataset=dataset)
         log(f"{dataset}: {len(frame)} rows")
     return frames

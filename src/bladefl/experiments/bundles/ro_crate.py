@@ -50,7 +50,11 @@ def engine_digests(config_file: str | Path) -> dict[str, str]:
     names = {str(config.get("engine", "paper"))} | {str(r.get("engine", "paper")) for r in readings.values()
                                                      if isinstance(r, Mapping)}
     known = set(wc.available_engines())  # a name, never a path: only config/engines/<name>.yaml is read
-    return {n: sha256_file(wc.engine_path({"engine": n})) for n in sorted(names & known)}
+    datasets = [d for d in config.get("datasets", []) if isinstance(d, str)]
+    files = {wc.engine_name({"engine": n}, d)
+             for n in names & known for d in (datasets if wc.per_dataset(n) else [None])}
+    return {f: sha256_file(wc.engine_path({"engine": f})) for f in sorted(files)
+            if wc.engine_path({"engine": f}).is_file()}
 
 
 def write_crate(bundle: str | Path, manifest: Mapping[str, Any], engines: Mapping[str, str] | None = None,

@@ -73,9 +73,9 @@ def expected_configs(config: Mapping[str, Any], runs_root: str) -> dict[str, dic
     summary must hold, without the execution fields."""
     from bladefl.fl.run_config import load_config
 
-    engine = wc.engine_path(config)
     out = {}
     for dataset in config["datasets"]:
+        engine = wc.engine_path(config, dataset)
         for cell in wc.all_cells(config):
             for seed in wc.run_seeds(config):
                 cfg = load_config(engine, wc.run_sets(config, cell, dataset, seed)).to_dict()
@@ -130,7 +130,7 @@ def partition_problems(summary: Mapping[str, Any], config: Mapping[str, Any], da
     recorded = _partition_digest(summary)
     if recorded is None:
         return []
-    spec = wc.partition_spec(config, Cell.from_key(cell).N, seed)
+    spec = wc.partition_spec(config, Cell.from_key(cell).N, seed, dataset)
     manifest = Path(config.get("data_dir", "data")) / "partitions" / dataset / f"{spec.key}.json"
     try:
         here = json.loads(manifest.read_text()).get("indices_sha256")

@@ -28,6 +28,7 @@ from bladefl.experiments.plan.workflow_config import (
     members,
     partition_draws,
     partition_spec,
+    per_dataset,
     run_seeds,
     run_sets,
 )
@@ -82,11 +83,15 @@ def job_config_errors(config: Mapping[str, Any]) -> list[str]:
             errors.append(f"{where}: {str(exc).removeprefix('invalid run config: ')}")
 
     grid = all_cells(config)
-    for cell in grid:
-        build(f"cell {cell.key}", engine_path(config), run_sets(config, cell, datasets[0], seeds[0]))
-    for seed in seeds[1:]:
-        if grid:
-            build(f"seed {seed!r}", engine_path(config), run_sets(config, grid[0], datasets[0], seed))
+    # an engine given per dataset is a file per dataset: each dataset's runs built from its own
+    own = datasets if per_dataset(str(config.get("engine", "paper"))) else datasets[:1]
+    for dataset in own:
+        where = f"{dataset} " if len(own) > 1 else ""
+        for cell in grid:
+            build(f"{where}cell {cell.key}", engine_path(config, dataset), run_sets(config, cell, dataset, seeds[0]))
+        for seed in seeds[1:]:
+            if grid:
+                build(f"{where}seed {seed!r}", engine_path(config, dataset), run_sets(config, grid[0], dataset, seed))
     for reading in readings(config):
         seen = reading_config(config, reading)
         if not engine_path(seen).is_file():
@@ -117,12 +122,15 @@ def _partition_errors(config: Mapping[str, Any], grid_cells: list[Cell]) -> list
         errors.append(f"partition.seeds: at most one draw per run seed ({len(config.get('seeds', [0]))} seeds; "
                       f"got {len(part['seeds'])} draws): a draw without a run seed would run nothing")
         return errors
-    for N in sorted({c.N for c in grid_cells} or {20}):
-        for seed in config.get("seeds", [0])[: len(partition_draws(config))]:
-            try:
-                partition_spec(config, N, seed)
-            except ConfigError as exc:
-                errors.append(f"{exc} (for a cell with N={N})")
+    datasets = ([d for d in config.get("datasets", []) if d in SPECS]
+                if per_dataset(str(config.get("engine", "paper"))) else [None])
+    for dataset in datasets:
+        for N in sorted({c.N for c in grid_cells} or {20}):
+            for seed in config.get("seeds", [0])[: len(partition_draws(config))]:
+                try:
+                    partition_spec(config, N, seed, dataset)
+                except ConfigError as exc:
+                    errors.append(f"{exc} (for a cell with N={N}{f' on {dataset}' if dataset else ''})")
     return errors
 
 
@@ -206,7 +214,11 @@ def check(config: Mapping[str, Any]) -> None:
         if name not in SPECS:
             errors.append(f"datasets: each entry must be one of {sorted(SPECS)} (got {name!r})")
     try:
-        engine(config)
+        if per_dataset(str(config.get("engine", "paper"))):
+            for name in [d for d in config.get("datasets", []) if d in SPECS]:
+                engine(config, name)
+        else:
+            engine(config)
     except (ConfigError, RunConfigError) as exc:
         raise ConfigError(f"invalid config: {exc}") from None
     try:
@@ -236,7 +248,7 @@ def check(config: Mapping[str, Any]) -> None:
             errors.append(f"bound_sweep: must name one of the sweeps {names} when measure_constants is true "
                           f"(got {bound!r})")
     errors.extend(_detection_errors(config))
-    engines = available_engines()
+    engines = [e for e in available_engines() if not per_dataset(e)]  # a reading's engine is one file for every dataset
     errors.extend(reading_errors(config, engines))
     for reading in readings(config):
         if reading.engine in engines:

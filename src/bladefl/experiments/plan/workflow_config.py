@@ -43,19 +43,50 @@ def engine_dir() -> Path:
     return Path(__file__).resolve().parents[4] / ENGINE_DIR  # <root>/src/bladefl/experiments/plan/this file
 
 
-def engine_path(config: Mapping[str, Any]) -> Path:
-    return engine_dir() / f"{config.get('engine', 'paper')}.yaml"
+def per_dataset(name: str) -> bool:
+    """Whether engine ``name`` is given per dataset: no config/engines/<name>.yaml, but a
+    config/engines/<name>-<dataset>.yaml for some registered dataset (``calibrated``: each dataset
+    under the reading its calibration picked, config/engines/calibrated-<dataset>.yaml)."""
+    from bladefl.data.datasets import SPECS
+
+    here = engine_dir()
+    return not (here / f"{name}.yaml").is_file() and any((here / f"{name}-{d}.yaml").is_file() for d in SPECS)
+
+
+def engine_name(config: Mapping[str, Any], dataset: str | None = None) -> str:
+    """The name of the engine file ``dataset``'s runs read: the config's ``engine``, or
+    ``<engine>-<dataset>`` where the engine is given per dataset (:func:`per_dataset`). Such an engine
+    needs the dataset: without one its name is returned as it is, a file that does not exist, so
+    :func:`engine` refuses it rather than read another dataset's reading."""
+    name = str(config.get("engine", "paper"))
+    return f"{name}-{dataset}" if dataset is not None and per_dataset(name) else name
+
+
+def engine_path(config: Mapping[str, Any], dataset: str | None = None) -> Path:
+    """config/engines/<engine>.yaml, or <engine>-<dataset>.yaml for an engine given per dataset."""
+    return engine_dir() / f"{engine_name(config, dataset)}.yaml"
 
 
 def available_engines() -> list[str]:
-    """The engines there are: config/engines/<name>.yaml."""
-    return sorted(p.stem for p in engine_dir().glob("*.yaml"))
+    """The engines there are: config/engines/<name>.yaml, and each engine given per dataset
+    (``<name>-<dataset>.yaml``: :func:`per_dataset`) by its name."""
+    from bladefl.data.datasets import SPECS
+
+    files = sorted(p.stem for p in engine_dir().glob("*.yaml"))
+    families = {f.removesuffix(f"-{d}") for f in files for d in SPECS if f.endswith(f"-{d}")}
+    return sorted({*files, *(f for f in families if per_dataset(f))})
 
 
-def engine(config: Mapping[str, Any]) -> RunConfig:
-    path = engine_path(config)
+def engine(config: Mapping[str, Any], dataset: str | None = None) -> RunConfig:
+    """The engine's run config for ``dataset`` (ConfigError naming the engines there are when its file
+    is missing: an engine given per dataset without the dataset, or without that dataset's file)."""
+    path = engine_path(config, dataset)
     if not path.is_file():
-        raise ConfigError(f"engine must be one of {available_engines()} (got {config.get('engine')!r}: no {path})")
+        name = config.get("engine")
+        why = (f"it is given per dataset ({name}-<dataset>.yaml) and has no file for {dataset!r}"
+               if dataset is not None else f"it is given per dataset: say which dataset's ({name}-<dataset>.yaml)")
+        raise ConfigError(f"engine must be one of {available_engines()} (got {name!r}: no {path}"
+                          + (f"; {why})" if per_dataset(str(name)) else ")"))
     return load_config(path)
 
 
@@ -64,8 +95,8 @@ def model_size(config: Mapping[str, Any], dataset: str | None = None) -> int:
     :func:`bladefl.fl.shape.parameters_on`)."""
     from bladefl.fl.shape import parameters_on
 
-    name = dataset or next(iter(config.get("datasets") or []), engine(config).dataset)
-    return parameters_on(name, engine(config).model.hidden)
+    name = dataset or next(iter(config.get("datasets") or []), None) or engine(config).dataset
+    return parameters_on(name, engine(config, name).model.hidden)
 
 
 def renamed_keys(config: Mapping[str, Any]) -> tuple[dict, list[str]]:
@@ -133,7 +164,15 @@ def partition_draws(config: Mapping[str, Any]) -> list[int]:
     part = config.get("partition", {})
     if "seeds" in part:
         return [int(s) for s in part["seeds"]]
-    return [int(part["seed"]) if "seed" in part else engine(config).partition.seed]
+    if "seed" in part:
+        return [int(part["seed"])]
+    if not per_dataset(str(config.get("engine", "paper"))):
+        return [engine(config).partition.seed]
+    own = {engine(config, d).partition.seed for d in config.get("datasets", [])}
+    if len(own) != 1:
+        raise ConfigError(f"partition.seed or partition.seeds must be given: the engine {config.get('engine')!r} is "
+                          f"given per dataset and its datasets' files draw different partitions ({sorted(own)})")
+    return [own.pop()]
 
 
 def partition_draw(config: Mapping[str, Any], seed: int) -> int:
@@ -153,10 +192,11 @@ def partition_overrides(config: Mapping[str, Any], seed: int | None = None) -> d
     return part
 
 
-def partition_spec(config: Mapping[str, Any], N: int, seed: int | None = None) -> PartitionSpec:
-    """The engine's partition with the config's overrides and the cell's N: run seed ``seed``'s draw
-    (the first draw without a seed)."""
-    values = {**dataclasses.asdict(engine(config).partition), **partition_overrides(config, seed), "N": N}
+def partition_spec(config: Mapping[str, Any], N: int, seed: int | None = None,
+                   dataset: str | None = None) -> PartitionSpec:
+    """The engine's partition (``dataset``'s, where the engine is given per dataset) with the config's
+    overrides and the cell's N: run seed ``seed``'s draw (the first draw without a seed)."""
+    values = {**dataclasses.asdict(engine(config, dataset).partition), **partition_overrides(config, seed), "N": N}
     errors = partition_errors(SimpleNamespace(**values), train_size=train_size(config.get("datasets", [])))
     if errors:
         raise ConfigError("; ".join(errors))

@@ -73,20 +73,20 @@ def grid_jobs(config: Mapping[str, Any]) -> list[JobWork]:
     from bladefl.fl.run_config import load_config
 
     config = with_defaults(config)
-    engine_file, engine = wc.engine_path(config), str(config.get("engine", "paper"))
+    engine = str(config.get("engine", "paper"))
     seeds = [int(s) for s in config.get("seeds", [0])]
     runs: dict[tuple[str, str], tuple[float, float, float]] = {}  # per dataset and cell: a seed's work is any seed's
     jobs = []
     for dataset in config.get("datasets", []):
         for cell in wc.all_cells(config):
-            cfg = load_config(engine_file, wc.run_sets(config, cell, dataset, seeds[0]))
+            cfg = load_config(wc.engine_path(config, dataset), wc.run_sets(config, cell, dataset, seeds[0]))
             samples, data, models = run_work(cfg)
             runs[(dataset, cell.key)] = (samples, data, models)
             jobs += [JobWork("run_cell", run_id.folder(engine, dataset, cell.key, s), samples, data + models)
                      for s in seeds]
         for cell in wc.bound_cells(config):
             for seed in seeds:
-                spec = wc.partition_spec(config, cell.N, seed)
+                spec = wc.partition_spec(config, cell.N, seed, dataset)
                 jobs.append(JobWork("reference", f"{engine}/{dataset}/{spec.key}", float(spec.N * spec.n),
                                     float(spec.N * spec.n * get_spec(dataset).pixels)))
     for group in wc.partition_jobs(config):  # its draws' clients held once, every run's models stacked

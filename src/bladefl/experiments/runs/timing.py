@@ -221,7 +221,7 @@ def group_jobs(config: dict, group: PartitionJob, out: str, sets: tuple[str, ...
     from bladefl.experiments.runs.runner import CellJob
 
     plan = json.loads(wc.group_plan(config, group, out))
-    cfgs = [load_config(wc.engine_path(config), [*item["set"], *sets]) for item in plan]
+    cfgs = [load_config(wc.engine_path(config, group.dataset), [*item["set"], *sets]) for item in plan]
     draws = list(dict.fromkeys(c.partition for c in cfgs))
     return [CellJob(c, Path(item["out"]), draw=draws.index(c.partition))
             for c, item in zip(cfgs, plan, strict=True)], draws
