@@ -90,6 +90,7 @@ rule report_index:
             f"{RESULTS}/tables/{{dataset}}_paper_comparison.csv", dataset=DATASETS
         ),
         calibration=calibration_outcomes_kept,
+        beside=readings_beside_manifests,
     output:
         figures=multiext(f"{RESULTS}/figures/report/headline", ".png", ".svg"),
         index=report(
@@ -112,11 +113,12 @@ rule report_index:
         provenance=provenance_tables,
         calibration=calibration_page_option,
         engine=ENGINE,
+        beside=readings_beside_option,
     shell:
         "bladefl report-index --verdicts {input.verdicts:q} --provenance {params.provenance:q} "
         "--pages {input.pages:q} --summaries {input.summaries:q} --comparisons {input.comparisons:q} "
         "--configfiles {params.configfiles:q} --seeds {params.seeds:q} --figures {params.figures:q} "
-        "--calibration {input.calibration:q} {params.calibration:q} --engine {params.engine:q} "
+        "--calibration {input.calibration:q} {params.calibration:q} --engine {params.engine:q} {params.beside:q} "
         "--out {output.index:q} > {log:q} 2>&1"
 
 

@@ -99,6 +99,9 @@ def add_report_index(p: argparse.ArgumentParser) -> None:
                         "kept bundle): why our numbers differ from the paper's, on the front page")
     p.add_argument("--calibration-page", help="the calibration study's rendered report, linked where it exists")
     p.add_argument("--engine", help="the runs' engine (config/engines/<engine>.yaml): its reading, stated on the page")
+    p.add_argument("--beside", nargs="*", default=[],
+                   help="kept bundles of the same design under another reading (config readings_beside): each "
+                        "claim's verdict and each table's distance to the paper under them, beside this report's")
     p.add_argument("--paper-values", help="the paper's tables: which reading of K* comes nearest them, on the front "
                    "page (default: config/paper_values.yaml where it is there)")
     p.add_argument("--out", required=True)
@@ -112,7 +115,7 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
     found = read_index_inputs(verdicts=args.verdicts, provenance=args.provenance, summaries=args.summaries,
                               comparisons=args.comparisons, calibration=args.calibration,
                               configfiles=args.configfiles, engine=args.engine, paper_values=args.paper_values,
-                              out=args.out, figures=args.figures)  # every input checked before the figure
+                              out=args.out, figures=args.figures, beside=args.beside)  # every input checked first
     panels = pages.headline_panels(found.summaries, found.comparisons)
     headline = None
     if panels:
@@ -124,7 +127,7 @@ def _cmd_report_index(args: argparse.Namespace) -> int:
                             runs_per_point=min(seeds) if seeds else None, sensitivity=sensitivity,
                             summaries=found.summaries, outcomes=found.outcomes,
                             calibration_page=args.calibration_page, engine=args.engine,
-                            paper_tables=found.paper_tables)
+                            paper_tables=found.paper_tables, beside=found.beside)
     print(f"wrote {out}")
     return 0
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -35,13 +36,12 @@ def distance_table(comparisons: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 def _cause(outcomes: Sequence[Mapping], calibration_link: str | None, sensitivity_link: str | None) -> str:
     """Why our numbers differ: the calibration study's outcome where one is given, else where to run it."""
-    from bladefl.report.calibration import conventions_words, front_line
+    from bladefl.report.calibration import front_line
 
     one_axis = (f"<a href='{html.escape(sensitivity_link)}'>this run's sensitivity study</a>" if sensitivity_link
                 else "the sensitivity study (docs/sensitivity.md)")
     if outcomes:
         found = " ".join(front_line(o, dataset_title(o["dataset"])) for o in outcomes)
-        found += "".join(f" {w}" for o in outcomes if (w := conventions_words(o, dataset_title(o["dataset"]))))
         where = (f" (<a href='{html.escape(calibration_link)}'>its report</a>)"
                  if calibration_link else " (docs/calibration.md; <code>make reference-report "
                  "REF=reference/calibration-cpu</code> renders its report)")
@@ -102,60 +102,57 @@ def convention_line(summaries: Mapping[str, pd.DataFrame], paper_tables: Sequenc
             f"row; docs/calibration.md, the measurement conventions): {html.escape('. '.join(said))}.</p>")
 
 
-def distance_section(comparisons: Mapping[str, pd.DataFrame], outcomes: Sequence[Mapping],
-                     calibration_link: str | None, sensitivity_link: str | None = None,
-                     engine: str | None = None, design: str = "") -> str:
-    """How far our numbers are from the paper's, per dataset and table (from this report's runs), and
-    what the calibration study found about why (from its outcome, where one is given; the sensitivity
-    study, one setting at a time, linked where this run made it). Where this report's engine is the
-    paper engine, the calibration's stated reading is the same reading: a line says why their
-    distances differ."""
-    from bladefl.report.plots import param_name
+def distance_section(readings: Sequence[Any], outcomes: Sequence[Mapping], calibration_link: str | None,
+                     sensitivity_link: str | None = None, engine: str | None = None, design: str = "") -> str:
+    """How far our numbers are from the paper's, per dataset and table, for each reading's runs (``readings``:
+    :class:`bladefl.report.readings_beside.Reading`, this report's first), every distance with its interval
+    over the independent units; and what the calibration study found about why (from its outcome, where
+    one is given; the sensitivity study, one setting at a time, linked where this run made it). Where this
+    report's engine is the paper engine, the calibration's stated reading is the same reading: a line says
+    why their distances differ. No figure here is a minimum over readings or conventions."""
+    from bladefl.report.readings_beside import distance_html, distance_tables
 
-    table = distance_table(comparisons)
-    without = [dataset_title(d) for d in comparisons if d not in set(table.dataset)] if len(table) else []
+    if not readings:
+        return ""
+    targets = targets_of(outcomes)
+    table = distance_tables(readings, targets)
     if table.empty:
         return ""
-
-    def cell(value: float, rows: int, fmt: str) -> str:
-        return "" if not rows or not math.isfinite(value) else f"{value:{fmt}}"
-
+    own = table[(table.reading == readings[0].label) & (table.scope == "dataset")]
+    without = [dataset_title(d) for d in readings[0].comparisons if d not in set(own.dataset)]
     lines: list[str] = [f"{', '.join(without)}: none (the paper gives no table value of it)"] if without else []
     accuracy: dict[str, float] = {}
-    for d, part in table.groupby("dataset", sort=False):
-        k = part[part.K_rows > 0]
-        acc = part[part.acc_rows > 0]
-        k_all = float((k.K_abs * k.K_rows).sum() / k.K_rows.sum()) if len(k) else math.nan
-        acc_all = float((acc.acc_abs * acc.acc_rows).sum() / acc.acc_rows.sum()) if len(acc) else math.nan
-        accuracy[str(d)] = acc_all
-        lines.append(f"{dataset_title(d)} K* {k_all:.1f} rounds, best accuracy {acc_all:.1f} points "
-                     f"({int(k.K_rows.sum())} and {int(acc.acc_rows.sum())} rows)")
-    datasets = list(dict.fromkeys(table.dataset))
-    head = "".join(f"<th colspan='2'>{html.escape(dataset_title(d))}</th>" for d in datasets)
-    sub = "<th>K*, rounds</th><th>accuracy, points</th>" * len(datasets)
-    body = []
-    for name, part in table.groupby("table", sort=False):
-        cells = []
-        for d in datasets:
-            r = part[part.dataset == d]
-            if r.empty:
-                cells.append("<td></td><td></td>")
-                continue
-            r = r.iloc[0]
-            cells.append(f"<td>{cell(r.K_abs, r.K_rows, '.1f')} ({cell(r.K_signed, r.K_rows, '+.1f')})</td>"
-                         f"<td>{cell(r.acc_abs, r.acc_rows, '.1f')} ({cell(r.acc_signed, r.acc_rows, '+.1f')})</td>")
-        body.append(f"<tr><td>{html.escape(str(name))} ({html.escape(param_name(str(part.parameter.iloc[0])))})</td>"
-                    + "".join(cells) + "</tr>")
+    for d, part in own.groupby("dataset", sort=False):
+        k, acc = part[part.measure == "K_star"], part[part.measure == "accuracy"]
+        accuracy[str(d)] = float(acc.distance.iloc[0]) if len(acc) else math.nan
+
+        def said(rows: pd.DataFrame, unit: str, fmt: str) -> str:
+            if rows.empty:
+                return f"no {unit}"
+            r = rows.iloc[0]
+            band = f" [{r.low:{fmt}}, {r.high:{fmt}}]" if math.isfinite(r.low) else ""
+            return f"{r.distance:{fmt}}{band} {unit} ({int(r.rows)} rows)"
+
+        lines.append(f"{dataset_title(d)} K* {said(k, 'rounds', '.2f')}, best accuracy {said(acc, 'points', '.1f')}")
     cause = _cause(outcomes, calibration_link, sensitivity_link)
     if engine == "paper":
         cause += reconciled(accuracy, outcomes, design)
     return f"""<h2>How far our numbers are from the paper's</h2>
-<p class='small'>From the paper's, per row on average: {html.escape('; '.join(lines))}. Per table: the mean
-|ours &minus; paper's| over its rows (the signed mean in brackets; K* where the paper's value gives an integer K*).</p>
-<table class='small'><tr><th rowspan='2'>table (swept)</th>{head}</tr><tr>{sub}</tr>
-{"".join(body)}
-</table>
+<p class='small'>From the paper's, per row on average ({html.escape(readings[0].label)}, this report's runs):
+{html.escape('; '.join(lines))}.</p>
+{distance_html(table, targets)}
 {cause}"""
 
 
-__all__ = ["convention_line", "distance_section", "distance_table", "reconciled"]
+def targets_of(outcomes: Sequence[Mapping]) -> dict[str, float]:
+    """The calibration's targets (K* rounds, accuracy points): the outcomes' own where given, else the
+    study's defaults."""
+    from bladefl.experiments.calibration.study import DEFAULTS
+
+    for o in outcomes:
+        if isinstance(o.get("targets"), Mapping):
+            return {k: float(v) for k, v in o["targets"].items()}
+    return {k: float(v) for k, v in DEFAULTS["targets"].items()}
+
+
+__all__ = ["convention_line", "distance_section", "distance_table", "reconciled", "targets_of"]

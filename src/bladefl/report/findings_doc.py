@@ -154,11 +154,20 @@ def beside_section(bundle: Path, headline: Path, head: pd.DataFrame) -> str:
 
 
 def findings_markdown(bundles: Sequence[str | Path]) -> str:
-    """docs/findings.md for ``bundles`` (each a kept bundle folder): the first, the headline, in full (read
-    and checked once); each other one by its tally and the verdicts that differ from the headline's."""
+    """docs/findings.md for ``bundles`` (each a kept bundle folder): first, where another bundle ran the
+    headline's design under another engine, every claim under both readings (what holds under both first,
+    :func:`bladefl.report.readings_beside.markdown`); then the first, the headline, in full (read and checked
+    once); each other one by its tally and the verdicts that differ from the headline's."""
+    from bladefl.experiments.plan import config_files
+    from bladefl.report import readings_beside as rb
+    from bladefl.report.distance import targets_of
+
     first, *others = [Path(b) for b in bundles]
     _, head, comparisons, lines = _read_bundle(first)
-    sections = [_full_section(head, comparisons, lines), *(beside_section(b, first, head) for b in others)]
+    paired = rb.beside(config_files.read_configs([first / "config.yaml"], default=None), [str(b) for b in others],
+                       first)
+    both = [rb.markdown([rb.read_reading(first), *map(rb.read_reading, paired)], targets_of([]))] if paired else []
+    sections = [*both, _full_section(head, comparisons, lines), *(beside_section(b, first, head) for b in others)]
     return "\n".join([HEADER, *sections]).rstrip("\n") + "\n"
 
 

@@ -173,7 +173,19 @@ def accuracy_line(comparisons: Mapping[str, pd.DataFrame]) -> str:
     return html.escape("; ".join(parts) + "." if parts else "")
 
 
-def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame | None = None) -> str:
+def _beside(r: pd.Series, others: Mapping[str, str]) -> str:
+    """The statement's verdict under each other reading (``others``: label -> verdict), marked where it
+    differs from this report's ("" without other readings)."""
+    if not others:
+        return ""
+    parts = [f"{html.escape(label)}: <span class='v' style='background:{COLOURS.get(v, '#fff')}'>"
+             f"{html.escape(v)}</span>" for label, v in others.items()]
+    mark = " <b>depends on the reading</b>" if any(v != str(r.verdict) for v in others.values()) else ""
+    return f"<br><span class='small'>{' · '.join(parts)}{mark}</span>"
+
+
+def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame | None = None,
+          others: Mapping[str, str] | None = None) -> str:
     if r is None:
         return "<td class='muted'>not stated for this dataset</td>"
     colour = COLOURS.get(str(r.verdict), "#fff")
@@ -189,7 +201,7 @@ def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame 
               f"{'<ul>' + extra + '</ul>' if extra else ''}<p>{html.escape(str(r.evidence))}</p></details>")
     decided = html.escape(_short(r.decided_by, 110 if r.verdict != "not applicable" else 90))
     return (f"<td><span class='v' style='background:{colour}'>{html.escape(str(r.verdict))}</span> "
-            f"<span class='small'>{decided}</span>" + folded + "</td>")
+            f"<span class='small'>{decided}</span>" + _beside(r, others or {}) + folded + "</td>")
 
 
 def _draws(r: pd.Series) -> str:
@@ -206,13 +218,17 @@ def _draws(r: pd.Series) -> str:
 FOLDED_BASES = ("mathematics", "paper")  # judged without runs: folded under their tally, the findings name them
 
 
-def statement_table(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None = None) -> str:
+def statement_table(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None = None,
+                    beside: Mapping[str, pd.DataFrame] | None = None) -> str:
     """Every counted statement, grouped by what it is judged on, one column per dataset: the
-    verdict and the number that decided it, what the data show, readings, the paper's words and the
-    evidence folded. The statements judged without runs (the bound's formula as mathematics, the
+    verdict and the number that decided it (and its verdict under each reading ``beside``: label ->
+    that reading's verdict table, where it judged it), what the data show, readings, the paper's words
+    and the evidence folded. The statements judged without runs (the bound's formula as mathematics, the
     paper's own errors) are folded, each under its tally."""
     datasets = list(dict.fromkeys(table.dataset))
     rows = counted(table)
+    other = {label: counted(t).set_index(["statement", "dataset"]).verdict.astype(str).to_dict()
+             for label, t in (beside or {}).items()}
     is_reading = [role(x) == "reading" for x in table.itertuples()]
     readings = {key: part for key, part in table[is_reading].groupby(["dataset", "statement"], sort=False)}
     empty = table.iloc[0:0]
@@ -231,7 +247,9 @@ def statement_table(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame]
             name = html.escape(str(first.claim))
             if page:
                 name = f"<a href='{html.escape(f'{first.dataset}/{page}.html')}'>{name}</a>"
-            cells = "".join(_cell(by.get(d), readings.get((d, statement), empty), (comparisons or {}).get(d))
+            cells = "".join(_cell(by.get(d), readings.get((d, statement), empty), (comparisons or {}).get(d),
+                                  {label: v[(statement, d)] for label, v in other.items()
+                                   if (statement, d) in v and basis not in FOLDED_BASES})
                             for d in datasets)
             words = f"<details><summary>its words</summary><i>“{html.escape(quote)}”</i></details>" if quote else ""
             body.append(f"<tr><td>{name}<br><span class='small muted'>{html.escape(str(first.source))}</span>{words}"

@@ -5,7 +5,7 @@ naming it before any work."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ class IndexInputs:
     verdicts: pd.DataFrame
     outcomes: list[Mapping[str, Any]]
     paper_tables: list[dict]
+    beside: list[Any] = field(default_factory=list)  # readings_beside.Reading of each kept bundle beside
 
 
 def read_verdicts(paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -49,17 +50,19 @@ def read_outcomes(paths: Sequence[str | Path]) -> list[Mapping[str, Any]]:
 def read_index_inputs(*, verdicts: Sequence[str], provenance: Sequence[str], summaries: Sequence[str],
                       comparisons: Sequence[str], calibration: Sequence[str] = (), configfiles: Sequence[str] = (),
                       engine: str | None = None, paper_values: str | None = None, out: str = "",
-                      figures: str = "") -> IndexInputs:
+                      figures: str = "", beside: Sequence[str] = ()) -> IndexInputs:
     """Every input of the front page read as hostile, and the outputs ``out`` (the page) and ``figures``
     (the headline figure's folder) checked as writable, before any work: the config files as workflow
     config files (named on the page as the run's config), ``engine`` as one of this checkout's engines,
-    ``paper_values`` where given (else :data:`PAPER_VALUES` where it is there)."""
+    ``paper_values`` where given (else :data:`PAPER_VALUES` where it is there), each kept bundle ``beside``
+    (another reading of the same design) through the kept bundles' checks."""
     from bladefl.core import atomic
     from bladefl.experiments.plan import config_files
     from bladefl.experiments.plan import workflow_config as wc
     from bladefl.report.bundle_design import PROVENANCE_COLUMNS
     from bladefl.report.paper import COMPARISON_COLUMNS
     from bladefl.report.paper import paper_tables as read_paper_tables
+    from bladefl.report.readings_beside import read_reading
 
     found = IndexInputs(
         summaries={Path(p).stem: read_csv(p, SUMMARY_COLUMNS) for p in summaries},
@@ -68,7 +71,8 @@ def read_index_inputs(*, verdicts: Sequence[str], provenance: Sequence[str], sum
                      for p in comparisons},
         verdicts=read_verdicts(verdicts), outcomes=read_outcomes(calibration),
         paper_tables=read_paper_tables(paper_values or PAPER_VALUES)
-        if paper_values or Path(PAPER_VALUES).is_file() else [])
+        if paper_values or Path(PAPER_VALUES).is_file() else [],
+        beside=[read_reading(b) for b in beside])
     for path in configfiles:
         config_files.read_configs([path], default=None)
     if engine is not None and engine not in wc.available_engines():

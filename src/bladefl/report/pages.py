@@ -170,12 +170,15 @@ def write_index(path: str | Path, table: pd.DataFrame, pages: Sequence[str | Pat
                 runs_per_point: int | None = None, sensitivity: str | Path | None = None,
                 summaries: Mapping[str, pd.DataFrame] | None = None, outcomes: Sequence[Mapping] = (),
                 calibration_page: str | Path | None = None, engine: str | None = None,
-                paper_tables: Sequence[Mapping] = ()) -> Path:
+                paper_tables: Sequence[Mapping] = (), beside: Sequence[Any] = ()) -> Path:
     """The report's front page (:mod:`bladefl.report.front_page`): a banner where the design judges
     little, the findings, the pages, every statement with each dataset's verdict (``table``:
     :func:`bladefl.report.index_inputs.read_verdicts`), the headline figure, the accuracy beside the
-    paper's, the runs that diverged; ``outcomes``: :func:`bladefl.report.index_inputs.read_outcomes`."""
-    from bladefl.report import bundle_design
+    paper's, the runs that diverged; ``outcomes``: :func:`bladefl.report.index_inputs.read_outcomes`;
+    ``beside``: kept bundles of the same design under another reading
+    (:func:`bladefl.report.readings_beside.read_reading`), each claim's verdict and each table's distance
+    under them shown beside this report's."""
+    from bladefl.report import bundle_design, readings_beside
     from bladefl.report import front_page as fp
 
     path = Path(path)
@@ -184,7 +187,8 @@ def write_index(path: str | Path, table: pd.DataFrame, pages: Sequence[str | Pat
     link = (href(calibration_page, path.parent)
             if calibration_page and Path(calibration_page).is_file() else None)
     design = bundle_design.design_of_runs(summaries or {})
-    distance = distance_section(comparisons or {}, outcomes, link, study, engine, design)
+    readings = [readings_beside.Reading(engine or "paper", "", table, summaries or {}, comparisons or {}), *beside]
+    distance = distance_section(readings, outcomes, link, study, engine, design)
     distance += convention_line(summaries or {}, paper_tables) if distance else ""
     words = provenance_module.project_root() / "docs" / "glossary.md"
     glossary = (f"<p class='small'>The statistics' words (Page test, FDR, equivalence margin, draw, unit, too few "
@@ -195,6 +199,7 @@ def write_index(path: str | Path, table: pd.DataFrame, pages: Sequence[str | Pat
     basis = fp.basis_line(design, engine_line, sensitivity_link(path))
     body = f"""{fp.banner(table)}{basis}<h2>Findings</h2>
 {findings(table, comparisons)}
+{readings_beside.section(readings)}
 {distance}
 <h2>Pages</h2>
 {_links(path, pages)}
@@ -202,7 +207,7 @@ def write_index(path: str | Path, table: pd.DataFrame, pages: Sequence[str | Pat
 <p class='small'><strong>{html.escape(verdict_tally(table))}.</strong></p>
 {fp.LEGEND}
 {glossary}
-{fp.statement_table(table, comparisons)}
+{fp.statement_table(table, comparisons, {r.label: r.verdicts for r in beside})}
 {fp.unjudged_section(inventory().statements, datasets_run)}
 {_diverged_section(summaries or {})}
 {figure}"""

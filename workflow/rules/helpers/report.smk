@@ -1,6 +1,9 @@
 # Helpers of report.smk (its globals, wildcard constraints and input/parameter functions).
 from collections import namedtuple
 
+from bladefl.report import bundle_design
+from bladefl.report import readings_beside as rd_beside
+
 # A report page's wildcards, for calling the input functions outside a job.
 Page = namedtuple("Page", "dataset nb")
 NOTEBOOK_SETTINGS = ("dataset", "figures_dir", "tables_dir")
@@ -179,3 +182,21 @@ def all_targets():
         ),
         f"{REPORT}/index.html",
     ]
+
+
+# The kept bundles the front page shows beside this report's runs (config readings_beside): the design
+# run under another engine; the bundle this report renders (a kept bundle's own config) is not its own neighbour.
+READINGS_BESIDE = rd_beside.beside(
+    config,
+    config.get("readings_beside", []),
+    bundle_design.bundle_of(workflow.configfiles),
+)
+
+
+def readings_beside_manifests(wildcards):
+    return [f"{b}/MANIFEST.json" for b in READINGS_BESIDE]
+
+
+def readings_beside_option(wildcards):
+    """`--beside BUNDLE...` where another reading of this design is kept, as arguments (quoted by `:q`)."""
+    return ["--beside", *READINGS_BESIDE] if READINGS_BESIDE else []

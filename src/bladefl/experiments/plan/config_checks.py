@@ -43,16 +43,17 @@ PATH_TEXT = re.compile(r"[A-Za-z0-9._/+=,@:%~ -]{1,4096}")
 
 
 def path_errors(config: Mapping[str, Any], workdir: str | Path | None = None) -> list[str]:
-    """The config's paths (:data:`PATH_FIELDS`) checked as paths before any job: plain text (no control
-    character, no shell metacharacter) and inside the working folder, unless the config says
+    """The config's paths (:data:`PATH_FIELDS` and each of ``readings_beside``) checked as paths before any
+    job: plain text (no control character, no shell metacharacter) and inside the working folder, unless the
+    config says
     ``paths_outside_workdir: true``."""
     root = Path(workdir or Path.cwd()).resolve()
     outside_ok = config.get("paths_outside_workdir") is True
     errors = []
-    for field in PATH_FIELDS:
-        if field not in config or (field == "calibration_bundle" and config[field] == ""):
-            continue
-        value = config[field]
+    given = [(field, config[field]) for field in PATH_FIELDS
+             if field in config and not (field == "calibration_bundle" and config[field] == "")]
+    given += [(f"readings_beside[{i}]", v) for i, v in enumerate(config.get("readings_beside") or [])]
+    for field, value in given:
         if not isinstance(value, str) or not PATH_TEXT.fullmatch(value):
             shown = ascii(value)[:80]
             errors.append(f"{field} must be a path of letters, digits, spaces and ._/+=,@:%~- only (no control "
