@@ -41,6 +41,8 @@ OUTCOME_SCHEMA = {
                                            "properties": {"patience": _NUMBER, "tolerance": _NUMBER,
                                                           "max_trials": _NUMBER, "min_proposals": _NUMBER}},
                                   "coverage": {"type": "object", "additionalProperties": _VALUES},
+                                  "promoted_replicates": {"type": "object", "maxProperties": 8, "additionalProperties":
+                                                          {"type": "integer", "minimum": 0, "maximum": 10_000}},
                                   "origins": {"type": "object", "additionalProperties": False,
                                               "required": ["named", "coverage", "searched"],
                                               "properties": {k: {"type": "integer", "minimum": 0, "maximum": 10000}

@@ -236,20 +236,24 @@ def run_enough(plan: Plan, point: Point, root: str | Path, targets: tuple[float,
 
 
 def row_results(plan: Plan, root: str | Path) -> pd.DataFrame:
-    """Per row, ours beside the paper's: K* (draw-mean curve) and its sd over draws, the maximal
-    accuracy (%) and its sd, each row's |difference|; from the runs under ``root``."""
+    """Per row, ours beside the paper's: the runs and the partition draws they trained on, K* (run-mean
+    curve) and its sd over the runs, the maximal accuracy (%) and its sd, each row's |difference|; from
+    the runs under ``root``."""
     from bladefl.experiments.tables.tidy import collect, optimum
 
     table = collect(summaries(root, plan), row_members(plan.rows))
     trained = table[table.status == "ok"]  # a cell whose every run diverged has no optimum: its row is NaN
     best = optimum(trained).set_index(["sweep", "cell"]) if len(trained) else None
     ranges = draw_ranges(trained)
+    # the partition draws each cell's runs trained on (a point that replicates seeds runs them on one draw)
+    draws = trained.groupby(["sweep", "cell"]).partition.nunique().to_dict() if len(trained) else {}
     out = []
     for r in plan.rows:
         o = best.loc[(r.sweep, r.cell.key)] if best is not None and (r.sweep, r.cell.key) in best.index else None
         k, acc = (float(o.K_star_loss), 100 * float(o.max_accuracy)) if o is not None else (math.nan, math.nan)
         out.append({"table": r.table, "sweep": r.sweep, "value": r.value, "cell": r.cell.key,
-                    "draws": int(o.seeds) if o is not None else 0,
+                    "runs": int(o.seeds) if o is not None else 0,
+                    "draws": int(draws.get((r.sweep, r.cell.key), 0)),
                     "K_values": f"1-{max(r.k_values(plan.t_sum))}",
                     "K_star": k, "K_star_sd": float(o.K_star_loss_std) if o is not None else math.nan,
                     "paper_K_star": r.paper_K_star, "max_accuracy": acc,

@@ -126,7 +126,8 @@ def second_summary(rows: pd.DataFrame, spec: StudySpec) -> pd.DataFrame:
         out.append({"role": role, "point": part.point.iloc[0], "trial": part.trial.iloc[0], "K_star_distance": k,
                     "accuracy_distance": acc, "closeness": evaluation.closeness(k, acc, spec.k_target,
                                                                                 spec.accuracy_target),
-                    "rows": len(part), "draws": int(part.draws.min())})
+                    "rows": len(part), "runs": int(part["runs"].min()) if "runs" in part else int(part.draws.min()),
+                    "draws": int(part.draws.min())})
     return pd.DataFrame(out)
 
 
@@ -196,6 +197,16 @@ def runs_words(draws: int, replicates: object) -> str:
     return f"{draws} draw{'s' if draws != 1 else ''}"
 
 
+def promoted_words(found: Mapping[str, Any]) -> str:
+    """What the points scored on every row ran, per point no stronger than its runs: their count per replicate
+    design where the outcome records it (``search.promoted_replicates``), else the runs each had."""
+    draws = int(found["second_pass"]["draws"])
+    counts = (found.get("search") or {}).get("promoted_replicates")
+    if isinstance(counts, Mapping) and counts:
+        return ", ".join(f"{n} with {runs_words(draws, design)}" for design, n in sorted(counts.items()))
+    return f"{draws} runs each"
+
+
 def conclusion(found: Mapping[str, Any]) -> str:
     """The study's conclusion in words no stronger than what it evaluated (from ``outcome.json``)."""
     t, s = found["targets"], found["search"]
@@ -206,13 +217,12 @@ def conclusion(found: Mapping[str, Any]) -> str:
     origins = (f" ({o['named']} named, {o['coverage']} visiting the values of {', '.join(s['coverage']) or 'no axis'}, "
                f"{o['searched']} proposed by the sampler)" if o else "")
     size = f" of the space's {s['space_size']:,}" if isinstance(s.get("space_size"), int) else ""
-    replicated = runs_words(found["second_pass"]["draws"], (found["calibrated"].get("values") or {}).get("replicates"))
     scope = (f"{s['evaluated']}{size} points evaluated on the screen{origins}, {s['promoted']} of them on every row "
-             f"of {tables} with {replicated} and every feasible K")
+             f"of {tables} with {promoted_words(found)} and every feasible K")
     if found["reached"]:
         return (f"The reading {found['calibrated']['label']} reaches {tables} within {t['K_star']:g} round and "
-                f"{t['accuracy']:g} points per row on average ({second['K_star']:.2f} rounds, {second['accuracy']:.1f} "
-                f"points; {scope}).")
+                f"{t['accuracy']:g} points per row on average in sample, on the runs that picked it "
+                f"({second['K_star']:.3g} rounds, {second['accuracy']:.3g} points; {scope}).")
     part = (f"; per table it is within both targets on {', '.join(within)}" if within else
             "; it is within both targets on no table")
     return (f"None of the {scope} comes within {t['K_star']:g} round and {t['accuracy']:g} points per row on both "
@@ -240,6 +250,8 @@ def _search_found(spec: StudySpec, trials: pd.DataFrame, done: pd.DataFrame, rea
                      "max_trials": spec.rule.max_trials, "min_proposals": spec.rule.min_proposals},
             "coverage": {a: sorted({str(v) for v in done[a]}) if a in done else [] for a in spec.coverage},
             "points": [p.name for p in spec.space.points],
+            "promoted_replicates": {str(k): int(v) for k, v in promoted.replicates.value_counts().items()}
+            if "replicates" in promoted else {},
             "origins": {"named": int(named.sum()), "coverage": int(covering.sum()),
                         "searched": int((~named & ~covering).sum())},
             "seconds_per_screen": float(done.run_seconds[~done.promoted].mean())
