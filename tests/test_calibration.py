@@ -612,7 +612,8 @@ def test_the_nearest_conventions_are_one_sentence_on_the_calibration_index(tmp_p
     index = (tmp_path / "index.html").read_text()
     assert ("K* nearest the paper from test-loss in 1 of 1 tables, on average over the tables 0.50 rounds per row at "
             "the nearest (a minimum over readings and conventions taken per table, then averaged: optimistic, the same "
-            "runs choose and score it) against 2.00 under the headline; accuracy from at-k-star client-test at test-loss&#x27;s K* "
+            "runs choose and score it) against 2.00 under the headline; accuracy from at-k-star client-test at "
+            "test-loss&#x27;s K* "
             "in 1, 3.0 points against 10.0") in index and "up to 0 rounds and 4.58 points" in index
     view = __import__("bladefl.report.calibration", fromlist=["x"]).conventions_view(found)
     assert view.iloc[0]["nearest K*: reading, curve"] == "calibrated, test-loss"  # best1 is the calibrated role

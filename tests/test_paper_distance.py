@@ -135,3 +135,37 @@ def test_a_bundle_is_beside_only_where_it_ran_the_same_design_under_another_engi
     found = rb.beside(base, [str(tmp_path / n) for n in ("same", "other-seeds", "same-engine", "absent")])
     assert found == [str(tmp_path / "same")]
     assert rb.beside(base, [str(tmp_path / "same")], own=tmp_path / "same") == []
+
+
+def test_a_refutation_says_what_decided_it():
+    """"refuted" split by what decided it: a change inside the margin is a small effect, not the opposite."""
+    from types import SimpleNamespace as Row
+
+    from bladefl.report.verdict_rows import refuted_by
+
+    small = Row(verdict="refuted", basis="experiment", finding="no change inside ±1 round: K* 10.7 → 10.3",
+                decided_by="equivalence: K*, ... lies inside ±1 round")
+    opposite = Row(verdict="refuted", basis="experiment", finding="K* 10 → 10.7",
+                   decided_by="tie-aware exact Page test over 10 runs: p (opposite, rises) = 0.00076, FDR-adjusted")
+    trend = Row(verdict="refuted", basis="experiment", finding="K* 2.6 → 6.9",
+                decided_by="tie-aware exact Page test over 10 runs: p (either direction) = 7e-15, FDR-adjusted")
+    assert refuted_by(small) == "equivalent within the margin"
+    assert refuted_by(opposite) == "the opposite is significant"
+    assert refuted_by(trend) == "a trend is significant"
+    assert refuted_by(Row(verdict="reproduced", basis="experiment", finding="", decided_by="")) == ""
+    assert refuted_by(Row(verdict="refuted", basis="mathematics", finding="", decided_by="")) == "fails at a valid setting"
+
+
+def test_verdict_tables_are_written_at_a_stated_precision_and_the_scans_counts_ignore_the_last_bits():
+    """Another machine's last bits (about 2e-16 relative) change neither a verdict table's bytes nor a count."""
+    from bladefl.experiments.verdicts.table import FLOAT_FORMAT, verdict_csv
+    from bladefl.theory.constant_scan import quantised
+
+    frame = pd.DataFrame({"p_claim": [0.000761904761904762], "effect": [1.2345678901234567]})
+    nudged = frame * (1 + 2e-16)
+    assert verdict_csv(frame) == verdict_csv(nudged) and FLOAT_FORMAT == "%.10g"
+    assert verdict_csv(frame).splitlines()[1] == "0.0007619047619,1.23456789"
+    k = np.array([3.9999999999999996, 4.0, 12.345678912345, np.inf, np.nan, 0.0])
+    q = quantised(k)
+    assert q[0] == q[1] == 4.0 and q[2] == 12.3456789 and np.isinf(q[3]) and np.isnan(q[4]) and q[5] == 0.0
+    assert (quantised(k[:3] * (1 + 2e-16)) == q[:3]).all()

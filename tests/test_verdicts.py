@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from bladefl.experiments.plan.grid import expand
+from bladefl.experiments.verdicts import trend
 from bladefl.experiments.verdicts.experiment import EXPERIMENT_VERDICTS, experiment_verdicts, per_draw
 from bladefl.experiments.verdicts.table import VERDICTS, all_verdicts
 from bladefl.experiments.verdicts.trend import Margins, min_p, parse_margins, trend_test, units_needed
@@ -70,7 +71,7 @@ def test_an_effect_in_every_unit_is_reproduced_whatever_the_offset_between_units
     out = judged(curves, members)
     loss = row(out, "the loss grows with beta")
     assert loss.verdict == "reproduced" and loss.p_claim < 0.05 and loss.p_opposite > 0.5 and loss.units == 5
-    assert loss.effect > 0 and "seed 0: [" in loss.evidence and "Page test, 5 units" in loss.evidence
+    assert loss.effect > 0 and "seed 0: [" in loss.evidence and "tie-aware exact Page test, 5 units" in loss.evidence
     k = row(out, "K* falls as beta grows")
     assert k.verdict == "reproduced" and k.effect == pytest.approx(-3.0)
     # the opposite trend in every unit: refuted on evidence, not on noise
@@ -269,7 +270,7 @@ def test_margins_are_read_with_the_field_named():
 def test_the_trend_test_is_pages_with_exact_p_values():
     perfect = np.array([[1, 2, 3, 4], [1, 2, 3, 4]], dtype=float)
     t = trend_test(perfect)
-    assert t.test == "Page" and t.p_rises == pytest.approx(1 / 576) and t.p_falls > 0.9
+    assert t.test == trend.PAGE and t.p_rises == pytest.approx(1 / 576) and t.p_falls > 0.9
     assert trend_test(perfect[:, ::-1]).p_falls == pytest.approx(1 / 576)
     sign = trend_test(np.array([[1, 2]] * 5, dtype=float))
     assert sign.test == "sign" and sign.p_rises == pytest.approx(1 / 32)
@@ -395,7 +396,8 @@ def test_the_verdict_view_reads_at_a_glance():
                                   "evidence"]
     first = view.iloc[0]
     assert first.claim == "K* falls as alpha grows (Table II text (Corollary 1))"
-    assert first["decided by"].startswith("Page test over 4 runs: p (") and "FDR-adjusted" in first["decided by"]
+    assert first["decided by"].startswith("tie-aware exact Page test over 4 runs: p (")
+    assert "FDR-adjusted" in first["decided by"]
     assert first.units == "4 runs" and first["what the data show"].startswith("K* ")
     derived = view[view.claim.str.startswith("τ·α·K* rises with alpha")].iloc[0]
     assert "derived from “K* falls as alpha grows”, not counted" in derived.verdict

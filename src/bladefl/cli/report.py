@@ -163,7 +163,7 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     from bladefl.experiments.runs import provenance
     from bladefl.experiments.tables.table_schema import summary_problems
     from bladefl.experiments.verdicts.statements import problems, read_inventory
-    from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of
+    from bladefl.experiments.verdicts.table import all_verdicts, bound_cells_of, verdict_csv
     from bladefl.experiments.verdicts.trend import parse_margins
     from bladefl.fl.run_config import ModelConfig, load_config
     from bladefl.fl.shape import parameters_on
@@ -191,7 +191,7 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     frame = frame.assign(dataset=args.dataset)
     for problem in problems(frame, inventory, args.dataset):
         print(f"warning: {problem}", file=sys.stderr)
-    atomic.write_csv(args.out, frame)
+    atomic.write_text(args.out, verdict_csv(frame))
     print(f"wrote {args.out}: {verdict_tally(frame)} (derived rows and other readings not counted)")
     return 0
 
@@ -298,13 +298,16 @@ def _cmd_run_page(args: argparse.Namespace) -> int:
 
 def add_findings(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundles", nargs="+", help="kept bundles, e.g. reference/paper-20seeds reference/default-2seeds")
+    p.add_argument("--calibration", help="a kept calibration bundle (reference/calibration-cpu): which setting moves "
+                                         "a distance that stays far from the paper")
     p.add_argument("--out", help="the page to write (docs/findings.md); without it, printed")
 
 
 def _cmd_findings(args: argparse.Namespace) -> int:
     from bladefl.report.findings_doc import findings_markdown
 
-    return _page(findings_markdown(args.bundles), args)  # every bundle checked against its manifest first
+    # every bundle checked against its manifest first
+    return _page(findings_markdown(args.bundles, args.calibration), args)
 
 
 def _page(text: str, args: argparse.Namespace) -> int:

@@ -121,9 +121,9 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
-def write_csv(path: str | os.PathLike[str], frame: Any) -> None:
-    """A pandas DataFrame as CSV (no index)."""
-    write_text(path, frame.to_csv(index=False))
+def write_csv(path: str | os.PathLike[str], frame: Any, float_format: str | None = None) -> None:
+    """A pandas DataFrame as CSV (no index; floats at ``float_format``, e.g. ``"%.10g"``, else in full)."""
+    write_text(path, frame.to_csv(index=False, float_format=float_format))
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:

@@ -110,7 +110,7 @@ def distance_section(readings: Sequence[Any], outcomes: Sequence[Mapping], calib
     one is given; the sensitivity study, one setting at a time, linked where this run made it). Where this
     report's engine is the paper engine, the calibration's stated reading is the same reading: a line says
     why their distances differ. No figure here is a minimum over readings or conventions."""
-    from bladefl.report.readings_beside import distance_html, distance_tables
+    from bladefl.report.readings_beside import distance_html, distance_tables, gap_lines, gaps, last_row_lines
 
     if not readings:
         return ""
@@ -137,10 +137,19 @@ def distance_section(readings: Sequence[Any], outcomes: Sequence[Mapping], calib
     cause = _cause(outcomes, calibration_link, sensitivity_link)
     if engine == "paper":
         cause += reconciled(accuracy, outcomes, design)
+    found = gap_lines(gaps(readings, table, outcomes))
+    folded = (f"<details class='small'><summary>Where {'every reading stays' if len(readings) > 1 else 'it stays'} "
+              f"above the targets ({len(found)}): the change over each table's sweep beside the paper's</summary><ul>"
+              + "".join(f"<li>{html.escape(line)}</li>" for line in found) + "</ul></details>") if found else ""
+    spread = last_row_lines(table)
+    spread_line = (f"<p class='small'>At the paper's largest lazy noise: {html.escape('; '.join(spread))}.</p>"
+                   if spread else "")
     return f"""<h2>How far our numbers are from the paper's</h2>
 <p class='small'>From the paper's, per row on average ({html.escape(readings[0].label)}, this report's runs):
 {html.escape('; '.join(lines))}.</p>
 {distance_html(table, targets)}
+{folded}
+{spread_line}
 {cause}"""
 
 

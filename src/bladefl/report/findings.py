@@ -22,6 +22,7 @@ from bladefl.report.front_page import (
     counted,
     dataset_title,
 )
+from bladefl.report.verdict_rows import refuted_by
 
 LABELS = (("Reproduced", ("reproduced",)), ("Refuted", ("refuted",)), ("Not settled", UNSETTLED))  # findings' groups
 BASES = (("experiment", "On the runs"), ("bound", "On the bound fitted to the runs"),
@@ -45,8 +46,9 @@ def _items(by: Mapping[str, Mapping[str, pd.Series]], hits: Sequence[str], datas
         tagged = [d for d in datasets if _has(by[s], d, verdicts)]
         first = by[s][tagged[0]]
         found = [(d, by[s][d].finding) for d in tagged if isinstance(by[s][d].finding, str) and by[s][d].finding]
-        # each dataset's own numbers where the item names two
-        shown = [html.escape(f"{dataset_title(d)}: {_short(f, 110)}" if len(found) > 1 else _short(f, 110))
+        # each dataset's own numbers where the item names two; a refutation says what decided it
+        shown = [html.escape((f"{dataset_title(d)}: " if len(found) > 1 else "")
+                             + (f"{decided}: " if (decided := refuted_by(by[s][d])) else "") + _short(f, 110))
                  for d, f in found]
         if reason and (why := _reason(s)):
             shown.append(f"<i>likely: {html.escape(_short(why, 110))}</i>")

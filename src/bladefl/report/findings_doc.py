@@ -15,6 +15,7 @@ from bladefl.data.datasets import SPECS, registry_order
 from bladefl.report.findings import BASES, LABELS
 from bladefl.report.front_page import _names, _replication, accuracy_line, changed, counted, dataset_title
 from bladefl.report.inputs import read_csv
+from bladefl.report.verdict_rows import refuted_by
 
 HEADER = ("# What the kept grids find\n\n"
           "Commands here run in the project's environment: after `make`, `source .venv/bin/activate`. "
@@ -61,8 +62,8 @@ def _bullets(by: dict[str, dict[str, pd.Series]], datasets: Sequence[str], verdi
             continue
         first = rows[hit[0]]
         verdict = "" if first.verdict in ("reproduced", "refuted") else f", {first.verdict}"
-        found = "; ".join(f"{dataset_title(d)}: {_md(rows[d].finding)}" for d in hit
-                          if isinstance(rows[d].finding, str) and rows[d].finding)
+        found = "; ".join(f"{dataset_title(d)}: " + (f"{decided}: " if (decided := refuted_by(rows[d])) else "")
+                          + _md(rows[d].finding) for d in hit if isinstance(rows[d].finding, str) and rows[d].finding)
         lines.append(f"- **{_md(first.claim)}** ({', '.join(dataset_title(d) for d in hit)}{verdict})"
                      + (f": {found}" if found else ""))
     return lines
@@ -153,11 +154,24 @@ def beside_section(bundle: Path, headline: Path, head: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def findings_markdown(bundles: Sequence[str | Path]) -> str:
+def calibration_outcomes(bundle: str | Path) -> list[dict]:
+    """A kept calibration bundle's outcome per dataset, the bundle checked against its manifest first and each
+    outcome read as hostile (:func:`bladefl.report.index_inputs.read_outcomes`)."""
+    from bladefl.report.index_inputs import read_outcomes
+
+    folder = Path(bundle)
+    checked_about(folder)
+    paths = sorted((folder / "results" / "calibration").glob("*/outcome.json"),
+                   key=lambda p: registry_order(p.parent.name))
+    return [dict(o) for o in read_outcomes(paths)]
+
+
+def findings_markdown(bundles: Sequence[str | Path], calibration: str | Path | None = None) -> str:
     """docs/findings.md for ``bundles`` (each a kept bundle folder): first, where another bundle ran the
     headline's design under another engine, every claim under both readings (what holds under both first,
     :func:`bladefl.report.readings_beside.markdown`); then the first, the headline, in full (read and checked
-    once); each other one by its tally and the verdicts that differ from the headline's."""
+    once); each other one by its tally and the verdicts that differ from the headline's. ``calibration``: a
+    kept calibration bundle whose outcomes say which setting moves a distance that stays far from the paper."""
     from bladefl.experiments.plan import config_files
     from bladefl.report import readings_beside as rb
     from bladefl.report.distance import targets_of
@@ -166,7 +180,9 @@ def findings_markdown(bundles: Sequence[str | Path]) -> str:
     _, head, comparisons, lines = _read_bundle(first)
     paired = rb.beside(config_files.read_configs([first / "config.yaml"], default=None), [str(b) for b in others],
                        first)
-    both = [rb.markdown([rb.read_reading(first), *map(rb.read_reading, paired)], targets_of([]))] if paired else []
+    outcomes = calibration_outcomes(calibration) if calibration is not None else []
+    both = ([rb.markdown([rb.read_reading(first), *map(rb.read_reading, paired)], targets_of(outcomes), outcomes)]
+            if paired else [])
     sections = [*both, _full_section(head, comparisons, lines), *(beside_section(b, first, head) for b in others)]
     return "\n".join([HEADER, *sections]).rstrip("\n") + "\n"
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from bladefl.data.datasets import TITLES
 from bladefl.report.paper import accuracy_gap, paper_beside
-from bladefl.report.verdict_rows import role
+from bladefl.report.verdict_rows import refuted_by, role
 
 DATASET_TITLES = TITLES
 COLOURS = {"reproduced": "#d9f2d9", "refuted": "#f8d7d7", "inconclusive": "#fff3c4", "too few runs": "#e8e8e8",
@@ -200,7 +200,9 @@ def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame 
               f"{'<p>' + html.escape(beside) + '</p>' if beside else ''}"
               f"{'<ul>' + extra + '</ul>' if extra else ''}<p>{html.escape(str(r.evidence))}</p></details>")
     decided = html.escape(_short(r.decided_by, 110 if r.verdict != "not applicable" else 90))
-    return (f"<td><span class='v' style='background:{colour}'>{html.escape(str(r.verdict))}</span> "
+    why = refuted_by(r)
+    why = f" <span class='small'><b>({html.escape(why)})</b></span>" if why else ""
+    return (f"<td><span class='v' style='background:{colour}'>{html.escape(str(r.verdict))}</span>{why} "
             f"<span class='small'>{decided}</span>" + _beside(r, others or {}) + folded + "</td>")
 
 

@@ -226,7 +226,7 @@ def _md(text: object) -> str:
     return md(text)
 
 
-def markdown(readings: Sequence[Reading], targets: Mapping[str, float]) -> str:
+def markdown(readings: Sequence[Reading], targets: Mapping[str, float], outcomes: Sequence[Mapping] = ()) -> str:
     """docs/findings.md's section for the same design under several readings: what holds under every reading
     first, then every claim judged on the runs with each reading's verdict (those that depend on the reading
     marked), then each reading's distance to the paper per table with its interval."""
@@ -270,8 +270,84 @@ def markdown(readings: Sequence[Reading], targets: Mapping[str, float]) -> str:
                     cells.append(_interval(hit.iloc[0], fmt).replace("<b>", "**").replace("</b>", "**")
                                  if len(hit) else "")
             lines.append(f"| {name or 'every row'} | " + " | ".join(cells) + " |")
+        found = gap_lines(gaps(readings, table, outcomes))
+        if found:
+            lines += ["", "**Where every reading stays above the targets**, the change over the table's sweep beside "
+                          "the paper's:\n", *[f"- {_md(line)}" for line in found]]
+        spread = last_row_lines(table)
+        if spread:
+            lines += ["", "**One run's spread, averaged over the units**: " + _md("; ".join(spread)) + "."]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["DESIGN_KEYS", "ON_RUNS", "Reading", "beside", "design", "distance_html", "distance_tables", "engine_label",
-           "markdown", "read_reading", "section", "side_by_side", "verdict_lines"]
+def gaps(readings: Sequence[Reading], table: pd.DataFrame, outcomes: Sequence[Mapping] = ()) -> pd.DataFrame:
+    """The tables whose distance stays above its target under every reading (the interval's lower end above
+    it), and for each the change over its sweep (first to last value) beside the paper's: per reading the
+    mean change per unit with its t interval (:func:`paper_distance.slope`), and what the calibration found
+    moves that distance beyond noise (``outcomes``: its outcome.json per dataset; "" where it names nothing)."""
+    from bladefl.experiments.tables import paper_distance
+
+    part = table[(table.scope == "table") & table.target.notna()]
+    labels = [r.label for r in readings]
+    out = []
+    for (dataset, name, measure), rows in part.groupby(["dataset", "table", "measure"], sort=False):
+        above = rows.set_index("reading").reindex(labels)
+        if above.low.isna().any() or not (above.low > above.target).all():
+            continue
+        sweep = str(rows.parameter.iloc[0])
+        paper_column = "paper_K_star" if measure == "K_star" else "paper_max_accuracy"
+        paper = readings[0].comparisons[dataset]
+        paper = paper[(paper.table == name) & paper[paper_column].notna()].sort_values("value")
+        moved = next((o.get("most_important") or {} for o in outcomes if o.get("dataset") == dataset), {})
+        objective = "K_star_distance" if measure == "K_star" else "accuracy_distance"
+        found = moved.get(objective) if isinstance(moved, Mapping) else None
+        for r in readings:
+            change = paper_distance.slope(r.summaries[dataset], sweep, measure)
+            out.append({"dataset": dataset, "table": name, "measure": measure, "sweep": sweep, "reading": r.label,
+                        "first": change["first"], "last": change["last"], "change": change["change"],
+                        "low": change["low"], "high": change["high"], "units": change["units"],
+                        "paper_change": float(paper[paper_column].iloc[-1] - paper[paper_column].iloc[0])
+                        if len(paper) > 1 else math.nan,
+                        "moved_by": str(found.get("setting", "")) if isinstance(found, Mapping) else ""})
+    return pd.DataFrame(out, columns=["dataset", "table", "measure", "sweep", "reading", "first", "last", "change",
+                                      "low", "high", "units", "paper_change", "moved_by"])
+
+
+def gap_lines(found: pd.DataFrame) -> list[str]:
+    """Each gap of :func:`gaps` in words: the sweep, the paper's change, each reading's with its interval, and
+    whether a setting of the calibration moves that distance beyond noise ("not explained" where none does)."""
+    lines = []
+    for (dataset, name, measure), rows in found.groupby(["dataset", "table", "measure"], sort=False):
+        unit = "rounds" if measure == "K_star" else "points"
+        what = "K*" if measure == "K_star" else "the best accuracy"
+        first = rows.iloc[0]
+        ours = "; ".join(f"{r.reading} {r.change:+.1f} [{r.low:+.1f}, {r.high:+.1f}]" for r in rows.itertuples())
+        matches = all(r.low <= r.paper_change <= r.high for r in rows.itertuples())
+        shape = ("the paper's change lies inside every reading's interval: the gap is in the level, not the slope; "
+                 if matches else "")
+        why = (f"the calibration names {first.moved_by} as moving this distance beyond noise (its pick set it)"
+               if first.moved_by else "no setting the calibration searched moves this distance beyond noise: "
+                                      "not explained")
+        lines.append(f"{dataset_title(dataset)} {name}: {what} over {first.sweep} {first['first']:g} to "
+                     f"{first['last']:g} changes by {first.paper_change:+.1f} {unit} in the paper; ours {ours} {unit} "
+                     f"(mean per unit, 95% t interval); {shape}{why}")
+    return lines
+
+
+def last_row_lines(table: pd.DataFrame, name: str = "Table VII") -> list[str]:
+    """Per dataset, the best accuracy at the last row of paper table ``name`` (Table VII: the largest lazy
+    noise, where one run's accuracy spreads most) under each reading, with its interval over the units."""
+    rows = table[(table.scope == "row") & (table.table == name) & (table.measure == "accuracy")]
+    lines = []
+    for dataset, part in rows.groupby("dataset", sort=False):
+        last = part[part.value == part.value.max()]
+        said = "; ".join(f"{r.reading} {r.ours:.1f}% [{r.ours_low:.1f}, {r.ours_high:.1f}]" for r in last.itertuples())
+        first = last.iloc[0]
+        lines.append(f"{dataset_title(dataset)} {name} at {first.parameter} = {first.value:g}: the paper "
+                     f"{first.paper:.1f}%, ours {said} ({int(first.units)} units)")
+    return lines
+
+
+__all__ = ["DESIGN_KEYS", "ON_RUNS", "Reading", "beside", "design", "distance_html", "distance_tables",
+           "engine_label", "gap_lines", "gaps", "last_row_lines", "markdown", "read_reading", "section",
+           "side_by_side", "verdict_lines"]

@@ -31,6 +31,28 @@ def verdict_test(r: object, opposite: bool = True) -> str:
     return f"support {support:.2f}" if support == support else "n/a"
 
 
+def refuted_by(r: object) -> str:
+    """What decided a *refuted* row, in a reader's words ("" for any other verdict): an experiment claim's
+    change shown inside its equivalence margin (a small effect, not the opposite), the opposite direction
+    significant, or a trend significant against a claim of no change; a bound claim's support at most 10%
+    of resamples; a statement about the formula failing at a valid setting (its witness)."""
+    if getattr(r, "verdict", "") != "refuted":
+        return ""
+    basis, finding = getattr(r, "basis", ""), getattr(r, "finding", "")
+    decided = str(getattr(r, "decided_by", "") or "")
+    if basis == "experiment":
+        if _is_text(finding) and str(finding).startswith("no change inside") or decided.startswith("equivalence:"):
+            return "equivalent within the margin"
+        if "either direction" in decided:
+            return "a trend is significant"
+        return "the opposite is significant"
+    if basis == "bound":
+        return "in at most 10% of resamples"
+    if basis == "mathematics":
+        return "fails at a valid setting"
+    return ""
+
+
 # Column names of the report's tables as a reader reads them (others: underscores to spaces).
 
 

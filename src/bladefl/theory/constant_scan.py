@@ -70,6 +70,21 @@ class Scan:
                        f"K* = [{ks}] at {list(self.values)}")
 
 
+DIGITS = 9  # the significant digits K* is compared at (the scan's counts): far above the solver's last bits
+
+
+def quantised(values: np.ndarray) -> np.ndarray:
+    """``values`` rounded to :data:`DIGITS` significant digits (non-finite ones kept), so that the scan's counts
+    (defined, on the edge, flat, failing) do not turn on the last bits in which two machines' libm differ: a
+    count moves only where a K* lies within about 1e-16 of a 9th-digit boundary, not wherever it lies within
+    1e-16 of a threshold."""
+    values = np.asarray(values, dtype=float)
+    finite = np.isfinite(values) & (values != 0)
+    scale = np.ones_like(values)
+    scale[finite] = 10.0 ** (DIGITS - 1 - np.floor(np.log10(np.abs(values[finite]))))
+    return np.where(finite, np.round(values * scale) / scale, values)
+
+
 def _centre(base: Mapping[str, float]) -> dict[str, float]:
     """The scan's centre: the base point's constants, with a finite positive stand-in (1) for any
     that is not (an unfitted eps2, theta 0 without lazy clients)."""
@@ -98,9 +113,10 @@ def scan(claim: Corollary, base: Mapping[str, float], values: Sequence[float], *
         k = k_star_real(**{a: p[a] for a in ("alpha", "beta", "eta", "L", "xi", "delta", "phi", "eps2", "t_sum",
                                              "M", "N", "theta", "sigma2")})
         k_max = np.asarray(p["t_sum"] / (p["alpha"] + p["beta"]), dtype=float)
-        edge |= np.isfinite(k) & (k >= k_max * (1 - 1e-6))
+        edge |= np.isfinite(k) & (quantised(k) >= quantised(k_max * (1 - 1e-6)))
         k_at.append(k * p["beta"] if claim.quantity == "mining_time" else k)
-    K = np.stack(k_at, axis=1)  # [settings, values]
+    raw = np.stack(k_at, axis=1)  # [settings, values]
+    K = quantised(raw)
     defined = np.isfinite(K).all(axis=1)
     safe = np.where(defined[:, None], K, 1.0)  # undefined settings are left out below
     tol = RESOLUTION * np.abs(safe).max(axis=1)  # per step between neighbouring values
@@ -111,8 +127,8 @@ def scan(claim: Corollary, base: Mapping[str, float], values: Sequence[float], *
     witness = None if not failing else {k: float(drawn[k][failing[0]]) for k in SCANNED}
     return Scan(claim.name, settings, int(defined.sum()), int((defined & edge).sum()), len(failing),
                 tuple(float(v) for v in values), witness,
-                tuple(float(k) for k in K[failing[0]]) if failing else (), int((defined & ~edge & flat).sum()))
+                tuple(float(k) for k in raw[failing[0]]) if failing else (), int((defined & ~edge & flat).sum()))
 
 
 
-__all__ = ["Scan", "scan", "SCANNED"]
+__all__ = ["DIGITS", "Scan", "quantised", "scan", "SCANNED"]

@@ -255,7 +255,9 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
     from bladefl.experiments.runs import provenance
 
     frames = judge(bundle, statements, paper_values, scan_settings, log)
-    files = {f"results/verdicts/{dataset}.csv": frame.to_csv(index=False) for dataset, frame in frames.items()}
+    from bladefl.experiments.verdicts.table import verdict_csv
+
+    files = {f"results/verdicts/{dataset}.csv": verdict_csv(frame) for dataset, frame in frames.items()}
     record = {"code_version": provenance.code_version(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
               "files": sorted(files)}
     return _write_files(Path(bundle), files, record)

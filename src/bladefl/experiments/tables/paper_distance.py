@@ -30,7 +30,7 @@ RESAMPLES = 2000
 LEVEL = 0.95
 METHOD = "percentile bootstrap over the independent units"
 COLUMNS = ["dataset", "scope", "table", "parameter", "value", "measure", "rows", "units", "paper", "ours",
-           "distance", "signed", "low", "high", "target", "within"]
+           "ours_low", "ours_high", "distance", "signed", "low", "high", "target", "within"]
 MEASURES = ("K_star", "accuracy")  # rounds; percentage points
 
 
@@ -107,10 +107,11 @@ def curves(summary: pd.DataFrame, comparison: pd.DataFrame) -> Curves:
 
 def _scores(c: Curves, k_star: np.ndarray, best: np.ndarray) -> np.ndarray:
     """Every distance of one or many resamples (``[B, rows]`` estimates) as ``[B, outputs]``: per row the
-    absolute K* and accuracy distances, per table and over all rows their means (rows with a paper value)."""
+    absolute K* and accuracy distances and the estimates themselves, per table and over all rows the
+    distances' means (rows with a paper value)."""
     dk, da = np.abs(k_star - c.paper_k), np.abs(best - c.paper_acc)
     tables = list(dict.fromkeys(c.rows.table))
-    parts = [dk, da]
+    parts = [dk, da, k_star, best]
     for name in [*tables, None]:
         mask = np.ones(len(c.rows), bool) if name is None else (c.rows.table == name).to_numpy()
         for d, paper in ((dk, c.paper_k), (da, c.paper_acc)):
@@ -124,7 +125,7 @@ def distances(summary: pd.DataFrame, comparison: pd.DataFrame, dataset: str,
               targets: Mapping[str, float] | None = None, resamples: int = RESAMPLES, level: float = LEVEL,
               seed: int = 0) -> pd.DataFrame:
     """The distance table (:data:`COLUMNS`): per row, per table and over the dataset's rows, for K* and the
-    best accuracy, the paper's value and ours (rows), the mean absolute distance, the signed mean, the
+    best accuracy, the paper's value and ours with its interval (rows), the mean absolute distance, the signed mean, the
     bootstrap interval of the absolute distance, the target (``targets``: K_star rounds, accuracy points;
     none: NaN) and whether the interval's upper end is within it."""
     from scipy import stats
@@ -158,10 +159,12 @@ def distances(summary: pd.DataFrame, comparison: pd.DataFrame, dataset: str,
     paper = {"K_star": c.paper_k, "accuracy": c.paper_acc}
 
     def add(scope: str, table: str, parameter: str, value: float, measure: str, rows: int, paper_v: float,
-            ours_v: float, j: int, signed_v: float) -> None:
+            ours_v: float, j: int, signed_v: float, estimate: int | None = None) -> None:
         target = float(targets.get(measure, math.nan))
         out.append({"dataset": dataset, "scope": scope, "table": table, "parameter": parameter, "value": value,
                     "measure": measure, "rows": rows, "units": n_units, "paper": paper_v, "ours": ours_v,
+                    "ours_low": math.nan if estimate is None else low[estimate],
+                    "ours_high": math.nan if estimate is None else high[estimate],
                     "distance": point[j], "signed": signed_v, "low": low[j], "high": high[j], "target": target,
                     "within": bool(math.isfinite(target) and math.isfinite(high[j]) and high[j] <= target)})
 
@@ -169,7 +172,7 @@ def distances(summary: pd.DataFrame, comparison: pd.DataFrame, dataset: str,
         for r, row in enumerate(c.rows.itertuples()):
             if math.isfinite(paper[measure][r]):
                 add("row", row.table, row.parameter, float(row.value), measure, 1, float(paper[measure][r]),
-                    float(ours[measure][r]), m * n_rows + r, float(signed[measure][r]))
+                    float(ours[measure][r]), m * n_rows + r, float(signed[measure][r]), (2 + m) * n_rows + r)
     tables = list(dict.fromkeys(c.rows.table))
     for t, name in enumerate([*tables, None]):
         mask = np.ones(n_rows, bool) if name is None else (c.rows.table == name).to_numpy()
@@ -179,7 +182,7 @@ def distances(summary: pd.DataFrame, comparison: pd.DataFrame, dataset: str,
                 continue
             parameter = "" if name is None else str(c.rows.parameter[mask].iloc[0])
             add("dataset" if name is None else "table", "" if name is None else str(name), parameter, math.nan,
-                measure, int(use.sum()), math.nan, math.nan, 2 * n_rows + 2 * t + m,
+                measure, int(use.sum()), math.nan, math.nan, 4 * n_rows + 2 * t + m,
                 float(np.nanmean(signed[measure][use])))
     return pd.DataFrame(out, columns=COLUMNS)
 

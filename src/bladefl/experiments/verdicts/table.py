@@ -37,6 +37,15 @@ from bladefl.experiments.verdicts.vocabulary import ALL_COLUMNS, POOLED, ROLES, 
 from bladefl.fl.shape import Shape
 
 ROLE_ORDER = {r: i for i, r in enumerate(("claim", "paper error", "derived", "reading"))}
+# A verdict table's numbers as written: 10 significant digits, far above the last bit in which two
+# machines' BLAS and libm differ (about 2e-16 relative), so another machine writes the same bytes unless
+# a number lies within that of a 10th-digit rounding boundary (about 2 in a million numbers).
+FLOAT_FORMAT = "%.10g"
+
+
+def verdict_csv(frame: pd.DataFrame) -> str:
+    """A verdict table as its CSV text (:data:`FLOAT_FORMAT`), as every writer of one writes it."""
+    return frame.to_csv(index=False, float_format=FLOAT_FORMAT)
 
 
 def all_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float, bound_cells: Sequence[BoundCell],
@@ -149,5 +158,6 @@ def pooled_verdicts(table: pd.DataFrame, members: Sequence[Member], t_sum: float
     return pd.DataFrame(rows)
 
 
-__all__ = ["ALL_COLUMNS", "VERDICTS", "ROLES", "EXPERIMENT_VERDICTS", "across_partitions", "pooled_verdicts",
-           "all_verdicts", "BoundCell", "CellFit", "cell_fit", "bound_cells_of", "Margins", "finish", "full_fits"]
+__all__ = ["ALL_COLUMNS", "FLOAT_FORMAT", "verdict_csv", "VERDICTS", "ROLES", "EXPERIMENT_VERDICTS",
+           "across_partitions", "pooled_verdicts", "all_verdicts", "BoundCell", "CellFit", "cell_fit",
+           "bound_cells_of", "Margins", "finish", "full_fits"]

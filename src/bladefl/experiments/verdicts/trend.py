@@ -39,6 +39,10 @@ from scipy import stats
 ALPHA = 0.05  # the false discovery rate controlled over a dataset's claims
 
 
+# The trend test's name as the verdicts say it: Page's L with its exact null given each unit's ties
+# (:func:`page_exact`), not scipy.stats.page_trend_test's (whose exact null assumes untied ranks).
+PAGE = "tie-aware exact Page"
+
 @dataclass(frozen=True)
 class Margins:
     """Equivalence margins per quantity (a change smaller than this is no change)."""
@@ -80,7 +84,7 @@ RELATIVE = ("mining_time", "min_loss")  # quantities whose effect is relative to
 class Trend:
     """A trend test of a [units, values] table (values in increasing order of the swept parameter)."""
 
-    test: str  # "Page" | "paired t" | "sign" | "none"
+    test: str  # PAGE | "paired t" | "sign" | "none"
     statistic: float
     p_rises: float
     p_falls: float
@@ -115,7 +119,7 @@ def trend_test(table: np.ndarray) -> Trend:
     if k == 2:
         return _two_values(table[:, 1] - table[:, 0], m, floor)
     statistic, p_rises, p_falls = page_exact(table)
-    return Trend("Page", statistic, p_rises, p_falls, m, floor)
+    return Trend(PAGE, statistic, p_rises, p_falls, m, floor)
 
 
 def page_exact(table: np.ndarray) -> tuple[float, float, float]:
