@@ -100,12 +100,15 @@ def test_the_authors_tau_rule_is_judged_by_the_alpha_one_runs_against_the_texts_
                "rows": [{"value": 1, "mnist": 88, "accuracy_mnist": 85.0},  # K* (100 - 88) / 6 = 2
                         {"value": 2, "mnist": 94, "accuracy_mnist": 70.0}]}]  # K* 1
     row = tau_rule_row(tables, runs, "mnist")
-    assert row["verdict"] == "paper error" and row["statement"] == "tab2-tau-rule"
+    assert row["verdict"] == "ambiguous" and row["statement"] == "tab2-tau-rule"
     said = row["decided_by"]
     assert "our runs K* 2 +- 0, 81.0 +- 1.4% at every alpha, 1.00 rounds and 11.0 points per row" in said
-    assert "the text's rule: 0.00 rounds and 4.0 points (alpha = 2: K* 1 +- 0, 66.0 +- 1.4%)" in said  # at K = 2
-    assert "Reading 1" in row["evidence"] and "Reading 2" in row["evidence"]
+    # read as 1/alpha the code is the text's rule: both readings judged by the runs
+    assert "read as 1/alpha it is the text's rule: 0.00 rounds and 4.0 points (alpha = 2: K* 1 +- 0, 66.0 +- 1.4%)" \
+        in said  # at K = 2
+    assert all(f"({r})" in row["evidence"] for r in "abc") and "1/alpha" in row["evidence"]
+    assert "beta at 10" in row["evidence"]
     formulas = tau_rule_row(tables, runs[runs.value == 1.0], "mnist")  # no other alpha's runs: the formulas alone
-    assert formulas["verdict"] == "paper error" and "(none here)" in formulas["decided_by"]
+    assert formulas["verdict"] == "ambiguous" and "(none here)" in formulas["decided_by"]
     assert tau_rule_row(tables, None, "")["decided_by"] == formulas["decided_by"]
     assert tau_rule_row([{**tables[0], "rows": tables[0]["rows"][:1]}], runs, "mnist") is None  # alpha 1 alone

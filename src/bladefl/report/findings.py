@@ -99,6 +99,13 @@ def findings(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None
         parts.append(f"<details><summary><span class='v' style='background:{COLOURS['paper error']}'>The paper's own "
                      f"errors</span> <span class='muted small'>({len(errors)})</span></summary>"
                      f"<p class='small'>{items}.</p></details>")
+    ambiguous = _names(rows[rows.verdict == "ambiguous"], datasets)
+    if ambiguous:
+        items = "".join(f"<li><b>{html.escape(str(next(iter(v.values())).claim))}</b>: "
+                        f"{html.escape(_short(next(iter(v.values())).decided_by, 400))}</li>" for v in ambiguous.values())
+        parts.append(f"<details><summary><span class='v' style='background:{COLOURS['ambiguous']}'>Ambiguities of the "
+                     f"paper's own</span> <span class='muted small'>({len(ambiguous)}: both readings judged, neither "
+                     f"called an error)</span></summary><ul class='small'>{items}</ul></details>")
     gap = accuracy_line(comparisons or {})
     if gap:
         parts.append(f"<p><b>Best accuracy</b>: {gap}</p>")
@@ -107,7 +114,7 @@ def findings(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None
 
 def _lead(table: pd.DataFrame, rows: pd.DataFrame, datasets: Sequence[str]) -> str:
     one = rows[rows.dataset == datasets[0]] if len(datasets) else rows
-    one = one[one.verdict != "paper error"]
+    one = one[~one.verdict.isin(["paper error", "ambiguous"])]
     names = {"experiment": "on the runs", "bound": "on the bound fitted to the runs",
              "mathematics": "on the bound's formula as mathematics"}
     kinds = [f"{int((one.basis == b).sum())} {names[b]}" for b in names if (one.basis == b).any()]

@@ -131,6 +131,10 @@ def _full_section(table: pd.DataFrame, comparisons: dict[str, pd.DataFrame], lin
     errors = _names(rows[rows.verdict == "paper error"], datasets)
     if errors:
         lines += ["### The paper's own errors\n", *_bullets(errors, datasets, ("paper error",)), ""]
+    ambiguous = _names(rows[rows.verdict == "ambiguous"], datasets)
+    if ambiguous:
+        lines += ["### The paper's own ambiguities (both readings judged, neither called an error)\n",
+                  *_bullets(ambiguous, datasets, ("ambiguous",)), ""]
     accuracy = html.unescape(accuracy_line(comparisons))
     if accuracy:
         lines.append(f"**Best accuracy**: {_md(accuracy)}\n")

@@ -20,7 +20,8 @@ from bladefl.report.verdict_rows import refuted_by, role
 
 DATASET_TITLES = TITLES
 COLOURS = {"reproduced": "#d9f2d9", "refuted": "#f8d7d7", "inconclusive": "#fff3c4", "too few runs": "#e8e8e8",
-           "not applicable": "#dde8f5", "vacuous": "#e8e8e8", "paper error": "#eedcf5", "single seed": "#e8e8e8"}
+           "not applicable": "#dde8f5", "vacuous": "#e8e8e8", "paper error": "#eedcf5", "single seed": "#e8e8e8",
+           "ambiguous": "#f5ecdc"}
 BASIS_TITLES = {"experiment": "On the experiment: paired tests over the independent units, FDR-controlled",
                 "bound": "On the bound fitted to the runs: bootstrap over the units",
                 "mathematics": "The bound's formula as mathematics: a scan of valid constants",

@@ -106,7 +106,8 @@ def read_notebook(path: str | Path, limit: int = 256 << 20) -> Any:
 
 
 VERDICT_COLOURS = {"reproduced": "#dfd", "refuted": "#fdd", "inconclusive": "#ffd", "too few runs": "#eee",
-                   "single seed": "#eee", "not applicable": "#dde8f5", "vacuous": "#eee", "paper error": "#f3e0f7"}
+                   "single seed": "#eee", "not applicable": "#dde8f5", "vacuous": "#eee", "paper error": "#f3e0f7",
+                   "ambiguous": "#f5ecdc"}
 
 
 def verdict_tally(table: pd.DataFrame) -> str:
@@ -118,7 +119,7 @@ def verdict_tally(table: pd.DataFrame) -> str:
     for d, part in counted.groupby("dataset", sort=False):
         basis = []
         for name in ("experiment", "bound", "mathematics"):
-            rows = part[(part.basis == name) & (part.verdict != "paper error")]
+            rows = part[(part.basis == name) & ~part.verdict.isin(["paper error", "ambiguous"])]
             if len(rows):
                 counts = rows.verdict.value_counts()
                 shown = ", ".join(f"{int(counts[v])} {v}" for v in VERDICT_COLOURS if counts.get(v, 0))
@@ -126,6 +127,10 @@ def verdict_tally(table: pd.DataFrame) -> str:
         errors = int((part.verdict == "paper error").sum())
         if errors:
             basis.append(f"{errors} errors of the paper's own")
+        ambiguous = int((part.verdict == "ambiguous").sum())
+        if ambiguous:
+            basis.append(f"{ambiguous} ambiguit{'y' if ambiguous == 1 else 'ies'} of the paper's own (both readings "
+                         "judged)")
         parts.append(f"{dataset_title(d)}: " + "; ".join(basis))
     return ". ".join(parts)
 

@@ -23,9 +23,12 @@ from bladefl.theory.claims import monotone
 SAMPLES_PER_CLIENT = 512  # |D_i|, stated in the paper's Section VII-A
 
 
-def error_row(statement: str, name: str, source: str, decided: str, evidence: str, page: str = "00_verdicts") -> dict:
+def error_row(statement: str, name: str, source: str, decided: str, evidence: str, page: str = "00_verdicts",
+              verdict: str = "paper error") -> dict:
+    """A row of the paper's own (basis ``paper``, tallied apart): an error (``verdict`` "paper error") or an
+    ambiguity two readings fit ("ambiguous"), with what decided it and its computation."""
     return {"statement": statement, "role": "paper error", "claim": name, "source": source, "basis": "paper",
-            "verdict": "paper error", "decided_by": decided, "finding": decided, "p_claim": math.nan,
+            "verdict": verdict, "decided_by": decided, "finding": decided, "p_claim": math.nan,
             "p_opposite": math.nan,
             "support": math.nan, "seeds": math.nan, "units": math.nan, "unit": "", "replication": "", "page": page,
             "evidence": evidence}
@@ -131,20 +134,24 @@ def tau_rule_row(tables: Sequence[Mapping], runs: pd.DataFrame | None, dataset: 
     if not any(a != 1.0 for a in alphas):
         return None
     evidence = (
-        "the paper's text: tau = floor((t_sum/K - beta)/alpha); the code: tau = local_frequence (total_time - "
-        "bl_antifrequence K), then tau // K, local_frequence commented 'alpha' and set to 1: the two agree at "
-        "alpha = 1 (every table but II). Reading 1, the code as published: alpha changes nothing, so Table II's "
-        "rows would repeat its alpha = 1 row. Reading 2, local_frequence set to alpha (its comment): alpha^2 times "
-        "the text's iterations, over the time budget for alpha > 1 (the engine's time.tau_rule: authors; not run "
-        "by this grid)")
+        "an ambiguity, not an error: the paper's text gives tau = floor((t_sum/K - beta)/alpha); the code, tau = "
+        "local_frequence (total_time - bl_antifrequence K), then tau // K, with local_frequence = 1 and an 'alpha' "
+        "comment beside it. Three readings of local_frequence: (a) 1, as published: alpha changes nothing, so "
+        "Table II's rows would repeat its alpha = 1 row; (b) 1/alpha (a frequence, one iteration per alpha of time, "
+        "as the deleted lazy script's T_max comment has it): the code is the text's rule exactly; (c) alpha (the "
+        "comment read as the value): alpha^2 times the text's iterations, over the time budget for alpha > 1 (the "
+        "engine's time.tau_rule: authors; not run by this grid). All three agree at alpha = 1 (every table but "
+        "II). The published script also fixes beta at 10, where Table II states beta = 6, so it is not the script "
+        "behind Table II as printed")
     judged = _tau_rule_judged(t2, runs, dataset) if t2 is not None and runs is not None and dataset else None
     others = ", ".join(f"{a:g}" for a in alphas if a != 1.0)
     decided = judged or (f"at Table II's alpha = {others} the code as published computes the tau of alpha = 1; "
-                         "the runs of Table II's alpha cells judge it (none here)")
-    return error_row("tab2-tau-rule", "The authors' code computes tau without the paper's alpha",
+                         "read as 1/alpha it is the text's rule; the runs of Table II's alpha cells judge both (none "
+                         "here)")
+    return error_row("tab2-tau-rule", "Section III's tau and the authors' code: readings of local_frequence",
                      f"Section III's tau against {AUTHORS_TAU}", decided,
                      evidence + ("; mean +- sd over the runs of each cell, K* from F(w), the best full-test accuracy"
-                                 if judged else ""), page="02_sweeps")
+                                 if judged else ""), page="02_sweeps", verdict="ambiguous")
 
 
 def _tau_rule_judged(t2: Mapping, runs: pd.DataFrame, dataset: str) -> str | None:
@@ -172,9 +179,9 @@ def _tau_rule_judged(t2: Mapping, runs: pd.DataFrame, dataset: str) -> str | Non
     paper = "; ".join(f"alpha = {a:g}: K* {k:g}, {acc:.2f}%" for a, k, acc in other)
     text = "; ".join(f"alpha = {a:g}: {shown(got[a])}" for a, _, _ in other)
     alphas = ", ".join(f"{a:g}" for a, _, _ in other)
-    return (f"as published (local_frequence = 1) the code trains Table II's alpha = {alphas} as alpha = 1: our "
-            f"runs {shown(code)} at every alpha, {mean_distance(lambda a: code)} per row from the paper's ({paper}); "
-            f"the text's rule: {mean_distance(lambda a: got[a])} ({text})")
+    return (f"read as 1 (as published) the code trains Table II's alpha = {alphas} as alpha = 1: our runs "
+            f"{shown(code)} at every alpha, {mean_distance(lambda a: code)} per row from the paper's ({paper}); read "
+            f"as 1/alpha it is the text's rule: {mean_distance(lambda a: got[a])} ({text})")
 
 
 def _numerals(names: Sequence[str]) -> str:

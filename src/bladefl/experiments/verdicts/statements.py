@@ -16,7 +16,7 @@ from bladefl.core import strict_yaml
 from bladefl.core.errors import BladeflError
 from bladefl.data.datasets import NAMES
 
-JUDGED = ("experiment", "bound", "mathematics", "paper error", "none")
+JUDGED = ("experiment", "bound", "mathematics", "paper error", "ambiguity", "none")  # the last three: basis paper
 DATASETS = NAMES
 
 
@@ -147,7 +147,8 @@ def problems(table: pd.DataFrame, inventory: Inventory, dataset: str, expected: 
             out.append(f"statement {s.id!r} counted {len(mine)} times: {list(mine.claim)}")
         elif len(mine) == 0 and s.id in expected:
             out.append(f"statement {s.id!r} ({s.where}) has no counted row")
-        elif len(mine) == 1 and mine.basis.iloc[0] != ("paper" if s.judged == "paper error" else s.judged):
+        elif len(mine) == 1 and mine.basis.iloc[0] != ("paper" if s.judged in ("paper error", "ambiguity")
+                                                       else s.judged):
             out.append(f"statement {s.id!r} is judged on the {s.judged}, its row on the {mine.basis.iloc[0]}")
     return out
 

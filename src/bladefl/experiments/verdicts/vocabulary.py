@@ -27,7 +27,7 @@ import pandas as pd
 from bladefl.experiments.plan.grid import Member
 
 VERDICTS = ("reproduced", "refuted", "inconclusive", "too few runs", "single seed", "not applicable", "vacuous",
-            "paper error")
+            "paper error", "ambiguous")  # ambiguous: a statement of the paper's own that two readings fit (both judged)
 ROLES = ("claim", "reading", "derived", "paper error")
 ALL_COLUMNS = ["statement", "role", "claim", "source", "basis", "verdict", "decided_by", "finding", "p_claim",
                "p_opposite", "effect", "effect_low", "effect_high", "units", "unit", "replication", "support", "seeds",
