@@ -61,6 +61,9 @@ def test_the_verdicts_code_is_the_last_rejudge_else_the_keeper_else_not_recorded
     assert bd.bundle_of(["config/config.yaml"]) is None
     line = bd.code_line(["0.1.0+r", "0.1.0+r", "0.1.0+q"], "0.1.0+v", "0.1.0+p")
     assert line == "code: runs 0.1.0+q, 0.1.0+r · verdicts 0.1.0+v · this page 0.1.0+p"
+    # the code that made a kept bundle's tables from its runs (its manifest's kept_by) is named too
+    assert bd.tables_code(rejudged) == "0.1.0+a" and bd.tables_code(bundle({})) == "not recorded"
+    assert bd.code_line(["r"], "v", "p", tables="t") == "code: runs r · tables t · verdicts v · this page p"
 
 
 def test_the_headline_bundle_is_makes_default_and_the_banner_states_its_design():
@@ -133,7 +136,7 @@ def test_the_headline_front_page_holds_at_most_3000_visible_words_and_states_wha
     assert visible_words(page) <= 3000, visible_words(page)
     assert page.index("<h2>Findings</h2>") < page.index("Every statement of the paper")
     assert bd.design_of_runs(summaries) in page and "784-256-10" in page
-    assert re.search(r"code: runs \S+ · verdicts \S+ · this page \S+", page)
-    assert "verdicts not recorded" not in page  # the bundle records the code that derived its verdicts
-    assert "K* read from other curves of the same runs" in page
+    assert re.search(r"code: runs \S+ · tables \S+ · verdicts \S+ · this page \S+", page)
+    assert "verdicts not recorded" not in page and "tables not recorded" not in page  # the bundle records both
+    assert "K* read from other curves of this report&#x27;s runs (paper engine, " in page  # the runs it reads named
     assert visible_words("<p>a b</p><details><summary>c</summary>d e f</details><style>g</style>") == 3

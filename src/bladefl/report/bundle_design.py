@@ -126,10 +126,24 @@ def verdicts_code(bundle: Path | None) -> str:
     return str(about.get("kept_by", "not recorded"))
 
 
-def code_line(run_versions: Sequence[str], verdicts: str, page: str | None = None) -> str:
-    """The three code versions: the runs', the verdicts' and this page's."""
+def tables_code(bundle: Path | None) -> str:
+    """The code version that made a kept bundle's tables from its runs (the summary, the paper comparison,
+    the bound and detection tables: the manifest's ``kept_by``); for a workflow's own results this code."""
+    if bundle is None:
+        return provenance.code_version()
+    try:
+        manifest = json.loads((bundle / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return "not recorded"
+    about = manifest.get("about", {}) if isinstance(manifest, dict) else {}
+    return str(about.get("kept_by", "not recorded")) if isinstance(about, dict) else "not recorded"
+
+
+def code_line(run_versions: Sequence[str], verdicts: str, page: str | None = None, tables: str | None = None) -> str:
+    """The code versions: the runs', the tables' (made from the runs), the verdicts' and this page's."""
     runs = ", ".join(sorted(set(run_versions))) or "unknown"
-    return f"code: runs {runs} · verdicts {verdicts} · this page {page or provenance.code_version()}"
+    made = f" · tables {tables}" if tables else ""
+    return f"code: runs {runs}{made} · verdicts {verdicts} · this page {page or provenance.code_version()}"
 
 
 def headline_design(root: Path | None = None) -> str:
@@ -161,7 +175,8 @@ def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequen
     when = when or datetime.now(UTC)
     if verdicts_by is None:
         verdicts_by = verdicts_code(bundle_of(config_files))
-    versions = code_line(list(map(str, frame.code_version.dropna().unique())), verdicts_by)
+    versions = code_line(list(map(str, frame.code_version.dropna().unique())), verdicts_by,
+                         tables=tables_code(bundle_of(config_files)))
     hosts = ", ".join(sorted(map(str, frame.host.dropna().unique()))) if "host" in frame else "unknown"
     devices = sorted(map(str, frame.device.dropna().unique())) if "device" in frame else []
     hosts += f" ({', '.join(devices)})" if devices else ""

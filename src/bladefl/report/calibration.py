@@ -174,7 +174,8 @@ def conventions_words(outcome: Mapping[str, Any], dataset_title: str) -> str:
     spreads = [(r.get("paper_K_star_spread"), r.get("paper_accuracy_spread")) for r in near]
     k_spread = max((float(k) for k, _ in spreads if isinstance(k, (int, float))), default=math.nan)
     a_spread = max((float(a) for _, a in spreads if isinstance(a, (int, float))), default=math.nan)
-    return (f"{dataset_title}, read under every measurement convention (the second pass's runs): K* nearest the "
+    return (f"{dataset_title}, read under every measurement convention (the calibration's second-pass runs of its "
+            f"stated and picked readings, not a report's grid): K* nearest the "
             f"paper from {k_from} in {k_n} of {len(near)} tables, on average over the tables "
             f"{_num(mean('K_star_distance'), '.2f')} rounds per row at the nearest (a minimum over readings and "
             f"conventions taken per table, then averaged: optimistic, the same runs choose and score it) against "

@@ -73,7 +73,7 @@ def reconciled(lines: Mapping[str, float], outcomes: Sequence[Mapping], design: 
             f"calibration's are runs of its own, so the two differ by their draws and seeds.</p>")
 
 
-def convention_line(summaries: Mapping[str, pd.DataFrame], paper_tables: Sequence[Mapping]) -> str:
+def convention_line(summaries: Mapping[str, pd.DataFrame], paper_tables: Sequence[Mapping], runs: str = "") -> str:
     """Which way of reading K* (a measurement convention: docs/calibration.md) brings it nearest the
     paper's, per dataset over the paper's tables, from this report's runs: the paper's text's reading,
     F(w), against every other curve the runs record ("" without paper tables or another curve)."""
@@ -98,8 +98,10 @@ def convention_line(summaries: Mapping[str, pd.DataFrame], paper_tables: Sequenc
         said.append(text)
     if not said:
         return ""
-    return (f"<p class='small'>K* read from other curves of the same runs (mean distance to the paper's K* per "
-            f"row; docs/calibration.md, the measurement conventions): {html.escape('. '.join(said))}.</p>")
+    which = f"this report's runs ({runs})" if runs else "this report's runs"
+    return (f"<p class='small'>K* read from other curves of {html.escape(which)}, the same runs (mean distance to "
+            f"the paper's K* per row; docs/calibration.md, the measurement conventions; the calibration page reads "
+            f"its own runs under other readings): {html.escape('. '.join(said))}.</p>")
 
 
 def distance_section(readings: Sequence[Any], outcomes: Sequence[Mapping], calibration_link: str | None,
