@@ -153,7 +153,8 @@ def test_a_refutation_says_what_decided_it():
     assert refuted_by(opposite) == "the opposite is significant"
     assert refuted_by(trend) == "a trend is significant"
     assert refuted_by(Row(verdict="reproduced", basis="experiment", finding="", decided_by="")) == ""
-    assert refuted_by(Row(verdict="refuted", basis="mathematics", finding="", decided_by="")) == "fails at a valid setting"
+    maths = Row(verdict="refuted", basis="mathematics", finding="", decided_by="")
+    assert refuted_by(maths) == "fails at a valid setting"
 
 
 def test_verdict_tables_are_written_at_a_stated_precision_and_the_scans_counts_ignore_the_last_bits():

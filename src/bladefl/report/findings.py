@@ -101,8 +101,9 @@ def findings(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None
                      f"<p class='small'>{items}.</p></details>")
     ambiguous = _names(rows[rows.verdict == "ambiguous"], datasets)
     if ambiguous:
-        items = "".join(f"<li><b>{html.escape(str(next(iter(v.values())).claim))}</b>: "
-                        f"{html.escape(_short(next(iter(v.values())).decided_by, 400))}</li>" for v in ambiguous.values())
+        first = [next(iter(v.values())) for v in ambiguous.values()]
+        items = "".join(f"<li><b>{html.escape(str(r.claim))}</b>: {html.escape(_short(r.decided_by, 400))}</li>"
+                        for r in first)
         parts.append(f"<details><summary><span class='v' style='background:{COLOURS['ambiguous']}'>Ambiguities of the "
                      f"paper's own</span> <span class='muted small'>({len(ambiguous)}: both readings judged, neither "
                      f"called an error)</span></summary><ul class='small'>{items}</ul></details>")
