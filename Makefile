@@ -42,7 +42,7 @@ export CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT SEEDS A B VERSION
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
-.PHONY: install lock run test test-fast lint bench clean-results import-runs keep reference-report rejudge diff release rulegraph gpu-rehearsal
+.PHONY: install lock run test test-fast lint bench clean-results import-runs keep reference-report rejudge regenerate diff release rulegraph gpu-rehearsal
 
 $(STAMP): pyproject.toml envs/requirements.txt envs/requirements.lock
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -115,6 +115,11 @@ keep: install
 # A kept bundle's verdict tables derived again from its own tables by this code (no runs), manifest updated.
 rejudge: install
 	bladefl rejudge "$$REF"
+
+# Every kept bundle of reference/bundles.yaml re-judged, then docs/findings.md and docs/summary.md written from
+# them: the one command after a change that moves a verdict (a new statement, a test); then `make test`.
+regenerate: install
+	bladefl regenerate
 
 # The default workflow's rule graph in docs/workflow.md (docs/images/rulegraph.svg; Graphviz's `dot`:
 # apt install graphviz), written beside its place and moved in.

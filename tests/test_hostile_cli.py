@@ -87,7 +87,7 @@ TABLE: dict[str, dict] = {
                      "args": {"--verdicts": IN, "--provenance": IN, "--pages": LINK, "--summaries": IN,
                               "--comparisons": IN, "--configfiles": IN, "--seeds": NUM, "--figures": OUT,
                               "--calibration": IN, "--calibration-page": LINK, "--engine": NAME, "--out": OUT,
-                              "--paper-values": IN}},
+                              "--paper-values": IN, "--beside": DIR}},
     "verdicts": {"base": ["--dataset", "mnist", "--summary", "{v}/mnist.csv", "--members", "@{v}/members.json",
                           "--t-sum", "100", "--out", "{w}/v.csv"],
                  "args": {"--dataset": NAME, "--summary": IN, "--members": IN, "--t-sum": NUM, "--engine": IN,
@@ -95,10 +95,12 @@ TABLE: dict[str, dict] = {
                           "--resamples": NUM, "--bound-resamples": NUM, "--statements": IN, "--paper-values": IN,
                           "--out": OUT}},
     "findings": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/findings.md"],
-                 "args": {"bundles": DIR, "--out": OUT}},
+                 "args": {"bundles": DIR, "--out": OUT, "--calibration": DIR}},
+    # a registry of one kept bundle (rejudge's, below) in a folder of its own: rejudged, then both pages written
+    "regenerate": {"base": [], "cwd": "{v}/regen", "args": {"--no-rejudge": FLAG}},
     "ro-crate": {"base": ["{v}/bundle"], "args": {"bundle": DIR}},
     "summary": {"base": ["{repo}/reference/default-2seeds", "--out", "{w}/summary.md"],
-                "args": {"bundles": DIR, "--out": OUT}},
+                "args": {"bundles": DIR, "--out": OUT, "--calibration": DIR}},
     "diff": {"base": ["{repo}/reference/default-2seeds", "{repo}/reference/default-2seeds", "--out", "{w}/d.md"],
              "args": {"a": DIR, "b": DIR, "--out": OUT, "--csv-dir": OUT}},
     "conventions": {"base": ["--summary", "{v}/mnist.csv", "--dataset", "mnist", "--paper-values",
@@ -399,9 +401,19 @@ def _report_page_and_bundle_inputs(v: Path, bundle: Path) -> None:
     (rp / "p.yaml").write_text(f"dataset: mnist\nsummary: {rp}/results/s.csv\npartition: {rp}/data/p.json\n")
     config = yaml.safe_load((bundle / "config.yaml").read_text())
     (v / "rj-config.yaml").write_text(yaml.safe_dump({**config, "datasets": ["mnist"], "measure_constants": False}))
-    tables = [bundle / "results" / name for name in ("summary/mnist.csv", "verdicts/mnist.csv", "provenance/mnist.csv")]
-    kr.keep(tables, bundle / "results", bundle / "data", v / "rj-config.yaml", v / "rj", kr.about_runs(tables[2:]))
+    tables = [bundle / "results" / name for name in ("summary/mnist.csv", "verdicts/mnist.csv", "provenance/mnist.csv",
+                                                     "tables/mnist_paper_comparison.csv")]
+    kr.keep(tables, bundle / "results", bundle / "data", v / "rj-config.yaml", v / "rj", kr.about_runs(tables[2:3]))
     kr.rejudge(v / "rj", REPO / "config/paper_statements.yaml", REPO / "config/paper_values.yaml", log=lambda m: None)
+    regen = v / "regen"  # regenerate's registry of one bundle, in a folder of its own
+    (regen / "reference").mkdir(parents=True)
+    (regen / "config").mkdir()
+    import shutil
+
+    shutil.copytree(v / "rj", regen / "reference/rj")
+    for name in ("paper_statements.yaml", "paper_values.yaml"):
+        shutil.copy(REPO / "config" / name, regen / "config" / name)
+    (regen / "reference/bundles.yaml").write_text("bundles: [reference/rj]\n")
 
 
 def _twin(path: Path, suffix: str) -> Path | None:

@@ -127,6 +127,18 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_regenerate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-rejudge", action="store_true",
+                   help="write the pages from the bundles as kept, without re-judging them first")
+
+
+def _cmd_regenerate(args: argparse.Namespace) -> int:
+    from bladefl.report.regenerate import regenerate
+
+    regenerate(".", rejudge=not args.no_rejudge)
+    return 0
+
+
 def add_ro_crate(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundle", help="a kept bundle (reference/<name>); `keep` and `rejudge` write its crate themselves")
 
@@ -179,6 +191,8 @@ COMMANDS: list[Command] = [
     ("lay-out", "a kept bundle's files laid out as a results folder (for the report)", add_lay_out, _cmd_lay_out),
     ("rejudge", "a kept bundle's verdict tables derived again from its own tables by this code",
      add_rejudge, _cmd_rejudge),
+    ("regenerate", "every kept bundle of reference/bundles.yaml re-judged, then docs/findings.md and docs/summary.md "
+                   "written from them", add_regenerate, _cmd_regenerate),
     ("ro-crate", "a kept bundle's provenance as a Process Run RO-Crate (ro-crate-metadata.json)", add_ro_crate,
      _cmd_ro_crate),
     ("diff", "two bundles side by side: verdicts, K*, accuracy and distances to the paper, changed rows first",

@@ -324,13 +324,16 @@ def _page(text: str, args: argparse.Namespace) -> int:
 
 def add_summary(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundles", nargs="+", help="kept bundles, the headline first (reference/paper-20seeds ...)")
+    p.add_argument("--calibration", help="a kept calibration bundle (reference/calibration-cpu): which setting moves "
+                                         "a distance that stays far from the paper")
     p.add_argument("--out", help="write the page here (docs/summary.md); else print it")
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
     from bladefl.report.summary_doc import summary_markdown
 
-    return _page(summary_markdown(args.bundles), args)  # every bundle checked against its manifest first
+    # every bundle checked against its manifest first
+    return _page(summary_markdown(args.bundles, args.calibration), args)
 
 
 COMMANDS: list[Command] = [
