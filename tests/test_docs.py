@@ -49,12 +49,13 @@ def test_every_link_in_the_documentation_resolves():
 
 LOG = ROOT / "docs" / "measurements.md"
 GENERATED = {"findings.md", "summary.md"}  # written by `bladefl findings` / `bladefl summary`, stamped with their date
-PAGES_WORDS = 20_000  # docs/ without the log: "at most about 20k words" (issue 70)
+PAGES_WORDS = 20_000  # docs/ without the log and the generated pages: "at most about 20k words" (issue 70)
 ISO_DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
 
 
 def test_the_pages_that_describe_stay_near_twenty_thousand_words():
-    pages = [p for p in sorted((ROOT / "docs").glob("*.md")) if p != LOG]
+    # the written pages; the generated ones (findings, summary) grow with the kept bundles, not with prose
+    pages = [p for p in sorted((ROOT / "docs").glob("*.md")) if p != LOG and p.name not in GENERATED]
     words = {p.name: len(p.read_text().split()) for p in pages}
     assert sum(words.values()) <= PAGES_WORDS, (
         f"docs/ holds {sum(words.values())} words without the log (cap {PAGES_WORDS}); the largest: "

@@ -142,7 +142,8 @@ def read_checked(paths: Sequence[str | Path], part: Callable[[dict], dict] | Non
     """The workflow config of ``--configfile paths`` (on the default config; ``part``: what a command sets on
     top, such as its part's ``run_seeds``) checked as the Snakefile checks it, for a command that reads one
     outside Snakemake: each file strictly, the merged config's size, the schema (:func:`schema_errors`, one
-    line per problem), then :func:`check`; :class:`ConfigError` otherwise."""
+    line per problem), the schema's defaults filled in (:func:`with_defaults`), then :func:`check`;
+    :class:`ConfigError` otherwise."""
     from bladefl.experiments.plan import config_files
 
     config = config_files.read_configs(paths)
@@ -150,8 +151,20 @@ def read_checked(paths: Sequence[str | Path], part: Callable[[dict], dict] | Non
     problems = config_files.config_size_errors(config) or schema_errors(config, SCHEMA)
     if problems:
         raise ConfigError("invalid config: " + "; ".join(problems))
+    config = with_defaults(config)  # as Snakemake's validation fills them: the same groups, draws and folders
     check(config)
     return config
+
+
+def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the workflow schema's top-level defaults where it is silent, as Snakemake's validation
+    fills them (``seeds_per_job`` 5, ...): a command that reads a workflow config outside Snakemake plans the
+    same group jobs the workflow runs."""
+    from bladefl.core import strict_yaml
+
+    schema = strict_yaml.read_file(SCHEMA)
+    defaults = {k: v["default"] for k, v in schema.get("properties", {}).items() if "default" in v}
+    return {**defaults, **config}
 
 
 def schema_errors(config: Mapping[str, Any], schema_path: str | Path, most: int = 8) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bladefl.experiments.runs.job_work import with_defaults
+from bladefl.experiments.plan.config_checks import with_defaults
 from bladefl.fl.engine import group_draws, round_ends
 from bladefl.fl.execution import DRAW_THREADS, MAX_ROWS
 from bladefl.fl.records import KResult

@@ -54,22 +54,12 @@ def run_work(cfg: Any) -> tuple[float, float, float]:  # noqa: ANN401 - RunConfi
     return float(p.N * iterations * per_iteration), float(p.N * p.n * pixels), float(p.N * model_shape(cfg).size)
 
 
-def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with the workflow schema's top-level defaults where it is silent (as Snakemake's
-    validation fills them: ``seeds_per_job`` 5, ...)."""
-    from bladefl.core import strict_yaml
-    from bladefl.experiments.runs import provenance
-
-    schema = strict_yaml.read_file(provenance.project_root() / "workflow" / "schemas" / "config.schema.yaml")
-    defaults = {k: v["default"] for k, v in schema.get("properties", {}).items() if "default" in v}
-    return {**defaults, **config}
-
-
 def grid_jobs(config: Mapping[str, Any]) -> list[JobWork]:
     """Every run, group and reference job of a workflow ``config`` (as Snakemake reads it, layered
     on config/config.yaml, the schema's defaults filled in), with the work each does."""
     from bladefl.experiments.plan import run_id
     from bladefl.experiments.plan import workflow_config as wc
+    from bladefl.experiments.plan.config_checks import with_defaults
     from bladefl.fl.run_config import load_config
 
     config = with_defaults(config)
@@ -97,4 +87,4 @@ def grid_jobs(config: Mapping[str, Any]) -> list[JobWork]:
     return list({(j.rule, j.name): j for j in jobs}.values())  # a draw's reference once
 
 
-__all__ = ["COPIES", "JobWork", "SCALED_RULES", "grid_jobs", "run_work", "with_defaults"]
+__all__ = ["COPIES", "JobWork", "SCALED_RULES", "grid_jobs", "run_work"]

@@ -238,7 +238,7 @@ def grid_seconds(config_path: str, device: str, data_dir: str, out: str, seeds: 
     from bladefl.data.partition import make_partition
     from bladefl.experiments.plan import config_checks, config_files
     from bladefl.experiments.plan import workflow_config as wc
-    from bladefl.experiments.runs.job_work import with_defaults
+    from bladefl.experiments.plan.config_checks import with_defaults
     from bladefl.experiments.runs.runner import run_cells
     from bladefl.fl.client_data import stack_draws
     from bladefl.fl.engine import client_data, resolve_device
