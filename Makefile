@@ -2,7 +2,17 @@
 # core; `make test-fast`: the unit tests alone, for the edit-test loop).
 # Both create .venv if it is missing and install the pinned environment once (stamp file).
 VENV ?= .venv
-PY := $(VENV)/bin/python
+# VENV is data too: its text as given (never expanded by make), reaching recipes as the quoted shell variable
+# "$$VENV", checked (letters, digits and ._/-) before the first command that uses it.
+override VENV := $(value VENV)
+# make names a target after it, so it is checked here, at parse time, by removing every allowed character
+# (a function of text only: nothing in the value is expanded or run).
+VENV_CHARS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W X Y Z \
+  0 1 2 3 4 5 6 7 8 9 . _ / -
+without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,100,$(2))),$(1))
+ifneq ($(words $(VENV))$(call without,$(VENV),$(VENV_CHARS)),1)
+$(error VENV: one folder name of letters, digits and ._/- is needed)
+endif
 STAMP := $(VENV)/.installed-stamp
 SHELL := /bin/bash
 # The values a user gives (counts, file and folder names) reach the recipes as the shell's variables,
@@ -38,17 +48,20 @@ override SEEDS := $(value SEEDS)
 override A := $(value A)
 override B := $(value B)
 override VERSION := $(value VERSION)
-export CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT SEEDS A B VERSION
+export VENV CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT SEEDS A B VERSION
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
 .PHONY: install lock run test test-fast lint bench clean-results import-runs keep reference-report rejudge regenerate diff release rulegraph gpu-rehearsal
 
 $(STAMP): pyproject.toml envs/requirements.txt envs/requirements.lock
-	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check --require-hashes -r envs/requirements.lock
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
-	@touch $(STAMP)
+	@case "$$VENV" in ''|-*|*[!A-Za-z0-9._/-]*) echo "VENV: a folder name of letters, digits and ._/- (got '$$VENV')" >&2; exit 2;; esac
+	@echo "installing the locked environment into $$VENV (once: about 3 minutes on a fresh 2-core machine, most of it torch)"
+	@test -x "$$VENV/bin/python" || python3 -m venv "$$VENV"
+	"$$VENV/bin/python" -m pip install -q --disable-pip-version-check --require-hashes -r envs/requirements.lock
+	"$$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch "$$VENV/.installed-stamp"
+	@echo "installed: source $$VENV/bin/activate for the bladefl and snakemake commands of README.md and docs/"
 
 install: $(STAMP)
 
@@ -74,10 +87,10 @@ lint: install
 	mypy
 
 test: install lint
-	$(PY) -m pytest -ra --durations=15 -n "$$TEST_WORKERS" --dist worksteal $(PYTEST_ARGS)
+	"$$VENV/bin/python" -m pytest -ra --durations=15 -n "$$TEST_WORKERS" --dist worksteal $(PYTEST_ARGS)
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow and not slurm and not snakemake" -n "$$TEST_WORKERS" --dist worksteal $(PYTEST_ARGS)
+	"$$VENV/bin/python" -m pytest -q -m "not slow and not slurm and not snakemake" -n "$$TEST_WORKERS" --dist worksteal $(PYTEST_ARGS)
 
 bench: install
 	bladefl bench

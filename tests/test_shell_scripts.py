@@ -270,3 +270,15 @@ def test_the_rehearsal_removes_only_folders_it_marked_as_its_own(tmp_path):
                           timeout=300)
     assert proc.returncode == 1 and f"{replica}: not a folder this script made" in proc.stderr, proc.stderr
     assert (where / "checkout/mine.txt").read_text() == "x" and (replica / "pyvenv.cfg").exists()
+
+
+@pytest.mark.parametrize("venv", ["x$(shell touch {pwned})", "x;touch {pwned}", "x`touch {pwned}`", "a b", ""])
+def test_venv_is_data_checked_before_make_reads_a_target(tmp_path, venv):
+    """VENV names make's own targets (the install stamp), so it is checked when the Makefile is read: a value
+    holding make's `$(shell ...)`, `;`, backquotes or a space stops every target with one line, nothing run."""
+    pwned = tmp_path / "PWNED"
+    env = {k: v for k, v in venv_env().items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    proc = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), "test-fast", f"VENV={venv.format(pwned=pwned)}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and not pwned.exists(), proc.stderr
+    assert "VENV: one folder name" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
