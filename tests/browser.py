@@ -175,9 +175,10 @@ class Browser:
                 raise RuntimeError("chromium did not open its DevTools port within 60 s")
             time.sleep(0.1)
         port = int(port_file.read_text().splitlines()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
+        # generous: a busy machine starts Chromium slowly; a hang, not slowness, is what this guards against
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=600) as resp:  # not a workflow
             pages = [t for t in json.load(resp) if t["type"] == "page"]
-        self._ws = websocket.create_connection(pages[0]["webSocketDebuggerUrl"], timeout=60,
+        self._ws = websocket.create_connection(pages[0]["webSocketDebuggerUrl"], timeout=600,  # not a workflow
                                                suppress_origin=True)
         self._next_id = 0
         self._events: list[dict] = []
@@ -244,7 +245,7 @@ class Browser:
         if self._proc.poll() is None:
             self._proc.terminate()
             try:
-                self._proc.wait(timeout=10)
+                self._proc.wait(timeout=10)  # not a workflow: after terminate(), then kill()
             except subprocess.TimeoutExpired:
                 self._proc.kill()
         shutil.rmtree(self._profile, ignore_errors=True)

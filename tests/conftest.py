@@ -70,7 +70,13 @@ def venv_env() -> dict[str, str]:
     return env
 
 
-def snakemake(cwd: Path, *args: str, timeout: int = 600):
+# How long a test waits on a subprocess (a workflow, a script, a command) before calling it hung: an hour, far
+# beyond what any of them takes on a busy 2-core machine, so no test fails because the machine is slow
+# (tests/test_docs.py walks the tests for a shorter one).
+HANG_S = 3600
+
+
+def snakemake(cwd: Path, *args: str, timeout: int = HANG_S):
     import subprocess
 
     return subprocess.run(["snakemake", "--show-failed-logs", *args], cwd=cwd, capture_output=True, text=True,
@@ -122,7 +128,8 @@ def _run_smoke(work: Path) -> None:
 
     copy_workflow(work)
     proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--show-failed-logs",
-                           "--configfile", "config/smoke.yaml"], cwd=work, capture_output=True, text=True, timeout=900,
+                           "--configfile", "config/smoke.yaml"], cwd=work, capture_output=True, text=True,
+                          timeout=HANG_S,
                           env=bare_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -174,7 +181,7 @@ def dry_run_once(tmp_path_factory, *argv: str):  # noqa: ANN001, ANN201 - pytest
     def make(folder: Path) -> None:
         (folder / "work").mkdir()
         kept = ("reference",) if any(a.startswith("reference/") for a in args) else ()  # a kept bundle's config
-        proc = snakemake(copy_workflow(folder / "work", kept), *args, timeout=300)
+        proc = snakemake(copy_workflow(folder / "work", kept), *args, timeout=HANG_S)
         result = {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
         (folder / "result.json").write_text(json.dumps(result))
 

@@ -136,16 +136,17 @@ PartitionName={PARTITION} Nodes=localhost Default=YES MaxTime=INFINITE State=UP
     def stop(self) -> None:
         """Cancel our jobs, then stop every daemon started here, by PID (slurm first, munge last)."""
         if self.procs and self.procs[-1].poll() is None:
-            subprocess.run(["scancel", "--user", "root"], env=self.env, check=False, capture_output=True, timeout=30)
+            subprocess.run(["scancel", "--user", "root"], env=self.env, check=False, capture_output=True,
+                           timeout=30)  # not a workflow
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
         for p in reversed(self.procs):
             try:
-                p.wait(timeout=20)
+                p.wait(timeout=20)  # not a workflow: a daemon stopping, then killed
             except subprocess.TimeoutExpired:
                 p.kill()
-                p.wait(timeout=10)
+                p.wait(timeout=10)  # not a workflow: a daemon stopping, then killed
 
 
 @contextmanager

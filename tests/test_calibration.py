@@ -25,7 +25,7 @@ from bladefl.experiments.calibration import checks, evaluation, importance, sear
 from bladefl.experiments.calibration.space import Point, space
 from bladefl.fl import lazy, mlp, trainer
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
-from conftest import dry_run_once, snakemake, venv_env
+from conftest import HANG_S, dry_run_once, snakemake, venv_env
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -351,7 +351,7 @@ def test_a_killed_study_resumes_without_repeating_a_finished_trial(tmp_path, dat
     args = ["calibrate", "--spec", str(spec_path), "--storage", str(storage), "--trials-dir", str(trials_dir),
             "--threads", "1"]
     killed = subprocess.run([sys.executable, "-c", KILLED_AT, where, str(n), *args], capture_output=True, text=True,
-                            timeout=600, env=venv_env())
+                            timeout=HANG_S, env=venv_env())
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     before = {t.number: t for t in _journal(spec_path, storage)}
     finished = [k for k, t in before.items() if t.state == optuna.trial.TrialState.COMPLETE]
@@ -360,7 +360,7 @@ def test_a_killed_study_resumes_without_repeating_a_finished_trial(tmp_path, dat
     assert ("worker" in before[1].user_attrs) == (where == "run")  # killed before its tag, or after
     summaries = {p: p.stat().st_mtime_ns for p in trials_dir.rglob("summary.json")}
     done = subprocess.run([str(Path(sys.executable).parent / "bladefl"), *args], capture_output=True, text=True,
-                          timeout=600, env=venv_env())
+                          timeout=HANG_S, env=venv_env())
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"trials {running} were left running" in done.stdout and "the search stops:" in done.stdout
     after = _journal(spec_path, storage)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from bladefl.data import cifar, datasets
+from conftest import HANG_S
 
 SPEC = datasets.get_spec("cifar10")
 
@@ -139,7 +140,7 @@ def test_the_cifar_config_plans_fig_11s_epsilon_runs(tmp_path):
     from conftest import copy_workflow, snakemake
 
     work = copy_workflow(tmp_path)
-    proc = snakemake(work, "-n", "--cores", "1", "--configfile", "config/cifar10.yaml", timeout=180)
+    proc = snakemake(work, "-n", "--cores", "1", "--configfile", "config/cifar10.yaml", timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout + proc.stderr
     config = yaml.safe_load((work / "config/cifar10.yaml").read_text())

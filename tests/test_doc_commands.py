@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import dry_run_once, venv_env
+from conftest import HANG_S, dry_run_once, venv_env
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "config" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -110,7 +110,7 @@ def test_bladefl_commands_in_the_docs_parse(doc, command, capsys):
 def test_make_commands_in_the_docs_exist(doc, command):
     argv = shlex.split(command)[1:]
     proc = subprocess.run(["make", "-n", *argv], cwd=ROOT, env=venv_env(), capture_output=True, text=True,
-                          timeout=60)
+                          timeout=HANG_S)
     assert proc.returncode == 0, f"{doc}: `{command}`: {proc.stderr[-1000:]}"
 
 
@@ -164,7 +164,7 @@ def test_cheap_doc_commands_run_as_written_after_the_smoke(command, smoke, tmp_p
     if command.endswith("--unlock"):  # the lock a killed Snakemake leaves behind
         (work / ".snakemake/locks").mkdir(parents=True, exist_ok=True)
         (work / ".snakemake/locks/0.output.lock").write_text(str(work / "results/smoke/summary/mnist.csv") + "\n")
-    proc = subprocess.run(command, shell=True, cwd=work, env=venv_env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(command, shell=True, cwd=work, env=venv_env(), capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 0, f"`{command}`: {(proc.stdout + proc.stderr)[-2000:]}"
     made = AFTER_THE_SMOKE[command]
     assert made is None or (work / made).is_file(), made

@@ -74,3 +74,15 @@ def test_dated_measurements_live_in_the_log_alone_newest_first():
     headings = [line[3:].strip() for line in LOG.read_text().splitlines() if line.startswith("## ")]
     assert headings and all(ISO_DATE.fullmatch(h) for h in headings), headings
     assert headings == sorted(headings, reverse=True), "the log's sections are not newest first"
+
+
+def test_no_test_races_the_machine():
+    """A timeout in a test guards against a hang, not against slowness: every wait on a subprocess, workflow or
+    script is at least 30 minutes (conftest.HANG_S), unless its line says why it is not a workflow's."""
+    short = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for value in re.findall(r"(?:timeout=|signal\.alarm\()(\d+)", line):
+                if 0 < int(value) < 1800 and "not a workflow" not in line:
+                    short.append(f"{path.name}:{number}: {line.strip()[:100]}")
+    assert short == [], short

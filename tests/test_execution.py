@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from bladefl.report import execution
-from conftest import venv_env
+from conftest import HANG_S, venv_env
 
 PROBE = """\
 import json
@@ -69,7 +69,7 @@ def test_run_page_executes_and_renders_pages_started_together(tmp_path):
              str(tmp_path / "index.html"), "--results-dir", str(tmp_path), "--data-dir", str(tmp_path)],
             env=venv_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     for i, proc in enumerate(procs):
-        stdout, stderr = proc.communicate(timeout=300)
+        stdout, stderr = proc.communicate(timeout=HANG_S)
         assert proc.returncode == 0, stderr[-2000:]
         assert f"wrote {tmp_path / f'mnist/p{i}.html'}" in stdout
         assert json.loads((tmp_path / f"r{i}.json").read_text())["label"] == str(tmp_path / f"page{i}")

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from bladefl.experiments.plan import gpu_profile
-from conftest import copy_workflow, snakemake
+from conftest import HANG_S, copy_workflow, snakemake
 
 
 def test_grouping_follows_the_gpu_resource_unless_the_config_names_one():
@@ -34,7 +34,7 @@ def test_the_gpu_profile_without_a_gpu_is_refused_unless_asked():
 def test_a_config_on_the_command_line_keeps_the_gpu_profiles_grouping(tmp_path):
     work = copy_workflow(tmp_path)
     proc = snakemake(work, "-n", "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml",
-                     "--config", "seeds_per_job=1", "results_dir=elsewhere", timeout=300)
+                     "--config", "seeds_per_job=1", "results_dir=elsewhere", timeout=HANG_S)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert re.search(r"^run_group\s+1$", out, re.M), out[-3000:]  # the smoke's six runs: one group
@@ -47,13 +47,13 @@ def test_the_gpu_profile_on_a_machine_without_a_gpu_stops_with_one_line(tmp_path
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU: the profile may run")  # not a required test: it needs no GPU
     work = copy_workflow(tmp_path)
-    proc = snakemake(work, "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml", timeout=300)
+    proc = snakemake(work, "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml", timeout=HANG_S)
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.splitlines() if "profiles/gpu: this machine has no GPU" in line]
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert not (work / "data").exists() and not (work / "logs").exists() and not (work / "results").exists()
     assert not list((work / ".snakemake/locks").glob("*"))  # the next run is not locked out
-    dry = snakemake(work, "-n", "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml", timeout=300)
+    dry = snakemake(work, "-n", "--profile", "profiles/gpu", "--configfile", "config/smoke.yaml", timeout=HANG_S)
     assert dry.returncode == 0 and "run_group" in dry.stdout + dry.stderr  # a dry run plans it anywhere
 
 
@@ -70,7 +70,7 @@ def test_a_part_under_the_gpu_profile_plans_one_group_of_its_own_seeds_runs(tmp_
     (work / "config/two.yaml").write_text(yaml.safe_dump(two))
     args = ("-n", "-p", "--profile", "profiles/gpu", "--configfile", "config/two.yaml", "--config",
             "gpu_profile_on_cpu=True", "run_seeds=1")
-    proc = snakemake(work, "run_folders", *args, timeout=300)
+    proc = snakemake(work, "run_folders", *args, timeout=HANG_S)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert re.search(r"^run_group\s+1$", out, re.M) and re.search(r"^run_cell\s+6$", out, re.M), out[-3000:]
@@ -78,5 +78,5 @@ def test_a_part_under_the_gpu_profile_plans_one_group_of_its_own_seeds_runs(tmp_
     assert len(group) == 1 and "_seed1.npy" in group[0] and "_seed0.npy" not in group[0], group
     moved = re.findall(r"^Shell command: bladefl run .*--out '?(\S+/seed~\d+)", out, re.M)
     assert len(moved) == 6 and all(m.endswith("seed~1") for m in moved), moved
-    whole = snakemake(work, *args, timeout=300)  # the default target needs seed 0's runs too
+    whole = snakemake(work, *args, timeout=HANG_S)  # the default target needs seed 0's runs too
     assert whole.returncode != 0 and "outside run_seeds" in whole.stdout + whole.stderr

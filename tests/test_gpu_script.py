@@ -26,7 +26,7 @@ import yaml
 from bladefl.data.datasets import IDX_FILES as FILES
 from bladefl.experiments.bundles import run_import
 from bladefl.experiments.runs import device_check
-from conftest import checkout_files, copy_workflow, venv_env
+from conftest import HANG_S, checkout_files, copy_workflow, venv_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,7 +67,7 @@ def guard(tmp_path_factory) -> dict[str, str]:
 
 
 def run_script(work: Path, out: Path, guard: dict[str, str], **env: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=600,
+    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=HANG_S,
                           env={**venv_env(), **guard, "OUT": str(out), "DEVICE": "cpu", "GRID": "config/smoke.yaml",
                                **env})
     refused = Path(guard["BLADEFL_IMPORT_GUARD"] + ".refused")
@@ -82,7 +82,7 @@ def test_the_import_guard_refuses_what_the_gpu_machine_lacks_and_allows_what_it_
     assert not {"optuna", "sklearn", "papermill", "pulp", "seaborn"} & allowed  # not carried: not there
     code = ("import bladefl.cli, snakemake, torch, pandas\n"
             "try:\n    import optuna\nexcept ModuleNotFoundError as exc:\n    print(exc)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S,
                           env={**venv_env(), **guard})
     assert proc.returncode == 0 and "No module named 'optuna' (not on the GPU machine" in proc.stdout, proc.stderr
 
@@ -116,7 +116,7 @@ def test_a_checkout_changed_since_the_carry_was_prepared_is_refused_before_any_w
     assert "src/engine.py" in (work / "gpu_carry/SOURCE.sha256").read_text()
 
     def call() -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=60,
+        return subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=HANG_S,
                               env={**os.environ, "OUT": str(tmp_path / "out")})
 
     (work / "src/engine.py").write_text("x = 2\n")  # changed after prepare.sh
@@ -159,7 +159,7 @@ def test_a_file_added_at_the_root_or_a_link_anywhere_is_refused_as_added_code(tm
     (work / "glob.py").write_text("raise SystemExit('ran')\n")
     (work / "scripts/elsewhere.py").symlink_to(tmp_path / "outside.py")
     (work / "scripts/lib").symlink_to(tmp_path, target_is_directory=True)
-    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=60,
+    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=HANG_S,
                           env={**os.environ, "OUT": str(tmp_path / "out")})
     assert proc.returncode == 2 and "glob.py (added)" in proc.stderr, proc.stderr
     assert "scripts/elsewhere.py (a link)" in proc.stderr and "scripts/lib (a link)" in proc.stderr
@@ -188,7 +188,7 @@ def test_the_workflow_parses_on_the_gpu_machine_whatever_the_config(guard, tmp_p
     for config in ("config/paper.yaml", "config/calibration.yaml", "config/sensitivity.yaml"):
         proc = subprocess.run(["snakemake", "-n", "--configfile", config, "--config", "gpu_profile_on_cpu=True",
                                "--profile", "profiles/gpu", "--cores", "16"], cwd=work, capture_output=True,
-                              text=True, timeout=300, env={**venv_env(), **guard})
+                              text=True, timeout=HANG_S, env={**venv_env(), **guard})
         assert proc.returncode == 0, (config, (proc.stdout + proc.stderr)[-3000:])
         if config == "config/paper.yaml":
             threads = dict(re.findall(r"wildcards: group=(\w+)\n\s+threads: (\d+)", proc.stdout + proc.stderr))
@@ -327,7 +327,7 @@ def test_parts_of_the_grid_from_two_calls_pack_import_and_merge_into_the_whole_g
            str(REPO / "config/config.yaml"), str(machine / grid), "--results-dir", str(results)]
     for out, seed in (("out1", "0"), ("out2", "1")):
         proc = subprocess.run([*cli, "--archive", str(tmp_path / out / "grid-tables.tar.xz"), "--seeds", seed],
-                              cwd=machine, capture_output=True, text=True, timeout=300, env=venv_env())
+                              cwd=machine, capture_output=True, text=True, timeout=HANG_S, env=venv_env())
         assert proc.returncode == 0, proc.stdout + proc.stderr
     whole = run_import.expected_configs(config, str(results / "runs/authors-code"))
     assert all((Path(folder) / "summary.json").is_file() for folder in whole) and len(whole) == 12
@@ -339,7 +339,7 @@ def test_parts_of_the_grid_from_two_calls_pack_import_and_merge_into_the_whole_g
     cut.write_text(yaml.safe_dump({"seeds": [0], "partition": {"seeds": [0]}}))
     proc = subprocess.run([*cli[:-2], str(cut), "--results-dir", str(tmp_path / "part"), "--archive",
                            str(tmp_path / "out1/grid-tables.tar.xz")], cwd=machine, capture_output=True, text=True,
-                          timeout=300, env=venv_env())
+                          timeout=HANG_S, env=venv_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(list((tmp_path / "part").rglob("summary.json"))) == 6
 
@@ -405,7 +405,7 @@ def test_a_stopped_grid_kills_a_job_that_ignores_sigint_and_packs_every_finished
             deadline = _descendant(proc.pid, "scripts/gpu/deadline.py")
             assert deadline is not None, log.read_text()[-3000:]
             os.kill(deadline, signal.SIGUSR1)
-            proc.wait(timeout=600)
+            proc.wait(timeout=HANG_S)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -436,7 +436,7 @@ def test_a_value_the_patterns_refuse_stops_the_call_in_one_line_before_any_work(
     work = tmp_path / "work"
     (work / "scripts/gpu").mkdir(parents=True)
     shutil.copy(REPO / "scripts/gpu/run.sh", work / "scripts/gpu/run.sh")
-    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=60,
+    proc = subprocess.run(["bash", "scripts/gpu/run.sh"], cwd=work, capture_output=True, text=True, timeout=HANG_S,
                           env={**os.environ, "OUT": str(tmp_path / "out"), name: value})
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith(f"{name}: ") and not (tmp_path / "out").exists()

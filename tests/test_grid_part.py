@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import venv_env
+from conftest import HANG_S, venv_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts/grid_part.sh"
@@ -49,7 +49,7 @@ def work(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 def run(work: tuple[Path, dict[str, str]], *args: str, **env: str) -> subprocess.CompletedProcess:
     folder, base = work
     return subprocess.run(["bash", str(SCRIPT), *args], cwd=folder, env={**base, **env}, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=HANG_S)
 
 
 def test_a_part_packs_its_own_seeds_tables_and_about_and_is_skipped_once_packed(work):

@@ -15,6 +15,7 @@ from bladefl.chain import anchors
 from bladefl.cli import main
 from bladefl.core import atomic, strict_yaml
 from bladefl.experiments.runs.run_source import group_computed, write_group_mark
+from conftest import HANG_S
 
 
 def test_a_group_mark_is_read_bounded_and_strict(tmp_path):
@@ -157,7 +158,7 @@ def test_aliases_that_expand_past_any_config_are_refused_at_once(tmp_path, capsy
     assert main(["run", "--config", str(config), "--out", str(tmp_path / "out")]) == 2
     assert "aliases expand" in capsys.readouterr().err
     done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(config)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 1 and "aliases expand to more than 100000 values" in done.stdout + done.stderr
     assert time.monotonic() - start < 60 and not (tmp_path / "out").exists()
 

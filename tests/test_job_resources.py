@@ -10,6 +10,7 @@ import yaml
 
 from bladefl.cli import main
 from bladefl.experiments.runs import job_resources as jr
+from conftest import HANG_S
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 HEAD = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
@@ -131,7 +132,7 @@ def test_snakemake_takes_the_profile_beside_the_slurm_one(tmp_path):
     bench(work / "benchmarks/run_cell/authors-code/mnist/c/seed~0.tsv", 200.0, 1000.0)
     assert main(["resources", "--benchmarks", str(work / "benchmarks"), "--out", str(work / "measured")]) == 0
     proc = snakemake(work, "-n", "--profile", "profiles/slurm", "--workflow-profile", "measured", "--configfile",
-                     "config/smoke.yaml", timeout=300)
+                     "config/smoke.yaml", timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
     assert out.count("runtime=5, mem_mb=1500") == 6  # the smoke grid's six runs: ceil(200 x 1.5 / 60), 1000 x 1.5
@@ -189,9 +190,9 @@ def test_set_resources_beside_a_profile_that_sizes_rules_is_refused(tmp_path):
     assert mixed_resources(["--profile", "profiles/slurm", "--set-resources", "run_group:gpu=1"], REPO) is None
     snakemake = [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--workflow-profile", str(measured)]
     mixed = subprocess.run([*snakemake, "--set-resources", "run_cell:mem_mb=4000"], cwd=work, capture_output=True,
-                           text=True, timeout=300)
+                           text=True, timeout=HANG_S)
     assert mixed.returncode == 1 and "replaces every size --workflow-profile" in mixed.stdout + mixed.stderr
-    alone = subprocess.run(snakemake, cwd=work, capture_output=True, text=True, timeout=300)
+    alone = subprocess.run(snakemake, cwd=work, capture_output=True, text=True, timeout=HANG_S)
     assert alone.returncode == 0, alone.stderr[-2000:]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import REPO
+from conftest import HANG_S, REPO
 
 WINGS = ("core", "data", "chain", "fl", "theory", "experiments", "report")
 ENTRY_POINTS = ("cli", "bench", "__main__")  # cli: a package, one module per command group
@@ -152,5 +152,5 @@ def test_what_reads_the_grids_tables_loads_no_torch():
     assert len(modules) > 30
     code = ("import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
             "    assert 'torch' not in sys.modules, m\n")
-    proc = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-1000:]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bladefl.core import owned
+from conftest import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,11 +81,11 @@ def test_the_command_line_refuses_in_one_line_and_deletes_nothing(tmp_path):
     (tmp_path / "kept").mkdir()
     (tmp_path / "kept" / "MANIFEST.json").write_text("{}")
     proc = subprocess.run([sys.executable, "-m", "bladefl.core.owned", "fresh", "reference-report",
-                           str(tmp_path / "kept")], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+                           str(tmp_path / "kept")], capture_output=True, text=True, cwd=tmp_path, timeout=HANG_S)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "not removed" in proc.stderr
     assert (tmp_path / "kept" / "MANIFEST.json").exists()
     proc = subprocess.run([sys.executable, "-m", "bladefl.core.owned", "fresh", "a;b", str(tmp_path / "x")],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+                          capture_output=True, text=True, cwd=tmp_path, timeout=HANG_S)
     assert proc.returncode == 2 and "owner: a word" in proc.stderr and not (tmp_path / "x").exists()
 
 

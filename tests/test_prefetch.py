@@ -14,6 +14,7 @@ from bladefl.fl import engine, prefetch
 from bladefl.fl.records import KResult, RunSpec
 from bladefl.fl.stacked import lay_out, model_shape
 from bladefl.fl.timemodel import allocate
+from conftest import HANG_S
 
 CPU = torch.device("cpu")
 
@@ -73,7 +74,7 @@ def test_a_round_ends_noise_is_not_held_back_behind_the_epoch_orders(monkeypatch
         with engine.group_draws(runs, ends, rows, 48, size, CPU, threads=1) as (_, noise):
             drawer = threading.Thread(target=lambda: got.append(noise.get(first)), daemon=True)
             drawer.start()
-            drawer.join(timeout=120)  # generous on a busy machine: the draw itself takes milliseconds
+            drawer.join(timeout=HANG_S)  # generous on a busy machine: the draw itself takes milliseconds
             came = bool(got)
             release.set()
             drawer.join()

@@ -11,7 +11,7 @@ from pathlib import Path
 import bladefl
 from bladefl import __version__
 from bladefl.experiments.runs import provenance
-from conftest import write_run_folder
+from conftest import HANG_S, write_run_folder
 
 SRC = Path(bladefl.__file__).resolve().parents[1]  # <checkout>/src
 
@@ -19,7 +19,7 @@ SRC = Path(bladefl.__file__).resolve().parents[1]  # <checkout>/src
 def _version_of_copy(where: Path, env: dict[str, str]) -> str:
     code = "from bladefl.experiments.runs.provenance import code_version; print(code_version())"
     out = subprocess.run([sys.executable, "-c", code], cwd=where, env={**env, "PYTHONPATH": str(where / "src")},
-                         capture_output=True, text=True, timeout=120, check=True)
+                         capture_output=True, text=True, timeout=HANG_S, check=True)
     return out.stdout.strip()
 
 

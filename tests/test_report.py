@@ -14,7 +14,7 @@ import papermill
 import pytest
 
 from bladefl.report.execution import execute_notebook
-from conftest import REPO, snakemake
+from conftest import HANG_S, REPO, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -125,7 +125,7 @@ def test_snakemake_report_zip(smoke):
     command = ("snakemake --configfile config/smoke.yaml --report results/smoke/report.zip --report-metadata "
                "workflow/report/metadata.yaml")
     assert f"`{command}`" in (REPO / "docs" / "workflow.md").read_text()
-    proc = snakemake(smoke, *shlex.split(command)[1:], timeout=300)
+    proc = snakemake(smoke, *shlex.split(command)[1:], timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     names = zipfile.ZipFile(smoke / "results/smoke/report.zip").namelist()
     assert any(n.endswith("sweep_beta.png") for n in names) and any(n.endswith("Table_III.csv") for n in names)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from browser import Browser, find_chromium
+from conftest import HANG_S
 
 pytestmark = pytest.mark.slow
 
@@ -113,7 +114,7 @@ def test_the_kept_reports_pass_the_checks_a_referee_would_make(tmp_path, browser
     for name, units in (("paper-10draws", 10), ("default-2seeds", 2)):
         out = tmp_path / name
         proc = subprocess.run(["make", "-s", "reference-report", f"REF=reference/{name}", f"KEPT={out}"], cwd=REPO,
-                              capture_output=True, text=True, timeout=900, env=venv_env())
+                              capture_output=True, text=True, timeout=HANG_S, env=venv_env())
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         pages = [out / "report" / "index.html", *sorted((out / "report").glob("*/*.html"))]
         assert len(pages) == 13, name  # the front page and six pages per dataset

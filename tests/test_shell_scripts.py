@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import checkout_files, venv_env
+from conftest import HANG_S, checkout_files, venv_env
 from test_workflow_rules import UNQUOTED, shell_commands
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ MAKE_LEVEL = {"VENV"}
 def shellcheck(text: str, name: str) -> str:
     """ShellCheck's findings on a bash ``text`` at every severity (style included), or ''."""
     proc = subprocess.run([SHELLCHECK, "--shell=bash", "--severity=style", "--external-sources", "-"], input=text,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     return "" if proc.returncode == 0 else f"{name}:\n{proc.stdout}{proc.stderr}"
 
 
@@ -154,7 +154,7 @@ def make(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[
     env = {k: v for k, v in venv_env().items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     proc = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), *args, f"VENV={tmp_path / 'venv'}", "-o",
                            f"{tmp_path}/venv/.installed-stamp"], cwd=tmp_path / "work", env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     recorded = calls.read_bytes().decode().split("\0\n") if calls.exists() else []
     return proc, [call.split("\0") for call in recorded if call]
 
@@ -262,12 +262,12 @@ def test_the_rehearsal_removes_only_folders_it_marked_as_its_own(tmp_path):
     (replica / "pyvenv.cfg").write_text("home = /usr\n")
     env = {**venv_env(), "REHEARSAL": str(where), "REPLICA": str(replica), "PYTHON": sys.executable}
     proc = subprocess.run(["bash", str(REPO / "scripts/gpu/rehearse.sh")], env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=HANG_S)
     assert proc.returncode == 1 and f"{where}: not a folder this script made" in proc.stderr, proc.stderr
     (tmp_path / "empty").mkdir()
     proc = subprocess.run(["bash", str(REPO / "scripts/gpu/rehearse.sh")],
                           env={**env, "REHEARSAL": str(tmp_path / "empty")}, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=HANG_S)
     assert proc.returncode == 1 and f"{replica}: not a folder this script made" in proc.stderr, proc.stderr
     assert (where / "checkout/mine.txt").read_text() == "x" and (replica / "pyvenv.cfg").exists()
 
@@ -279,6 +279,6 @@ def test_venv_is_data_checked_before_make_reads_a_target(tmp_path, venv):
     pwned = tmp_path / "PWNED"
     env = {k: v for k, v in venv_env().items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     proc = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), "test-fast", f"VENV={venv.format(pwned=pwned)}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 2 and not pwned.exists(), proc.stderr
     assert "VENV: one folder name" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

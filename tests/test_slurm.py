@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import bare_env, copy_workflow
+from conftest import HANG_S, bare_env, copy_workflow
 from slurm_cluster import install, local_cluster, missing_tools
 
 REPO = Path(__file__).resolve().parents[1]
@@ -106,7 +106,7 @@ rule fail:
     log: "logs/fail.log"
     shell: "echo about to fail > {log}; exit 3"
 ''')
-    proc = run_profile(cluster, tmp_path, "--keep-going", timeout=300)
+    proc = run_profile(cluster, tmp_path, "--keep-going", timeout=HANG_S)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "Error in rule fail" in out, out[-3000:]

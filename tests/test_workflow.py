@@ -19,7 +19,7 @@ import yaml
 from bladefl.experiments.plan.config_files import read_configs
 from bladefl.experiments.plan.grid import expand, unique_cells
 from bladefl.experiments.plan.workflow_config import detection_cells
-from conftest import copy_workflow, dry_run_once, snakemake, venv_env
+from conftest import HANG_S, copy_workflow, dry_run_once, snakemake, venv_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -177,7 +177,7 @@ def test_paper_grid_dry_run_is_complete(tmp_path):
     """The paper grid's DAG (about 2,000 jobs) builds and holds every run once. (Not timed: the
     60 s limit only stops a hang; the guide keeps speed goals in benchmarks.)"""
     work = copy_workflow(tmp_path)
-    proc = snakemake(work, "-n", "--configfile", "config/paper.yaml", "--quiet", "rules", timeout=60)
+    proc = snakemake(work, "-n", "--configfile", "config/paper.yaml", "--quiet", "rules", timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     counts = dict(line.split()[:2] for line in proc.stdout.splitlines() if line.startswith(("run_cell", "summarize")))
     config = read_configs([REPO / "config/paper.yaml"], default=REPO / "config/config.yaml")
@@ -343,10 +343,10 @@ def test_changing_fetch_sources_replans_nothing_downstream_of_verified_files(tmp
     by the workflow from one list of sources stays done under another, and so does all that follows."""
     work = copy_workflow(tmp_path)
     first = snakemake(work, "data/raw/MNIST/raw/train-images-idx3-ubyte", "--cores", "1", "--configfile",
-                      "config/smoke.yaml", "--config", "fetch_sources=[registry]", timeout=600)
+                      "config/smoke.yaml", "--config", "fetch_sources=[registry]", timeout=HANG_S)
     assert first.returncode == 0, first.stderr[-3000:]
     dry = snakemake(work, "-n", "--cores", "1", "--configfile", "config/smoke.yaml", "--config",
-                    "fetch_sources=[existing, torchvision, registry]", timeout=300)
+                    "fetch_sources=[existing, torchvision, registry]", timeout=HANG_S)
     assert dry.returncode == 0, dry.stderr[-3000:]
     jobs = dry.stdout + dry.stderr
     assert "partition" in jobs and "fetch_data" not in jobs, jobs[-3000:]
@@ -366,12 +366,12 @@ def test_a_killed_group_keeps_its_finished_runs_and_its_rerun_skips_them(tmp_pat
     last = group / "mnist/alpha~1_beta~10_N~4_eta~0.05_lazy~0.25_sigma2~0.01_eps~inf_exclude~1/seed~0"
     last.parent.mkdir(parents=True)
     last.write_text("in the way")
-    stopped = subprocess.run(args, cwd=work, env=venv_env(), capture_output=True, text=True, timeout=600)
+    stopped = subprocess.run(args, cwd=work, env=venv_env(), capture_output=True, text=True, timeout=HANG_S)
     assert stopped.returncode != 0
     finished = len(list(group.rglob("summary.json")))
     assert finished == 5, finished  # stopped mid-group, its finished runs kept
     last.unlink()
-    rerun = subprocess.run(args, cwd=work, env=venv_env(), capture_output=True, text=True, timeout=600)
+    rerun = subprocess.run(args, cwd=work, env=venv_env(), capture_output=True, text=True, timeout=HANG_S)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     log = (work / "logs/smoke/run_group/authors-code/mnist_N4_block0.log").read_text()
     assert f"{6 - finished} run folders written, {finished} already finished (of 6)" in log, log[-2000:]
@@ -460,7 +460,7 @@ def test_imported_runs_are_analysed_without_running_and_a_kept_bundle_renders_th
                                {"by": "a stranger"})
     proc = subprocess.run(["make", "reference-report", "REF=reference/smoke", "CORES=2", f"VENV={sys.prefix}",
                            "-o", f"{sys.prefix}/.installed-stamp"], cwd=other, env=venv_env(), capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=HANG_S)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     kept = other / "results/kept/smoke"
     assert "mnist/00_verdicts.html" in (kept / "report/index.html").read_text()
@@ -488,7 +488,7 @@ def test_parsing_and_a_dry_run_need_no_torch(tmp_path):
     env = {**venv_env(), "PYTHONPATH": os.pathsep.join(filter(None, [str(fake.parent), os.environ.get("PYTHONPATH")]))}
     for configs in (["config/config.yaml"], ["config/config.yaml", "config/paper.yaml"]):
         proc = subprocess.run(["snakemake", "-n", "--quiet", "rules", "--configfile", *configs], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=HANG_S)
         assert proc.returncode == 0, (configs, proc.stderr[-2000:])
 
 
@@ -523,7 +523,7 @@ def test_the_smoke_runs_as_a_snakemake_module_from_another_folder(tmp_path, data
     (tmp_path / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)
     before = sorted(p.name for p in REPO.iterdir())
     proc = subprocess.run(["snakemake", "--cores", "2", "--configfile", str(REPO / "config/smoke.yaml")],
-                          cwd=tmp_path, env=venv_env(), capture_output=True, text=True, timeout=900)
+                          cwd=tmp_path, env=venv_env(), capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert (tmp_path / "results/smoke/report/index.html").is_file()
     assert len(list((tmp_path / "results/smoke/runs").rglob("summary.json"))) == 6
@@ -535,6 +535,6 @@ def test_the_catalogs_test_folder_plans_the_smoke_grid(tmp_path):
     """`snakemake --directory .test` (the Snakemake catalog's convention) plans the smoke grid from
     .test/config/config.yaml, its files read from the workflow's tree and written under .test/."""
     work = copy_workflow(tmp_path)
-    proc = snakemake(work, "-n", "--directory", ".test", "--cores", "2", "--quiet", "rules", timeout=300)
+    proc = snakemake(work, "-n", "--directory", ".test", "--cores", "2", "--quiet", "rules", timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.search(r"^run_cell\s+6$", proc.stdout + proc.stderr, re.M)

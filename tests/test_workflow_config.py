@@ -12,7 +12,7 @@ import yaml
 
 from bladefl.experiments.plan.config_checks import check
 from bladefl.experiments.plan.workflow_config import ConfigError
-from conftest import copy_workflow, snakemake
+from conftest import HANG_S, copy_workflow, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -20,7 +20,7 @@ BASE = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 
 def dry_run(workdir: Path, config: dict) -> subprocess.CompletedProcess:
     (workdir / "bad.yaml").write_text(yaml.safe_dump(config))
-    return snakemake(workdir, "-n", "--cores", "1", "--configfile", "bad.yaml", timeout=120)
+    return snakemake(workdir, "-n", "--cores", "1", "--configfile", "bad.yaml", timeout=HANG_S)
 
 
 def with_change(path: list, value) -> dict:
@@ -68,7 +68,7 @@ def test_a_config_written_with_the_old_key_profile_is_read_as_engine_with_a_note
 
     work = copy_workflow(tmp_path)
     (work / "old.yaml").write_text("profile: authors-code\n")
-    proc = snakemake(work, "-n", "--cores", "1", "--configfile", "old.yaml", timeout=120)
+    proc = snakemake(work, "-n", "--cores", "1", "--configfile", "old.yaml", timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout + proc.stderr
     assert out.count("note: config key 'profile' is now 'engine' (config/engines/): read as engine: authors-code") == 1
@@ -240,7 +240,7 @@ def test_an_integer_snakemake_would_read_as_another_number_is_refused_before_any
     rereads each config file strictly and names the first such number."""
     work = copy_workflow(tmp_path)
     (work / "bad.yaml").write_text("seeds: [0, 017]\n")
-    proc = snakemake(work, "-n", "--cores", "1", "--configfile", "bad.yaml", timeout=120)
+    proc = snakemake(work, "-n", "--cores", "1", "--configfile", "bad.yaml", timeout=HANG_S)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "bad.yaml: seeds[1]: '017' is not a plain decimal integer" in out, out[-2000:]
     assert not (work / "data").exists() and not (work / "logs").exists()

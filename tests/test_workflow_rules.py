@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import venv_env
+from conftest import HANG_S, venv_env
 
 RULES = Path(__file__).resolve().parents[1] / "workflow" / "rules"
 
@@ -101,7 +101,7 @@ def test_the_rule_graph_in_the_docs_draws_every_rule_of_the_default_workflow():
     """docs/images/rulegraph.svg (`make rulegraph`) names the rules `snakemake --rulegraph` gives today."""
     root = Path(__file__).resolve().parents[1]
     graph = subprocess.run(["snakemake", "--rulegraph", "--cores", "1"], cwd=root, env=venv_env(),
-                           capture_output=True, text=True, timeout=300, check=True).stdout
+                           capture_output=True, text=True, timeout=HANG_S, check=True).stdout
     rules = set(re.findall(r'label = "(\w+)"', graph))
     drawn = set(re.findall(r"<text[^>]*>(\w+)</text>", (root / "docs/images/rulegraph.svg").read_text()))
     assert rules and rules == drawn, (rules ^ drawn)
