@@ -7,6 +7,7 @@ import json
 import os
 import re
 import stat
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -87,7 +88,7 @@ def test_an_existing_folder_that_is_no_bundle_is_not_replaced(tmp_path, workflow
     out = tmp_path / "notes"
     out.mkdir()
     (out / "mine.txt").write_text("keep me")
-    with pytest.raises(ValueError, match="not a kept bundle"):
+    with pytest.raises(ValueError, match="not provably a kept bundle"):
         keep(workflow, out)
     assert (out / "mine.txt").read_text() == "keep me"
     keep(workflow, tmp_path / "again")
@@ -344,3 +345,28 @@ def test_findings_print_a_hostile_bundles_text_as_text(tmp_path):
     assert "\\=HYPERLINK" in page and not re.search(r"(^|[\s|])=HYPERLINK", page)
     assert "<script>" not in page and "<img" not in page and not re.search(r"(?<!\\)\]\(javascript:", page)
     assert "&lt;script&gt;" in page and "\\[click\\](javascript:alert(1))" in page
+
+
+@pytest.mark.parametrize("layout", ["work folder", "config only", "any manifest", "parent of results"])
+def test_keep_never_replaces_a_folder_that_only_looks_like_a_bundle(tmp_path, workflow, layout):
+    """A folder is replaced only when it is provably a kept bundle (manifest or crate, every file matching),
+    never by the names it holds: a work folder's data/ and results/, a user's config.yaml, a MANIFEST.json of
+    any content, the parent of the results folder with every run under it (each once lost whole)."""
+    out = tmp_path / "out"
+    if layout == "parent of results":
+        out = workflow["results"].parent
+    else:
+        for folder in ("data", "results"):
+            (out / folder).mkdir(parents=True)
+            (out / folder / "mine.csv").write_text("a,b\n1,2\n")
+        (out / "config.yaml").write_text("mine: true\n")
+        if layout == "config only":
+            shutil.rmtree(out / "data")
+            shutil.rmtree(out / "results")
+        if layout == "any manifest":
+            (out / kr.MANIFEST).write_text('{"files": {}}')
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(ValueError, match="not provably a kept bundle"):
+        keep(workflow, out)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert not list(out.parent.glob(".*.partial"))

@@ -137,3 +137,74 @@ def test_the_walk_finds_a_deletion_added_outside_the_guard(tmp_path, monkeypatch
     (fake / "src/bladefl/new.py").write_text("import shutil\n\ndef clear(p):\n    shutil.rmtree(p)\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", fake)
     assert deleting_lines() == {"src/bladefl/new.py": ["shutil.rmtree(p)"]}
+
+
+def _checkout_with_a_marked_folder(tmp_path: Path) -> Path:
+    """A git checkout whose folder ``out`` carries its owner's mark and holds a tracked file."""
+    repo = tmp_path / "repo"
+    (repo / "out").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "out/tracked.txt").write_text("history")
+    git(repo, "add", "out/tracked.txt")
+    git(repo, "commit", "-qm", "x")
+    owned.mark(repo / "out", "report")
+    return repo
+
+
+@pytest.mark.parametrize("blind", ["no git on PATH", "GIT_DIR elsewhere", "a repository inside", "dubious owner"])
+def test_a_guard_that_cannot_ask_git_refuses(tmp_path, monkeypatch, blind):
+    """The tracked-file check fails closed: where git is missing, pointed elsewhere, refuses the checkout, or a
+    `git init` inside the folder would hide the outer repository's files, nothing is removed (each case once
+    deleted tracked files with the owner's mark present)."""
+    repo = _checkout_with_a_marked_folder(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    if blind == "no git on PATH":
+        monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    elif blind == "GIT_DIR elsewhere":
+        other = tmp_path / "other"
+        other.mkdir()
+        git(other, "init", "-q")
+        monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    elif blind == "a repository inside":
+        git(repo / "out", "init", "-q")
+    else:  # git's answer to a checkout owned by another user: an error, not an empty list
+        fake = tmp_path / "bin"
+        fake.mkdir()
+        (fake / "git").write_text("#!/bin/sh\necho 'fatal: detected dubious ownership in repository' >&2\nexit 128\n")
+        (fake / "git").chmod(0o755)
+        monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
+    with pytest.raises(owned.OwnedError, match="tracked|git cannot say"):
+        owned.remove(repo / "out", "report")
+    assert (repo / "out/tracked.txt").read_text() == "history"
+
+
+def test_a_marked_folder_reached_through_a_linked_parent_is_not_removed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    real = owned.fresh(tmp_path / "real/out", "report")
+    (real / "page.html").write_text("x")
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    with pytest.raises(owned.OwnedError, match="through the symbolic link"):
+        owned.remove(tmp_path / "via/out", "report")
+    assert (real / "page.html").exists()
+
+
+def test_the_folder_checked_is_the_folder_removed(tmp_path, monkeypatch):
+    """A parent swapped for a link between the check and the removal (a race once won 13 times in 60) removes
+    nothing: the removal works from a descriptor of the checked folder's parent, held to its inode."""
+    monkeypatch.chdir(tmp_path)
+    mine = owned.fresh(tmp_path / "a/out", "report")
+    victim = tmp_path / "victim/out"
+    victim.mkdir(parents=True)
+    (victim / "precious.txt").write_text("keep")
+    checked = owned.removal_problem
+
+    def swap_after_the_check(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - the guard's own signature
+        answer = checked(*args, **kwargs)
+        (tmp_path / "a").rename(tmp_path / "a-moved")
+        (tmp_path / "a").symlink_to(tmp_path / "victim")
+        return answer
+
+    monkeypatch.setattr(owned, "removal_problem", swap_after_the_check)
+    with pytest.raises(owned.OwnedError):
+        owned.remove(mine, "report")
+    assert (victim / "precious.txt").read_text() == "keep"

@@ -73,12 +73,15 @@ def keep(files: Sequence[str | Path], results_dir: str | Path, data_dir: str | P
     """Copy ``files`` (the report's inputs) and the workflow's config into a new bundle ``out`` with
     its manifest (``about``: where the results come from; the date kept; every file's SHA-256 and
     size), and the run tables ``archive`` the runs were imported from (``runs/<its name>``). The
-    bundle is assembled beside ``out`` and renamed into place: nothing half-written; an older
-    bundle at ``out`` is replaced, any other existing folder is refused."""
+    bundle is assembled beside ``out`` and renamed into place: nothing half-written. An existing ``out`` is
+    replaced only when it is provably a kept bundle (its manifest parses and every file matches it: never
+    judged by the names it holds); any other non-empty folder is refused, nothing deleted."""
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not _is_bundle(out):
-        raise ValueError(f"{out}: exists, is not empty and is not a kept bundle (no {MANIFEST}, or files a "
-                         f"bundle does not hold); not replaced")
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise ValueError(f"{out}: a symbolic link or a file; not replaced")
+    if out.exists() and any(out.iterdir()) and (why := not_provably_kept(out)):
+        raise ValueError(f"{out}: exists, is not empty and is not provably a kept bundle ({why}); not "
+                         "replaced: remove it yourself, or keep under another name")
     entries = {bundle_path(f, results_dir, data_dir): Path(f) for f in files}
     entries[CONFIG] = Path(config_file)
     if archive is not None:
@@ -103,12 +106,6 @@ def keep(files: Sequence[str | Path], results_dir: str | Path, data_dir: str | P
 
 BUNDLE_ENTRIES = {MANIFEST, CONFIG, ro_crate.CRATE, "results", "data", "runs"}
 FOLDERS = BUNDLE_ENTRIES - {MANIFEST, CONFIG, ro_crate.CRATE}  # what a listed file lies under
-
-
-def _is_bundle(folder: Path) -> bool:
-    """A kept bundle: its manifest, or (Snakemake removes a job's output, the manifest, before
-    the job runs again) nothing but what a bundle holds."""
-    return (folder / MANIFEST).is_file() or {p.name for p in folder.iterdir()} <= BUNDLE_ENTRIES
 
 
 def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, Any], name: str) -> dict:
@@ -184,6 +181,31 @@ def problems(bundle: str | Path) -> list[str]:
     out += [f"{rel}: changed since it was kept (SHA-256 differs)" for rel in sorted(found & set(listed))
             if sha256_file(bundle / rel) != listed[rel].get("sha256")]
     return out
+
+
+def not_provably_kept(folder: Path) -> str:
+    """Why ``folder`` is not provably a kept bundle ("" where it is): its manifest parses and every file matches
+    it; or, where the manifest is gone (Snakemake deletes a job's output, the manifest, before the job runs
+    again), its RO-Crate parses and every file matches the SHA-256 the crate lists. Never judged by names."""
+    if (folder / MANIFEST).exists() or (folder / MANIFEST).is_symlink():
+        found = problems(folder)
+        return found[0] if found else ""
+    try:
+        crate = json.loads(read_regular(folder / ro_crate.CRATE, MANIFEST_LIMIT, "crate").decode("utf-8"),
+                           object_pairs_hook=run_files.no_key_twice)
+        listed = {e["@id"]: e["sha256"] for e in crate["@graph"]
+                  if isinstance(e, dict) and e.get("@type") == "File" and isinstance(e.get("sha256"), str)}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"no {MANIFEST}, and no readable {ro_crate.CRATE} ({str(exc)[:120]})"
+    entries = list(folder.rglob("*"))
+    if any(p.is_symlink() for p in entries):
+        return "it holds a symbolic link"
+    found = {p.relative_to(folder).as_posix() for p in entries if p.is_file()} - {ro_crate.CRATE}
+    if not listed or found != set(listed) or not all(_plain_name(rel) for rel in listed):
+        extra = sorted(found - set(listed)) or sorted(set(listed) - found)
+        return f"its files are not those its {ro_crate.CRATE} lists ({_shown(extra[0]) if extra else 'none listed'})"
+    changed = [rel for rel in sorted(found) if sha256_file(folder / rel) != listed[rel]]
+    return f"{changed[0]}: changed since it was kept" if changed else ""
 
 
 def lay_out(bundle: str | Path, results_dir: str | Path, data_dir: str | Path) -> int:
