@@ -18,6 +18,13 @@ shopt -s nullglob  # a dataset with no trial archive yet restores its journal al
 usage() { echo "usage: scripts/calibration_part.sh pack|restore  (CONFIG, OUT: see the script's head)" >&2; exit 2; }
 [ "$#" -eq 1 ] || usage
 case "$1" in pack | restore) ;; *) usage ;; esac
+for name in CONFIG OUT; do  # paths (CONFIG: several, separated by spaces): checked before any use
+  value=${!name:-}
+  if [ -n "$value" ] && ! [[ "$value" =~ ^[A-Za-z0-9._/+\ -]+$ ]]; then
+    echo "$name: paths of letters, digits and . _ / + - (CONFIG: separated by spaces), got '$value'" >&2
+    exit 2
+  fi
+done
 read -ra configs <<< "${CONFIG:-config/calibration.yaml config/calibration_cpu.yaml}"
 out=$(realpath -m "${OUT:-reference/runs/calibration-cpu}")
 results=$(python3 -c '

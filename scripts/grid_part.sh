@@ -21,6 +21,14 @@ fi
 for seed in "$@"; do
   case "$seed" in '' | *[!0-9]*) echo "SEED: a run seed (digits), got '$seed'" >&2; exit 2 ;; esac
 done
+case "${LEDGERS:-0}" in 0 | 1) ;; *) echo "LEDGERS: 0 or 1, got '${LEDGERS}'" >&2; exit 2 ;; esac
+for name in CONFIG OUT; do  # paths (CONFIG: several, separated by spaces): checked before any use
+  value=${!name:-}
+  if [ -n "$value" ] && ! [[ "$value" =~ ^[A-Za-z0-9._/+\ -]+$ ]]; then
+    echo "$name: paths of letters, digits and . _ / + - (CONFIG: separated by spaces), got '$value'" >&2
+    exit 2
+  fi
+done
 cores=${CORES:-2}
 case "$cores" in all) ;; '' | *[!0-9]* | 0) echo "CORES: a count of cores or 'all', got '$cores'" >&2; exit 2 ;; esac
 threads=$cores

@@ -428,7 +428,8 @@ def test_a_stopped_grid_kills_a_job_that_ignores_sigint_and_packs_every_finished
     ("BUDGET_S", "a[$(touch PWNED)]"),
     ("GRID_SEEDS", "3; touch PWNED"), ("GRID_SEEDS", "$(touch PWNED)"), ("GRID_SEEDS", "0"), ("GRID_SEEDS", "1-x"),
     ("GRID", 'config/x"; import os; os.system("touch PWNED"); "'), ("OUT", "out dir"), ("DEVICE", "tpu"),
-    ("MODE", "all"),
+    ("MODE", "all"), ("GRACE_S", "PWD[$(touch PWNED)]"), ("BENCH_S", "a[$(touch PWNED)]"),
+    ("SPLIT_BYTES", "1e9"), ("SEEDS", "*"), ("CHECK", "yes"), ("BENCH_AT", "never"), ("LEDGERS", "2"),
 ])
 def test_a_value_the_patterns_refuse_stops_the_call_in_one_line_before_any_work(tmp_path, name, value):
     """run.sh parses BUDGET_S, GRID_SEEDS, the paths, DEVICE and MODE by pattern before any use: anything else

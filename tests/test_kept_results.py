@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import shutil
+import stat
 from pathlib import Path
 
 import pandas as pd

@@ -282,3 +282,54 @@ def test_venv_is_data_checked_before_make_reads_a_target(tmp_path, venv):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 2 and not pwned.exists(), proc.stderr
     assert "VENV: one folder name" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+# What a script may read from its environment without a check of its own: the shell's and Python's own.
+SHELL_OWN = {"PATH", "HOME", "PWD", "SECONDS", "RANDOM", "TMPDIR", "PYTHONPATH", "BASH_SOURCE", "BASHPID", "EUID",
+             "UID", "LINENO", "PIPESTATUS", "IFS", "OSTYPE", "HOSTNAME"}
+
+
+def script_values(text: str) -> tuple[set[str], set[str]]:
+    """The values a script reads from its environment (upper-case names it never assigns) and those it checks
+    by pattern or closed set before use: `for name in A B; do` with `=~` or a `case` on `${!name}`, `case
+    "${A...}" in`, `[[ "$A" =~ ...` or `[[ "${A...}" =~ ...`."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    text = "\n".join(lines)
+    assigned = set(re.findall(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Z][A-Z0-9_]*)=", text, re.M))
+    assigned |= set(re.findall(r"\bread\s+(?:-\w+\s+)*([A-Z][A-Z0-9_]*)", text))
+    read = set(re.findall(r"\$\{!?([A-Z][A-Z0-9_]*)", text)) | set(re.findall(r"\$([A-Z][A-Z0-9_]*)\b", text))
+    # `budget=${BUDGET_S:-540}`, then a check of "$budget": a check of BUDGET_S
+    alias = {a: v for a, v in re.findall(r"^\s*([a-z_][a-z0-9_]*)=\$\{([A-Z][A-Z0-9_]*)(?::-[^}]*)?\}\s*$",
+                                         text, re.M)}
+    checked: set[str] = set()
+    for i, line in enumerate(lines):
+        for name in re.findall(r'case "\$\{?([a-z_][a-z0-9_]*)', line) + re.findall(
+                r'\[\[ "\$\{?([a-z_][a-z0-9_]*)[^"]*" =~', line):
+            if name in alias:
+                checked.add(alias[name])
+        if m := re.match(r"\s*for name in ([A-Z0-9_ ]+); do", line):
+            body = "\n".join(lines[i + 1:i + 5])
+            if "=~" in body or 'case "${!name' in body:
+                checked |= set(m.group(1).split())
+        checked |= set(re.findall(r'case "\$\{?([A-Z][A-Z0-9_]*)', line))
+        checked |= set(re.findall(r'\[\[ "\$\{?([A-Z][A-Z0-9_]*)[^"]*" =~', line))
+    return read - assigned - SHELL_OWN, checked
+
+
+def test_every_value_a_script_reads_is_checked_before_any_use():
+    """Found by itself: each value a script under scripts/ reads from its environment goes through a pattern
+    or closed-set check (GRACE_S once reached bash arithmetic as `PWD[$(touch X)]` and ran)."""
+    unchecked = {}
+    for script in sorted((REPO / "scripts").rglob("*.sh")):
+        read, checked = script_values(script.read_text())
+        if missing := sorted(read - checked):
+            unchecked[str(script.relative_to(REPO))] = missing
+    assert unchecked == {}, unchecked
+
+
+def test_the_walk_finds_an_unchecked_value():
+    read, checked = script_values('grace=${GRACE_S:-20}\nsleep "$((grace))"\n')
+    assert read - checked == {"GRACE_S"}
+    read, checked = script_values('for name in GRACE_S; do\n  v=${!name:-}\n  [[ "$v" =~ ^[0-9]+$ ]] || exit 2\n'
+                                  'done\ngrace=${GRACE_S:-20}\n')
+    assert read - checked == set()

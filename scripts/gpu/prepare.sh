@@ -11,6 +11,19 @@
 # version).
 set -euo pipefail
 out=${1:-gpu_carry}
+# Every value given is checked before any use: paths by pattern, the version and the switch by closed form.
+for name in DATA_DIR PYTHON; do
+  value=${!name:-}
+  if [ -n "$value" ] && ! [[ "$value" =~ ^[A-Za-z0-9._/+-]+$ ]]; then
+    echo "$name: a path of letters, digits and . _ / + -, got '$value'" >&2
+    exit 2
+  fi
+done
+if [ -n "${PY_VERSION:-}" ] && ! [[ "$PY_VERSION" =~ ^3\.[0-9]{1,2}$ ]]; then
+  echo "PY_VERSION: 3.N, got '$PY_VERSION'" >&2
+  exit 2
+fi
+case "${SNAKEMAKE:-1}" in 0 | 1) ;; *) echo "SNAKEMAKE: 0 or 1, got '${SNAKEMAKE}'" >&2; exit 2 ;; esac
 data=${DATA_DIR:-data/raw}
 python=${PYTHON:-.venv/bin/python}
 mkdir -p "$out"

@@ -24,6 +24,21 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
+# Every value given is checked before any use: paths and programs by pattern, counts and seconds as numbers.
+for name in PY312 REPLICA REHEARSAL PYTHON; do
+  value=${!name:-}
+  if [ -n "$value" ] && ! [[ "$value" =~ ^[A-Za-z0-9._/+-]+$ ]]; then
+    echo "$name: a path of letters, digits and . _ / + -, got '$value'" >&2
+    exit 2
+  fi
+done
+for name in CORES PAPER_BUDGET_S; do
+  value=${!name:-}
+  if [ -n "$value" ] && ! [[ "$value" =~ ^[1-9][0-9]{0,5}$ ]]; then
+    echo "$name: a whole number 1..999999, got '$value'" >&2
+    exit 2
+  fi
+done
 py312=${PY312:-python3.12}
 replica=${REPLICA:-build/gpu-replica}
 where=${REHEARSAL:-build/rehearsal}

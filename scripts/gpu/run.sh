@@ -47,6 +47,19 @@ if ! [[ "$budget" =~ ^[1-9][0-9]{0,5}$ ]]; then
   echo "BUDGET_S: whole seconds in 1..999999, got '$budget'" >&2
   exit 2
 fi
+# The other seconds, sizes and counts reach bash arithmetic or a command line: the same check, before any use
+# (default when unset); the switches are words of a closed set.
+for name in BENCH_S GRACE_S SPLIT_BYTES SEEDS; do
+  value=${!name:-}
+  if [ -n "$value" ] && ! [[ "$value" =~ ^[1-9][0-9]{0,9}$ ]]; then
+    echo "$name: a whole number 1..9999999999, got '$value'" >&2
+    exit 2
+  fi
+done
+for name in CHECK BENCH LEDGERS; do
+  case "${!name:-}" in '' | 0 | 1) ;; *) echo "$name: 0 or 1, got '${!name}'" >&2; exit 2 ;; esac
+done
+case "${BENCH_AT:-start}" in start | end) ;; *) echo "BENCH_AT: start or end, got '${BENCH_AT}'" >&2; exit 2 ;; esac
 if [ -n "${GRID_SEEDS:-}" ] && ! [[ "$GRID_SEEDS" =~ ^([1-9][0-9]{0,3}|(0|[1-9][0-9]{0,3})-(0|[1-9][0-9]{0,3}))$ ]]; then
   echo "GRID_SEEDS: k (the config's first k seeds) or i-j (seeds i to j), digits, got '$GRID_SEEDS'" >&2
   exit 2

@@ -170,7 +170,8 @@ def _open_no_links(folder: Path) -> int:
             try:
                 nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             except OSError as exc:
-                raise OwnedError(f"{folder}: {part} is no longer a plain folder ({exc.strerror}); not removed") from None
+                raise OwnedError(f"{folder}: {part} is no longer a plain folder ({exc.strerror}); "
+                                 "not removed") from None
             os.close(fd)
             fd = nxt
     except BaseException:

@@ -200,11 +200,11 @@ def not_provably_kept(folder: Path) -> str:
     entries = list(folder.rglob("*"))
     if any(p.is_symlink() for p in entries):
         return "it holds a symbolic link"
-    found = {p.relative_to(folder).as_posix() for p in entries if p.is_file()} - {ro_crate.CRATE}
-    if not listed or found != set(listed) or not all(_plain_name(rel) for rel in listed):
-        extra = sorted(found - set(listed)) or sorted(set(listed) - found)
+    present = {p.relative_to(folder).as_posix() for p in entries if p.is_file()} - {ro_crate.CRATE}
+    if not listed or present != set(listed) or not all(_plain_name(rel) for rel in listed):
+        extra = sorted(present - set(listed)) or sorted(set(listed) - present)
         return f"its files are not those its {ro_crate.CRATE} lists ({_shown(extra[0]) if extra else 'none listed'})"
-    changed = [rel for rel in sorted(found) if sha256_file(folder / rel) != listed[rel]]
+    changed = [rel for rel in sorted(present) if sha256_file(folder / rel) != listed[rel]]
     return f"{changed[0]}: changed since it was kept" if changed else ""
 
 
