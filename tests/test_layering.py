@@ -154,3 +154,60 @@ def test_what_reads_the_grids_tables_loads_no_torch():
             "    assert 'torch' not in sys.modules, m\n")
     proc = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-1000:]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of the package and the modules of it that it imports, at any level (a function's own
+    imports too: a circle broken only by importing late is still a circle of design)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "src"
+    modules = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = ([f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                        for a in node.names] if isinstance(node, ast.ImportFrom) and node.module else
+                       [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            graph[name] |= {t for t in targets if t in modules and t != name and not name.startswith(f"{t}.")}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    """No import circle, a function's own imports counted (report.bundle_design and report.front_page once
+    imported each other)."""
+    assert circles(import_graph()) == []
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -72,8 +72,9 @@ def test_every_raw_file_has_one_pin_and_one_format():
 
 
 def test_every_refusal_of_bad_input_has_one_base_and_no_two_share_a_name():
-    """One error base (bladefl.core.errors.BladeflError), and no two error classes of one name (there
-    were two ConfigError)."""
+    """One error base (bladefl.core.errors.BladeflError) for every exception class of the project (FetchError
+    and ReportInputError once stood outside it), and no two error classes of one name (there were two
+    ConfigError)."""
     import importlib
     import inspect
     import pkgutil
@@ -87,7 +88,7 @@ def test_every_refusal_of_bad_input_has_one_base_and_no_two_share_a_name():
             continue
         module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
-            if inspect.isclass(obj) and issubclass(obj, ValueError) and obj.__module__ == info.name:
+            if inspect.isclass(obj) and issubclass(obj, Exception) and obj.__module__ == info.name:
                 found.setdefault(name, []).append(info.name)
                 assert issubclass(obj, BladeflError), f"{info.name}.{name}"
     assert {n: m for n, m in found.items() if len(m) > 1} == {}

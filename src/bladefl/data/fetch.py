@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from bladefl.core.atomic import atomic_path
+from bladefl.core.errors import BladeflError
 from bladefl.data import idx
 from bladefl.data.datasets import IDX_FILES, DatasetSpec, get_spec, matches_pin
 from bladefl.data.safe_pickle import restricted_unpickle
@@ -43,7 +44,9 @@ Log = Callable[[str], None]
 Source = Callable[[DatasetSpec, Path, Log], dict[str, Path]]
 
 
-class FetchError(RuntimeError):
+
+
+class FetchError(BladeflError, RuntimeError):
     """Every source failed for at least one file."""
 
 

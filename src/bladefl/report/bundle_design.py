@@ -17,11 +17,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from bladefl.data.datasets import SPECS
+from bladefl.data.datasets import SPECS, TITLES
 from bladefl.data.partition import PartitionSpec
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.runs import provenance
-from bladefl.report.front_page import dataset_title
 from bladefl.report.tables import run_span
 
 # The kept bundle whose verdicts are the headline (README, `make reference-report`'s default REF).
@@ -180,7 +179,7 @@ def provenance_line(provenance: Mapping[str, pd.DataFrame], config_files: Sequen
     hosts = ", ".join(sorted(map(str, frame.host.dropna().unique()))) if "host" in frame else "unknown"
     devices = sorted(map(str, frame.device.dropna().unique())) if "device" in frame else []
     hosts += f" ({', '.join(devices)})" if devices else ""
-    checksums = "; ".join(f"{dataset_title(d)} {_first_file(d)} {str(sha)[:12]}"
+    checksums = "; ".join(f"{TITLES.get(d, d)} {_first_file(d)} {str(sha)[:12]}"
                           for d, sha in frame.groupby("dataset").train_images_sha256.first().items())
     seconds = float(pd.to_numeric(frame.seconds, errors="coerce").sum())
     run_time = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bladefl.report.findings_doc import _md, check_verdicts
+from bladefl.report.bundle_read import check_verdicts
+from bladefl.report.bundle_read import md as _md
 from bladefl.report.inputs import read_csv
 
 VERDICT_KEYS = ("dataset", "statement", "claim")  # a statement holds one or more claims

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from bladefl.data.datasets import SPECS, registry_order
+from bladefl.data.datasets import registry_order
+from bladefl.report.bundle_read import check_verdicts, checked_about
+from bladefl.report.bundle_read import md as _md
 from bladefl.report.findings import BASES, LABELS
 from bladefl.report.front_page import _names, _replication, accuracy_line, changed, counted, dataset_title
 from bladefl.report.inputs import read_csv
@@ -23,35 +25,6 @@ HEADER = ("# What the kept grids find\n\n"
           "`tests/test_findings_doc.py` regenerates this page and compares). Each statement of the paper counts "
           "once per dataset; its other readings are judged beside it and are on the report's pages. The verdicts' "
           "meaning: [docs/workflow.md](workflow.md#verdicts); the words: [docs/glossary.md](glossary.md).\n")
-
-
-MAX_ROWS = 5000  # a verdict table holds a few hundred rows per dataset
-
-
-def _md(text: object) -> str:
-    """Plain text for a Markdown line, whatever it holds: HTML escaped (no tag, no script), brackets and
-    parentheses escaped (no link, no javascript: target), asterisks (K*) and underscores kept literal,
-    a leading ``=``, ``+`` or ``@`` escaped (no spreadsheet formula), one line."""
-    plain = html.escape(" ".join(str(text).split()), quote=False)
-    for c in "\\*_[]`":
-        plain = plain.replace(c, "\\" + c)
-    return "\\" + plain if plain.startswith(("=", "+", "@")) else plain  # no formula when pasted into a sheet
-
-
-def check_verdicts(table: pd.DataFrame, path: object) -> pd.DataFrame:
-    """A kept bundle's verdict table held to what the workflow writes before a word of it is printed:
-    at most :data:`MAX_ROWS` rows, every verdict a verdict of the vocabulary, every dataset one of the
-    workflow's, the texts strings; ValueError naming the file and the first problem."""
-    from bladefl.experiments.verdicts.vocabulary import VERDICTS
-
-    if len(table) > MAX_ROWS:
-        raise ValueError(f"{path}: {len(table)} rows, more than a verdict table holds ({MAX_ROWS})")
-    wrong = table[~table.verdict.isin(VERDICTS)]
-    if len(wrong):
-        raise ValueError(f"{path}: verdict {str(wrong.verdict.iloc[0])[:40]!r} is not one of {list(VERDICTS)}")
-    if not table.dataset.isin(list(SPECS)).all():
-        raise ValueError(f"{path}: a dataset other than the registry's {sorted(SPECS)}")
-    return table
 
 
 def _bullets(by: dict[str, dict[str, pd.Series]], datasets: Sequence[str], verdicts: Sequence[str]) -> list[str]:
@@ -67,20 +40,6 @@ def _bullets(by: dict[str, dict[str, pd.Series]], datasets: Sequence[str], verdi
         lines.append(f"- **{_md(first.claim)}** ({', '.join(dataset_title(d) for d in hit)}{verdict})"
                      + (f": {found}" if found else ""))
     return lines
-
-
-def checked_about(bundle: Path) -> dict:
-    """A kept bundle's manifest ``about``, once the bundle matches its manifest (hostile until checked):
-    ValueError naming the bundle and its first problem otherwise."""
-    from bladefl.experiments.bundles import kept_results
-
-    found = kept_results.problems(bundle)
-    if found:
-        raise ValueError(f"{bundle}: {found[0]}")
-    about = kept_results.read_manifest(bundle).get("about", {})
-    if not isinstance(about, dict):
-        raise ValueError(f"{bundle}: the manifest's about is not a mapping")
-    return about
 
 
 def _read_bundle(bundle: Path) -> tuple[dict, pd.DataFrame, dict[str, pd.DataFrame], list[str]]:

@@ -11,7 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from bladefl.report.inputs import SUMMARY_COLUMNS, VERDICT_COLUMNS, read_csv, read_json
+from bladefl.report.bundle_read import read_verdicts
+from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv, read_json
 
 PAPER_VALUES = "config/paper_values.yaml"  # the default, read only where the working folder has it
 
@@ -28,16 +29,6 @@ class IndexInputs:
     outcomes: list[Mapping[str, Any]]
     paper_tables: list[dict]
     beside: list[Any] = field(default_factory=list)  # readings_beside.Reading of each kept bundle beside
-
-
-def read_verdicts(paths: Sequence[str | Path]) -> pd.DataFrame:
-    """The verdict tables (``results/verdicts/<dataset>.csv``) as one, each read as hostile, with the
-    columns an older table lacks filled in."""
-    table = pd.concat([read_csv(p, VERDICT_COLUMNS) for p in paths], ignore_index=True)
-    for column in ("statement", "role", "decided_by", "finding", "quote", "page", "replication"):
-        if column not in table:
-            table[column] = table.claim if column == "statement" else ""
-    return table
 
 
 def read_outcomes(paths: Sequence[str | Path]) -> list[Mapping[str, Any]]:

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from bladefl.core.errors import BladeflError
 
-class ReportInputError(RuntimeError):
+
+class ReportInputError(BladeflError, RuntimeError):
     """An input of the report is missing or malformed."""
 
 

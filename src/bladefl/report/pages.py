@@ -178,7 +178,7 @@ def write_index(path: str | Path, table: pd.DataFrame, pages: Sequence[str | Pat
                 paper_tables: Sequence[Mapping] = (), beside: Sequence[Any] = ()) -> Path:
     """The report's front page (:mod:`bladefl.report.front_page`): a banner where the design judges
     little, the findings, the pages, every statement with each dataset's verdict (``table``:
-    :func:`bladefl.report.index_inputs.read_verdicts`), the headline figure, the accuracy beside the
+    :func:`bladefl.report.bundle_read.read_verdicts`), the headline figure, the accuracy beside the
     paper's, the runs that diverged; ``outcomes``: :func:`bladefl.report.index_inputs.read_outcomes`;
     ``beside``: kept bundles of the same design under another reading
     (:func:`bladefl.report.readings_beside.read_reading`), each claim's verdict and each table's distance

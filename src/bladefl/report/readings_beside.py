@@ -79,8 +79,7 @@ def read_reading(bundle: str | Path) -> Reading:
     """A kept bundle as a :class:`Reading`, read as hostile (ValueError naming the bundle and its first
     problem): its manifest and files, its verdict tables, its summaries and paper comparisons."""
     from bladefl.core import strict_yaml
-    from bladefl.report.findings_doc import check_verdicts, checked_about
-    from bladefl.report.index_inputs import read_verdicts
+    from bladefl.report.bundle_read import check_verdicts, checked_about, read_verdicts
     from bladefl.report.inputs import SUMMARY_COLUMNS, read_csv
     from bladefl.report.paper import COMPARISON_COLUMNS
 
@@ -221,7 +220,7 @@ def section(readings: Sequence[Reading]) -> str:
 
 
 def _md(text: object) -> str:
-    from bladefl.report.findings_doc import _md as md
+    from bladefl.report.bundle_read import md
 
     return md(text)
 

@@ -14,7 +14,8 @@ import pandas as pd
 import yaml
 
 from bladefl.data.datasets import registry_order
-from bladefl.report.findings_doc import _md, check_verdicts, checked_about
+from bladefl.report.bundle_read import check_verdicts, checked_about
+from bladefl.report.bundle_read import md as _md
 from bladefl.report.inputs import read_csv
 
 HEADER = ("# Reproduction summary\n\n"
