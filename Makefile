@@ -52,7 +52,27 @@ export VENV CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT SEEDS A B VE
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
-.PHONY: install lock run test test-fast lint bench clean-results import-runs keep reference-report rejudge regenerate diff release rulegraph gpu-rehearsal
+.PHONY: help install lock run test test-fast lint bench clean-results import-runs keep reference-report rejudge regenerate diff release rulegraph gpu-rehearsal
+
+# The targets a user runs, one line each (tests/test_shell_scripts.py holds the list to the targets here).
+help:
+	@printf '%s\n' \
+	  "make run               the default workflow (SNAKEMAKE_ARGS=\"--configfile config/smoke.yaml\": the tiny grid)" \
+	  "make reference-report  render a kept bundle's report, nothing run (REF=reference/paper-10draws)" \
+	  "make test              lint and the whole test suite; make test-fast: the unit tests alone" \
+	  "make install           the locked environment in .venv (every other target makes it first)" \
+	  "make import-runs       runs computed elsewhere into a results folder (ARCHIVE=, CONFIG=, SEEDS=)" \
+	  "make keep              a results folder kept for good as reference/NAME (NAME=, CONFIG=)" \
+	  "make rejudge           a kept bundle's verdicts derived again by this code (REF=)" \
+	  "make regenerate        every kept bundle rejudged, docs/findings.md and docs/summary.md rewritten" \
+	  "make diff              two bundles side by side (A=, B=)" \
+	  "make bench             the speed benchmark" \
+	  "make lint              snakemake --lint, snakefmt, ruff, mypy" \
+	  "make lock              envs/requirements.lock again from envs/requirements.txt" \
+	  "make rulegraph         docs/images/rulegraph.svg again" \
+	  "make gpu-rehearsal     the GPU machine's call rehearsed on this CPU" \
+	  "make release           a release: version, changelog, commit and tag (VERSION=)" \
+	  "make clean-results     remove results/, logs and benchmarks"
 
 $(STAMP): pyproject.toml envs/requirements.txt envs/requirements.lock
 	@case "$$VENV" in ''|-*|*[!A-Za-z0-9._/-]*) echo "VENV: a folder name of letters, digits and ._/- (got '$$VENV')" >&2; exit 2;; esac

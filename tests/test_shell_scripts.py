@@ -333,3 +333,13 @@ def test_the_walk_finds_an_unchecked_value():
     read, checked = script_values('for name in GRACE_S; do\n  v=${!name:-}\n  [[ "$v" =~ ^[0-9]+$ ]] || exit 2\n'
                                   'done\ngrace=${GRACE_S:-20}\n')
     assert read - checked == set()
+
+
+def test_make_help_names_every_target_a_user_runs():
+    """`make help` lists each phony target but itself, and no target the Makefile lacks."""
+    text = (REPO / "Makefile").read_text()
+    phony = set(re.search(r"^\.PHONY: (.+)$", text, re.M).group(1).split()) - {"help"}
+    proc = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), "help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=HANG_S)
+    listed = set(re.findall(r"(?<![a-z])make ([a-z][a-z-]*)", proc.stdout))
+    assert proc.returncode == 0 and listed == phony, (sorted(phony - listed), sorted(listed - phony))
