@@ -199,3 +199,15 @@ def test_corrupt_idx_files_are_named_in_one_line(tmp_path, monkeypatch):
     (raw / "t10k-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x03\x00")
     with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte: the header announces 3 dimensions"):
         datasets.load("mnist", tmp_path, train=False)
+
+
+def test_the_by_hand_instructions_read_as_lines_on_the_terminal(tmp_path, capsys):
+    """A fetch that no source can serve (Cifar-10 here: no registry copy, no network) prints its instructions
+    line by line, never a literal backslash-n."""
+    from bladefl.cli import main
+
+    assert main(["fetch", "--dataset", "cifar10", "--root", str(tmp_path), "--sources", "existing"]) == 1
+    err = capsys.readouterr().err
+    assert "\\n" not in err and err.startswith("error: could not obtain")
+    lines = err.strip().splitlines()
+    assert len(lines) > 3 and any("by hand" in line for line in lines)

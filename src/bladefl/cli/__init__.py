@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from bladefl.cli import bundles, calibration, chain, checks, conventions, grid, report
-from bladefl.cli.common import Command, one_line
+from bladefl.cli.common import Command, error_text
 
 
 def commands() -> list[Command]:
@@ -102,5 +102,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bladefl {args.command}: interrupted", file=sys.stderr)
         return 130
     except (ValueError, RuntimeError, OSError) as exc:  # bad input (a file too, e.g. an empty key secret): one line
-        print(f"error: {one_line(exc)}", file=sys.stderr)
+        print(f"error: {error_text(exc)}", file=sys.stderr)
         return 2

@@ -98,6 +98,14 @@ def dataset_name(text: str) -> str:
     return text
 
 
+def error_text(exc: BaseException) -> str:
+    """What the CLI prints for a refusal: one line whatever it quotes; an error whose message is instructions
+    (its class's ``lines``, FetchError's: where to place the files by hand) keeps its lines, each escaped."""
+    if getattr(exc, "lines", False):
+        return "\n".join(one_line(line) for line in str(exc).splitlines()) or one_line(exc)
+    return one_line(exc)
+
+
 def one_line(text: object) -> str:
     """A message on one line whatever it quotes: every character that is not printable (a newline, a
     carriage return, U+2028, a control character in a file's name) written as its escape."""

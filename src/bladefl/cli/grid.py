@@ -9,7 +9,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import MEMBERS_HELP, Command, dataset_name, json_text, one_line, positive, whole
+from bladefl.cli.common import MEMBERS_HELP, Command, dataset_name, error_text, json_text, positive, whole
 
 
 def _partition_indices(path: str, spec, dataset: str):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
@@ -51,8 +51,8 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
     try:
         fetch(args.dataset, args.root, sources=args.sources, log=lambda m: print(m, flush=True))
-    except FetchError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
+    except FetchError as exc:  # its instructions line by line (where to place the files by hand)
+        print(f"error: {error_text(exc)}", file=sys.stderr)
         return 1
     return 0
 

@@ -47,7 +47,10 @@ Source = Callable[[DatasetSpec, Path, Log], dict[str, Path]]
 
 
 class FetchError(BladeflError, RuntimeError):
-    """Every source failed for at least one file."""
+    """Every source failed for at least one file. Its message is instructions of several lines (the sources
+    tried, where to place the files by hand, their checksums): the CLI prints each line as a line."""
+
+    lines = True
 
 
 @dataclass(frozen=True)
