@@ -236,9 +236,9 @@ def draws_main(args: argparse.Namespace) -> int:
 
 # What each measurement reads: an option given that the chosen one does not read is refused, never ignored.
 READS = {"draws": {"draws"}, "chain_drag": {"chain_drag"}, "bookkeeping": {"bookkeeping", "out", "cores"},
-         "cpu": {"config", "data_dir", "quick"},
+         "cpu": {"config", "data_dir", "quick", "threads"},
          "cuda": {"config", "data_dir", "device", "seeds", "grid", "grid_seeds", "grid_only", "out",
-                  "host_copy_compare", "quick"}}
+                  "host_copy_compare", "quick", "threads"}}
 LABELS = {"draws": "--draws", "chain_drag": "--chain-drag", "bookkeeping": "--bookkeeping",
           "cpu": "the CPU bench", "cuda": "the multi-run bench (--device cuda, --seeds or --grid)"}
 
@@ -281,6 +281,22 @@ def checked(args: argparse.Namespace, given: set[str]) -> str:
     return kind
 
 
+def threads_of(args: argparse.Namespace) -> int:
+    """``--threads``, else the workflow's ``threads_per_run`` (config/config.yaml, as Snakemake reads it): the
+    threads a grid job runs with, so the bench measures the program the grid runs."""
+    if getattr(args, "threads", None):
+        return int(args.threads)
+    from bladefl.core import strict_yaml
+    from bladefl.experiments.runs import provenance
+
+    try:
+        value = (strict_yaml.read_file(provenance.project_root() / "config" / "config.yaml") or {}).get(
+            "threads_per_run", 1)
+    except (strict_yaml.YamlFileError, AttributeError):
+        value = 1
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
 def main(args: argparse.Namespace) -> int:
     if args.draws:
         return draws_main(args)
@@ -289,6 +305,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if args.bookkeeping:
         return bookkeeping_main(args)
+    torch.set_num_threads(threads_of(args))  # the grid's own threads, not torch's default of every core
     if args.device != "cpu" or args.grid or args.seeds:
         return cuda_main(args)
     repeat = 2 if args.quick else 5

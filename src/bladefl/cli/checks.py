@@ -48,6 +48,9 @@ def add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="run config YAML (default: the paper engine defaults)")
     p.add_argument("--data-dir", default="data/raw")
     p.add_argument("--quick", action="store_true", help="fewer repetitions")
+    p.add_argument("--threads", type=whole(1, 4096), default=None,
+                   help="torch's threads (default: the workflow's threads_per_run, config/config.yaml: what a grid "
+                        "job runs with; torch's own default is every core)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="cuda (or --seeds/--grid on the CPU): the multi-run engine's rates and chain share")
     p.add_argument("--seeds", type=whole(1, 1000), nargs="*", default=[],
