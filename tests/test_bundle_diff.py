@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from bladefl.report import bundle_diff
+from conftest import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 A, B = REPO / "reference/default-2seeds", REPO / "reference/paper-20seeds"
@@ -87,3 +88,56 @@ def test_the_page_names_each_sides_code_versions():
     assert runs_a and all(v.startswith("0.") for v in runs_a) and judged_a
     page = bundle_diff.markdown(A, A, *bundle_diff.diff(A, A))
     assert f"a's runs {', '.join(runs_a)}" in page and "(runs of one code version)" in page
+
+
+def _results_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    folder = tmp_path / "b"
+    for part in ("verdicts", "tables", "provenance"):
+        shutil.copytree(A / "results" / part, folder / "results" / part)
+    for path in folder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return folder
+
+
+@pytest.mark.parametrize("hostile", ["escape sequence", "linked table", "fifo table", "K* abc", "kept, changed"])
+def test_a_hostile_bundle_is_refused_in_one_line_or_shown_as_text(tmp_path, hostile):
+    """Text from a bundle reaches the terminal with its control characters escaped; a linked or FIFO table is
+    refused, never followed or dropped without a word; a K* that is no number is one line, not a traceback; a
+    kept bundle is held to its manifest first, as `rejudge` holds it."""
+    import os
+    import shutil
+
+    bundle = _results_copy(tmp_path)
+    verdicts = bundle / "results/verdicts/mnist.csv"
+    if hostile == "escape sequence":
+        table = pd.read_csv(verdicts)
+        table.loc[0, "claim"] = "K* \x1b[31mred\x1b]0;title\x07 falls"
+        table.to_csv(verdicts, index=False)
+    elif hostile == "linked table":
+        target = tmp_path / "elsewhere.csv"
+        shutil.copy(verdicts, target)
+        verdicts.unlink()
+        verdicts.symlink_to(target)
+    elif hostile == "fifo table":
+        os.mkfifo(bundle / "results/verdicts/other.csv")
+    elif hostile == "K* abc":
+        comparison = bundle / "results/tables/mnist_paper_comparison.csv"
+        table = pd.read_csv(comparison)
+        table["K_star"] = table.K_star.astype(object)
+        table.loc[0, "K_star"] = "abc"
+        table.to_csv(comparison, index=False)
+    else:
+        bundle = tmp_path / "kept"
+        shutil.copytree(A, bundle)
+        changed = bundle / "results/verdicts/mnist.csv"
+        changed.chmod(0o644)
+        changed.write_text(changed.read_text().replace("reproduced", "refuted", 1))
+    out = subprocess.run([sys.executable, "-m", "bladefl", "diff", str(A), str(bundle)], capture_output=True,
+                         text=True, check=False, cwd=REPO, timeout=HANG_S)
+    assert "Traceback" not in out.stderr and "\x1b" not in out.stdout + out.stderr
+    if hostile == "escape sequence":
+        assert out.returncode == 0 and "\\x1b" in out.stdout and "red" in out.stdout  # escaped, shown
+    else:
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr

@@ -20,15 +20,35 @@ COMPARED = ("K_star", "max_accuracy")
 
 
 def _results(bundle: Path) -> Path:
-    """A bundle's results folder: ``<bundle>/results`` for a kept bundle, the folder itself otherwise."""
+    """A bundle's results folder: ``<bundle>/results`` for a kept bundle (held to its manifest first, as
+    ``rejudge`` holds it: a file changed, added or linked is refused), the folder itself otherwise."""
+    if (bundle / "MANIFEST.json").exists() or (bundle / "MANIFEST.json").is_symlink():
+        from bladefl.experiments.bundles import kept_results
+
+        found = kept_results.problems(bundle)
+        if found:
+            raise ValueError(f"{bundle}: {found[0]}")
     return bundle / "results" if (bundle / "results" / "verdicts").is_dir() else bundle
 
 
 def _datasets(results: Path) -> list[str]:
     folder = results / "verdicts"
-    if not folder.is_dir():
+    if not folder.is_dir() or folder.is_symlink():
         raise ValueError(f"{results}: no verdicts/ folder (not a kept bundle or a results folder)")
-    return sorted(p.stem for p in folder.glob("*.csv") if p.is_file() and not p.is_symlink())
+    odd = [p for p in folder.glob("*.csv") if p.is_symlink() or not p.is_file()]
+    if odd:  # never followed, never dropped without a word
+        raise ValueError(f"{odd[0]}: a link, FIFO or folder, not a verdict table")
+    return sorted(p.stem for p in folder.glob("*.csv"))
+
+
+def _numbers(frame: pd.DataFrame, columns: list[str], path: Path) -> pd.DataFrame:
+    """``columns`` of a table read from elsewhere as numbers, or ValueError naming the file and column."""
+    for column in columns:
+        try:
+            frame[column] = pd.to_numeric(frame[column], errors="raise").astype(float)
+        except (ValueError, TypeError):
+            raise ValueError(f"{path}: column {column} holds something other than numbers") from None
+    return frame
 
 
 def verdicts(bundle: Path) -> pd.DataFrame:
@@ -47,8 +67,11 @@ def comparisons(bundle: Path) -> pd.DataFrame:
     frames = []
     for d in _datasets(results):
         path = results / "tables" / f"{d}_paper_comparison.csv"
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise ValueError(f"{path}: a link, FIFO or folder, not a comparison table")
         if path.is_file():
-            frame = read_csv(path, ["table", "value", "K_star", "paper_K_star", "max_accuracy", "paper_max_accuracy"])
+            numbers = ["value", "K_star", "paper_K_star", "max_accuracy", "paper_max_accuracy"]
+            frame = _numbers(read_csv(path, ["table", *numbers]), numbers, path)
             frames.append(frame.assign(dataset=d))
     if not frames:
         return pd.DataFrame(columns=[*ROW_KEYS, *COMPARED, "K_star_distance", "accuracy_distance"])
@@ -64,8 +87,9 @@ def code_versions(bundle: Path) -> tuple[list[str], str]:
     results = _results(bundle)
     runs: set[str] = set()
     for path in sorted((results / "provenance").glob("*.csv")) if (results / "provenance").is_dir() else []:
-        if path.is_file() and not path.is_symlink():
-            runs |= set(read_csv(path, ["code_version"]).code_version.astype(str))
+        if path.is_symlink() or not path.is_file():
+            raise ValueError(f"{path}: a link, FIFO or folder, not a provenance table")
+        runs |= set(read_csv(path, ["code_version"]).code_version.astype(str))
     verdicts = "as computed there"
     manifest = bundle / "MANIFEST.json"
     if manifest.is_file():
@@ -74,7 +98,8 @@ def code_versions(bundle: Path) -> tuple[list[str], str]:
         about = kept_results.read_manifest(bundle).get("about", {})
         rejudged = about.get("rejudged") if isinstance(about, dict) else None
         last = rejudged[-1] if isinstance(rejudged, list) and rejudged and isinstance(rejudged[-1], dict) else {}
-        verdicts = str(last.get("code_version") or "the code that kept it")
+        found = last.get("code_version")
+        verdicts = str(found)[:100] if isinstance(found, str) and found else "the code that kept it"
     return sorted(runs), verdicts
 
 
@@ -123,7 +148,7 @@ def markdown(a: Path, b: Path, verdict_rows: pd.DataFrame, table_rows: pd.DataFr
     same = "runs of one code version" if runs_a == runs_b else "runs of different code versions"
     code = (f"Code: a's runs {_md(', '.join(runs_a) or 'unrecorded')}, its verdicts {_md(judged_a)}; b's runs "
             f"{_md(', '.join(runs_b) or 'unrecorded')}, its verdicts {_md(judged_b)} ({same}).\n\n")
-    return (f"# {a} (a) against {b} (b)\n\n{nv} of {len(verdict_rows)} verdicts and {nc} of {len(table_rows)} rows "
+    return (f"# {_md(a)} (a) against {_md(b)} (b)\n\n{nv} of {len(verdict_rows)} verdicts and {nc} of {len(table_rows)} rows "
             "of the paper's tables differ (changed rows first).\n\n" + code + "## Verdicts\n\n" +
             _markdown(verdict_rows) +
             "\n## The paper's Tables II-VII\n\nK* in rounds, accuracy in percent; distances to the paper's.\n\n" +

@@ -18,10 +18,14 @@ MAX_ROWS = 5000  # a verdict table holds a few hundred rows per dataset
 
 
 def md(text: object) -> str:
-    """Plain text for a Markdown line, whatever it holds: HTML escaped (no tag, no script), brackets and
+    """Plain text for a Markdown line, whatever it holds: control characters as escapes (no terminal escape
+    sequence), HTML escaped (no tag, no script), brackets and
     parentheses escaped (no link, no javascript: target), asterisks (K*) and underscores kept literal,
     a leading ``=``, ``+`` or ``@`` escaped (no spreadsheet formula), one line."""
-    plain = html.escape(" ".join(str(text).split()), quote=False)
+    flat = " ".join(str(text).split())
+    # a control character (a terminal's escape sequence, U+2028) written as its escape, never raw
+    flat = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in flat)
+    plain = html.escape(flat, quote=False)
     for c in "\\*_[]`":
         plain = plain.replace(c, "\\" + c)
     return "\\" + plain if plain.startswith(("=", "+", "@")) else plain  # no formula when pasted into a sheet
