@@ -148,7 +148,8 @@ def markdown(a: Path, b: Path, verdict_rows: pd.DataFrame, table_rows: pd.DataFr
     same = "runs of one code version" if runs_a == runs_b else "runs of different code versions"
     code = (f"Code: a's runs {_md(', '.join(runs_a) or 'unrecorded')}, its verdicts {_md(judged_a)}; b's runs "
             f"{_md(', '.join(runs_b) or 'unrecorded')}, its verdicts {_md(judged_b)} ({same}).\n\n")
-    return (f"# {_md(a)} (a) against {_md(b)} (b)\n\n{nv} of {len(verdict_rows)} verdicts and {nc} of {len(table_rows)} rows "
+    return (f"# {_md(a)} (a) against {_md(b)} (b)\n\n{nv} of {len(verdict_rows)} verdicts and {nc} of "
+            f"{len(table_rows)} rows "
             "of the paper's tables differ (changed rows first).\n\n" + code + "## Verdicts\n\n" +
             _markdown(verdict_rows) +
             "\n## The paper's Tables II-VII\n\nK* in rounds, accuracy in percent; distances to the paper's.\n\n" +
