@@ -31,6 +31,21 @@ if [ -z "$notes" ]; then
   echo "CHANGELOG.md: the Unreleased section is empty: say what the release holds first" >&2
   exit 2
 fi
+# The commit must be able to happen before any file changes: an identity, and the hooks (pre-commit,
+# commit-msg) run now on an empty commit that is thrown away; a refusal changes nothing.
+if ! git var GIT_AUTHOR_IDENT > /dev/null 2>&1 || ! git var GIT_COMMITTER_IDENT > /dev/null 2>&1; then
+  echo "git has no identity (git config user.name and user.email): the release commit would fail; nothing changed" >&2
+  exit 2
+fi
+if ! probe=$(git commit --allow-empty -q -m "Release $version (probe)" 2>&1); then
+  echo "git commit refuses here (${probe%%$'\n'*}): nothing changed" >&2
+  exit 2
+fi
+git reset -q --soft HEAD~1
+files=(pyproject.toml src/bladefl/__init__.py CITATION.cff CHANGELOG.md)
+# From here on a failure puts every file back as it was, so a later call starts from the same clean tree.
+restore() { git checkout -q HEAD -- "${files[@]}"; git reset -q -- "${files[@]}"; echo "release $version: not made; every file put back" >&2; }
+trap 'restore' ERR
 today=$(date -u +%F)
 python3 - "$version" "$today" <<'EOF'
 import re
@@ -54,7 +69,8 @@ replace("CITATION.cff", r"^version: [0-9.]+$", f"version: {version}")
 replace("CITATION.cff", r"^date-released: .*$", f'date-released: "{today}"')
 replace("CHANGELOG.md", r"^## \[Unreleased\]$", f"## [Unreleased]\n\n## [{version}] - {today}")
 EOF
-git add pyproject.toml src/bladefl/__init__.py CITATION.cff CHANGELOG.md
+git add "${files[@]}"
 git commit -q -m "Release $version"
+trap - ERR
 git tag -a "v$version" -m "bladefl $version"
 echo "released $version: commit $(git rev-parse --short HEAD), tag v$version (push both: git push --follow-tags)"

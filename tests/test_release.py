@@ -75,3 +75,36 @@ def test_an_empty_unreleased_section_or_a_dirty_tree_is_refused(clone):
     (clone / "CHANGELOG.md").write_text(head + "## [Unreleased]\n\n" + rest[rest.index("## ["):])
     _git(clone, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "empty notes", "--allow-empty")
     assert "Unreleased section is empty" in _release(clone, "99.0.0").stderr
+
+
+def _notes(clone: Path) -> None:
+    (clone / "CHANGELOG.md").write_text((clone / "CHANGELOG.md").read_text().replace(
+        "## [Unreleased]\n", "## [Unreleased]\n\n### Fixed\n- a test's fix\n", 1))
+    _git(clone, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "notes")
+
+
+@pytest.mark.parametrize("hook", ["refuses every commit", "refuses the version's files", "no identity"])
+def test_a_release_whose_commit_fails_changes_nothing(clone, hook):
+    """`git commit` failing (no identity, a hook that refuses) leaves no file changed or staged and no commit
+    or tag, so the next call starts from the same clean tree (once: the version written and staged in four
+    files, no commit, and a misleading message next time)."""
+    _notes(clone)
+    head = _git(clone, "rev-parse", "HEAD")
+    hooks = clone / ".git/hooks"
+    if hook == "refuses every commit":
+        (hooks / "pre-commit").write_text("#!/bin/sh\necho 'refused by policy' >&2\nexit 1\n")
+    elif hook == "refuses the version's files":
+        (hooks / "pre-commit").write_text("#!/bin/sh\ngit diff --cached --name-only | grep -q pyproject && exit 1\n"
+                                          "exit 0\n")
+    for script in hooks.glob("pre-commit"):
+        script.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "VERSION": "99.0.0", "HOME": str(clone), "GIT_CONFIG_NOSYSTEM": "1"}
+    if hook != "no identity":
+        env |= {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                "GIT_COMMITTER_EMAIL": "t@t"}
+    else:
+        _git(clone, "config", "user.useConfigOnly", "true")
+    done = subprocess.run(["bash", "scripts/release.sh"], cwd=clone, env=env, capture_output=True, text=True)
+    assert done.returncode != 0, done.stdout
+    assert _git(clone, "rev-parse", "HEAD") == head and _git(clone, "status", "--porcelain") == ""
+    assert _git(clone, "tag", "--list", "v99.0.0") == ""
