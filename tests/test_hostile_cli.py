@@ -204,6 +204,11 @@ CORPUS = {
 }
 
 
+# The kinds whose every corpus value is wrong for its argument, so a valid base must refuse each (exit 0 is a
+# silent acceptance); a TABLE entry's "accepts" names a value an argument may take (and why, beside it).
+MUST_REFUSE = (IN, DIR, NUM, NAME)
+
+
 def discovered() -> dict[str, list[str]]:
     """Every subcommand (``chain``'s by ``chain <name>``) and its arguments, from the parser itself."""
     def args_of(parser: argparse.ArgumentParser) -> list[str]:
@@ -514,6 +519,10 @@ def feed(world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                 signal.alarm(0)
             said = err.getvalue().strip()
             assert code in exits, (argv, code, said[-500:])
+            # every value of a read kind is wrong for the argument (a FIFO, a missing file, NaN, a name with a
+            # newline...): accepting one is a guard failing open, unless the table says the argument takes it
+            if kind in MUST_REFUSE and raw not in spec.get("accepts", {}).get(arg, ()):
+                assert code != 0, (argv, "accepted a value it must refuse", said[-300:])
             if code == 2 and said and not said.splitlines()[-1].startswith("bladefl"):  # the CLI's own refusal
                 assert len(said.splitlines()) == 1 and said.startswith("error: "), (argv, said[-500:])
             assert not (w / PWNED).exists() and not (tmp_path / PWNED).exists(), argv  # nothing ran

@@ -15,6 +15,7 @@ from bladefl.experiments.bundles import run_import as ri
 from bladefl.experiments.plan import config_files, run_id
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.tables import detection_analysis as da
+from conftest import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -420,3 +421,53 @@ def test_parts_imported_one_by_one_leave_no_training_job_to_plan(tmp_path, data_
     planned = plan.stdout + plan.stderr
     jobs = re.findall(r"^rule (\w+):", planned, re.M)  # every job the dry run would run
     assert not {"run_cell", "run_group"} & set(jobs), planned[-3000:]
+
+
+KILLER = """
+import os, pathlib, signal, sys
+from bladefl.core import atomic
+from bladefl.experiments.bundles import run_import as ri
+
+where, at = sys.argv[3], int(sys.argv[4])
+calls = [0]
+
+def killing(real):
+    def call(*args, **kwargs):
+        if calls[0] == at:
+            os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no finally: what a kill leaves
+        calls[0] += 1
+        return real(*args, **kwargs)
+    return call
+
+if where == "rename":
+    pathlib.Path.rename = killing(pathlib.Path.rename)
+else:
+    atomic.write_bytes = killing(atomic.write_bytes)
+config = ri.read_config([pathlib.Path(sys.argv[5]) / "config/config.yaml", pathlib.Path(sys.argv[5]) / "config/smoke.yaml"])
+ri.import_runs(pathlib.Path(sys.argv[1]), config, pathlib.Path(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("where, at", [("stage", 2), ("rename", 0), ("rename", 2), ("rename", 5)])  # 6 runs
+def test_an_import_killed_at_any_point_is_finished_by_the_same_import_again(tmp_path, config, where, at):
+    """SIGKILL while staging (nothing moved yet) or while moving the runs in (some in place, the rest staged):
+    the same import run again finishes it, saying so where it resumed, with every run in place byte for byte,
+    nothing stale left beside them and every group marked (once: runs in place with no record, the same
+    import refused as "exists already" and the staging folder left for good)."""
+    import subprocess
+    import sys
+
+    members = complete(config)
+    arch = archive(tmp_path / "a.tar.gz", members)
+    runs = tmp_path / "res/runs" / config["engine"]
+    killed = subprocess.run([sys.executable, "-c", KILLER, str(arch), str(runs), where, str(at), str(REPO)],
+                            capture_output=True, text=True, timeout=HANG_S)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    imported = ri.import_runs(arch, config, runs)
+    assert imported.resumed == (where == "rename") and imported.total == len(ri.expected_configs(config, "grid"))
+    for name, data in members.items():
+        assert (runs / name.removeprefix("grid/")).read_bytes() == data, name
+    assert [p.name for p in runs.parent.iterdir() if p.name.startswith(".")] == []  # no stage left
+    assert imported.marks > 0 and list((tmp_path / "res/groups" / config["engine"]).glob("*.done"))
+    again = ri.import_runs(arch, config, runs, replace=True)  # a later import is a fresh one
+    assert not again.resumed

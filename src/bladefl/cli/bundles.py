@@ -72,14 +72,20 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
     secret = key_secret(args.key_secret)
     earlier = run_import.earlier_imports(results / "imported.json")  # read first: a refusal writes no run
     try:
-        imported = run_import.import_runs(Path(args.archive), config, runs_root, replace=args.replace, secret=secret)
+        imported = run_import.import_runs(Path(args.archive), config, runs_root, replace=args.replace, secret=secret,
+                                          keep_journal=True)
     except run_import.ArchiveError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 1
     record = run_import.record(Path(args.archive), " ".join(args.configfile), config, imported)
-    if earlier:  # a grid imported in parts (calls of a machine, each its seeds): every part's record kept
-        record["earlier_imports"] = earlier
+    if earlier and not (imported.resumed and earlier[-1].get("sha256") == record["sha256"]):
+        record["earlier_imports"] = earlier  # a grid imported in parts: every part's record kept (once each)
+    elif imported.resumed and earlier:
+        record["earlier_imports"] = earlier[:-1]
     atomic.write_json(results / "imported.json", record)
+    run_import.done(imported)  # the journal goes once the record is written: a kill before it is finished next time
+    if imported.resumed:
+        print(f"finished an import of {args.archive} that was cut short: every run of it is in place")
     print(f"imported {imported.total} run folders ({', '.join(f'{d}: {n}' for d, n in imported.runs.items())}) "
           f"under {runs_root}" + (f", skipped {imported.skipped} runs of other seeds" if imported.skipped else "")
           + f"; ledgers verified for {imported.verified}"
