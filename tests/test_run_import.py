@@ -443,7 +443,8 @@ if where == "rename":
     pathlib.Path.rename = killing(pathlib.Path.rename)
 else:
     atomic.write_bytes = killing(atomic.write_bytes)
-config = ri.read_config([pathlib.Path(sys.argv[5]) / "config/config.yaml", pathlib.Path(sys.argv[5]) / "config/smoke.yaml"])
+repo = pathlib.Path(sys.argv[5])
+config = ri.read_config([repo / "config/config.yaml", repo / "config/smoke.yaml"])
 ri.import_runs(pathlib.Path(sys.argv[1]), config, pathlib.Path(sys.argv[2]))
 """
 
