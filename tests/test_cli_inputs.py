@@ -23,7 +23,7 @@ PAPER = str(REPO / "config" / "engines" / "paper.yaml")
         (["run", "--config", "{tmp}/broken.yaml"], "--config {tmp}/broken.yaml: not YAML"),
         (["run", "--config", PAPER, "--set", "time.beta=[1"], "time.beta: '[1' is not a YAML value"),
         (["run", "--config", PAPER, "--out", "{tmp}/a_file"], "--out {tmp}/a_file: exists and is not a folder"),
-        (["run", "--config", PAPER, "--out", ""], "--out: give a folder"),
+        (["run", "--config", PAPER, "--out", ""], "--out: an empty value"),
         (["run", "--config", PAPER, "--reference", "{tmp}/none.npz"], "--reference {tmp}/none.npz: no such file"),
         (["run", "--config", PAPER, "--set", "data_dir={tmp}/nodata", "--set", "time.K=[1]"], "run `bladefl fetch"),
         (["run-group", "--plan", json.dumps([{"out": "x"}]), "--partition", "p.npy"], "--plan: a list of"),
@@ -151,7 +151,7 @@ def test_lay_out_into_an_empty_folder_name_is_refused(tmp_path, monkeypatch, cap
     """`--results-dir ''` named the current folder: the bundle was laid out into it."""
     monkeypatch.chdir(tmp_path)
     rc = main(["lay-out", str(REPO / "reference/default-2seeds"), "--results-dir", "", "--data-dir", "d"])
-    assert rc == 2 and "--results-dir: a folder's path is needed" in capsys.readouterr().err
+    assert rc == 2 and "--results-dir: an empty value" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -33,6 +33,10 @@ REPO = Path(__file__).resolve().parents[1]
 # SKIP: not fed here, with the reason.
 IN, DIR, OUT, LINK, NUM, NAME, TEXT, FLAG = "in", "dir", "out", "link", "num", "name", "text", "flag"
 
+PWNED = "PWNED"
+CORPUS_DIR = ["{fifo}", "/dev/zero", "{w}/missing", "{big}", "{w}/a\nb", f"$(touch {{w}}/{PWNED})", "{link}",
+              "../../../../../../etc"]
+
 # Per command: the base arguments (placeholders {w}: the sandbox; {engine}: the tiny engine config) that a
 # hostile value replaces one at a time, the exits it documents, and each argument's kind. A command that
 # trains or measures (heavy) lists what it feeds and says where the rest is covered.
@@ -42,7 +46,11 @@ TABLE: dict[str, dict] = {
     "partition": {"base": ["--dataset", "mnist", "--key", "shards2_N4_n8_seed0", "--root", "{data}", "--out",
                            "{w}/part.npy"],
                   "args": {"--dataset": NAME, "--key": NAME, "--root": DIR, "--out": OUT}},
+    # --computed-in: where the run's group computed it, read only when the group's mark says it computed its runs;
+    # the workflow passes it to every run job (one command under both groupings), so a folder that is not there
+    # (or any other) is the ordinary case of a run that trains itself: accepted
     "run": {"base": ["--config", "{engine}", "--out", "{w}/run", "--quiet", "--set", "data_dir={data}"],
+            "accepts": {"--computed-in": tuple(CORPUS_DIR)},
             "args": {"--config": IN, "--set": TEXT, "--out": OUT, "--quiet": FLAG, "--partition": IN,
                      "--threads": NUM, "--reference": IN, "--group": IN, "--computed-in": DIR}},
     "run-group": {"base": ["--config", "{engine}", "--plan", "@{v}/plan.json", "--partition", "{v}/p.npy", "--compute",
@@ -63,7 +71,7 @@ TABLE: dict[str, dict] = {
     "summarize": {"base": ["--runs", "{run}/summary.json", "--members", "@{v}/run_members.json", "--table",
                            "{w}/t.csv", "--optimum", "{w}/o.csv"],
                   "args": {"--runs": IN, "--members": IN, "--table": OUT, "--optimum": OUT}},
-    "sensitivity": {"base": ["--dataset", "mnist", "--readings", "stated", "--axes", "stated", "--summaries",
+    "sensitivity": {"base": ["--dataset", "mnist", "--readings", "stated", "--axes", "baseline", "--summaries",
                              "{v}/mnist.csv", "--optima", "{v}/mnist_optimum.csv", "--verdicts",
                              "{v}/bundle/results/verdicts/mnist.csv", "--paper-values",
                              "{repo}/config/paper_values.yaml", "--t-sum", "100", "--sweeps", "alpha", "--out-dir",
@@ -123,9 +131,12 @@ TABLE: dict[str, dict] = {
                           "--data-dir", "{v}/rp/data"],
                  "args": {"notebook": IN, "--parameters": IN, "--executed": OUT, "--out": OUT, "--index": LINK,
                           "--results-dir": DIR, "--data-dir": DIR}},
+    # --data-dir: the folder a kept file's name is taken under; a folder that holds none of --files (/etc here) names
+    # none of them, and a file under neither folder is refused by its own name
     "keep": {"base": ["--files", "{v}/bundle/results/summary/mnist.csv", "--provenance",
                       "{v}/bundle/results/provenance/mnist.csv", "--results-dir", "{v}/bundle/results", "--data-dir",
                       "{v}/bundle/data", "--config-file", "{v}/bundle/config.yaml", "--out", "{w}/kept"],
+             "accepts": {"--data-dir": ("../../../../../../etc",), "--results-dir": ("../../../../../../etc",)},
              "args": {"--files": IN, "--provenance": IN, "--imported": IN, "--results-dir": DIR, "--data-dir": DIR,
                       "--config-file": IN, "--out": OUT, "--with-archive": FLAG}},
     "import-runs": {"base": ["--archive", "{v}/a.tar.gz", "--configfile", "{repo}/config/config.yaml",
@@ -185,14 +196,12 @@ TABLE: dict[str, dict] = {
                                 "cwd": "{w}", "args": {"--spec": IN, "--roots": TEXT, "--out": OUT}},
 }
 
-PWNED = "PWNED"
 # The corpus, by kind ({w}: the sandbox). Shell text would create {w}/PWNED if anything ran it.
 CORPUS = {
     IN: ["{fifo}", "/dev/zero", "{w}", "{w}/missing", "{big}", "{deep}", "{aliases}", "{twice}", "{nan}",
          "{html}", "{w}/a\nb", "{w}/a\u2028b", f"$(touch {{w}}/{PWNED})", f"x;touch {{w}}/{PWNED};",
          "{w}/q'\"q", "../../../../../../etc/passwd", "{link}"],
-    DIR: ["{fifo}", "/dev/zero", "{w}/missing", "{big}", "{w}/a\nb", f"$(touch {{w}}/{PWNED})", "{link}",
-          "../../../../../../etc"],
+    DIR: CORPUS_DIR,
     OUT: ["{fifo}", "{big}/under-a-file", "{w}/o\nb", "{w}/o\u2028b", f"{{w}}/$(touch {{w}}/{PWNED})",
           f"{{w}}/o;touch {{w}}/{PWNED};", "{w}/q'\"q", ""],
     # a link is never opened: what could break out of the page's HTML, or run
@@ -207,6 +216,8 @@ CORPUS = {
 # The kinds whose every corpus value is wrong for its argument, so a valid base must refuse each (exit 0 is a
 # silent acceptance); a TABLE entry's "accepts" names a value an argument may take (and why, beside it).
 MUST_REFUSE = (IN, DIR, NUM, NAME)
+SHARED = ("{w}/q'\"q",)  # an IN value that is also an OUT value: another command's case may have written it
+NEVER_VALID = {OUT: ("",)}  # of the other kinds, the values no argument may take (an empty path names the cwd)
 
 
 def discovered() -> dict[str, list[str]]:
@@ -473,15 +484,56 @@ def test_every_argument_takes_the_hostile_corpus_in_one_line(world, tmp_path, mo
     feed(world, tmp_path, monkeypatch, command, arg)
 
 
-def test_the_suite_fails_when_a_guard_is_removed(world, tmp_path, monkeypatch):
-    """The cases can fail: with `pages.href` (a link that reads as a URL scheme kept a path) replaced by the
-    plain relative path it guards, a page's link to ``javascript:alert(1)`` beside it is a script URL again, and
-    the suite says so."""
-    from bladefl.report import pages
+def _no_op(*args: object, **kwargs: object) -> None:
+    return None
 
-    monkeypatch.setattr(pages, "href", os.path.relpath)
-    with pytest.raises(AssertionError, match="javascript"):
-        feed(world, tmp_path, monkeypatch, "sensitivity-index", "--pages")
+
+# Each guard made a no-op (or the plain thing it guards) in turn, and the case of the suite that must then fail:
+# (module, attribute, replacement, command, argument); a guard added to a command goes here with its case.
+KNOCKOUTS = [
+    ("bladefl.report.pages", "href", os.path.relpath, "sensitivity-index", "--pages"),  # a javascript: link
+    ("bladefl.experiments.plan.config_checks", "schema_errors", lambda *a, **k: [], "report-index", "--configfiles"),
+    ("bladefl.experiments.tables.table_schema", "bound_problems", lambda *a, **k: [], "verdicts", "--gaps"),
+    ("bladefl.cli.grid", "names_in", _no_op, "detection", "--exclude-sweeps"),
+    ("bladefl.cli.report", "names_in", _no_op, "verdicts", "--bound-sweep"),
+    ("bladefl.cli.conventions", "refuse_unread", _no_op, "conventions", "--k-star-from"),
+    ("bladefl.cli", "empty_values", lambda args: [], "findings", "--out"),  # "" printed the page instead
+]
+
+
+@pytest.mark.parametrize("module, name, replacement, command, arg", KNOCKOUTS,
+                         ids=[f"{m.rsplit('.', 1)[1]}.{n}" for m, n, *_ in KNOCKOUTS])
+def test_the_suite_fails_when_a_guard_is_removed(world, tmp_path, monkeypatch, module, name, replacement, command,
+                                                 arg):
+    """The cases can fail: each registered guard made a no-op in turn (a link kept as the path it is, a config
+    file's keys, a bound table's columns, a sweep's name, an option the call never reads, an empty value),
+    the case it guards fails: a value accepted that must be refused, or a script URL in a page."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module(module), name, replacement)
+    with pytest.raises(AssertionError):
+        feed(world, tmp_path, monkeypatch, command, arg)
+
+
+def test_the_guards_findings_and_the_owned_guard_fail_their_own_cases_when_removed(tmp_path, monkeypatch):
+    """Two guards outside the command table, each knocked out against its own case: the Markdown escaping of a
+    bundle's text (a claim's script reaches the page) and the owned guard (a folder reached through a link
+    is removed)."""
+    import importlib
+
+    from bladefl.core import owned
+
+    kept = importlib.import_module("test_kept_results")
+    monkeypatch.setattr(importlib.import_module("bladefl.report.findings_doc"), "_md", lambda text: str(text))
+    (tmp_path / "f").mkdir()
+    with pytest.raises((AssertionError, pytest.fail.Exception)):
+        kept.test_findings_print_a_hostile_bundles_text_as_text(tmp_path / "f")
+    monkeypatch.undo()
+    owned_tests = importlib.import_module("test_owned")
+    monkeypatch.setattr(owned, "removal_problem", _no_op)
+    (tmp_path / "o").mkdir()
+    with pytest.raises((AssertionError, pytest.fail.Exception)):
+        owned_tests.test_a_marked_folder_reached_through_a_linked_parent_is_not_removed(tmp_path / "o", monkeypatch)
 
 
 def feed(world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, arg: str) -> None:
@@ -521,8 +573,9 @@ def feed(world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             assert code in exits, (argv, code, said[-500:])
             # every value of a read kind is wrong for the argument (a FIFO, a missing file, NaN, a name with a
             # newline...): accepting one is a guard failing open, unless the table says the argument takes it
-            if kind in MUST_REFUSE and raw not in spec.get("accepts", {}).get(arg, ()):
-                assert code != 0, (argv, "accepted a value it must refuse", said[-300:])
+            if ((kind in MUST_REFUSE or raw in NEVER_VALID.get(kind, ())) and raw not in SHARED
+                    and raw not in spec.get("accepts", {}).get(arg, ())):
+                assert code != 0, (command, arg, raw, "accepted a value it must refuse", said[-300:])
             if code == 2 and said and not said.splitlines()[-1].startswith("bladefl"):  # the CLI's own refusal
                 assert len(said.splitlines()) == 1 and said.startswith("error: "), (argv, said[-500:])
             assert not (w / PWNED).exists() and not (tmp_path / PWNED).exists(), argv  # nothing ran

@@ -90,9 +90,20 @@ def special_files(args: argparse.Namespace) -> list[str]:
     return found
 
 
+def empty_values(args: argparse.Namespace) -> list[str]:
+    """The arguments given as an empty text: no command takes one (an empty path would name the current
+    folder, an empty name matches nothing), so every command refuses it before any work, never reading it
+    as an option left out (an empty ``--out`` once printed the page instead of writing it)."""
+    return [f"--{name.replace('_', '-')}" for name, value in vars(args).items() if name != "func"
+            for item in (value if isinstance(value, list) else [value]) if isinstance(item, str) and not item.strip()]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if empty := empty_values(args):
+            raise ValueError(f"{empty[0]}: an empty value (for a path it would name the current folder); give one "
+                             "or leave the option out")
         special = special_files(args)
         if special:
             raise ValueError(f"{special[0]}: a FIFO, device or socket, not a file or folder (no command reads or "

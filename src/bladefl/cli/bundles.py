@@ -30,10 +30,29 @@ def _cmd_keep(args: argparse.Namespace) -> int:
 
     from bladefl.experiments.bundles import kept_results
 
+    for option, folder in (("--results-dir", args.results_dir), ("--data-dir", args.data_dir)):
+        if not Path(folder).is_dir() or Path(folder).is_symlink():  # the folders the files are named under
+            raise ValueError(f"{option} {folder}: not a folder")
+    from bladefl.experiments.plan import config_files
+    from bladefl.experiments.plan.config_checks import SCHEMA, schema_errors
+
+    # a workflow config: read strictly and bounded, with only the workflow's keys
+    if wrong := schema_errors(config_files.read_configs([args.config_file], default=None), SCHEMA):
+        raise ValueError(f"--config-file {args.config_file}: not a workflow config ({wrong[0]})")
     about = kept_results.about_runs(args.provenance)
     archive = None
     if args.imported:
-        about["imported"] = json.loads(Path(args.imported).read_text())
+        from bladefl.core import run_files
+        from bladefl.core.bounded_read import read_regular
+
+        try:  # read as hostile: a regular file of at most 16 MiB, JSON, no key twice, an import record
+            record = json.loads(read_regular(args.imported, 16 << 20, "--imported").decode("utf-8"),
+                                object_pairs_hook=run_files.no_key_twice)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ValueError(f"--imported {args.imported}: not an import record ({exc})") from None
+        if not isinstance(record, dict) or not isinstance(record.get("archive"), str):
+            raise ValueError(f"--imported {args.imported}: not an import record (no archive named)")
+        about["imported"] = record
         if args.with_archive:
             archive = kept_results.imported_archive(about["imported"], args.out)
     manifest = kept_results.keep([*args.files, *args.provenance], args.results_dir, args.data_dir,

@@ -164,7 +164,18 @@ def _cmd_tables(args: argparse.Namespace) -> int:
         raise ValueError(f"--roots: one ROLE=DIR for each of {spec.roles} (got {[r[:60] for r in args.roots[:8]]})")
     for role, folder in roots.items():
         folder_option(folder, f"--roots {role}")
+    from pathlib import Path
+
+    if args.trials_dir is not None and (not Path(args.trials_dir).is_dir() or Path(args.trials_dir).is_symlink()):
+        raise ValueError(f"--trials-dir {args.trials_dir}: not a folder (the first pass's runs, each trial's cost)")
     trials = _trials(spec, args.storage)
+    if args.trials_dir is not None:  # the folder of the trials' runs: at least one completed trial's there
+        from optuna.trial import TrialState
+
+        keys = {spec.space.point(t.params).key for t in trials if t.state == TrialState.COMPLETE}
+        if keys and not any((Path(args.trials_dir) / key).is_dir() for key in keys):
+            raise ValueError(f"--trials-dir {args.trials_dir}: holds the runs of none of the study's {len(keys)} "
+                             "completed trials (<dir>/<point key>/)")
     written = write_tables(spec, trials, _picked(spec, args.picked), roots, folder_option(args.out_dir, "--out-dir"),
                            args.trials_dir)
     print("wrote " + ", ".join(str(p) for p in written), file=sys.stdout)

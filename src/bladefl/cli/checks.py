@@ -9,11 +9,12 @@ import argparse
 import os
 from pathlib import Path
 
-from bladefl.cli.common import Command, whole
+from bladefl.cli.common import Command, refuse_unread, whole
 
 
 def add_device_check(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default="cuda", help="the device compared with the CPU (default: cuda)")
+    p.add_argument("--device", help="the device compared with the CPU: cuda (the default), cuda:N or mps; not with "
+                                    "--tables")
     p.add_argument("--out", help="also write the comparison as CSV here")
     p.add_argument("--tables", nargs=2, metavar=("REFERENCE", "OTHER"),
                    help="instead: compare two tidy run tables of the same grid (bladefl summarize's "
@@ -25,6 +26,14 @@ def _cmd_device_check(args: argparse.Namespace) -> int:
     from bladefl.experiments.runs import device_check
 
     if args.tables:
+        refuse_unread({"--device": args.device}, "with --tables (the tables say where their runs ran)")
+    import re
+
+    device = args.device or "cuda"
+    if not re.fullmatch(r"cuda(:[0-9]{1,2})?|mps", device):
+        raise ValueError(f"--device must be cuda, cuda:N or mps, the device compared with the CPU (got "
+                         f"{device[:40]!r})")
+    if args.tables:
         check = device_check.summary_check(*(device_check.read_table(p) for p in args.tables))
         table = check.runs
         print(table.to_string(index=False, float_format=lambda x: f"{x:.2e}"))
@@ -33,10 +42,10 @@ def _cmd_device_check(args: argparse.Namespace) -> int:
               f"accuracy {check.accuracy_max_abs:.2e}, training loss {check.loss_max_abs:.2e}")
         ok = True
     else:
-        table = device_check.mixed_group_check(args.device)
+        table = device_check.mixed_group_check(device)
         print(table.to_string(index=False, float_format=lambda x: f"{x:.2e}"))
         ok = bool(table.within.all())
-        print(f"\nmixed group, {args.device} vs cpu: {int(table.within.sum())} of {len(table)} runs within "
+        print(f"\nmixed group, {device} vs cpu: {int(table.within.sum())} of {len(table)} runs within "
               f"tolerance (model {device_check.MODEL_TOL:g}, accuracy {device_check.ACCURACY_TOL:g}, loss "
               f"{device_check.LOSS_TOL:g}; miners, votes, members, flags identical)")
     if args.out:

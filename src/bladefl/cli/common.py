@@ -34,6 +34,24 @@ def key_secret(path: str | None) -> bytes | None:
         raise ValueError(f"--key-secret {path}: {exc.strerror or exc}") from None
 
 
+def names_in(values: object, allowed: object, option: str) -> None:
+    """``option``'s names each one of ``allowed`` (a sweep, an axis, a reading of the data at hand), else
+    ValueError naming the first that is not: a typo is refused, never a name silently matching nothing."""
+    given = [values] if isinstance(values, str) else list(values)  # type: ignore[call-overload]
+    known = sorted(str(a) for a in allowed)  # type: ignore[attr-defined]
+    unknown = [v for v in given if v not in known]
+    if unknown:
+        raise ValueError(f"{option} must each be one of {known} (got {str(unknown[0])[:80]!r})")
+
+
+def refuse_unread(given: dict[str, object], why: str) -> None:
+    """Options a call does not read (those of ``given`` set, not None) refused with one line saying ``why``:
+    an option accepted and never read is a guard failing open."""
+    unread = [k for k, v in given.items() if v is not None]
+    if unread:
+        raise ValueError(f"{', '.join(unread)}: not read {why}")
+
+
 def folder_option(path: str | Path, option: str) -> Path:
     """``path`` as a folder to write into, or ValueError naming ``option`` when it (or a folder above
     it) is an existing file: one line, before any work, not a NotADirectoryError midway."""

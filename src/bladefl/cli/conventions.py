@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bladefl.cli.common import Command
+from bladefl.cli.common import Command, refuse_unread
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,14 +19,15 @@ def add_conventions(p: argparse.ArgumentParser) -> None:
     p.add_argument("--summary", help="instead of run folders: a tidy run table (results/summary/<dataset>.csv), "
                    "read against the paper's tables per convention pair")
     p.add_argument("--dataset", help="the tidy table's dataset (with --summary)")
-    p.add_argument("--paper-values", default="config/paper_values.yaml", help="the paper's tables (with --summary)")
+    p.add_argument("--paper-values", help="the paper's tables (with --summary or --bundle; default "
+                                          "config/paper_values.yaml)")
     p.add_argument("--bundle", help="instead: a kept bundle, judged again with K* and every loss read from "
                    "--k-star-from and the accuracy on --accuracy-on; prints each counted verdict that changes")
-    p.add_argument("--k-star-from", default="test-loss", help="with --bundle: the curve K* and the losses are read "
-                   "from (objective, test-loss, authors-client-test-loss, authors-local-loss)")
-    p.add_argument("--accuracy-on", default="full-test", help="with --bundle: where the accuracy is measured "
-                   "(full-test, client-test)")
-    p.add_argument("--statements", default="config/paper_statements.yaml", help="with --bundle: the statements")
+    p.add_argument("--k-star-from", help="with --bundle: the curve K* and the losses are read from (objective, "
+                   "test-loss (default), authors-client-test-loss, authors-local-loss)")
+    p.add_argument("--accuracy-on", help="with --bundle: where the accuracy is measured (full-test (default), "
+                   "client-test)")
+    p.add_argument("--statements", help="with --bundle: the statements (default config/paper_statements.yaml)")
     p.add_argument("--csv", help="also write the table here")
 
 
@@ -36,6 +37,18 @@ def _cmd_conventions(args: argparse.Namespace) -> int:
 
     if sum(map(bool, (args.runs, args.summary, args.bundle))) != 1:
         raise ValueError("give run folders, --summary (with --dataset) or --bundle, one of them")
+    # an option the chosen reading does not read is refused, never passed over
+    unread = {"--k-star-from": args.k_star_from, "--accuracy-on": args.accuracy_on,
+              "--statements": args.statements} if not args.bundle else {}
+    if args.runs:
+        unread["--paper-values"] = args.paper_values
+    if not args.summary:
+        unread["--dataset"] = args.dataset
+    refuse_unread(unread, f"with {'run folders' if args.runs else '--summary' if args.summary else '--bundle'} "
+                          "(--k-star-from, --accuracy-on, --statements: with --bundle; --dataset: with --summary)")
+    args.paper_values = args.paper_values or "config/paper_values.yaml"
+    args.k_star_from, args.accuracy_on = args.k_star_from or "test-loss", args.accuracy_on or "full-test"
+    args.statements = args.statements or "config/paper_statements.yaml"
     if args.bundle:
         return _changed_verdicts(args)
     if args.summary:

@@ -9,7 +9,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import MEMBERS_HELP, Command, dataset_name, error_text, json_text, positive, whole
+from bladefl.cli.common import MEMBERS_HELP, Command, dataset_name, error_text, json_text, names_in, positive, whole
 
 
 def _partition_indices(path: str, spec, dataset: str):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
@@ -186,6 +186,14 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     cfgs = [load_config(args.config, [*args.set, *item["set"]]) for item in plan]  # all validated first
     if not cfgs:
         raise ValueError("--plan lists no runs")
+    specs = list(dict.fromkeys(c.partition for c in cfgs))  # the group's partition draws, in plan order
+    if any(c.dataset != cfgs[0].dataset for c in cfgs) or len({dataclasses.replace(p, seed=0) for p in specs}) > 1:
+        raise ValueError("--plan: every run of a group must share the dataset and the partition scheme, N and n "
+                         "(its draws may differ)")
+    # every input given is read and checked, whether or not this job computes (never passed over)
+    paths = _by_draw(args.partition, specs, "--partition")
+    loaded = _group_references(args.reference, specs, cfgs)
+    indices = [_partition_indices(paths[spec], spec, cfgs[0].dataset) for spec in specs]
     if not args.compute:  # grouping: cell: each of the group's runs trains in its own job
         if args.done:
             write_group_mark(args.done, 0)
@@ -197,14 +205,6 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     execution = resolve(cfgs[0].device, threads=args.threads, max_rows=args.max_rows,
                         chain_processes=None if args.chain_processes < 0 else args.chain_processes)
     execution.apply()
-
-    specs = list(dict.fromkeys(c.partition for c in cfgs))  # the group's partition draws, in plan order
-    if any(c.dataset != cfgs[0].dataset for c in cfgs) or len({dataclasses.replace(p, seed=0) for p in specs}) > 1:
-        raise ValueError("--plan: every run of a group must share the dataset and the partition scheme, N and n "
-                         "(its draws may differ)")
-    paths = _by_draw(args.partition, specs, "--partition")
-    loaded = _group_references(args.reference, specs, cfgs)
-    indices = [_partition_indices(paths[spec], spec, cfgs[0].dataset) for spec in specs]
     from bladefl.experiments.runs.runner import CellJob, run_cells
 
     draw = {spec: i for i, spec in enumerate(specs)}
@@ -298,6 +298,7 @@ def _cmd_detection(args: argparse.Namespace) -> int:
     from bladefl.experiments.tables import detection_analysis as da
 
     members = members_from_json(json_text(args.members))
+    names_in(args.exclude_sweeps, {m.sweep for m in members}, "--exclude-sweeps")  # a typo shows no exclusion
     detections = da.read_detections(args.runs)
     out = Path(args.out_dir)
     tables = {

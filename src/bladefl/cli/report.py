@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import Command, dataset_name, json_text, one_line, t_sum, whole
+from bladefl.cli.common import Command, dataset_name, json_text, names_in, one_line, t_sum, whole
 
 
 def add_sensitivity(p: argparse.ArgumentParser) -> None:
@@ -28,7 +28,10 @@ def add_sensitivity(p: argparse.ArgumentParser) -> None:
 
 def _cmd_sensitivity(args: argparse.Namespace) -> int:
 
+    import re
+
     from bladefl.core import atomic
+    from bladefl.experiments.plan.readings import AXES
     from bladefl.report import sensitivity as sens
     from bladefl.report.inputs import OPTIMUM_COLUMNS, SUMMARY_COLUMNS, read_csv
     from bladefl.report.paper import paper_tables
@@ -36,7 +39,13 @@ def _cmd_sensitivity(args: argparse.Namespace) -> int:
     n = len(args.readings)
     if not (len(args.axes) == len(args.summaries) == len(args.optima) == len(args.verdicts) == n):
         raise ValueError("--readings, --axes, --summaries, --optima and --verdicts must list one entry per reading")
+    odd = [r for r in args.readings if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", r)]
+    if odd or len(set(args.readings)) != n:
+        raise ValueError(f"--readings: distinct names of letters, digits and _.- (got "
+                         f"{(odd or args.readings)[0][:40]!r})")
+    names_in(args.axes, AXES, "--axes")
     summaries = {r: read_csv(f, SUMMARY_COLUMNS) for r, f in zip(args.readings, args.summaries, strict=True)}
+    names_in(args.sweeps, {str(s) for t in summaries.values() for s in t.sweep.unique()}, "--sweeps")
     optima = {r: read_csv(f, OPTIMUM_COLUMNS) for r, f in zip(args.readings, args.optima, strict=True)}
     verdicts = {r: read_csv(f, ["claim", "source", "verdict"])
                 for r, f in zip(args.readings, args.verdicts, strict=True)}
@@ -139,7 +148,7 @@ def add_verdicts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--t-sum", type=t_sum, required=True)
     p.add_argument("--engine", help="the runs' engine file (config/engines/<name>.yaml): its model's parameter count "
                    "sizes the lazy noise (default: the paper engine's model)")
-    p.add_argument("--bound-sweep", default="fig3", help="the sweep whose cells the bound is drawn for")
+    p.add_argument("--bound-sweep", help="the sweep whose cells the bound is drawn for (default fig3)")
     p.add_argument("--gaps", help="results/bound/<dataset>/gaps.csv (omit when constants are not measured)")
     p.add_argument("--constants", help="results/bound/<dataset>/constants.csv")
     p.add_argument("--margins", nargs="*", default=[], metavar="QUANTITY=MARGIN",
@@ -179,8 +188,16 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     found = summary_problems(Path(args.summary), members)  # a table of another grid judges nothing: refused
     if found:
         raise ValueError(found[0])
+    from bladefl.experiments.tables import table_schema as ts
+
+    for option, path, required in (("--gaps", args.gaps, ts.GAPS), ("--constants", args.constants, ts.CONSTANTS)):
+        if path and (wrong := ts.bound_problems(Path(path), required, option)):  # the bound's tables as it writes them
+            raise ValueError(wrong[0])
     gaps = read_csv(args.gaps) if args.gaps else None
     constants = read_csv(args.constants) if args.constants else None
+    if args.bound_sweep is not None:
+        names_in(args.bound_sweep, {m.sweep for m in members}, "--bound-sweep")
+    args.bound_sweep = args.bound_sweep or "fig3"
     cells = bound_cells_of(members, args.bound_sweep, args.t_sum)
     margins = parse_margins(args.margins)
     frame = all_verdicts(table, members, args.t_sum, cells, gaps, constants, resamples=args.resamples,

@@ -64,8 +64,11 @@ def read_index_inputs(*, verdicts: Sequence[str], provenance: Sequence[str], sum
         paper_tables=read_paper_tables(paper_values or PAPER_VALUES)
         if paper_values or Path(PAPER_VALUES).is_file() else [],
         beside=[read_reading(b) for b in beside])
-    for path in configfiles:
-        config_files.read_configs([path], default=None)
+    from bladefl.experiments.plan.config_checks import SCHEMA, schema_errors
+
+    for path in configfiles:  # each a workflow config file: strict, bounded, and only the workflow's keys
+        if wrong := schema_errors(config_files.read_configs([path], default=None), SCHEMA):
+            raise ValueError(f"--configfiles {path}: not a workflow config ({wrong[0]})")
     if engine is not None and engine not in wc.available_engines():
         raise ValueError(f"--engine must be one of {wc.available_engines()} (got {engine[:80]!r})")
     if out:

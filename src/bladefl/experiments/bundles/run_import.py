@@ -193,6 +193,9 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
         runs, about = read_archive(archive)
     except ArchiveError as exc:
         raise ArchiveError(f"{archive}: nothing imported: {exc}") from None
+    if secret is not None and not any(LEDGER.fullmatch(n) for files in runs.values() for n in files):
+        raise ArchiveError(f"{archive}: nothing imported: --key-secret given, but the archive carries no ledgers to "
+                           "verify with it")
     finished = resume(archive, config, runs_root, keep_journal)  # the archive read: a regular, bounded file
     if finished is not None:
         finished.resumed = True

@@ -1,0 +1,64 @@
+"""The ledgers kept beside each 10-draw bundle's runs (reference/runs/<bundle>/, a part packed with its
+chains): a sample of runs re-verified from their ledgers by `bladefl chain verify`, anchored by the bundle's
+own anchor file, and their numbers held to the bundle's kept tables, so "re-verifiable from the ledger" holds
+for the kept bundles, not only for runs made here."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bladefl.cli import main
+from bladefl.experiments.bundles.run_archive import LEDGER, read_archive
+
+REPO = Path(__file__).resolve().parents[1]
+TEN_DRAWS = ("paper-10draws", "calibrated-10draws")  # the bundles whose runs are in git
+SAMPLE = 2  # runs verified per archive that carries ledgers: the first and the last by name
+
+
+def ledger_archives(bundle: str) -> list[Path]:
+    """The archives under reference/runs/<bundle>/ that carry ledgers (a chains/ member)."""
+    import tarfile
+
+    found = []
+    for archive in sorted((REPO / "reference/runs" / bundle).glob("*.tar.xz")):
+        with tarfile.open(archive, "r:xz") as tar:
+            if any("/chains/" in name for name in tar.getnames()):
+                found.append(archive)
+    return found
+
+
+@pytest.mark.parametrize("bundle", TEN_DRAWS)
+def test_a_sample_of_each_ten_draw_bundles_ledgers_verifies_against_its_tables(tmp_path, bundle, capsys):
+    if not (REPO / "reference" / bundle / "MANIFEST.json").is_file() or not ledger_archives(bundle):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"reference/{bundle} has no kept ledgers under reference/runs/{bundle}/")
+        pytest.skip(f"reference/{bundle} or its ledgers are not kept in this checkout")
+    kept = REPO / "reference" / bundle / "results"
+    for archive in ledger_archives(bundle):
+        runs, _ = read_archive(archive)
+        with_ledgers = sorted(k for k, files in runs.items() if any(LEDGER.fullmatch(n) for n in files))
+        for dataset, cell, seed in [with_ledgers[0], with_ledgers[-1]][:SAMPLE]:
+            files = runs[(dataset, cell, seed)]
+            folder = tmp_path / archive.stem / dataset / cell / f"seed~{seed}"
+            for name, data in files.items():
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_bytes(data)
+            anchor = kept / "anchors" / f"{dataset}.json"
+            ledgers = sorted(n for n in files if LEDGER.fullmatch(n))
+            for name in ledgers:  # every K's ledger: valid, its tip the run's, the chain the anchor records
+                code = main(["chain", "verify", str(folder / name), "--summary", str(folder / "summary.json"),
+                             "--anchor", str(anchor)])
+                said = capsys.readouterr().out
+                assert code == 0 and "chain valid" in said and "anchored by the anchor" in said, said
+            table = pd.read_csv(kept / "summary" / f"{dataset}.csv")
+            rows = table[(table.cell == cell) & (table.seed == seed) & (table.status == "ok")].drop_duplicates("K")
+            run = json.loads((folder / "summary.json").read_text())["per_K"]
+            ours = {r["K"]: r for r in run if r["status"] == "ok"}
+            assert len(rows) == len(ours) == len(ledgers), (cell, seed)
+            for r in rows.itertuples():  # the kept table's numbers are the run's, which its blocks commit
+                assert r.test_accuracy == ours[r.K]["test_accuracy"] and r.train_loss == ours[r.K]["train_loss"]
