@@ -50,9 +50,16 @@ def regenerate(root: str | Path = ".", rejudge: bool = True, log: Callable[[str]
 
     with contextlib.chdir(root):
         registry = read_registry()
+        from bladefl.experiments.runs import provenance
+
+        version = provenance.code_version()  # before any bundle changes: the tree the verdicts come from
+        if rejudge and version.endswith("-dirty"):
+            raise ValueError(f"the checkout has uncommitted changes ({version}): commit first, so the rejudged "
+                             "bundles record the code that derived them")
         for bundle in registry.bundles if rejudge else ():
             log(f"rejudging {bundle}")
-            kept_results.rejudge(bundle, "config/paper_statements.yaml", "config/paper_values.yaml", log=log)
+            kept_results.rejudge(bundle, "config/paper_statements.yaml", "config/paper_values.yaml", log=log,
+                                 code_version=version)
         calibration = registry.calibration or None
         pages = {Path("docs/findings.md"): findings_markdown(registry.bundles, calibration),
                  Path("docs/summary.md"): summary_markdown(registry.bundles, calibration)}

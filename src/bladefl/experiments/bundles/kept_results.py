@@ -270,17 +270,19 @@ def _write_files(bundle: Path, files: Mapping[str, str], record: Mapping[str, An
 
 
 def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path, scan_settings: int = 2000,
-            log: Any = print) -> dict:
+            log: Any = print, code_version: str | None = None) -> dict:
     """A kept bundle's verdict tables derived again from its own tables by this code (no runs
     needed), as :func:`judge` derives them; the bundle's verdict files and manifest replaced
-    (:func:`replace_files`). Returns the new manifest."""
+    (:func:`replace_files`). Returns the new manifest. ``code_version``: the code that derives them, where
+    the caller took it before anything changed (several bundles rejudged in turn: each rewrite dirties the
+    tree the next would read the version from)."""
     from bladefl.experiments.runs import provenance
 
     frames = judge(bundle, statements, paper_values, scan_settings, log)
     from bladefl.experiments.verdicts.table import verdict_csv
 
     files = {f"results/verdicts/{dataset}.csv": verdict_csv(frame) for dataset, frame in frames.items()}
-    record = {"code_version": provenance.code_version(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    record = {"code_version": code_version or provenance.code_version(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
               "files": sorted(files)}
     return _write_files(Path(bundle), files, record)
 
