@@ -282,7 +282,8 @@ def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path
     from bladefl.experiments.verdicts.table import verdict_csv
 
     files = {f"results/verdicts/{dataset}.csv": verdict_csv(frame) for dataset, frame in frames.items()}
-    record = {"code_version": code_version or provenance.code_version(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    record = {"code_version": code_version or provenance.code_version(),
+              "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
               "files": sorted(files)}
     return _write_files(Path(bundle), files, record)
 
