@@ -37,7 +37,8 @@ def _cmd_keep(args: argparse.Namespace) -> int:
     from bladefl.experiments.plan.config_checks import SCHEMA, schema_errors
 
     # a workflow config: read strictly and bounded, with only the workflow's keys
-    if wrong := schema_errors(config_files.read_configs([args.config_file], default=None), SCHEMA):
+    if wrong := schema_errors(config_files.read_configs([args.config_file], default=None), SCHEMA,
+                              layer=True):
         raise ValueError(f"--config-file {args.config_file}: not a workflow config ({wrong[0]})")
     about = kept_results.about_runs(args.provenance)
     archive = None

@@ -67,7 +67,7 @@ def read_index_inputs(*, verdicts: Sequence[str], provenance: Sequence[str], sum
     from bladefl.experiments.plan.config_checks import SCHEMA, schema_errors
 
     for path in configfiles:  # each a workflow config file: strict, bounded, and only the workflow's keys
-        if wrong := schema_errors(config_files.read_configs([path], default=None), SCHEMA):
+        if wrong := schema_errors(config_files.read_configs([path], default=None), SCHEMA, layer=True):
             raise ValueError(f"--configfiles {path}: not a workflow config ({wrong[0]})")
     if engine is not None and engine not in wc.available_engines():
         raise ValueError(f"--engine must be one of {wc.available_engines()} (got {engine[:80]!r})")

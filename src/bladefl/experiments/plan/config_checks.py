@@ -167,10 +167,11 @@ def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
     return {**defaults, **config}
 
 
-def schema_errors(config: Mapping[str, Any], schema_path: str | Path, most: int = 8) -> list[str]:
+def schema_errors(config: Mapping[str, Any], schema_path: str | Path, most: int = 8, layer: bool = False) -> list[str]:
     """What the workflow's JSON schema refuses, one short line per problem naming the field (at
     most ``most``), for a config mistake to fit on one screen: an unknown key says which keys are
-    allowed there and which one it was probably meant to be."""
+    allowed there and which one it was probably meant to be. ``layer``: ``config`` is one file of several
+    (an overlay such as config/paper.yaml), so a key the merged config must have may be absent from it."""
     import difflib
 
     import jsonschema
@@ -180,6 +181,8 @@ def schema_errors(config: Mapping[str, Any], schema_path: str | Path, most: int 
     validator = jsonschema.validators.validator_for(schema)(schema)
     lines = []
     for error in sorted(validator.iter_errors(dict(config)), key=lambda e: [str(p) for p in e.absolute_path]):
+        if layer and error.validator == "required":
+            continue  # a key another file of the merge gives (the files merge deeply)
         where = ".".join(str(p) for p in error.absolute_path) or "(the top level)"
         if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
             allowed = sorted(error.schema.get("properties", {}))
