@@ -23,7 +23,7 @@ def anchors(path: Path) -> set[str]:
 
 def test_the_readme_is_short_and_links_every_moved_section():
     readme = (ROOT / "README.md").read_text()
-    assert len(readme.splitlines()) < 250
+    assert len(readme.splitlines()) < 250 and len(readme.split()) <= 1200  # detail belongs in docs/
     opening = " ".join(readme.split("\n\n")[1].split())  # what this is, in its first lines
     assert "BLADE-FL" in opening and "docs/findings.md" in opening and len(opening.split()) < 70
     for doc in DOCS[1:]:
