@@ -108,17 +108,25 @@ def bundle_of(config_files: Sequence[str | Path]) -> Path | None:
     return None
 
 
+def _about(bundle: Path) -> dict | None:
+    """A bundle's manifest ``about`` (None where it cannot be read)."""
+    try:
+        manifest = json.loads((bundle / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    about = manifest.get("about", {}) if isinstance(manifest, dict) else {}
+    return about if isinstance(about, dict) else {}
+
+
 def verdicts_code(bundle: Path | None) -> str:
     """The code version that derived the verdict tables: a kept bundle's last re-derivation
     (``make rejudge``), else the code that kept it, else "not recorded"; for a workflow's own results
     (no bundle) this code, which derives them."""
     if bundle is None:
         return provenance.code_version()
-    try:
-        manifest = json.loads((bundle / MANIFEST).read_text())
-    except (OSError, ValueError):
+    about = _about(bundle)
+    if about is None:
         return "not recorded"
-    about = manifest.get("about", {}) if isinstance(manifest, dict) else {}
     rejudged = about.get("rejudged") or []
     if isinstance(rejudged, list) and rejudged and isinstance(rejudged[-1], dict):
         return str(rejudged[-1].get("code_version", "not recorded"))
@@ -130,12 +138,8 @@ def tables_code(bundle: Path | None) -> str:
     the bound and detection tables: the manifest's ``kept_by``); for a workflow's own results this code."""
     if bundle is None:
         return provenance.code_version()
-    try:
-        manifest = json.loads((bundle / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return "not recorded"
-    about = manifest.get("about", {}) if isinstance(manifest, dict) else {}
-    return str(about.get("kept_by", "not recorded")) if isinstance(about, dict) else "not recorded"
+    about = _about(bundle)
+    return "not recorded" if about is None else str(about.get("kept_by", "not recorded"))
 
 
 def code_line(run_versions: Sequence[str], verdicts: str, page: str | None = None, tables: str | None = None) -> str:
