@@ -15,24 +15,32 @@ import pytest
 from bladefl.experiments.bundles import run_import
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = sorted((ROOT / "reference/runs/paper-10draws").glob("part-seed*.tar.xz"))
-DESIGN = [ROOT / "config/paper.yaml", ROOT / "config/paper_part10.yaml"]
+# Each 10-draw bundle and its design: the same draws under the paper engine's reading and the calibrated one.
+DESIGNS = {"paper-10draws": [ROOT / "config/paper.yaml", ROOT / "config/paper_part10.yaml"],
+           "calibrated-10draws": [ROOT / "config/paper.yaml", ROOT / "config/calibrated_part10.yaml"]}
 
 
-def test_the_kept_parts_are_parts_of_one_design_from_one_code_version():
-    if not PARTS:
-        pytest.skip("no part of the 10-draw design is kept yet")
+def parts(name: str) -> list[Path]:
+    return sorted((ROOT / "reference/runs" / name).glob("part-seed*.tar.xz"))
+
+
+@pytest.mark.parametrize("name", DESIGNS)
+def test_the_kept_parts_are_parts_of_one_design_from_one_code_version(name):
+    design = DESIGNS[name]
+    if not parts(name):
+        pytest.skip(f"no part of {name} is kept yet")
     abouts = []
-    for archive in PARTS:
+    for archive in parts(name):
         seed = int(re.fullmatch(r"part-seed(\d+)\.tar\.xz", archive.name).group(1))  # type: ignore[union-attr]
-        config = run_import.read_config(DESIGN, [seed])
+        config = run_import.read_config(design, [seed])
         expected = run_import.expected_configs(config, "grid")
         with tarfile.open(archive) as tar:
             members = {m.name: m for m in tar.getmembers() if m.isfile()}
             about = json.loads(tar.extractfile(members.pop("grid/ABOUT.json")).read())  # type: ignore[union-attr]
-            runs = {name.rsplit("/", 1)[0] for name in members}
+            ledgers = {m for m in members if run_import.LEDGER.fullmatch(m.split("/", 4)[-1])}
+            runs = {m.rsplit("/", 1)[0] for m in members if m not in ledgers}
             assert runs == set(expected), f"{archive.name}: {sorted(runs ^ set(expected))[:3]}"
-            assert {name.rsplit("/", 1)[1] for name in members} <= set(run_import.RUN_FILES)
+            assert {m.rsplit("/", 1)[1] for m in members if m not in ledgers} <= set(run_import.RUN_FILES)
             for run in sorted(runs)[:: max(1, len(runs) // 6)]:  # a sample of its runs' summaries
                 summary = json.loads(tar.extractfile(members[f"{run}/summary.json"]).read())  # type: ignore[union-attr]
                 given = {k: v for k, v in summary["config"].items() if k not in run_import.EXECUTION_FIELDS}
@@ -43,10 +51,8 @@ def test_the_kept_parts_are_parts_of_one_design_from_one_code_version():
     assert len({a["code_version"] for a in abouts}) == 1 and "dirty" not in abouts[0]["code_version"]
 
 
-BUNDLE = ROOT / "reference/paper-10draws"
-
-
-def test_the_bundle_names_every_part_and_a_parts_runs_are_its_rows_byte_for_byte(tmp_path):
+@pytest.mark.parametrize("name", DESIGNS)
+def test_the_bundle_names_every_part_and_a_parts_runs_are_its_rows_byte_for_byte(tmp_path, name):
     """The 10-draw bundle's manifest names each part by its path in git and its SHA-256 (the import
     records), and part seed 0's run tables, summarised by this code, are the bundle's summary rows of
     seed 0 to the byte: the kept tables are re-derivable from the archives in git."""
@@ -56,26 +62,28 @@ def test_the_bundle_names_every_part_and_a_parts_runs_are_its_rows_byte_for_byte
     from bladefl.experiments.plan import workflow_config as wc
     from bladefl.experiments.tables.tidy import collect
 
-    if not (BUNDLE / "MANIFEST.json").is_file():
-        pytest.skip("reference/paper-10draws is not kept yet")
-    imported = json.loads((BUNDLE / "MANIFEST.json").read_text())["about"]["imported"]
+    bundle = ROOT / "reference" / name
+    if not (bundle / "MANIFEST.json").is_file():
+        pytest.skip(f"reference/{name} is not kept yet")
+    imported = json.loads((bundle / "MANIFEST.json").read_text())["about"]["imported"]
     records = [*imported.get("earlier_imports", []), {k: v for k, v in imported.items() if k != "earlier_imports"}]
     assert sorted(r["seeds"] for r in records) == [[i] for i in range(10)]
     for record in records:
-        assert record["archive"] == f"reference/runs/paper-10draws/part-seed{record['seeds'][0]}.tar.xz", record
+        assert record["archive"] == f"reference/runs/{name}/part-seed{record['seeds'][0]}.tar.xz", record
         assert sha256_file(ROOT / record["archive"]) == record["sha256"], record["archive"]
-    with tarfile.open(ROOT / "reference/runs/paper-10draws/part-seed0.tar.xz") as tar:
+    with tarfile.open(ROOT / f"reference/runs/{name}/part-seed0.tar.xz") as tar:
         tar.extractall(tmp_path, filter="data")
-    config = run_import.read_config([BUNDLE / "config.yaml"])
+    config = run_import.read_config([bundle / "config.yaml"])
     for dataset in config["datasets"]:
         ours = collect(sorted((tmp_path / "grid" / dataset).rglob("summary.json")), wc.members(config))
-        kept = (BUNDLE / f"results/summary/{dataset}.csv").read_text().splitlines()
+        kept = (bundle / f"results/summary/{dataset}.csv").read_text().splitlines()
         seed = next(csv.reader(kept[:1])).index("seed")
         rows = [kept[0], *(line for line in kept[1:] if next(csv.reader([line]))[seed] == "0")]
         assert ours.to_csv(index=False).splitlines() == rows, dataset
 
 
-def test_the_bundles_verdicts_on_the_runs_are_what_this_code_derives_from_its_tables():
+@pytest.mark.parametrize("name", DESIGNS)
+def test_the_bundles_verdicts_on_the_runs_are_what_this_code_derives_from_its_tables(name):
     """The rest of the chain from the archives in git to the verdicts: judged again from the bundle's own
     tables (`kept_results.judge`, as `make rejudge` does), its verdict rows on the runs and on the fitted
     bound are the kept ones (every text, and numbers to 1e-9; the mathematics' rows rest on a scan of 2,000
@@ -86,12 +94,13 @@ def test_the_bundles_verdicts_on_the_runs_are_what_this_code_derives_from_its_ta
 
     from bladefl.experiments.bundles import kept_results
 
-    if not (BUNDLE / "MANIFEST.json").is_file():
-        pytest.skip("reference/paper-10draws is not kept yet")
-    frames = kept_results.judge(BUNDLE, ROOT / "config/paper_statements.yaml", ROOT / "config/paper_values.yaml",
+    bundle = ROOT / "reference" / name
+    if not (bundle / "MANIFEST.json").is_file():
+        pytest.skip(f"reference/{name} is not kept yet")
+    frames = kept_results.judge(bundle, ROOT / "config/paper_statements.yaml", ROOT / "config/paper_values.yaml",
                                 scan_settings=20, log=lambda m: None)
     for dataset, frame in frames.items():
-        kept = pd.read_csv(BUNDLE / f"results/verdicts/{dataset}.csv")
+        kept = pd.read_csv(bundle / f"results/verdicts/{dataset}.csv")
         ours = pd.read_csv(io.StringIO(frame.to_csv(index=False)))
         for basis in ("experiment", "bound"):  # every text the same; numbers to 1e-9 (a p-value's last
             # digit differs between machines' floating-point libraries)
