@@ -129,10 +129,20 @@ def test_the_headline_front_page_holds_at_most_3000_visible_words_and_states_wha
     seeds = yaml.safe_load((ROOT / bd.HEADLINE_BUNDLE / "config.yaml").read_text())["seeds"]
     line = bd.provenance_line(provenance, [str(ROOT / bd.HEADLINE_BUNDLE / "config.yaml")], seeds)
     verdicts = read_verdicts([results / f"verdicts/{d}.csv" for d in datasets])
+    from bladefl.report import readings_beside as rb
+
+    # another reading of the same design beside it (the calibrated bundle, or here the GPU bundle standing in)
+    other = rb.read_reading(ROOT / "reference/calibrated-10draws") if (
+        ROOT / "reference/calibrated-10draws/MANIFEST.json").is_file() else rb.read_reading(
+        ROOT / "reference/paper-20seeds")
+    other = rb.Reading("calibrated", other.source, other.verdicts, other.summaries, other.comparisons)
     out = pages.write_index(tmp_path / "index.html", verdicts, [], None, line, comparisons=comparisons,
                             summaries=summaries, engine="paper",
-                            paper_tables=read_paper_tables(ROOT / "config/paper_values.yaml"))
+                            paper_tables=read_paper_tables(ROOT / "config/paper_values.yaml"), beside=[other])
     page = out.read_text()
+    assert "<h2>Under both readings</h2>" in page and "calibrated: <span" in page  # each claim under both
+    assert page.index("Under both readings") < page.index("How far our numbers are from the paper")
+    assert "K*, rounds" in page and "every row" in page  # both readings' distances, with their intervals
     assert visible_words(page) <= 3000, visible_words(page)
     assert page.index("<h2>Findings</h2>") < page.index("Every statement of the paper")
     assert bd.design_of_runs(summaries) in page and "784-256-10" in page

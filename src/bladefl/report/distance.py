@@ -146,13 +146,13 @@ def distance_section(readings: Sequence[Any], outcomes: Sequence[Mapping], calib
     spread = last_row_lines(table)
     spread_line = (f"<p class='small'>At the paper's largest lazy noise: {html.escape('; '.join(spread))}.</p>"
                    if spread else "")
+    said = (f"<p class='small'>{html.escape('; '.join(lines))}.</p>" if without else "")  # the rest is the table's
     return f"""<h2>How far our numbers are from the paper's</h2>
-<p class='small'>From the paper's, per row on average ({html.escape(readings[0].label)}, this report's runs):
-{html.escape('; '.join(lines))}.</p>
+{said}
 {distance_html(table, targets)}
 {folded}
 {spread_line}
-{cause}"""
+<details class='small'><summary>Why they differ: what the calibration study found</summary>{cause}</details>"""
 
 
 def targets_of(outcomes: Sequence[Mapping]) -> dict[str, float]:

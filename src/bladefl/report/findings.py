@@ -83,7 +83,8 @@ def findings(table: pd.DataFrame, comparisons: Mapping[str, pd.DataFrame] | None
             head = (f"<span class='v' style='background:{colour}'>{label}</span> "
                     f"<span class='muted small'>({counts})</span>")
             listed = _items(by, hits, datasets, verdicts, reason=label != "Reproduced")
-            if label == "Reproduced" or len(hits) > FOLD_AFTER:  # the long, agreeing lists folded under their count
+            # the long, agreeing lists and what is not settled folded under their count; what the runs refute shown
+            if label != "Refuted" or len(hits) > FOLD_AFTER:
                 blocks.append(f"<details><summary>{head}: {len(hits)} statements</summary>{listed}</details>")
             else:
                 blocks.append(f"<div>{head}:{listed}</div>")

@@ -181,7 +181,7 @@ def _beside(r: pd.Series, others: Mapping[str, str]) -> str:
         return ""
     parts = [f"{html.escape(label)}: <span class='v' style='background:{COLOURS.get(v, '#fff')}'>"
              f"{html.escape(v)}</span>" for label, v in others.items()]
-    mark = " <b>depends on the reading</b>" if any(v != str(r.verdict) for v in others.values()) else ""
+    mark = " <b>differs</b>" if any(v != str(r.verdict) for v in others.values()) else ""
     return f"<br><span class='small'>{' · '.join(parts)}{mark}</span>"
 
 

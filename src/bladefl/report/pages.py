@@ -194,7 +194,9 @@ def write_index(path: str | Path, table: pd.DataFrame, pages: Sequence[str | Pat
     design = bundle_design.design_of_runs(summaries or {})
     readings = [readings_beside.Reading(engine or "paper", "", table, summaries or {}, comparisons or {}), *beside]
     distance = distance_section(readings, outcomes, link, study, engine, design)
-    distance += convention_line(summaries or {}, paper_tables, f"{readings[0].label}, {design}") if distance else ""
+    if distance and (conventions := convention_line(summaries or {}, paper_tables, f"{readings[0].label}, {design}")):
+        distance += f"<details class='small'><summary>K* read from other curves of the same runs</summary>{conventions}"
+        distance += "</details>"
     words = provenance_module.project_root() / "docs" / "glossary.md"
     glossary = (f"<p class='small'>The statistics' words (Page test, FDR, equivalence margin, draw, unit, too few "
                 f"runs, witness): <a href='{html.escape(href(words, path.parent))}'>the glossary</a>.</p>"

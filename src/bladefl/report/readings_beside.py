@@ -158,11 +158,10 @@ def distance_html(table: pd.DataFrame, targets: Mapping[str, float]) -> str:
                 cells.append(f"<td>{_interval(hit.iloc[0], fmt) if len(hit) else ''}</td>")
         body.append(f"<tr><td>{html.escape(title)}</td>{''.join(cells)}</tr>")
     units = sorted({int(u) for u in part.units})
-    return (f"<p class='small'>Mean |ours &minus; paper's| over each table's rows, with a {paper_distance.LEVEL:.0%} "
-            f"{html.escape(paper_distance.METHOD)} ({', '.join(map(str, units))} units, "
-            f"{paper_distance.RESAMPLES} resamples) in brackets; in bold where the interval's upper end is within the "
-            f"targets ({targets.get('K_star', math.nan):g} round, {targets.get('accuracy', math.nan):g} points). "
-            f"K* where the paper's value gives an integer K*.</p>"
+    return (f"<p class='small'>Mean |ours &minus; paper's| per row, [{paper_distance.LEVEL:.0%} "
+            f"{html.escape(paper_distance.METHOD)}, {', '.join(map(str, units))} units]; bold: the upper end within "
+            f"the targets ({targets.get('K_star', math.nan):g} round, {targets.get('accuracy', math.nan):g} "
+            f"points).</p>"
             f"<table class='small'><tr><th rowspan='2'>table (swept)</th>{head}</tr><tr>{sub}</tr>"
             + "".join(body) + "</table>")
 
@@ -209,14 +208,16 @@ def section(readings: Sequence[Reading]) -> str:
     sources = "; ".join(f"<b>{html.escape(r.label)}</b>: " + (f"<code>{html.escape(r.source)}</code>" if r.source
                                                               else "this report's runs") for r in readings)
     fold = "".join(f"<li>{html.escape(line)}</li>" for line in depends)
+    counts = "; ".join(f"{len(part)} {verdict}" for verdict, part in frame[~frame.depends].groupby(labels[0],
+                                                                                              sort=False))
     return (f"<h2>Under both readings</h2>\n<p class='small'>The same design run under each reading of what the paper "
             f"leaves unsaid, each judged on its own runs ({sources}). Of {len(frame)} claims judged on the runs or on "
-            f"the bound fitted to them (statement and dataset), {int((~frame.depends).sum())} get the same verdict "
-            f"under both and "
-            f"{int(frame.depends.sum())} depend on the reading.</p>\n<ul class='small'>"
+            f"the bound fitted to them (statement and dataset), <b>{int((~frame.depends).sum())} get the same verdict "
+            f"under both</b> ({html.escape(counts)}) and {int(frame.depends.sum())} depend on the reading (marked in "
+            "the table below).</p>\n<details class='small'><summary>what holds under both</summary><ul>"
             + "".join(f"<li>{html.escape(line)}</li>" for line in holds)
-            + f"</ul>\n<details class='small'><summary>the {len(depends)} claims whose verdict depends on the reading"
-              f"</summary><ul>{fold}</ul></details>\n")
+            + f"</ul></details>\n<details class='small'><summary>the {len(depends)} claims whose verdict depends on "
+              f"the reading</summary><ul>{fold}</ul></details>\n")
 
 
 def _md(text: object) -> str:
