@@ -34,6 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 IN, DIR, OUT, LINK, NUM, NAME, TEXT, FLAG = "in", "dir", "out", "link", "num", "name", "text", "flag"
 
 PWNED = "PWNED"
+CORPUS_IN = ["{fifo}", "/dev/zero", "{w}", "{w}/missing", "{big}", "{deep}", "{aliases}", "{twice}", "{nan}",
+             "{html}", "{w}/a\nb", "{w}/a\u2028b", f"$(touch {{w}}/{PWNED})", f"x;touch {{w}}/{PWNED};",
+             "{w}/q'\"q", "../../../../../../etc/passwd", "{link}"]
 CORPUS_DIR = ["{fifo}", "/dev/zero", "{w}/missing", "{big}", "{w}/a\nb", f"$(touch {{w}}/{PWNED})", "{link}",
               "../../../../../../etc"]
 
@@ -53,8 +56,11 @@ TABLE: dict[str, dict] = {
             "accepts": {"--computed-in": tuple(CORPUS_DIR)},
             "args": {"--config": IN, "--set": TEXT, "--out": OUT, "--quiet": FLAG, "--partition": IN,
                      "--threads": NUM, "--reference": IN, "--group": IN, "--computed-in": DIR}},
+    # checks the plan, trains nothing: with --compute 0 (grouping: cell) the group reads none of the inputs the
+    # workflow gives it alike under both groupings, its runs' own jobs read them (and refuse these)
     "run-group": {"base": ["--config", "{engine}", "--plan", "@{v}/plan.json", "--partition", "{v}/p.npy", "--compute",
-                           "0", "--done", "{w}/g.done"],  # checks the plan, trains nothing
+                           "0", "--done", "{w}/g.done"],
+                  "accepts": {"--partition": tuple(CORPUS_IN), "--reference": tuple(CORPUS_IN)},
                   "args": {"--config": IN, "--set": TEXT, "--plan": IN, "--partition": IN, "--reference": IN,
                            "--threads": NUM, "--chain-processes": NUM, "--max-rows": NUM, "--quiet": FLAG,
                            "--done": OUT, "--compute": NUM}},
@@ -198,9 +204,7 @@ TABLE: dict[str, dict] = {
 
 # The corpus, by kind ({w}: the sandbox). Shell text would create {w}/PWNED if anything ran it.
 CORPUS = {
-    IN: ["{fifo}", "/dev/zero", "{w}", "{w}/missing", "{big}", "{deep}", "{aliases}", "{twice}", "{nan}",
-         "{html}", "{w}/a\nb", "{w}/a\u2028b", f"$(touch {{w}}/{PWNED})", f"x;touch {{w}}/{PWNED};",
-         "{w}/q'\"q", "../../../../../../etc/passwd", "{link}"],
+    IN: CORPUS_IN,
     DIR: CORPUS_DIR,
     OUT: ["{fifo}", "{big}/under-a-file", "{w}/o\nb", "{w}/o\u2028b", f"{{w}}/$(touch {{w}}/{PWNED})",
           f"{{w}}/o;touch {{w}}/{PWNED};", "{w}/q'\"q", ""],
@@ -494,7 +498,7 @@ KNOCKOUTS = [
     ("bladefl.report.pages", "href", os.path.relpath, "sensitivity-index", "--pages"),  # a javascript: link
     ("bladefl.experiments.plan.config_checks", "schema_errors", lambda *a, **k: [], "report-index", "--configfiles"),
     ("bladefl.experiments.tables.table_schema", "bound_problems", lambda *a, **k: [], "verdicts", "--gaps"),
-    ("bladefl.cli.grid", "names_in", _no_op, "detection", "--exclude-sweeps"),
+    ("bladefl.cli.tables", "names_in", _no_op, "detection", "--exclude-sweeps"),
     ("bladefl.cli.report", "names_in", _no_op, "verdicts", "--bound-sweep"),
     ("bladefl.cli.conventions", "refuse_unread", _no_op, "conventions", "--k-star-from"),
     ("bladefl.cli", "empty_values", lambda args: [], "findings", "--out"),  # "" printed the page instead

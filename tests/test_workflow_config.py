@@ -63,8 +63,7 @@ def test_a_config_written_with_the_old_key_profile_is_read_as_engine_with_a_note
     """`profile` (now `engine`, so as not to be taken for Snakemake's --profile) in an old overlay
     still selects the engine, over the default's `engine: paper`; the user is told once. Readings'
     old key and axis likewise."""
-    from bladefl.experiments.plan.config_files import read_configs
-    from bladefl.experiments.plan.workflow_config import renamed_keys
+    from bladefl.experiments.plan.config_files import read_configs, renamed_keys
 
     work = copy_workflow(tmp_path)
     (work / "old.yaml").write_text("profile: authors-code\n")

@@ -34,8 +34,8 @@ for name in PY312 REPLICA REHEARSAL PYTHON; do
 done
 for name in CORES PAPER_BUDGET_S; do
   value=${!name:-}
-  if [ -n "$value" ] && ! [[ "$value" =~ ^[1-9][0-9]{0,5}$ ]]; then
-    echo "$name: a whole number 1..999999, got '$value'" >&2
+  if [ -n "$value" ] && ! [[ "$value" =~ ^[1-9][0-9]{0,5}$ ]] && ! [ "$name.$value" = CORES.all ]; then
+    echo "$name: a whole number 1..999999 (CORES: or all), got '$value'" >&2
     exit 2
   fi
 done

@@ -284,17 +284,12 @@ def checked(args: argparse.Namespace, given: set[str]) -> str:
 def threads_of(args: argparse.Namespace) -> int:
     """``--threads``, else the workflow's ``threads_per_run`` (config/config.yaml, as Snakemake reads it): the
     threads a grid job runs with, so the bench measures the program the grid runs."""
-    if getattr(args, "threads", None):
-        return int(args.threads)
     from bladefl.core import strict_yaml
     from bladefl.experiments.runs import provenance
 
-    try:
-        value = (strict_yaml.read_file(provenance.project_root() / "config" / "config.yaml") or {}).get(
-            "threads_per_run", 1)
-    except (strict_yaml.YamlFileError, AttributeError):
-        value = 1
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+    given = getattr(args, "threads", None) or strict_yaml.read_file(provenance.project_root() / "config/config.yaml")[
+        "threads_per_run"]
+    return int(given)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from bladefl.core.atomic import write_logged, write_yaml_logged
 from bladefl.data.datasets import get_spec, root_of_raw_file
 
 # A config written before `profile` became `engine` is read under the new names, with a note.
-_renamed, _notes = wc_cfg.renamed_keys(config)
+_renamed, _notes = wc_files.renamed_keys(config)
 config.clear()
 config.update(_renamed)
 if workflow.is_main_process:  # once, not again in each job's own process

@@ -1,10 +1,10 @@
 """Command-line entry point ``bladefl``: thin wrappers over the library (the BLADE-FL reproduction).
 
-One module per command group, each command's arguments beside its handler: ``grid`` (fetch,
-partition, run, run-group, reference, summarize, bound, detection), ``report`` (verdicts, the
-paper's tables, provenance, sensitivity, the front page and notebook pages), ``bundles`` (keep,
-import-runs, lay-out, rejudge), ``chain`` (ledger verification) and ``checks`` (device-check,
-bench, resources), ``calibration`` (the calibration study's search, pick, second pass and
+One module per command group, each command's arguments beside its handler: ``grid`` (fetch, partition,
+run, run-group, reference), ``tables`` (summarize, bound, detection), ``report`` (verdicts, the paper's tables,
+provenance, the front page and notebook pages), ``sensitivity`` (the sensitivity study's), ``bundles``
+(keep, import-runs, lay-out, rejudge, regenerate), ``chain`` (ledger verification) and ``checks``
+(device-check, bench, resources), ``calibration`` (the calibration study's search, pick, second pass and
 tables) and ``conventions`` (K* and accuracy under each measurement convention); ``common`` holds what
 they share."""
 
@@ -14,14 +14,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from bladefl.cli import bundles, calibration, chain, checks, conventions, grid, report
+from bladefl.cli import bundles, calibration, chain, checks, conventions, grid, report, sensitivity, tables
 from bladefl.cli.common import Command, error_text
 
 
 def commands() -> list[Command]:
     """(command, help, its arguments, its handler) of every command, by group."""
-    return [*grid.COMMANDS, *report.COMMANDS, *bundles.COMMANDS, *chain.COMMANDS, *checks.COMMANDS,
-            *calibration.COMMANDS, *conventions.COMMANDS]
+    return [*grid.COMMANDS, *tables.COMMANDS, *report.COMMANDS, *bundles.COMMANDS, *chain.COMMANDS, *checks.COMMANDS,
+            *calibration.COMMANDS, *conventions.COMMANDS,
+            *sensitivity.COMMANDS]
 
 
 # The commands a user types (docs and README); every other command is a step the workflow's rules call.

@@ -84,7 +84,7 @@ def add_import_runs(p: argparse.ArgumentParser) -> None:
 
 def _cmd_import_runs(args: argparse.Namespace) -> int:
     from bladefl.core import atomic
-    from bladefl.experiments.bundles import run_import
+    from bladefl.experiments.bundles import import_journal, run_import
 
     config = run_import.read_config(args.configfile, args.seeds)
     results = folder_option(args.results_dir or config["results_dir"], "--results-dir")
@@ -103,7 +103,7 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
     elif imported.resumed and earlier:
         record["earlier_imports"] = earlier[:-1]
     atomic.write_json(results / "imported.json", record)
-    run_import.done(imported)  # the journal goes once the record is written: a kill before it is finished next time
+    import_journal.done(imported)  # the journal goes once the record is written: a kill before it is finished next time
     if imported.resumed:
         print(f"finished an import of {args.archive} that was cut short: every run of it is in place")
     print(f"imported {imported.total} run folders ({', '.join(f'{d}: {n}' for d, n in imported.runs.items())}) "

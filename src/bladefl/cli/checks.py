@@ -30,8 +30,8 @@ def _cmd_device_check(args: argparse.Namespace) -> int:
     import re
 
     device = args.device or "cuda"
-    if not re.fullmatch(r"cuda(:[0-9]{1,2})?|mps", device):
-        raise ValueError(f"--device must be cuda, cuda:N or mps, the device compared with the CPU (got "
+    if not re.fullmatch(r"cpu|cuda(:[0-9]{1,2})?|mps", device):
+        raise ValueError(f"--device must be cpu, cuda, cuda:N or mps, the device compared with the CPU (got "
                          f"{device[:40]!r})")
     if args.tables:
         check = device_check.summary_check(*(device_check.read_table(p) for p in args.tables))

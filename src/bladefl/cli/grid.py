@@ -1,5 +1,5 @@
 """Commands that compute: a dataset fetched, a partition written, one cell or a stacked group
-run, the reference optimum, and the tables over the grid's runs (summary, bound, detection). Each
+run, the reference optimum (the tables over the grid's runs are :mod:`bladefl.cli.tables`'). Each
 command: its arguments (``add_*``) beside its handler (``_cmd_*``)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from bladefl.cli.common import MEMBERS_HELP, Command, dataset_name, error_text, json_text, names_in, positive, whole
+from bladefl.cli.common import Command, dataset_name, error_text, json_text, positive, whole
 
 
 def _partition_indices(path: str, spec, dataset: str):  # noqa: ANN001, ANN202 - PartitionSpec -> np.ndarray
@@ -162,6 +162,17 @@ def add_run_group(p: argparse.ArgumentParser) -> None:
                         "own (the workflow's grouping: cell), and the mark says so")
 
 
+def _group_plan(plan: object) -> list[dict]:
+    """``--plan``'s entries, refused unless a list of ``{"out": folder, "set": [overrides]}``."""
+    bad = [i for i, item in enumerate(plan if isinstance(plan, list) else [None])
+           if not (isinstance(item, dict) and isinstance(item.get("out"), str) and item["out"].strip()
+                   and isinstance(item.get("set"), list))]
+    if not isinstance(plan, list) or bad:
+        raise ValueError(f"--plan: a list of {{\"out\": folder, \"set\": [overrides]}} entries, each folder named "
+                         f"(entries {bad} are not)")
+    return plan
+
+
 def _cmd_run_group(args: argparse.Namespace) -> int:
     import json
     import time
@@ -176,25 +187,13 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
         from bladefl.core.atomic import refuse_special
 
         refuse_special(Path(args.done))
-    plan = json.loads(json_text(args.plan))
-    bad = [i for i, item in enumerate(plan if isinstance(plan, list) else [None])
-           if not (isinstance(item, dict) and isinstance(item.get("out"), str) and item["out"].strip()
-                   and isinstance(item.get("set"), list))]
-    if not isinstance(plan, list) or bad:
-        raise ValueError(f"--plan: a list of {{\"out\": folder, \"set\": [overrides]}} entries, each folder named "
-                         f"(entries {bad} are not)")
+    plan = _group_plan(json.loads(json_text(args.plan)))
     cfgs = [load_config(args.config, [*args.set, *item["set"]]) for item in plan]  # all validated first
     if not cfgs:
         raise ValueError("--plan lists no runs")
-    specs = list(dict.fromkeys(c.partition for c in cfgs))  # the group's partition draws, in plan order
-    if any(c.dataset != cfgs[0].dataset for c in cfgs) or len({dataclasses.replace(p, seed=0) for p in specs}) > 1:
-        raise ValueError("--plan: every run of a group must share the dataset and the partition scheme, N and n "
-                         "(its draws may differ)")
-    # every input given is read and checked, whether or not this job computes (never passed over)
-    paths = _by_draw(args.partition, specs, "--partition")
-    loaded = _group_references(args.reference, specs, cfgs)
-    indices = [_partition_indices(paths[spec], spec, cfgs[0].dataset) for spec in specs]
-    if not args.compute:  # grouping: cell: each of the group's runs trains in its own job
+    # grouping: cell: each of the group's runs trains in its own job, and this one reads none of the inputs the
+    # workflow gives it alike under both groupings (its partitions and references: the run jobs read them)
+    if not args.compute:
         if args.done:
             write_group_mark(args.done, 0)
         print(f"--compute 0: none of the {len(cfgs)} runs computed here (each trains in its own job)")
@@ -205,6 +204,14 @@ def _cmd_run_group(args: argparse.Namespace) -> int:
     execution = resolve(cfgs[0].device, threads=args.threads, max_rows=args.max_rows,
                         chain_processes=None if args.chain_processes < 0 else args.chain_processes)
     execution.apply()
+
+    specs = list(dict.fromkeys(c.partition for c in cfgs))  # the group's partition draws, in plan order
+    if any(c.dataset != cfgs[0].dataset for c in cfgs) or len({dataclasses.replace(p, seed=0) for p in specs}) > 1:
+        raise ValueError("--plan: every run of a group must share the dataset and the partition scheme, N and n "
+                         "(its draws may differ)")
+    paths = _by_draw(args.partition, specs, "--partition")
+    loaded = _group_references(args.reference, specs, cfgs)
+    indices = [_partition_indices(paths[spec], spec, cfgs[0].dataset) for spec in specs]
     from bladefl.experiments.runs.runner import CellJob, run_cells
 
     draw = {spec: i for i, spec in enumerate(specs)}
@@ -268,79 +275,10 @@ def _cmd_reference(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_bound(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
-    p.add_argument("--members", required=True, help=MEMBERS_HELP)
-    p.add_argument("--references", nargs="+", required=True, help="reference .npz files, one per partition")
-    p.add_argument("--out-dir", required=True)
-
-
-def _cmd_bound(args: argparse.Namespace) -> int:
-    from bladefl.experiments.plan.grid import members_from_json
-    from bladefl.experiments.tables.bound_analysis import write_report
-
-    written = write_report(args.runs, members_from_json(json_text(args.members)), args.references, args.out_dir)
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0
-
-
-def add_detection(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files (detections.csv beside)")
-    p.add_argument("--members", required=True, help=MEMBERS_HELP)
-    p.add_argument("--exclude-sweeps", nargs="*", default=[], help="sweeps whose lazy cells also ran with exclusion")
-    p.add_argument("--out-dir", required=True)
-
-
-def _cmd_detection(args: argparse.Namespace) -> int:
-
-    from bladefl.core import atomic
-    from bladefl.experiments.plan.grid import members_from_json
-    from bladefl.experiments.tables import detection_analysis as da
-
-    members = members_from_json(json_text(args.members))
-    names_in(args.exclude_sweeps, {m.sweep for m in members}, "--exclude-sweeps")  # a typo shows no exclusion
-    detections = da.read_detections(args.runs)
-    out = Path(args.out_dir)
-    tables = {
-        "quality": da.quality(detections, members),
-        "per_round": da.per_round(detections),
-        "roc": da.roc_table(detections, members),
-        "exclusion": da.exclusion(args.runs, members, args.exclude_sweeps),
-        "exclusion_curves": da.exclusion_curves(args.runs, members, args.exclude_sweeps),
-    }
-    for name, frame in tables.items():
-        atomic.write_csv(out / f"{name}.csv", frame)
-    print(f"wrote {out}/: {len(detections)} detections of {detections.cell.nunique()} cells; "
-          f"{len(tables['quality'])} quality rows, {len(tables['exclusion'])} exclusion rows")
-    return 0
-
-
-def add_summarize(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", nargs="+", required=True, help="the runs' summary.json files")
-    p.add_argument("--members", required=True, help=MEMBERS_HELP)
-    p.add_argument("--table", required=True, help="output CSV, one row per sweep, cell, K and seed")
-    p.add_argument("--optimum", required=True, help="output CSV, one row per sweep and cell")
-
-
-def _cmd_summarize(args: argparse.Namespace) -> int:
-    from bladefl.core import atomic
-    from bladefl.experiments.plan.grid import members_from_json
-    from bladefl.experiments.tables.tidy import collect, optimum
-
-    table = collect(args.runs, members_from_json(json_text(args.members)))
-    atomic.write_csv(args.table, table)
-    atomic.write_csv(args.optimum, optimum(table))
-    print(f"wrote {args.table} ({len(table)} rows) and {args.optimum}")
-    return 0
-
-
 COMMANDS: list[Command] = [
     ("fetch", "fetch and verify a dataset's raw IDX files", add_fetch, _cmd_fetch),
     ("partition", "write a non-IID partition (indices, manifest, heatmap)", add_partition, _cmd_partition),
     ("run", "run one cell over its K values (per-round CSV, summary JSON)", add_run, _cmd_run),
     ("run-group", "run many cells and seeds sharing one partition as one computation", add_run_group, _cmd_run_group),
     ("reference", "train the reference optimum w* on the union of the clients' data", add_reference, _cmd_reference),
-    ("bound", "measured and fitted bound against the experiments, per cell", add_bound, _cmd_bound),
-    ("detection", "lazy-client detection quality and what exclusion recovers", add_detection, _cmd_detection),
-    ("summarize", "tidy summary and optimum tables over the grid's runs", add_summarize, _cmd_summarize),
 ]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from bladefl.data.datasets import registry_order
 from bladefl.report.front_page import dataset_title
 
 
@@ -112,7 +113,6 @@ def distance_section(readings: Sequence[Any], outcomes: Sequence[Mapping], calib
     one is given; the sensitivity study, one setting at a time, linked where this run made it). Where this
     report's engine is the paper engine, the calibration's stated reading is the same reading: a line says
     why their distances differ. No figure here is a minimum over readings or conventions."""
-    from bladefl.report.readings_beside import distance_html, distance_tables, gap_lines, gaps, last_row_lines
 
     if not readings:
         return ""
@@ -146,9 +146,9 @@ def distance_section(readings: Sequence[Any], outcomes: Sequence[Mapping], calib
     spread = last_row_lines(table)
     spread_line = (f"<p class='small'>At the paper's largest lazy noise: {html.escape('; '.join(spread))}.</p>"
                    if spread else "")
-    said = (f"<p class='small'>{html.escape('; '.join(lines))}.</p>" if without else "")  # the rest is the table's
+    opening = (f"<p class='small'>{html.escape('; '.join(lines))}.</p>" if without else "")  # the rest: the table's
     return f"""<h2>How far our numbers are from the paper's</h2>
-{said}
+{opening}
 {distance_html(table, targets)}
 {folded}
 {spread_line}
@@ -166,4 +166,128 @@ def targets_of(outcomes: Sequence[Mapping]) -> dict[str, float]:
     return {k: float(v) for k, v in DEFAULTS["targets"].items()}
 
 
-__all__ = ["convention_line", "distance_section", "distance_table", "reconciled", "targets_of"]
+
+def distance_tables(readings: Sequence[Any], targets: Mapping[str, float]) -> pd.DataFrame:
+    """Every reading's distance table (:func:`paper_distance.distances`), a column ``reading`` added."""
+    from bladefl.experiments.tables import paper_distance
+
+    datasets = sorted({d for r in readings for d in r.summaries if d in r.comparisons}, key=registry_order)
+    frames = [paper_distance.distances(r.summaries[d], r.comparisons[d], d, targets).assign(reading=r.label)
+              for d in datasets for r in readings if d in r.summaries and d in r.comparisons]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=[*paper_distance.COLUMNS, "reading"])
+
+
+def interval(row: pd.Series, fmt: str) -> str:
+    if not math.isfinite(row.distance):
+        return ""
+    band = f" [{row.low:{fmt}}, {row.high:{fmt}}]" if math.isfinite(row.low) else ""
+    text = f"{row.distance:{fmt}}{band}"
+    return f"<b>{text}</b>" if row.within else text
+
+
+def distance_html(table: pd.DataFrame, targets: Mapping[str, float]) -> str:
+    """Per paper table and over every row, each dataset's and reading's K* and accuracy distance with its
+    interval; in bold where the interval's upper end is within the target."""
+    from bladefl.experiments.tables import paper_distance
+    from bladefl.report.plots import param_name
+
+    if table.empty:
+        return ""
+    part = table[table.scope != "row"]
+    columns = list(dict.fromkeys(zip(part.dataset, part.reading, strict=True)))
+    head = "".join(f"<th colspan='2'>{html.escape(dataset_title(d))}, {html.escape(r)}</th>" for d, r in columns)
+    sub = "<th>K*, rounds</th><th>accuracy, points</th>" * len(columns)
+    body = []
+    for name in [*dict.fromkeys(part[part.scope == "table"].table), ""]:
+        rows = part[part.table == name]
+        if rows.empty:
+            continue
+        swept = str(rows.parameter.iloc[0])
+        title = f"{name} ({param_name(swept)})" if name else "every row"
+        cells = []
+        for d, r in columns:
+            for measure, fmt in (("K_star", ".2f"), ("accuracy", ".1f")):
+                hit = rows[(rows.dataset == d) & (rows.reading == r) & (rows.measure == measure)]
+                cells.append(f"<td>{interval(hit.iloc[0], fmt) if len(hit) else ''}</td>")
+        body.append(f"<tr><td>{html.escape(title)}</td>{''.join(cells)}</tr>")
+    units = sorted({int(u) for u in part.units})
+    return (f"<p class='small'>Mean |ours &minus; paper's| per row, [{paper_distance.LEVEL:.0%} "
+            f"{html.escape(paper_distance.METHOD)}, {', '.join(map(str, units))} units]; bold: the upper end within "
+            f"the targets ({targets.get('K_star', math.nan):g} round, {targets.get('accuracy', math.nan):g} "
+            f"points).</p>"
+            f"<table class='small'><tr><th rowspan='2'>table (swept)</th>{head}</tr><tr>{sub}</tr>"
+            + "".join(body) + "</table>")
+
+
+def gaps(readings: Sequence[Any], table: pd.DataFrame, outcomes: Sequence[Mapping] = ()) -> pd.DataFrame:
+    """The tables whose distance stays above its target under every reading (the interval's lower end above
+    it), and for each the change over its sweep (first to last value) beside the paper's: per reading the
+    mean change per unit with its t interval (:func:`paper_distance.slope`), and what the calibration found
+    moves that distance beyond noise (``outcomes``: its outcome.json per dataset; "" where it names nothing)."""
+    from bladefl.experiments.tables import paper_distance
+
+    part = table[(table.scope == "table") & table.target.notna()]
+    labels = [r.label for r in readings]
+    out = []
+    for (dataset, name, measure), rows in part.groupby(["dataset", "table", "measure"], sort=False):
+        above = rows.set_index("reading").reindex(labels)
+        if above.low.isna().any() or not (above.low > above.target).all():
+            continue
+        sweep = str(rows.parameter.iloc[0])
+        paper_column = "paper_K_star" if measure == "K_star" else "paper_max_accuracy"
+        paper = readings[0].comparisons[dataset]
+        paper = paper[(paper.table == name) & paper[paper_column].notna()].sort_values("value")
+        moved = next((o.get("most_important") or {} for o in outcomes if o.get("dataset") == dataset), {})
+        objective = "K_star_distance" if measure == "K_star" else "accuracy_distance"
+        found = moved.get(objective) if isinstance(moved, Mapping) else None
+        for r in readings:
+            change = paper_distance.slope(r.summaries[dataset], sweep, measure)
+            out.append({"dataset": dataset, "table": name, "measure": measure, "sweep": sweep, "reading": r.label,
+                        "first": change["first"], "last": change["last"], "change": change["change"],
+                        "low": change["low"], "high": change["high"], "units": change["units"],
+                        "paper_change": float(paper[paper_column].iloc[-1] - paper[paper_column].iloc[0])
+                        if len(paper) > 1 else math.nan,
+                        "moved_by": str(found.get("setting", "")) if isinstance(found, Mapping) else ""})
+    return pd.DataFrame(out, columns=["dataset", "table", "measure", "sweep", "reading", "first", "last", "change",
+                                      "low", "high", "units", "paper_change", "moved_by"])
+
+
+def gap_lines(found: pd.DataFrame) -> list[str]:
+    """Each gap of :func:`gaps` in words: the sweep, the paper's change, each reading's with its interval, and
+    whether a setting of the calibration moves that distance beyond noise ("not explained" where none does)."""
+    lines = []
+    for (dataset, name, measure), rows in found.groupby(["dataset", "table", "measure"], sort=False):
+        unit = "rounds" if measure == "K_star" else "points"
+        what = "K*" if measure == "K_star" else "the best accuracy"
+        first = rows.iloc[0]
+        ours = "; ".join(f"{r.reading} {r.change:+.1f} [{r.low:+.1f}, {r.high:+.1f}]" for r in rows.itertuples())
+        matches = all(r.low <= r.paper_change <= r.high for r in rows.itertuples())
+        shape = ("the paper's change lies inside every reading's interval: the gap is in the level, not the slope; "
+                 if matches else "")
+        why = (f"the calibration names {first.moved_by} as moving this distance beyond noise (its pick set it)"
+               if first.moved_by else "no setting the calibration searched moves this distance beyond noise: "
+                                      "not explained")
+        lines.append(f"{dataset_title(dataset)} {name}: {what} over {first.sweep} {first['first']:g} to "
+                     f"{first['last']:g} changes by {first.paper_change:+.1f} {unit} in the paper; ours {ours} {unit} "
+                     f"(mean per unit, 95% t interval); {shape}{why}")
+    return lines
+
+
+def last_row_lines(table: pd.DataFrame, name: str = "Table VII") -> list[str]:
+    """Per dataset, the best accuracy at the last row of paper table ``name`` (Table VII: the largest lazy
+    noise, where one run's accuracy spreads most) under each reading, with its interval over the units."""
+    rows = table[(table.scope == "row") & (table.table == name) & (table.measure == "accuracy")]
+    lines = []
+    for dataset, part in rows.groupby("dataset", sort=False):
+        last = part[part.value == part.value.max()]
+        said = "; ".join(f"{r.reading} {r.ours:.1f}% [{r.ours_low:.1f}, {r.ours_high:.1f}]" for r in last.itertuples())
+        first = last.iloc[0]
+        lines.append(f"{dataset_title(dataset)} {name} at {first.parameter} = {first.value:g}: the paper "
+                     f"{first.paper:.1f}%, ours {said} ({int(first.units)} units)")
+    return lines
+
+
+__all__ = ["convention_line", "distance_html", "distance_section", "distance_table", "distance_tables", "gap_lines",
+           "gaps", "interval", "last_row_lines", "reconciled", "targets_of"]

@@ -1,16 +1,14 @@
 """The report's front page, computed from the bundle's tables: the findings first (what reproduced,
 what was refuted and why, what is not settled, the paper's own errors, the accuracy beside the
 paper's), the pages, then every statement of the paper with each dataset's verdict and the number
-that decided it (its readings and evidence folded), the headline figure with a caption that says
-what its lines and bands are over, and the accuracy table with its spread."""
+that decided it (its readings and evidence folded), and the accuracy table with its spread (the
+headline figure and its caption are :mod:`bladefl.report.paper_figures`')."""
 
 from __future__ import annotations
 
-import base64
 import html
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import pandas as pd
 
@@ -312,30 +310,8 @@ LEGEND = ("<details class='small muted'><summary>what each verdict means</summar
           "significant), unresolved (neither: a draw's few seeds often leave it so).</p></details>")
 
 
-def headline_caption(summaries: Mapping[str, pd.DataFrame]) -> str:
-    """What the headline figure's lines and bands are over, from the tables (never a constant)."""
-    from bladefl.report.views import unit_description
-
-    described = {unit_description(s) for s in summaries.values()}
-    over = "; ".join(sorted(described))
-    return (f"Test accuracy and training loss versus K for the main sweeps. Each line is the mean over {over}, "
-            f"the band ±1 standard deviation over them. In each swept value's colour: a star marks the paper's K* "
-            f"and best accuracy, a dashed line the paper's K* on the loss panel, a dotted line the paper's best "
-            f"accuracy where its K* is not an integer at the table's stated beta. The paper's K* is derived from "
-            f"its tables by each table's own formula.")
-
-
-def figure_section(png: str | Path | None, caption: str) -> str:
-    if png is None:
-        return ""
-    data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
-    return (f"<h2>Accuracy and loss versus K, beside the paper's optimum</h2>\n<p class='small'>{html.escape(caption)}"
-            f"</p>\n<img src='data:image/png;base64,{data}' alt='accuracy and loss versus K for the main sweeps' "
-            f"style='max-width:64%'>")
-
-
 __all__ = ["verdict_table_html", "banner", "statement_table",
-           "headline_caption", "figure_section", "accuracy_line", "LEGEND", "STYLE", "counted", "changed"]
+           "accuracy_line", "LEGEND", "STYLE", "counted", "changed"]
 
 
 def unjudged_section(statements: Sequence[object], datasets: Sequence[str] | None = None) -> str:

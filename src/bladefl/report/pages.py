@@ -18,7 +18,7 @@ from bladefl.experiments.runs import provenance as provenance_module
 from bladefl.report.distance import convention_line, distance_section
 from bladefl.report.findings import findings
 from bladefl.report.inputs import read_csv, read_json
-from bladefl.report.paper_figures import inventory
+from bladefl.report.paper_figures import figure_section, headline_caption, inventory
 from bladefl.report.verdict_rows import role
 
 NOTEBOOK_TITLES = {
@@ -188,7 +188,7 @@ def write_index(path: str | Path, table: pd.DataFrame, pages: Sequence[str | Pat
 
     path = Path(path)
     study = href(sensitivity, path.parent) if sensitivity and Path(sensitivity).exists() else None
-    figure = fp.figure_section(headline_png, fp.headline_caption(summaries or {})) if summaries else ""
+    figure = figure_section(headline_png, headline_caption(summaries or {})) if summaries else ""
     link = (href(calibration_page, path.parent)
             if calibration_page and Path(calibration_page).is_file() else None)
     design = bundle_design.design_of_runs(summaries or {})

@@ -1,13 +1,16 @@
 """The paper's figures as the report cites them, from the one table of them
 (``config/paper_statements.yaml``'s ``figures``, checked against the tex's order by a test): a
 sweep's figure number and table, the sweeps in the paper's order, and under each figure a note
-where our runs differ from the paper's statements about it, computed from the verdict table."""
+where our runs differ from the paper's statements about it, computed from the verdict table; and
+the front page's headline figure with a caption that says what its lines and bands are over."""
 
 from __future__ import annotations
 
+import base64
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 
 import pandas as pd
 
@@ -132,8 +135,8 @@ def paper_points(comparison: pd.DataFrame, sweep: str) -> list[dict]:
              "paper_max_accuracy": float(r.paper_max_accuracy)} for r in part.itertuples()]
 
 
-__all__ = ["inventory", "figure_of", "sweep_order", "heading", "differs_note", "size_gap", "paper_points", "cited",
-           "settings_view"]
+__all__ = ["headline_caption", "figure_section", "inventory", "figure_of", "sweep_order", "heading", "differs_note",
+           "size_gap", "paper_points", "cited", "settings_view"]
 
 
 def annotated_config(text: str, dataset: str | None = None) -> str:
@@ -180,3 +183,25 @@ def _names_same(written: str, label: str) -> bool:
 
     tables = set(re.findall(r"Table ([IVX]+)", label))
     return figures(label) <= figures(written) and tables <= set(re.findall(r"Table ([IVX]+)", written))
+
+
+def headline_caption(summaries: Mapping[str, pd.DataFrame]) -> str:
+    """What the headline figure's lines and bands are over, from the tables (never a constant)."""
+    from bladefl.report.views import unit_description
+
+    described = {unit_description(s) for s in summaries.values()}
+    over = "; ".join(sorted(described))
+    return (f"Test accuracy and training loss versus K for the main sweeps. Each line is the mean over {over}, "
+            f"the band ±1 standard deviation over them. In each swept value's colour: a star marks the paper's K* "
+            f"and best accuracy, a dashed line the paper's K* on the loss panel, a dotted line the paper's best "
+            f"accuracy where its K* is not an integer at the table's stated beta. The paper's K* is derived from "
+            f"its tables by each table's own formula.")
+
+
+def figure_section(png: str | Path | None, caption: str) -> str:
+    if png is None:
+        return ""
+    data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
+    return (f"<h2>Accuracy and loss versus K, beside the paper's optimum</h2>\n<p class='small'>{html.escape(caption)}"
+            f"</p>\n<img src='data:image/png;base64,{data}' alt='accuracy and loss versus K for the main sweeps' "
+            f"style='max-width:64%'>")

@@ -112,60 +112,6 @@ def side_by_side(readings: Sequence[Reading]) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def distance_tables(readings: Sequence[Reading], targets: Mapping[str, float]) -> pd.DataFrame:
-    """Every reading's distance table (:func:`paper_distance.distances`), a column ``reading`` added."""
-    from bladefl.experiments.tables import paper_distance
-
-    datasets = sorted({d for r in readings for d in r.summaries if d in r.comparisons}, key=registry_order)
-    frames = [paper_distance.distances(r.summaries[d], r.comparisons[d], d, targets).assign(reading=r.label)
-              for d in datasets for r in readings if d in r.summaries and d in r.comparisons]
-    frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=[*paper_distance.COLUMNS, "reading"])
-
-
-def _interval(row: pd.Series, fmt: str) -> str:
-    if not math.isfinite(row.distance):
-        return ""
-    band = f" [{row.low:{fmt}}, {row.high:{fmt}}]" if math.isfinite(row.low) else ""
-    text = f"{row.distance:{fmt}}{band}"
-    return f"<b>{text}</b>" if row.within else text
-
-
-def distance_html(table: pd.DataFrame, targets: Mapping[str, float]) -> str:
-    """Per paper table and over every row, each dataset's and reading's K* and accuracy distance with its
-    interval; in bold where the interval's upper end is within the target."""
-    from bladefl.experiments.tables import paper_distance
-    from bladefl.report.plots import param_name
-
-    if table.empty:
-        return ""
-    part = table[table.scope != "row"]
-    columns = list(dict.fromkeys(zip(part.dataset, part.reading, strict=True)))
-    head = "".join(f"<th colspan='2'>{html.escape(dataset_title(d))}, {html.escape(r)}</th>" for d, r in columns)
-    sub = "<th>K*, rounds</th><th>accuracy, points</th>" * len(columns)
-    body = []
-    for name in [*dict.fromkeys(part[part.scope == "table"].table), ""]:
-        rows = part[part.table == name]
-        if rows.empty:
-            continue
-        swept = str(rows.parameter.iloc[0])
-        title = f"{name} ({param_name(swept)})" if name else "every row"
-        cells = []
-        for d, r in columns:
-            for measure, fmt in (("K_star", ".2f"), ("accuracy", ".1f")):
-                hit = rows[(rows.dataset == d) & (rows.reading == r) & (rows.measure == measure)]
-                cells.append(f"<td>{_interval(hit.iloc[0], fmt) if len(hit) else ''}</td>")
-        body.append(f"<tr><td>{html.escape(title)}</td>{''.join(cells)}</tr>")
-    units = sorted({int(u) for u in part.units})
-    return (f"<p class='small'>Mean |ours &minus; paper's| per row, [{paper_distance.LEVEL:.0%} "
-            f"{html.escape(paper_distance.METHOD)}, {', '.join(map(str, units))} units]; bold: the upper end within "
-            f"the targets ({targets.get('K_star', math.nan):g} round, {targets.get('accuracy', math.nan):g} "
-            f"points).</p>"
-            f"<table class='small'><tr><th rowspan='2'>table (swept)</th>{head}</tr><tr>{sub}</tr>"
-            + "".join(body) + "</table>")
-
-
 def verdict_lines(frame: pd.DataFrame, labels: Sequence[str]) -> tuple[list[str], list[str]]:
     """What holds under every reading (per verdict, the statements and datasets) and what depends on the
     reading (each statement with every reading's verdict), as plain sentences."""
@@ -230,8 +176,6 @@ def markdown(readings: Sequence[Reading], targets: Mapping[str, float], outcomes
     """docs/findings.md's section for the same design under several readings: what holds under every reading
     first, then every claim judged on the runs with each reading's verdict (those that depend on the reading
     marked), then each reading's distance to the paper per table with its interval."""
-    from bladefl.experiments.tables import paper_distance
-
     labels = [r.label for r in readings]
     frame = side_by_side(readings)
     frame = frame[(frame.role == "claim") & frame.basis.isin(ON_RUNS)]
@@ -242,112 +186,50 @@ def markdown(readings: Sequence[Reading], targets: Mapping[str, float], outcomes
              f"({sources}). Of {len(frame)} claims judged on the runs or on the bound fitted to them (statement and "
              f"dataset), **{int((~frame.depends).sum())} get the same verdict under both** and "
              f"{int(frame.depends.sum())} depend on the reading.\n",
-             *[f"- {_md(line)}" for line in holds], "",
-             "| statement | dataset | " + " | ".join(labels) + " | |",
+             *[f"- {_md(line)}" for line in holds], "", *_claims_markdown(frame, labels)]
+    return "\n".join(lines + _distances_markdown(readings, targets, outcomes)) + "\n"
+
+
+def _claims_markdown(frame: pd.DataFrame, labels: Sequence[str]) -> list[str]:
+    """Every claim with each reading's verdict, those the same under both first."""
+    lines = ["| statement | dataset | " + " | ".join(labels) + " | |",
              "| --- | --- | " + " | ".join("---" for _ in labels) + " | --- |"]
-    ordered = pd.concat([frame[~frame.depends], frame[frame.depends]])
-    for _, row in ordered.iterrows():
+    for _, row in pd.concat([frame[~frame.depends], frame[frame.depends]]).iterrows():
         lines.append(f"| {_md(row['claim'])} | {dataset_title(row['dataset'])} | "
                      + " | ".join(_md(_v(row[lab])) for lab in labels)
                      + f" | {'**depends on the reading**' if row['depends'] else ''} |")
+    return lines
+
+
+def _distances_markdown(readings: Sequence[Reading], targets: Mapping[str, float],
+                        outcomes: Sequence[Mapping]) -> list[str]:
+    """Each reading's distance per table with its interval, the gaps every reading leaves, Table VII's spread."""
+    from bladefl.experiments.tables import paper_distance
+    from bladefl.report.distance import distance_tables, gap_lines, gaps, interval, last_row_lines
+
     table = distance_tables(readings, targets)
     part = table[table.scope != "row"]
-    if len(part):
-        columns = list(dict.fromkeys(zip(part.dataset, part.reading, strict=True)))
-        lines += ["", f"**How far each reading is from the paper** (mean |ours - paper's| per row; in brackets the "
-                      f"{paper_distance.LEVEL:.0%} {paper_distance.METHOD}, {paper_distance.RESAMPLES} resamples; in "
-                      f"bold where its upper end is within the targets, {targets.get('K_star', math.nan):g} round and "
-                      f"{targets.get('accuracy', math.nan):g} points):\n",
-                  "| table | " + " | ".join(f"{dataset_title(d)}, {r}: K\\*, rounds | accuracy, points"
-                                            for d, r in columns) + " |",
-                  "| --- | " + " | ".join("--- | ---" for _ in columns) + " |"]
-        for name in [*dict.fromkeys(part[part.scope == "table"].table), ""]:
-            rows = part[part.table == name]
-            cells = []
-            for d, r in columns:
-                for measure, fmt in (("K_star", ".2f"), ("accuracy", ".1f")):
-                    hit = rows[(rows.dataset == d) & (rows.reading == r) & (rows.measure == measure)]
-                    cells.append(_interval(hit.iloc[0], fmt).replace("<b>", "**").replace("</b>", "**")
-                                 if len(hit) else "")
-            lines.append(f"| {name or 'every row'} | " + " | ".join(cells) + " |")
-        found = gap_lines(gaps(readings, table, outcomes))
-        if found:
-            lines += ["", "**Where every reading stays above the targets**, the change over the table's sweep beside "
-                          "the paper's:\n", *[f"- {_md(line)}" for line in found]]
-        spread = last_row_lines(table)
-        if spread:
-            lines += ["", "**One run's spread, averaged over the units**: " + _md("; ".join(spread)) + "."]
-    return "\n".join(lines) + "\n"
-
-
-def gaps(readings: Sequence[Reading], table: pd.DataFrame, outcomes: Sequence[Mapping] = ()) -> pd.DataFrame:
-    """The tables whose distance stays above its target under every reading (the interval's lower end above
-    it), and for each the change over its sweep (first to last value) beside the paper's: per reading the
-    mean change per unit with its t interval (:func:`paper_distance.slope`), and what the calibration found
-    moves that distance beyond noise (``outcomes``: its outcome.json per dataset; "" where it names nothing)."""
-    from bladefl.experiments.tables import paper_distance
-
-    part = table[(table.scope == "table") & table.target.notna()]
-    labels = [r.label for r in readings]
-    out = []
-    for (dataset, name, measure), rows in part.groupby(["dataset", "table", "measure"], sort=False):
-        above = rows.set_index("reading").reindex(labels)
-        if above.low.isna().any() or not (above.low > above.target).all():
-            continue
-        sweep = str(rows.parameter.iloc[0])
-        paper_column = "paper_K_star" if measure == "K_star" else "paper_max_accuracy"
-        paper = readings[0].comparisons[dataset]
-        paper = paper[(paper.table == name) & paper[paper_column].notna()].sort_values("value")
-        moved = next((o.get("most_important") or {} for o in outcomes if o.get("dataset") == dataset), {})
-        objective = "K_star_distance" if measure == "K_star" else "accuracy_distance"
-        found = moved.get(objective) if isinstance(moved, Mapping) else None
-        for r in readings:
-            change = paper_distance.slope(r.summaries[dataset], sweep, measure)
-            out.append({"dataset": dataset, "table": name, "measure": measure, "sweep": sweep, "reading": r.label,
-                        "first": change["first"], "last": change["last"], "change": change["change"],
-                        "low": change["low"], "high": change["high"], "units": change["units"],
-                        "paper_change": float(paper[paper_column].iloc[-1] - paper[paper_column].iloc[0])
-                        if len(paper) > 1 else math.nan,
-                        "moved_by": str(found.get("setting", "")) if isinstance(found, Mapping) else ""})
-    return pd.DataFrame(out, columns=["dataset", "table", "measure", "sweep", "reading", "first", "last", "change",
-                                      "low", "high", "units", "paper_change", "moved_by"])
-
-
-def gap_lines(found: pd.DataFrame) -> list[str]:
-    """Each gap of :func:`gaps` in words: the sweep, the paper's change, each reading's with its interval, and
-    whether a setting of the calibration moves that distance beyond noise ("not explained" where none does)."""
-    lines = []
-    for (dataset, name, measure), rows in found.groupby(["dataset", "table", "measure"], sort=False):
-        unit = "rounds" if measure == "K_star" else "points"
-        what = "K*" if measure == "K_star" else "the best accuracy"
-        first = rows.iloc[0]
-        ours = "; ".join(f"{r.reading} {r.change:+.1f} [{r.low:+.1f}, {r.high:+.1f}]" for r in rows.itertuples())
-        matches = all(r.low <= r.paper_change <= r.high for r in rows.itertuples())
-        shape = ("the paper's change lies inside every reading's interval: the gap is in the level, not the slope; "
-                 if matches else "")
-        why = (f"the calibration names {first.moved_by} as moving this distance beyond noise (its pick set it)"
-               if first.moved_by else "no setting the calibration searched moves this distance beyond noise: "
-                                      "not explained")
-        lines.append(f"{dataset_title(dataset)} {name}: {what} over {first.sweep} {first['first']:g} to "
-                     f"{first['last']:g} changes by {first.paper_change:+.1f} {unit} in the paper; ours {ours} {unit} "
-                     f"(mean per unit, 95% t interval); {shape}{why}")
+    if part.empty:
+        return []
+    columns = list(dict.fromkeys(zip(part.dataset, part.reading, strict=True)))
+    lines = ["", f"**How far each reading is from the paper** (mean |ours - paper's| per row; in brackets the "
+                 f"{paper_distance.LEVEL:.0%} {paper_distance.METHOD}, {paper_distance.RESAMPLES} resamples; in "
+                 f"bold where its upper end is within the targets, {targets.get('K_star', math.nan):g} round and "
+                 f"{targets.get('accuracy', math.nan):g} points):\n",
+             "| table | " + " | ".join(f"{dataset_title(d)}, {r}: K\\*, rounds | accuracy, points" for d, r in columns)
+             + " |", "| --- | " + " | ".join("--- | ---" for _ in columns) + " |"]
+    for name in [*dict.fromkeys(part[part.scope == "table"].table), ""]:
+        rows = part[part.table == name]
+        cells = [interval(hit.iloc[0], fmt).replace("<b>", "**").replace("</b>", "**") if len(
+            hit := rows[(rows.dataset == d) & (rows.reading == r) & (rows.measure == measure)]) else ""
+                 for d, r in columns for measure, fmt in (("K_star", ".2f"), ("accuracy", ".1f"))]
+        lines.append(f"| {name or 'every row'} | " + " | ".join(cells) + " |")
+    if found := gap_lines(gaps(readings, table, outcomes)):
+        lines += ["", "**Where every reading stays above the targets**, the change over the table's sweep beside "
+                      "the paper's:\n", *[f"- {_md(line)}" for line in found]]
+    if spread := last_row_lines(table):
+        lines += ["", "**One run's spread, averaged over the units**: " + _md("; ".join(spread)) + "."]
     return lines
 
-
-def last_row_lines(table: pd.DataFrame, name: str = "Table VII") -> list[str]:
-    """Per dataset, the best accuracy at the last row of paper table ``name`` (Table VII: the largest lazy
-    noise, where one run's accuracy spreads most) under each reading, with its interval over the units."""
-    rows = table[(table.scope == "row") & (table.table == name) & (table.measure == "accuracy")]
-    lines = []
-    for dataset, part in rows.groupby("dataset", sort=False):
-        last = part[part.value == part.value.max()]
-        said = "; ".join(f"{r.reading} {r.ours:.1f}% [{r.ours_low:.1f}, {r.ours_high:.1f}]" for r in last.itertuples())
-        first = last.iloc[0]
-        lines.append(f"{dataset_title(dataset)} {name} at {first.parameter} = {first.value:g}: the paper "
-                     f"{first.paper:.1f}%, ours {said} ({int(first.units)} units)")
-    return lines
-
-
-__all__ = ["DESIGN_KEYS", "ON_RUNS", "Reading", "beside", "design", "distance_html", "distance_tables",
-           "engine_label", "gap_lines", "gaps", "last_row_lines", "markdown", "read_reading", "section",
-           "side_by_side", "verdict_lines"]
+__all__ = ["DESIGN_KEYS", "ON_RUNS", "Reading", "beside", "design", "engine_label", "markdown", "read_reading",
+           "section", "side_by_side", "verdict_lines"]

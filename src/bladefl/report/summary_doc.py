@@ -134,11 +134,12 @@ def _results_words(readings: Sequence[Any], outcomes: Sequence[Mapping]) -> list
     """The results in words, with intervals: each reading's distance to the paper per row, which claims hold
     under every reading and which depend on it, where every reading stays above the targets."""
     from bladefl.report import readings_beside as rb
-    from bladefl.report.distance import targets_of
+    from bladefl.report.distance import distance_tables, gap_lines, targets_of
+    from bladefl.report.distance import gaps as find_gaps
     from bladefl.report.front_page import dataset_title
 
     targets = targets_of(outcomes)
-    table = rb.distance_tables(readings, targets)
+    table = distance_tables(readings, targets)
     lines = []
     overall = table[table.scope == "dataset"]
     for dataset, part in overall.groupby("dataset", sort=False):
@@ -164,7 +165,7 @@ def _results_words(readings: Sequence[Any], outcomes: Sequence[Mapping]) -> list
                      f"same verdict; {int(frame.depends.sum())} depend on the reading. "
                      + " ".join(f"{_md(h)}." for h in holds))
         lines += [f"  - depends on the reading: {_md(d)}" for d in depends]
-    gaps = rb.gap_lines(rb.gaps(readings, table, outcomes))
+    gaps = gap_lines(find_gaps(readings, table, outcomes))
     if gaps:
         lines.append("- Where every reading stays above the targets, the change over the table's sweep:")
         lines += [f"  - {_md(g)}" for g in gaps]
@@ -254,6 +255,27 @@ AUTHORS = (
     "(`config/engines/authors-code.yaml` against `config/engines/paper.yaml`):\n")
 
 
+def _authors_lines(paper: Mapping[str, Any], authors: Mapping[str, Any]) -> list[str]:
+    """The communication with the original authors: what their repository does where it differs from the
+    paper engine, each difference with the file and lines that show it."""
+    from bladefl.fl.run_config import from_dict
+
+    parameters = from_dict(paper).parameters
+    return [AUTHORS,
+            *[f"- {d}" for d in _differences(paper, authors)],
+            f"- the model's size: {from_dict(authors).parameters:,} parameters (the paper engine: "
+            f"{parameters:,});",
+            "- its tau: `local_frequence` x (time - bl_antifrequence x K), then // K, `local_frequence = 1` "
+            "commented 'alpha' (lines 37, 111-113): read as 1, alpha changes nothing; read as 1/alpha, the "
+            "text's rule (`tab2-tau-rule`, judged an ambiguity); its beta is fixed by `bc_difficulty = 200` at "
+            "N = 20 (beta 10), where Table II says beta 6;",
+            "- what it reports: the accuracy and loss on a 4-class test subset per client, and the clients' "
+            "local minibatch losses, its CSV's train and test labels swapped (`main_FL&BL.py` lines 248-253, "
+            "296-352; the `conventions` command reads runs both ways);",
+            "- its lazy clients' noise: sigma2 a standard deviation, noise again after each copy (the deleted "
+            "`main_FL&BL_lazy.py`, lines 201-239; `lazy.noise: authors`)."]
+
+
 def summary_markdown(bundles: Sequence[str | Path], calibration: str | Path | None = None) -> str:
     """docs/summary.md for ``bundles`` (kept bundle folders, the headline first) in the ML Reproducibility
     Challenge's layout: scope (what each count counts), methodology and computational requirements, results in
@@ -305,17 +327,5 @@ def summary_markdown(bundles: Sequence[str | Path], calibration: str | Path | No
               "- The paper leaves the partition, the model's width and activation, what one local iteration is and "
               "the input scaling unstated; the sensitivity and calibration studies (docs/sensitivity.md, "
               "docs/calibration.md) measure how far each moves the distance to its tables.",
-              "", "## Communication with the original authors\n", AUTHORS,
-              *[f"- {d}" for d in _differences(paper, authors)],
-              f"- the model's size: {from_dict(authors).parameters:,} parameters (the paper engine: "
-              f"{parameters:,});",
-              "- its tau: `local_frequence` x (time - bl_antifrequence x K), then // K, `local_frequence = 1` "
-              "commented 'alpha' (lines 37, 111-113): read as 1, alpha changes nothing; read as 1/alpha, the "
-              "text's rule (`tab2-tau-rule`, judged an ambiguity); its beta is fixed by `bc_difficulty = 200` at "
-              "N = 20 (beta 10), where Table II says beta 6;",
-              "- what it reports: the accuracy and loss on a 4-class test subset per client, and the clients' "
-              "local minibatch losses, its CSV's train and test labels swapped (`main_FL&BL.py` lines 248-253, "
-              "296-352; the `conventions` command reads runs both ways);",
-              "- its lazy clients' noise: sigma2 a standard deviation, noise again after each copy (the deleted "
-              "`main_FL&BL_lazy.py`, lines 201-239; `lazy.noise: authors`).", ""]
+              "", "## Communication with the original authors\n", *_authors_lines(paper, authors), ""]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -13,7 +13,6 @@ by its SHA-256 only (it is megabytes: kept outside the repository).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -23,13 +22,17 @@ from typing import Any
 
 import pandas as pd
 
-from bladefl.core import atomic, owned, run_files
+from bladefl.core import atomic, owned
 from bladefl.core.bounded_read import read_regular
 from bladefl.data.datasets import sha256_file
 from bladefl.experiments.bundles import ro_crate
-
-MANIFEST = "MANIFEST.json"
-CONFIG = "config.yaml"
+from bladefl.experiments.bundles.bundle_manifest import (  # noqa: F401 - re-exported: the bundle's readers use them here
+    CONFIG,
+    MANIFEST,
+    not_provably_kept,
+    problems,
+    read_manifest,
+)
 
 
 def bundle_path(path: str | Path, results_dir: str | Path, data_dir: str | Path) -> str:
@@ -49,7 +52,6 @@ def about_runs(provenance_tables: Sequence[str | Path]) -> dict[str, Any]:
     time in all, from the report's provenance tables (``bladefl provenance``)."""
     import io
 
-    from bladefl.core.bounded_read import read_regular
 
     frames = []
     for p in provenance_tables:
@@ -104,10 +106,6 @@ def keep(files: Sequence[str | Path], results_dir: str | Path, data_dir: str | P
     return manifest
 
 
-BUNDLE_ENTRIES = {MANIFEST, CONFIG, ro_crate.CRATE, "results", "data", "runs"}
-FOLDERS = BUNDLE_ENTRIES - {MANIFEST, CONFIG, ro_crate.CRATE}  # what a listed file lies under
-
-
 def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, Any], name: str) -> dict:
     """The bundle's files and manifest written into ``staging``, readable by others whatever the umask."""
     listed = {}
@@ -127,85 +125,6 @@ def _assemble(entries: Mapping[str, Path], staging: Path, about: Mapping[str, An
         path.chmod(0o755 if path.is_dir() else 0o644)
     staging.chmod(0o755)
     return manifest
-
-
-MANIFEST_LIMIT = 16 << 20  # a bundle's manifest lists a few hundred files
-
-
-def read_manifest(bundle: str | Path) -> dict:
-    path = Path(bundle) / MANIFEST
-    try:
-        manifest = json.loads(read_regular(path, MANIFEST_LIMIT, "manifest").decode("utf-8"),
-                              object_pairs_hook=run_files.no_key_twice)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not a readable manifest ({exc})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        raise ValueError(f"{path}: no 'files' table")
-    strange = [ascii(rel) for rel in manifest["files"] if not _plain_name(rel)]
-    if strange:
-        raise ValueError(f"{path}: entries {', '.join(strange[:3])} of 'files' are not plain paths of a bundle "
-                         f"({CONFIG}, or under {', '.join(sorted(FOLDERS))}/)")
-    bad = [rel for rel, entry in manifest["files"].items()
-           if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)]
-    if bad:
-        raise ValueError(f"{path}: entries {bad[:3]} of 'files' are not {{'bytes': ..., 'sha256': ...}} records")
-    return manifest
-
-
-def _shown(rel: str) -> str:
-    """A file name as a message shows it: on one line, whatever the name holds."""
-    return rel if rel.isprintable() else ascii(rel)
-
-
-def _plain_name(rel: str) -> bool:
-    """A file a bundle may list: config.yaml, or a path under results/, data/ or runs/ without empty,
-    '.' or '..' parts and without control characters."""
-    parts = rel.split("/")
-    return rel.isprintable() and (rel == CONFIG or (parts[0] in FOLDERS and len(parts) > 1
-                                                    and all(p not in ("", ".", "..") for p in parts)))
-
-
-def problems(bundle: str | Path) -> list[str]:
-    """Why a bundle is not what its manifest says (empty: it is): files missing, changed or not listed."""
-    bundle = Path(bundle)
-    try:
-        listed = read_manifest(bundle)["files"]
-    except ValueError as exc:
-        return [str(exc)]
-    links = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_symlink())
-    if links:  # a listed file replaced by a link would lay out whatever it points to
-        return [f"{_shown(rel)}: a symbolic link (a bundle holds plain files only)" for rel in links]
-    found = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()} - {MANIFEST, ro_crate.CRATE}
-    out = [f"{rel}: listed in the manifest, missing" for rel in sorted(set(listed) - found)]
-    out += [f"{_shown(rel)}: not listed in the manifest" for rel in sorted(found - set(listed))]
-    out += [f"{rel}: changed since it was kept (SHA-256 differs)" for rel in sorted(found & set(listed))
-            if sha256_file(bundle / rel) != listed[rel].get("sha256")]
-    return out
-
-
-def not_provably_kept(folder: Path) -> str:
-    """Why ``folder`` is not provably a kept bundle ("" where it is): its manifest parses and every file matches
-    it; or, where the manifest is gone (Snakemake deletes a job's output, the manifest, before the job runs
-    again), its RO-Crate parses and every file matches the SHA-256 the crate lists. Never judged by names."""
-    if (folder / MANIFEST).exists() or (folder / MANIFEST).is_symlink():
-        found = problems(folder)
-        return found[0] if found else ""
-    try:
-        crate = json.loads(read_regular(folder / ro_crate.CRATE, MANIFEST_LIMIT, "crate").decode("utf-8"),
-                           object_pairs_hook=run_files.no_key_twice)
-        listed = {e["@id"]: e["sha256"] for e in crate["@graph"]
-                  if isinstance(e, dict) and e.get("@type") == "File" and isinstance(e.get("sha256"), str)}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return f"no {MANIFEST}, and no readable {ro_crate.CRATE} ({str(exc)[:120]})"
-    entries = list(folder.rglob("*"))
-    if any(p.is_symlink() for p in entries):
-        return "it holds a symbolic link"
-    present = {p.relative_to(folder).as_posix() for p in entries if p.is_file()} - {ro_crate.CRATE}
-    if not listed or present != set(listed) or not all(_plain_name(rel) for rel in listed):
-        extra = sorted(present - set(listed)) or sorted(set(listed) - present)
-        return f"its files are not those its {ro_crate.CRATE} lists ({_shown(extra[0]) if extra else 'none listed'})"
-    changed = [rel for rel in sorted(present) if sha256_file(folder / rel) != listed[rel]]
-    return f"{changed[0]}: changed since it was kept" if changed else ""
 
 
 def lay_out(bundle: str | Path, results_dir: str | Path, data_dir: str | Path) -> int:

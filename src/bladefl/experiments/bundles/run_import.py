@@ -17,48 +17,25 @@ folders are staged beside their place and renamed in: an import is all or nothin
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bladefl.core import atomic, owned, run_files
+from bladefl.core import run_files
 from bladefl.data.datasets import sha256_file
-from bladefl.experiments.bundles import run_detections
+from bladefl.experiments.bundles import import_journal, run_detections
+from bladefl.experiments.bundles.import_journal import Imported
 from bladefl.experiments.bundles.run_archive import ABOUT, LEDGER, RUN_FILES, ArchiveError, about_problems, read_archive
 from bladefl.experiments.plan import config_checks, run_id
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.plan.grid import Cell
-from bladefl.experiments.runs import run_checks, run_source
+from bladefl.experiments.runs import run_checks
 
 # Where a run computed, not what: may differ between the machine that ran it and this one.
 EXECUTION_FIELDS = ("device", "data_dir")
-
-
-@dataclass
-class Imported:
-    """What an import wrote: run folders per dataset, the archive's ABOUT.json (None: it has none)."""
-
-    runs: dict[str, int] = field(default_factory=dict)
-    about: Any = None  # the archive's ABOUT.json, held to its runs (None: the archive holds none)
-    skipped: int = 0  # runs of seeds the config does not hold (a partial grid imported by its first seeds)
-    verified: int = 0  # runs whose ledgers were verified against their files
-    unverified: int = 0  # runs that carry no ledgers (archives packed before ledgers were carried)
-    undigested: int = 0  # runs whose summary records no partition digest: their draw was not checked
-    marks: int = 0  # group marks written for the imported runs (run_source.mark_imported_groups)
-    resumed: bool = False  # the import finished one of the same archive that a kill cut short
-    stage: Path | None = None  # its staging folder and journal, until done() removes them
-
-    @property
-    def total(self) -> int:
-        return sum(self.runs.values())
-
-
-JOURNALED = ("about", "skipped", "verified", "unverified", "undigested")  # what a resumed import reports again
 
 
 def with_seeds(config: Mapping[str, Any], seeds: Sequence[int] | None) -> dict:
@@ -186,8 +163,8 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
     then write the run folders under ``runs_root`` (``results/runs/<engine>``). Runs of seeds the
     config does not hold are skipped (counted): a grid cut short is imported by its first seeds.
     Nothing is written when a check fails; an existing run folder is refused unless ``replace``. The same
-    import run again after a kill finishes the one cut short (:func:`resume`; ``Imported.resumed``).
-    ``keep_journal``: the staging folder is left for the caller to remove (:func:`done`) once it has
+    import run again after a kill finishes the one cut short (:mod:`import_journal`; ``Imported.resumed``).
+    ``keep_journal``: the staging folder is left for the caller to remove (:func:`import_journal.done`) once it has
     written its record, so a kill before the record is finished by the next call too."""
     try:
         runs, about = read_archive(archive)
@@ -196,21 +173,44 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
     if secret is not None and not any(LEDGER.fullmatch(n) for files in runs.values() for n in files):
         raise ArchiveError(f"{archive}: nothing imported: --key-secret given, but the archive carries no ledgers to "
                            "verify with it")
-    finished = resume(archive, config, runs_root, keep_journal)  # the archive read: a regular, bounded file
+    # the archive read (a regular, bounded file): an import of it cut short is finished, not done again
+    finished = import_journal.resume(archive, config, runs_root, set(expected_configs(config, str(runs_root))),
+                                     keep_journal)
     if finished is not None:
         finished.resumed = True
         return finished
+    seeds = set(wc.run_seeds(config))
+    skipped = {key for key in runs if key[2] not in seeds}
+    problems, code_versions, undigested = _check_runs({k: f for k, f in runs.items() if k not in skipped}, config,
+                                                      runs_root, replace)
+    if about is not None:
+        problems += about_problems(about, sorted(runs), code_versions)
+    verified = 0
+    if not problems:  # the ledgers, once every run's files are known to be sound
+        verified, problems = _verify_ledgers({k: f for k, f in runs.items() if k not in skipped}, runs_root, secret)
+    if problems:
+        shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
+        raise ArchiveError(f"{archive}: nothing imported:\n  " + "\n  ".join(shown))
+    result = Imported(about=about, skipped=len(skipped), verified=verified,
+                      unverified=len(runs) - len(skipped) - verified, undigested=undigested)
+    wanted = {key: files for key, files in sorted(runs.items()) if key not in skipped}
+    stage = import_journal.write_staged({Path(run_id.folder(runs_root, *key)): files for key, files in wanted.items()},
+                                        Path(runs_root), import_journal.stage_name(archive, runs_root), result)
+    return import_journal.finish(stage, config, runs_root, keep_journal)
+
+
+def _check_runs(runs: Mapping[tuple[str, str, int], Mapping[str, bytes]], config: Mapping[str, Any],
+                runs_root: Path, replace: bool) -> tuple[list[str], list[str], int]:
+    """(problems, the runs' code versions, runs whose summary names no partition digest) of the archive's
+    runs of the config's seeds, each checked against the run the config expects in its folder; the config's
+    runs the archive lacks are a problem too."""
     expected = expected_configs(config, str(runs_root))
     problems: list[str] = []
     found = set()
     code_versions: list[str] = []
-    undigested = 0  # runs whose summary names no partition digest (counted as their files are read)
-    seeds = set(wc.run_seeds(config))
-    skipped = {key for key in runs if key[2] not in seeds}
+    undigested = 0
     for (dataset, cell, seed), files in sorted(runs.items()):
         folder = run_id.folder(runs_root, dataset, cell, seed)
-        if (dataset, cell, seed) in skipped:
-            continue
         if folder not in expected:
             problems.append(f"{run_id.RunId(dataset, cell, seed).name} ({dataset}): not a run of this workflow config")
             continue
@@ -227,86 +227,20 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
             problems.append(link)
         elif not replace and Path(folder).exists():
             problems.append(f"{folder}: exists already (pass replace to overwrite)")
-    if about is not None:
-        problems += about_problems(about, sorted(runs), code_versions)
-    problems += _missing(set(expected) - found, len(expected))
+    return problems + _missing(set(expected) - found, len(expected)), code_versions, undigested
+
+
+def _verify_ledgers(runs: Mapping[tuple[str, str, int], Mapping[str, bytes]], runs_root: Path,
+                    secret: bytes | None) -> tuple[int, list[str]]:
+    """(runs whose ledgers were verified, problems found) over the runs that carry ledgers."""
+    problems: list[str] = []
     verified = 0
-    if not problems:  # the ledgers, once every run's files are known to be sound
-        for (dataset, cell, seed), files in sorted(runs.items()):
-            if (dataset, cell, seed) in skipped or not any(LEDGER.fullmatch(n) for n in files):
-                continue
-            folder = run_id.folder(runs_root, dataset, cell, seed)
-            problems += [f"{folder}: {p}" for p in ledger_problems(files, secret)]
-            verified += 1
-    if problems:
-        shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
-        raise ArchiveError(f"{archive}: nothing imported:\n  " + "\n  ".join(shown))
-    result = Imported(about=about, skipped=len(skipped), verified=verified,
-                      unverified=len(runs) - len(skipped) - verified, undigested=undigested)
-    wanted = {key: files for key, files in sorted(runs.items()) if key not in skipped}
-    stage = _write_staged({Path(run_id.folder(runs_root, *key)): files for key, files in wanted.items()},
-                          Path(runs_root), stage_name(archive, runs_root), result)
-    return _finish(stage, config, runs_root, keep_journal)
-
-
-def stage_name(archive: Path, runs_root: Path) -> Path:
-    """The staging folder of an import of ``archive`` into ``runs_root``: named for the archive's content, so
-    that the same import, run again after a kill, finds the work it left (:func:`resume`)."""
-    return Path(runs_root).parent / f".{Path(runs_root).name}.import-{sha256_file(archive)[:16]}"
-
-
-JOURNAL = "JOURNAL.json"  # written once every run is staged: the import's targets, in the order they move
-
-
-def resume(archive: Path, config: Mapping[str, Any], runs_root: Path, keep_journal: bool = False) -> Imported | None:
-    """An import of ``archive`` cut short (killed while it moved its runs in, or before its record) finished:
-    every run still staged moved into place, the group marks written, the staging folder removed
-    (``keep_journal``: left for the caller, who removes it with :func:`done` once its record is written); None
-    where no import of it was cut short. A staging folder without its journal (killed while staging: nothing
-    was moved) is removed and None returned, so the import starts again."""
-    stage = stage_name(archive, runs_root)
-    if not stage.exists():
-        return None
-    if not (stage / JOURNAL).is_file():
-        owned.remove(stage, None)
-        return None
-    journal = json.loads((stage / JOURNAL).read_text())
-    expected = set(expected_configs(config, str(runs_root)))
-    targets = [Path(t) for t in journal["targets"]]
-    if not {str(t) for t in targets} <= expected:
-        raise ArchiveError(f"{archive}: an import of it under another config was cut short ({stage}); rerun that "
-                           "import to finish it, or remove the folder")
-    for i, target in enumerate(targets):
-        staged = stage / str(i)
-        if staged.exists():  # not yet moved: move it now (an existing one set aside, as --replace does)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.exists() and not (stage / f"old-{i}").exists():
-                target.rename(stage / f"old-{i}")
-            staged.rename(target)
-    return _finish(stage, config, runs_root, keep_journal)
-
-
-def _finish(stage: Path, config: Mapping[str, Any], runs_root: Path, keep_journal: bool) -> Imported:
-    """Once every run is in place: the group marks, the result as the journal records it, the stage removed
-    unless the caller keeps it for its record."""
-    journal = json.loads((stage / JOURNAL).read_text())
-    result = Imported(**journal["result"])
-    keys = [run_id.from_path(Path(t) / "summary.json") for t in journal["targets"]]
-    wanted = {(k.dataset, k.cell, k.seed): None for k in keys}
-    result.marks = len(run_source.mark_imported_groups(config, runs_root, wanted))
-    result.runs = {}
-    for dataset, _, _ in wanted:
-        result.runs[dataset] = result.runs.get(dataset, 0) + 1
-    result.stage = stage
-    if not keep_journal:
-        done(result)
-    return result
-
-
-def done(imported: Imported) -> None:
-    """The import's staging folder and journal removed: called once the import's record is written."""
-    if imported.stage is not None and imported.stage.exists():
-        owned.remove(imported.stage, None)
+    for key, files in sorted(runs.items()):
+        if not any(LEDGER.fullmatch(n) for n in files):
+            continue
+        problems += [f"{run_id.folder(runs_root, *key)}: {p}" for p in ledger_problems(files, secret)]
+        verified += 1
+    return verified, problems
 
 
 def _missing(missing: set[str], expected: int) -> list[str]:
@@ -337,43 +271,6 @@ def link_problem(target: Path, runs_root: Path) -> str | None:
             on_way.append(path)
         path = path.parent
     return f"{on_way[0]}: a symbolic link (an import writes plain folders only)" if on_way else None
-
-
-def _write_staged(folders: Mapping[Path, Mapping[str, bytes]], runs_root: Path, stage: Path,
-                  result: Imported) -> Path:
-    """Write every run folder beside its place first (``stage``, next to ``runs_root``), then the journal
-    (the targets in order and the result), then rename each into place, an existing one (``replace``) set
-    aside in the stage. A failure raised here puts back those already moved and removes the stage; a kill
-    leaves the stage and its journal, and the same import run again finishes it (:func:`resume`): no run
-    folder is ever half-written and none is lost. Returns the stage."""
-    runs_root.parent.mkdir(parents=True, exist_ok=True)
-    if stage.exists():
-        owned.remove(stage, None)
-    stage.mkdir()
-    moved: list[tuple[Path, Path, Path | None]] = []
-    try:
-        for i, files in enumerate(folders.values()):
-            for name, data in files.items():
-                atomic.write_bytes(stage / str(i) / name, data)  # flushed to disk before the renames
-        record = {"targets": [str(t) for t in folders],
-                  "result": {k: v for k, v in dataclasses.asdict(result).items() if k in JOURNALED}}
-        atomic.write_json(stage / JOURNAL, record)  # from here on, a kill is finished by the next call
-        for i, target in enumerate(folders):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            old = None
-            if target.exists():
-                old = stage / f"old-{i}"
-                target.rename(old)
-            (stage / str(i)).rename(target)
-            moved.append((target, stage / str(i), old))
-    except Exception:
-        for target, staged, old in reversed(moved):
-            target.rename(staged)
-            if old is not None:
-                old.rename(target)
-        owned.remove(stage, None)
-        raise
-    return stage
 
 
 def earlier_imports(path: Path) -> list[dict]:

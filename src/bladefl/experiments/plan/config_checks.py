@@ -224,12 +224,8 @@ def _detection_errors(config: Mapping[str, Any]) -> list[str]:
     return errors
 
 
-def check(config: Mapping[str, Any]) -> None:
-    """Raise :class:`ConfigError` naming the field and the allowed values, or return None."""
-    errors = []
-    for name in config.get("datasets", []):
-        if name not in SPECS:
-            errors.append(f"datasets: each entry must be one of {sorted(SPECS)} (got {name!r})")
+def _check_engines(config: Mapping[str, Any]) -> None:
+    """The config's engine (each dataset's, for a per-dataset engine) read and checked, or ConfigError."""
     try:
         if per_dataset(str(config.get("engine", "paper"))):
             for name in [d for d in config.get("datasets", []) if d in SPECS]:
@@ -238,6 +234,29 @@ def check(config: Mapping[str, Any]) -> None:
             engine(config)
     except (ConfigError, RunConfigError) as exc:
         raise ConfigError(f"invalid config: {exc}") from None
+
+
+def _reading_errors(config: Mapping[str, Any], grid_cells: Sequence[Any]) -> list[str]:
+    """The readings' errors, and each reading's partition at every N of the grid."""
+    engines = [e for e in available_engines() if not per_dataset(e)]  # a reading's engine is one file for every dataset
+    errors = reading_errors(config, engines)
+    for reading in readings(config):
+        if reading.engine in engines:
+            for N in sorted({c.N for c in grid_cells}):
+                try:
+                    partition_spec(reading_config(config, reading), N)
+                except (ConfigError, TypeError) as exc:
+                    errors.append(f"readings.{reading.name}: {exc}")
+    return errors
+
+
+def check(config: Mapping[str, Any]) -> None:
+    """Raise :class:`ConfigError` naming the field and the allowed values, or return None."""
+    errors = []
+    for name in config.get("datasets", []):
+        if name not in SPECS:
+            errors.append(f"datasets: each entry must be one of {sorted(SPECS)} (got {name!r})")
+    _check_engines(config)
     try:
         grid_cells, errors = cells(config), errors + plan_grid.lazy_count_errors(members(config))
     except ConfigError as exc:
@@ -265,15 +284,7 @@ def check(config: Mapping[str, Any]) -> None:
             errors.append(f"bound_sweep: must name one of the sweeps {names} when measure_constants is true "
                           f"(got {bound!r})")
     errors.extend(_detection_errors(config))
-    engines = [e for e in available_engines() if not per_dataset(e)]  # a reading's engine is one file for every dataset
-    errors.extend(reading_errors(config, engines))
-    for reading in readings(config):
-        if reading.engine in engines:
-            for N in sorted({c.N for c in grid_cells}):
-                try:
-                    partition_spec(reading_config(config, reading), N)
-                except (ConfigError, TypeError) as exc:
-                    errors.append(f"readings.{reading.name}: {exc}")
+    errors.extend(_reading_errors(config, grid_cells))
     bad_base = {}  # a default out of range: said once for `base`, not once per cell that keeps it
     for r in RANGES:
         value = config.get("base", {}).get(r.cell)

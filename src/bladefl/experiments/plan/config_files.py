@@ -10,7 +10,32 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bladefl.experiments.plan.workflow_config import DEFAULT_CONFIG, ConfigError, renamed_keys
+from bladefl.experiments.plan.workflow_config import DEFAULT_CONFIG, ConfigError
+
+
+def renamed_keys(config: Mapping[str, Any]) -> tuple[dict, list[str]]:
+    """A config written before ``profile`` became ``engine`` (top level, each reading's key and the
+    ``profile`` axis), under the new names, with a line per renaming for the user. Snakemake's
+    ``--profile`` (``profiles/``) is another thing; the engine's settings are ``config/engines/``."""
+    out, notes = dict(config), []
+    if "profile" in out:
+        value = out.pop("profile")
+        out["engine"] = value
+        notes.append(f"config key 'profile' is now 'engine' (config/engines/): read as engine: {value}")
+    if isinstance(out.get("readings"), Mapping):
+        readings_ = {}
+        for name, spec in out["readings"].items():
+            if isinstance(spec, Mapping) and ("profile" in spec or spec.get("axis") == "profile"):
+                spec = dict(spec)
+                if "profile" in spec:
+                    spec["engine"] = spec.pop("profile")
+                if spec.get("axis") == "profile":
+                    spec["axis"] = "engine"
+                notes.append(f"readings.{name}: 'profile' is now 'engine' (key and axis)")
+            readings_[name] = spec
+        out["readings"] = readings_
+    return out, notes
+
 
 
 def merged(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict:

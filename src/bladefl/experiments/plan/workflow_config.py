@@ -99,30 +99,6 @@ def model_size(config: Mapping[str, Any], dataset: str | None = None) -> int:
     return parameters_on(name, engine(config, name).model.hidden)
 
 
-def renamed_keys(config: Mapping[str, Any]) -> tuple[dict, list[str]]:
-    """A config written before ``profile`` became ``engine`` (top level, each reading's key and the
-    ``profile`` axis), under the new names, with a line per renaming for the user. Snakemake's
-    ``--profile`` (``profiles/``) is another thing; the engine's settings are ``config/engines/``."""
-    out, notes = dict(config), []
-    if "profile" in out:
-        value = out.pop("profile")
-        out["engine"] = value
-        notes.append(f"config key 'profile' is now 'engine' (config/engines/): read as engine: {value}")
-    if isinstance(out.get("readings"), Mapping):
-        readings_ = {}
-        for name, spec in out["readings"].items():
-            if isinstance(spec, Mapping) and ("profile" in spec or spec.get("axis") == "profile"):
-                spec = dict(spec)
-                if "profile" in spec:
-                    spec["engine"] = spec.pop("profile")
-                if spec.get("axis") == "profile":
-                    spec["axis"] = "engine"
-                notes.append(f"readings.{name}: 'profile' is now 'engine' (key and axis)")
-            readings_[name] = spec
-        out["readings"] = readings_
-    return out, notes
-
-
 RUN_SEEDS_FORMS = "a list of the config's seeds, or text 'i-j' (seeds i to j) or 'a,b,c' (from --config)"
 
 

@@ -121,19 +121,15 @@ def _scores(c: Curves, k_star: np.ndarray, best: np.ndarray) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
-def distances(summary: pd.DataFrame, comparison: pd.DataFrame, dataset: str,
-              targets: Mapping[str, float] | None = None, resamples: int = RESAMPLES, level: float = LEVEL,
-              seed: int = 0) -> pd.DataFrame:
-    """The distance table (:data:`COLUMNS`): per row, per table and over the dataset's rows, for K* and the
-    best accuracy, the paper's value and ours with its interval (rows), the mean absolute distance, the signed mean, the
-    bootstrap interval of the absolute distance, the target (``targets``: K_star rounds, accuracy points;
-    none: NaN) and whether the interval's upper end is within it."""
+def _bootstrap(c: Curves, point: np.ndarray, resamples: int, level: float,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile bootstrap interval (low, high) of every score of :func:`_scores`, resampling the
+    units (NaN with fewer than two units)."""
     from scipy import stats
 
-    c = curves(summary, comparison)
-    if not len(c.rows):
-        return pd.DataFrame(columns=COLUMNS)
     n_units = len(c.units)
+    if n_units < 2:
+        return np.full_like(point, np.nan), np.full_like(point, np.nan)
 
     def statistic(idx: np.ndarray, axis: int = -1) -> np.ndarray:
         idx = np.atleast_2d(np.asarray(idx, dtype=int))
@@ -141,16 +137,27 @@ def distances(summary: pd.DataFrame, comparison: pd.DataFrame, dataset: str,
         np.add.at(weights, (np.repeat(np.arange(idx.shape[0]), idx.shape[1]), idx.ravel()), 1.0)
         return _scores(c, *c.estimate(weights)).T
 
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a row whose every resample agrees is degenerate, not an error
+        found = stats.bootstrap((np.arange(n_units),), statistic, vectorized=True, method="percentile",
+                                n_resamples=resamples, confidence_level=level, random_state=rng)
+    return found.confidence_interval.low, found.confidence_interval.high
+
+
+def distances(summary: pd.DataFrame, comparison: pd.DataFrame, dataset: str,
+              targets: Mapping[str, float] | None = None, resamples: int = RESAMPLES, level: float = LEVEL,
+              seed: int = 0) -> pd.DataFrame:
+    """The distance table (:data:`COLUMNS`): per row, per table and over the dataset's rows, for K* and the
+    best accuracy, the paper's value and ours with its interval (rows), the mean absolute distance, the signed mean, the
+    bootstrap interval of the absolute distance, the target (``targets``: K_star rounds, accuracy points;
+    none: NaN) and whether the interval's upper end is within it."""
+    c = curves(summary, comparison)
+    if not len(c.rows):
+        return pd.DataFrame(columns=COLUMNS)
+    n_units = len(c.units)
     point_k, point_acc = c.estimate(np.ones((1, n_units)))
     point = _scores(c, point_k, point_acc)[0]
-    low = high = np.full_like(point, np.nan)
-    if n_units >= 2:
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a row whose every resample agrees is degenerate, not an error
-            found = stats.bootstrap((np.arange(n_units),), statistic, vectorized=True, method="percentile",
-                                    n_resamples=resamples, confidence_level=level,
-                                    random_state=numpy_rng(seed, "paper-distance", dataset))
-        low, high = found.confidence_interval.low, found.confidence_interval.high
+    low, high = _bootstrap(c, point, resamples, level, numpy_rng(seed, "paper-distance", dataset))
     targets = targets or {}
     out = []
     n_rows = len(c.rows)
