@@ -861,3 +861,34 @@ def test_the_calibrated_engine_is_read_per_dataset(tmp_path):
     # each dataset's partition is its own engine's (MNIST 4 classes per client, Fashion-MNIST 4 shards)
     assert {wc.partition_spec(config, 20, None, d).scheme for d in config["datasets"]} == {"classes", "shards"}
     assert wc.engine_path({"engine": "paper"}, "mnist").name == "paper.yaml"
+
+
+def test_a_file_that_is_not_a_journal_is_refused_naming_its_line_and_never_truncated(tmp_path):
+    """``--storage`` given a config file, a journal with a foreign record, or one cut in its middle: each is
+    refused before anything reads or writes it, by one line naming the file and the line; the file is left
+    as it was (a config file was taken for a torn journal, truncated to 0 bytes and a study started in it)."""
+    storage = tmp_path / "whole.journal"
+    st = search.open_study(storage, "s", 0)
+    dist = {"x": optuna.distributions.CategoricalDistribution([1, 2, 3])}
+    for x in (1, 2):
+        st.add_trial(optuna.trial.create_trial(params={"x": x}, distributions=dist, values=[x, 1.0]))
+    lines = storage.read_bytes().splitlines(keepends=True)
+    foreign = lines[1].replace(b'"study_id":0', b'"study_id":7')
+    cases = {"config": (b"datasets: [mnist]\nt_sum: 100\n", 1),
+             "one-line-config": (b"engine: paper", 1),
+             "foreign": (b"".join([lines[0], foreign, *lines[2:]]), 2),
+             "cut-middle": (b"".join([lines[0], lines[1][:20] + b"\n", *lines[2:]]), 2),
+             "first-not-a-study": (b"".join(lines[1:]), 1)}
+    for name, (data, line) in cases.items():
+        path = tmp_path / f"{name}.journal"
+        path.write_bytes(data)
+        for call, args in ((search.open_study, (path, "s", 0)), (search.read_study, (path, "s"))):
+            with pytest.raises(ValueError) as raised:
+                call(*args)
+            said = str(raised.value)
+            assert f"{path}, line {line}:" in said and "\n" not in said, (name, said)
+            assert path.read_bytes() == data, name  # nothing truncated, nothing set aside
+        assert not list(tmp_path.glob(f"{name}.journal.torn-*")), name
+    cut_first = tmp_path / "cut-first.journal"  # a first write cut short is a torn journal, set aside
+    cut_first.write_bytes(lines[0][:15])
+    assert search.set_aside_torn_tail(cut_first) is not None and cut_first.read_bytes() == b""

@@ -520,9 +520,9 @@ def test_the_suite_fails_when_a_guard_is_removed(world, tmp_path, monkeypatch, m
 
 
 def test_the_guards_findings_and_the_owned_guard_fail_their_own_cases_when_removed(tmp_path, monkeypatch):
-    """Two guards outside the command table, each knocked out against its own case: the Markdown escaping of a
-    bundle's text (a claim's script reaches the page) and the owned guard (a folder reached through a link
-    is removed)."""
+    """Three guards outside the command table, each knocked out against its own case: the Markdown escaping of
+    a bundle's text (a claim's script reaches the page), the owned guard (a folder reached through a link
+    is removed) and the journal check (a config file given as a journal is truncated)."""
     import importlib
 
     from bladefl.core import owned
@@ -538,6 +538,16 @@ def test_the_guards_findings_and_the_owned_guard_fail_their_own_cases_when_remov
     (tmp_path / "o").mkdir()
     with pytest.raises((AssertionError, pytest.fail.Exception)):
         owned_tests.test_a_marked_folder_reached_through_a_linked_parent_is_not_removed(tmp_path / "o", monkeypatch)
+    monkeypatch.undo()
+    from bladefl.experiments.calibration import journal, search
+
+    journal_case = importlib.import_module("test_calibration").\
+        test_a_file_that_is_not_a_journal_is_refused_naming_its_line_and_never_truncated
+    for module in (journal, search):
+        monkeypatch.setattr(module, "check_records", _no_op)
+    (tmp_path / "j").mkdir()
+    with pytest.raises((AssertionError, pytest.fail.Exception)):
+        journal_case(tmp_path / "j")
 
 
 def feed(world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, arg: str) -> None:

@@ -34,7 +34,7 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 from optuna.trial import FrozenTrial, TrialState
 
-from bladefl.experiments.calibration.journal import set_aside_torn_tail
+from bladefl.experiments.calibration.journal import check_records, set_aside_torn_tail
 from bladefl.experiments.calibration.space import Point, Space, named_values
 from bladefl.experiments.calibration.stopping import StopRule, stop_reason
 
@@ -77,8 +77,9 @@ MAX_TRIALS = 10_000
 
 def read_study(storage: str | Path, name: str) -> list[FrozenTrial]:
     """The trials of the study ``name`` in the journal ``storage``, read as hostile and never written:
-    a regular file of at most :data:`MAX_JOURNAL_BYTES` that holds that study, with at most
-    :data:`MAX_TRIALS` trials; ValueError naming the file otherwise (a missing journal is not made)."""
+    a regular file of at most :data:`MAX_JOURNAL_BYTES`, a journal (:func:`check_records`) that holds that
+    study, with at most :data:`MAX_TRIALS` trials; ValueError naming the file otherwise (a missing journal is
+    not made)."""
     import json
     import stat
 
@@ -92,6 +93,7 @@ def read_study(storage: str | Path, name: str) -> list[FrozenTrial]:
         raise ValueError(f"--storage {path}: not a regular file")
     if info.st_size > MAX_JOURNAL_BYTES:
         raise ValueError(f"--storage {path}: {info.st_size} bytes, over the {MAX_JOURNAL_BYTES} a journal may hold")
+    check_records(path)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         backend = JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path)))
@@ -103,8 +105,8 @@ def read_study(storage: str | Path, name: str) -> list[FrozenTrial]:
         trials = optuna.load_study(study_name=name, storage=JournalStorage(backend)).get_trials(deepcopy=False)
     except ValueError:
         raise
-    except (KeyError, TypeError, AttributeError, IndexError, json.JSONDecodeError, UnicodeDecodeError,
-            RuntimeError, optuna.exceptions.OptunaError) as exc:
+    except (KeyError, TypeError, AttributeError, IndexError, AssertionError, json.JSONDecodeError,
+            UnicodeDecodeError, RuntimeError, optuna.exceptions.OptunaError) as exc:
         raise ValueError(f"--storage {path}: not an Optuna journal ({exc.__class__.__name__}: {str(exc)[:200]})"
                          ) from None
     if len(trials) > MAX_TRIALS:
