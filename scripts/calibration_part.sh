@@ -44,37 +44,109 @@ fi
 
 if [ "$1" = restore ]; then
   [ -f "$out/ABOUT.json" ] || { echo "$out: nothing packed to restore" >&2; exit 2; }
-  for dir in "$out"/*/; do
-    dataset=$(basename "$dir")
-    case "$dataset" in *[!a-z0-9_]*) echo "$dir: not a dataset's folder" >&2; exit 2 ;; esac
-    [ -e "$cal/$dataset/study.journal" ] && { echo "$cal/$dataset/study.journal exists: not replaced" >&2; exit 2; }
-    mkdir -p "$cal/$dataset"
-    # Members trials/<key>/.../seed~<s>/{rounds.csv,summary.json,detections.csv} only, regular files, none
-    # existing: anything else refuses the whole restore of the dataset before a file is written.
-    python3 - "$cal/$dataset" "$dir"trials-*.tar.xz <<'EOF'
-import re, sys, tarfile
+  # All or nothing, resumable: every dataset's journal and archives checked (regular files, not links; members
+  # trials/<key>/.../seed~<s>/{rounds.csv,summary.json,detections.csv} only, bounded in size, none in place)
+  # before a file is written; then staged in $cal/.restore and, once all is staged (its list written last),
+  # moved in. A restore killed while moving is finished by the next (saying so); one killed while staging
+  # starts again.
+  python3 - "$cal" "$out" <<'EOF'
+import json, os, re, shutil, stat, sys, tarfile
 from pathlib import Path
-target, archives = Path(sys.argv[1]), sys.argv[2:]
-name = re.compile(r"trials/[A-Za-z0-9._~=+,-]+(/[A-Za-z0-9._~=+,-]+)*/seed~\d+/(rounds\.csv|summary\.json|detections\.csv)")
-members = []
-for archive in archives:
-    with tarfile.open(archive, "r:xz") as tar:
-        for m in tar.getmembers():
-            if m.isdir():
-                continue
-            if not m.isfile() or not name.fullmatch(m.name) or ".." in m.name.split("/") or (target / m.name).exists():
-                sys.exit(f"{archive}: {m.name!r}: not a trial run's table, or one already in place; nothing restored")
-            members.append(m.name)
-if len(members) != len(set(members)):
-    sys.exit(f"{target}: a table packed twice; nothing restored")
-for archive in archives:
-    with tarfile.open(archive, "r:xz") as tar:
-        tar.extractall(target, filter="data")
-print(f"{target}: {len(members)} trial run tables restored")
+
+cal, out = Path(sys.argv[1]), Path(sys.argv[2])
+stage, listed = cal / ".restore", cal / ".restore" / "LIST.json"
+MEMBER = re.compile(r"trials/[A-Za-z0-9._~=+,-]+(/[A-Za-z0-9._~=+,-]+)*/seed~\d+/(rounds\.csv|summary\.json|detections\.csv)")
+FOLDER = re.compile(r"trials(/[A-Za-z0-9._~=+,-]+)*")
+MAX_MEMBER, MAX_TOTAL = 16 << 20, 512 << 20  # the 2-core study's tables: about 26 MB in 2,014 files
+
+
+def refuse(text, why="; nothing restored"):
+    print(f"{text}{why}", file=sys.stderr)
+    sys.exit(2)
+
+
+def regular(path):
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        refuse(f"{path}: cannot read it ({exc.strerror})")
+    if not stat.S_ISREG(info.st_mode):
+        refuse(f"{path}: not a regular file (a link, a FIFO or a folder)")
+    return info.st_size
+
+
+def checked():
+    """{target file: (archive, member) or journal path} of every dataset, or refuse."""
+    plan, total = {}, 0
+    for folder in sorted(p for p in out.iterdir() if not p.name.startswith(".") and p.name != "ABOUT.json"):
+        if folder.is_symlink() or not folder.is_dir() or not re.fullmatch(r"[a-z0-9_]+", folder.name):
+            refuse(f"{folder}: not a dataset's folder")
+        target = cal / folder.name
+        if os.path.lexists(target / "study.journal"):
+            refuse(f"{target / 'study.journal'} exists: not replaced", "")
+        total += regular(folder / "study.journal")
+        for archive in sorted(folder.glob("trials-*.tar.xz")):
+            regular(archive)
+            with tarfile.open(archive, "r:xz") as tar:
+                for m in tar.getmembers():
+                    if m.isdir() and FOLDER.fullmatch(m.name.rstrip("/")) and ".." not in m.name.split("/"):
+                        continue
+                    to = target / m.name
+                    if (not m.isfile() or not MEMBER.fullmatch(m.name) or ".." in m.name.split("/")
+                            or os.path.lexists(to) or m.size > MAX_MEMBER):
+                        refuse(f"{archive}: {m.name!r}: not a trial run's table (at most {MAX_MEMBER} bytes), or "
+                               "one already in place")
+                    if str(to) in plan:
+                        refuse(f"{to}: a table packed twice")
+                    total += m.size
+                    if total > MAX_TOTAL:
+                        refuse(f"{out}: the tables hold over {MAX_TOTAL} bytes")
+                    plan[str(to)] = [str(archive), m.name]
+        plan[str(target / "study.journal")] = str(folder / "study.journal")  # after its tables
+    return plan
+
+
+def write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+for part in (cal, *cal.parents):  # the results folder reached through no link a restore would write through
+    if part.is_symlink():
+        refuse(f"{part}: a link")
+if os.path.lexists(stage) and (stage.is_symlink() or not stage.is_dir()):
+    refuse(f"{stage}: not a restore's own staging folder")
+resumed = listed.is_file()
+if not resumed:
+    shutil.rmtree(stage, ignore_errors=True)  # a restore killed while staging: staged again from the start
+    plan = checked()
+    stage.mkdir(parents=True)
+    for to, source in plan.items():
+        staged = stage / Path(to).relative_to(cal)  # the stage laid out as the target
+        if isinstance(source, list):
+            with tarfile.open(source[0], "r:xz") as tar:
+                write(staged, tar.extractfile(source[1]).read())
+        else:
+            write(staged, Path(source).read_bytes())
+    names = sorted((str(Path(t).relative_to(cal)) for t in plan), key=lambda t: t.endswith("/study.journal"))
+    write(stage / "LIST.part", json.dumps(names).encode())
+    os.replace(stage / "LIST.part", listed)  # staged whole: from here a rerun finishes the move
+targets = json.loads(regular(listed) and listed.read_text())
+if not isinstance(targets, list) or not all(isinstance(t, str) and (
+        re.fullmatch(r"[a-z0-9_]+/study\.journal", t) or re.fullmatch(r"[a-z0-9_]+/" + MEMBER.pattern, t))
+        and ".." not in t.split("/") for t in targets):
+    refuse(f"{listed}: not a restore's list")
+for name in targets:  # each dataset's journal last: a study resumes only once all its tables are in
+    if (stage / name).is_file():
+        (cal / name).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / name, cal / name)
+shutil.rmtree(stage)
+journals = sum(t.endswith("/study.journal") for t in targets)
+print(f"{cal}: {'a restore cut short, finished: ' if resumed else ''}{len(targets) - journals} trial run tables "
+      f"restored, {journals} journals")
 EOF
-    cp "$dir/study.journal" "$cal/$dataset/study.journal.restoring"
-    mv "$cal/$dataset/study.journal.restoring" "$cal/$dataset/study.journal"
-  done
   exit 0
 fi
 

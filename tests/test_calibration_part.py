@@ -6,6 +6,7 @@ back the journal and every table; other code, a dirty tree or a hostile archive 
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import tarfile
@@ -103,7 +104,7 @@ def test_other_code_a_dirty_tree_or_a_hostile_archive_is_refused(repo):
     hostile = script(repo, "restore")
     assert hostile.returncode != 0 and "nothing restored" in hostile.stderr
     assert not (folder / CAL / "trials").exists() and not (folder.parent / "outside").exists()
-    assert os.listdir(folder / CAL) == []
+    assert not (folder / CAL).exists() or os.listdir(folder / CAL) == []
 
 
 def test_the_kept_progress_is_one_clean_commits_and_each_packed_run_once():
@@ -125,3 +126,119 @@ def test_the_kept_progress_is_one_clean_commits_and_each_packed_run_once():
         assert all(m.startswith("trials/") and m.rsplit("/", 1)[1] in ("rounds.csv", "summary.json", "detections.csv")
                    for archive in dataset.glob("trials-*.tar.xz") for m in members(archive)), dataset.name
         assert (dataset / "study.journal").is_file()
+
+
+def _packed_two(repo) -> Path:
+    """Two datasets packed (mnist with two runs, fashion_mnist with one), the results folder gone: a
+    fresh machine about to restore."""
+    folder, _ = repo
+    finished(folder, "k1")
+    finished(folder, "k2")
+    fashion = folder / "results/cal/calibration/fashion_mnist"
+    fashion.mkdir()
+    (fashion / "study.journal").write_text('{"op_code": 0}\n')
+    run = fashion / "trials/k9/fashion_mnist/alpha~1_beta~6/seed~0"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text("{}")
+    assert script(repo, "pack").returncode == 0
+    subprocess.run(["rm", "-rf", "results"], cwd=folder, check=True)
+    return folder
+
+
+def _add(archive: Path, name: str, data: bytes = b"x", kind: bytes = tarfile.REGTYPE, size: int | None = None):
+    with tarfile.open(archive, "w:xz") as tar:
+        info = tarfile.TarInfo(name)
+        info.type, info.size = kind, len(data) if size is None else size
+        tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+
+
+def test_a_hostile_restore_is_refused_whole_before_a_file_is_written_and_a_fixed_one_then_restores(repo):
+    """A directory member outside the target, a second dataset's bad archive, a FIFO for an archive, a member
+    expanding past the bound, a linked journal, a linked staging folder: each refuses the whole restore (exit
+    2, one line, no hang) before a file is written, for every dataset; once the archive is put right the
+    same restore succeeds (a refusal never leaves a restore refused for good)."""
+    from conftest import HANG_S
+
+    folder = _packed_two(repo)
+    kept = folder / "kept"
+    good = {p: p.read_bytes() for p in kept.rglob("*") if p.is_file()}
+    zeros = 17 << 20
+    cases = {
+        "dir-outside": lambda: _add(kept / "fashion_mnist/trials-002.tar.xz", "trials/../../../outside",
+                                    kind=tarfile.DIRTYPE),
+        "second-dataset": lambda: _add(kept / "mnist/trials-002.tar.xz", "trials/k3/../../../x/seed~0/summary.json"),
+        "fifo": lambda: os.mkfifo(kept / "mnist/trials-002.tar.xz"),
+        "bomb": lambda: _add(kept / "mnist/trials-002.tar.xz", "trials/k3/m/seed~0/rounds.csv", bytes(zeros)),
+        "linked-journal": lambda: (kept / "mnist/study.journal").unlink()
+        or (kept / "mnist/study.journal").symlink_to(folder / "config/config.yaml"),
+        "linked-stage": lambda: (folder / "results/cal/calibration").mkdir(parents=True)
+        or (folder / "results/cal/calibration/.restore").symlink_to(folder / "config"),
+    }
+    for name, spoil in cases.items():
+        spoil()
+        try:
+            said = subprocess.run(["bash", str(SCRIPT), "restore"], cwd=folder, env=repo[1], capture_output=True,
+                                  text=True, timeout=HANG_S)
+        finally:
+            for path in [kept / "mnist/trials-002.tar.xz", kept / "fashion_mnist/trials-002.tar.xz"]:
+                if path not in good and os.path.lexists(path):
+                    path.unlink()
+            for path, data in good.items():
+                if path.is_symlink() or not path.is_file() or stat_is_fifo(path):
+                    path.unlink()
+                if not path.exists():
+                    path.write_bytes(data)
+        assert said.returncode == 2 and "nothing restored" in said.stderr, (name, said.stderr)
+        assert len(said.stderr.strip().splitlines()) == 1, (name, said.stderr)
+        tables = [p for p in (folder / "results").rglob("*") if p.is_file()] if (folder / "results").exists() else []
+        assert tables == [], (name, tables)
+        assert not (folder.parent / "outside").exists() and list((folder / "config").iterdir()) != []
+        subprocess.run(["rm", "-rf", "results"], cwd=folder, check=True)
+    restored = script(repo, "restore")
+    assert restored.returncode == 0 and "5 trial run tables restored, 2 journals" in restored.stdout, restored.stderr
+
+
+def stat_is_fifo(path: Path) -> bool:
+    import stat
+
+    return stat.S_ISFIFO(os.lstat(path).st_mode)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_restore_killed_at_any_point_is_finished_by_the_next_with_nothing_lost_or_stale(repo, seed):
+    """SIGKILL at a random moment (several seeds), then the same restore again: every table and journal in
+    place with its packed bytes, no staging folder left; a kill after staging is finished, not started again
+    (the rerun says so), and one while staging starts again."""
+    import random
+    import signal
+    import time
+
+    folder = _packed_two(repo)
+    rng = random.Random(seed)
+    for _ in range(3):
+        process = subprocess.Popen(["bash", str(SCRIPT), "restore"], cwd=folder, env=repo[1],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        time.sleep(rng.uniform(0.0, 0.6))
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        again = script(repo, "restore")
+        assert again.returncode in (0, 2), again.stderr
+        if again.returncode == 2:  # the kill came after the first restore finished: its journal is in place
+            assert "exists: not replaced" in again.stderr
+        cal = folder / "results/cal/calibration"
+        assert not (cal / ".restore").exists()
+        assert sorted(p.relative_to(cal).as_posix() for p in cal.rglob("*") if p.is_file()) == [
+            "fashion_mnist/study.journal", "fashion_mnist/trials/k9/fashion_mnist/alpha~1_beta~6/seed~0/summary.json",
+            "mnist/study.journal", *[f"mnist/trials/{k}/mnist/alpha~1_beta~6/seed~0/{f}" for k in ("k1", "k2")
+                                     for f in ("rounds.csv", "summary.json")]]
+        subprocess.run(["rm", "-rf", "results"], cwd=folder, check=True)
+    staged = folder / "results/cal/calibration/.restore"  # a kill after staging, part moved: finished, said so
+    script(repo, "restore")
+    journal = folder / CAL / "study.journal"
+    staged.mkdir()
+    (staged / "mnist").mkdir()
+    os.replace(journal, staged / "mnist/study.journal")
+    (staged / "LIST.json").write_text(json.dumps(["mnist/study.journal"]))
+    finished_cut = script(repo, "restore")
+    assert finished_cut.returncode == 0 and "a restore cut short, finished" in finished_cut.stdout
+    assert journal.read_text() == '{"op_code": 0}\n' and not staged.exists()
