@@ -95,7 +95,9 @@ UNGUARDED = {
     "src/bladefl/cli/report.py": ["executed.unlink(missing_ok=True)"] * 2,  # the notebook this call wrote
     "src/bladefl/experiments/runs/run_source.py": ["os.rmdir(path)"],  # empty folders only
     "scripts/grid_part.sh": ["trap 'rm -rf \"$stage\"' EXIT", 'rm -rf "$stage"'],  # its own mktemp stage
-    "scripts/calibration_part.sh": ["trap 'rm -rf \"$stage\"' EXIT", 'rm -rf "$stage"'],  # its own mktemp stage
+    "scripts/calibration_part.sh": ["trap 'rm -rf \"$stage\"' EXIT", 'rm -rf "$stage"',  # its own mktemp stage
+                                    # a restore's own staging folder $cal/.restore (a link or file there refused)
+                                    "shutil.rmtree(stage, ignore_errors=True)", "shutil.rmtree(stage)"],
     "scripts/gpu/run.sh": ['&& rm "$out/grid-tables.tar.xz"',  # the archive it just split into parts
                            'then rm -rf "$grid_dir"; fi'],  # only $out/grid, which it made
     "scripts/gpu/prepare.sh": ['rm -rf "$out/wheels" "$out/site" "$out/site.tar.xz"',  # its own scratch

@@ -17,13 +17,14 @@ from typing import BinaryIO
 from optuna.storages.journal import JournalFileOpenLock
 
 from bladefl.core import atomic
+from bladefl.core.errors import BladeflError
 
 CREATE_STUDY, CREATE_TRIAL, LAST_OP = 0, 4, 10  # Optuna's JournalOperation codes (5.0: 0-10)
 STUDY_OPS = {1, 2, 3, 4}  # the records that name a study by its id
 HEAD = b'{"op_code":'  # how Optuna writes a record's first bytes
 
 
-class JournalError(ValueError):
+class JournalError(BladeflError):
     """A file given as a study's journal that is not one (names the file and the line)."""
 
 
