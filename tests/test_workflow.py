@@ -173,20 +173,25 @@ def test_the_readmes_re_verify_command_passes_on_every_ledger_the_workflow_write
 
 
 @pytest.mark.snakemake
-def test_paper_grid_dry_run_is_complete(tmp_path):
-    """The paper grid's DAG (about 2,000 jobs) builds and holds every run once. (Not timed: the
-    60 s limit only stops a hang; the guide keeps speed goals in benchmarks.)"""
-    work = copy_workflow(tmp_path)
-    proc = snakemake(work, "-n", "--configfile", "config/paper.yaml", "--quiet", "rules", timeout=HANG_S)
+def test_paper_grid_dry_run_is_complete_and_a_reading_kept_beside_is_never_kept_again(tmp_path):
+    """The paper grid's DAG (about 2,000 jobs), here the calibrated 10-draw design's, builds and holds every
+    run once (the plain paper grid's dry run is the SLURM profile's test). Its report reads the paper engine's
+    kept bundle beside it (config readings_beside) and no `keep` job is planned: the beside bundle was once an
+    input of the report, so the keep rule, whose output pattern it matches, was planned to write this run's
+    tables over it. (Not timed: HANG_S only stops a hang.)"""
+    configs = ["config/paper.yaml", "config/calibrated_part10.yaml"]
+    work = copy_workflow(tmp_path, ("reference/paper-10draws", "reference/calibration-cpu"))
+    proc = snakemake(work, "-n", "--configfile", *configs, "--quiet", "rules", timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    counts = dict(line.split()[:2] for line in proc.stdout.splitlines() if line.startswith(("run_cell", "summarize")))
-    config = read_configs([REPO / "config/paper.yaml"], default=REPO / "config/config.yaml")
+    counts = dict(line.split()[:2] for line in proc.stdout.splitlines() if len(line.split()) == 2)
+    config = read_configs([REPO / c for c in configs], default=REPO / "config/config.yaml")
     cells = len(unique_cells(expand(config)))  # shared cells run once
     assert 20 <= cells < len(expand(config))
     extra = len(detection_cells(config))  # the lazy_ratio sweep's lazy cells again, with exclusion
     assert extra == 3
-    assert int(counts["run_cell"]) == (cells + extra) * 2 * len(config["seeds"])  # x datasets x seeds
-    assert int(counts["summarize"]) == 2
+    assert int(counts["run_cell"]) == (cells + extra) * 2 * len(config["seeds"]) == 540  # x datasets x seeds
+    assert counts["summarize"] == "2" and counts["report_index"] == "1"
+    assert "keep" not in counts, counts
 
 
 @pytest.mark.snakemake
@@ -538,3 +543,4 @@ def test_the_catalogs_test_folder_plans_the_smoke_grid(tmp_path):
     proc = snakemake(work, "-n", "--directory", ".test", "--cores", "2", "--quiet", "rules", timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.search(r"^run_cell\s+6$", proc.stdout + proc.stderr, re.M)
+

@@ -90,7 +90,6 @@ rule report_index:
             f"{RESULTS}/tables/{{dataset}}_paper_comparison.csv", dataset=DATASETS
         ),
         calibration=calibration_outcomes_kept,
-        beside=readings_beside_manifests,
     output:
         figures=multiext(f"{RESULTS}/figures/report/headline", ".png", ".svg"),
         index=report(

@@ -186,15 +186,14 @@ def all_targets():
 
 # The kept bundles the front page shows beside this report's runs (config readings_beside): the design
 # run under another engine; the bundle this report renders (a kept bundle's own config) is not its own neighbour.
+# Read by report-index (checked against its manifest there), never an input: an input named
+# reference/<name>/MANIFEST.json is the keep rule's output, which Snakemake would run to write this run's tables
+# over the kept bundle.
 READINGS_BESIDE = rd_beside.beside(
     config,
     config.get("readings_beside", []),
     bundle_design.bundle_of(workflow.configfiles),
 )
-
-
-def readings_beside_manifests(wildcards):
-    return [f"{b}/MANIFEST.json" for b in READINGS_BESIDE]
 
 
 def readings_beside_option(wildcards):
