@@ -86,3 +86,27 @@ def test_no_test_races_the_machine():
                 if 0 < int(value) < 1800 and "not a workflow" not in line:
                     short.append(f"{path.name}:{number}: {line.strip()[:100]}")
     assert short == [], short
+
+
+def test_the_out_of_sample_table_is_the_kept_bundles():
+    """docs/calibration.md's out-of-sample table: each dataset's mean distance per row and its interval, as
+    paper_distance computes them from the two kept 10-draw bundles (a bundle rejudged or replaced moves them)."""
+    import pandas as pd
+    import pytest
+
+    from bladefl.data.datasets import get_spec
+    from bladefl.experiments.tables import paper_distance
+
+    text = (ROOT / "docs/calibration.md").read_text()
+    for bundle, reading in (("calibrated-10draws", "calibrated"), ("paper-10draws", "paper engine")):
+        folder = ROOT / "reference" / bundle / "results"
+        if not folder.is_dir():
+            pytest.skip(f"reference/{bundle} is not kept in this checkout")
+        for dataset in ("mnist", "fashion_mnist"):
+            found = paper_distance.distances(pd.read_csv(folder / "summary" / f"{dataset}.csv"),
+                                             pd.read_csv(folder / "tables" / f"{dataset}_paper_comparison.csv"),
+                                             dataset)
+            rows = found[found.scope == "dataset"].set_index("measure")
+            cells = [f"{rows.distance[m]:.2f} [{rows.low[m]:.2f}, {rows.high[m]:.2f}]" for m in ("K_star", "accuracy")]
+            line = f"| {get_spec(dataset).title} | {reading} | {cells[0]} | {cells[1]} |"
+            assert line in text, line
