@@ -41,7 +41,7 @@ def test_the_reading_is_the_engine_files_settings():
                       "train": {"iteration": "full_batch"}, "normalize": False}, "x")
     assert "cannot be read" in bd.engine_reading("no-such-engine")  # a page still renders, saying so
     assert "cannot be read" in bd.engine_reading("../engines/paper")  # a name, never a path
-    assert "IID, 64 samples" in raw and "non-IID" not in raw and "full batch" in raw and "raw pixels" in raw
+    assert "IID, 64 samples" in raw and "non-IID" not in raw and "one full-batch gradient step" in raw and "raw pixels" in raw
 
 
 def test_the_verdicts_code_is_the_last_rejudge_else_the_keeper_else_not_recorded(tmp_path):
@@ -150,3 +150,14 @@ def test_the_headline_front_page_holds_at_most_3000_visible_words_and_states_wha
     assert "verdicts not recorded" not in page and "tables not recorded" not in page  # the bundle records both
     assert "K* read from other curves of this report&#x27;s runs (paper engine, " in page  # the runs it reads named
     assert visible_words("<p>a b</p><details><summary>c</summary>d e f</details><style>g</style>") == 3
+
+
+def test_a_reading_says_what_one_local_iteration_is_for_every_kind():
+    """An engine whose iteration is a number of minibatch steps (Fashion-MNIST's calibrated pick) is named
+    as such, with its step size's scale; it was printed as "one local iteration = steps"."""
+    said = {kind: bd.reading({"train": {"iteration": kind, "batch_size": 128, "steps": 3, "eta_scale": 2}}, "x")
+            for kind in ("epoch", "steps", "full_batch")}
+    assert "one local iteration = an epoch of minibatch SGD at batch 128, step size eta x 2;" in said["epoch"]
+    assert "one local iteration = 3 minibatch steps at batch 128, step size eta x 2;" in said["steps"]
+    assert "one local iteration = one full-batch gradient step, step size eta x 2;" in said["full_batch"]
+    assert "step size" not in bd.reading({"train": {"iteration": "epoch", "batch_size": 64}}, "x")

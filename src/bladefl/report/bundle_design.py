@@ -59,6 +59,17 @@ def _design(seeds: Sequence[int], draws: set) -> str:
             f"{len(draws)} independent units, the draws")
 
 
+def _iteration(train: Mapping[str, Any]) -> str:
+    """What one local iteration of an engine's ``train`` settings is, in words, with its step size's scale."""
+    iteration, batch = str(train.get("iteration", "?")), train.get("batch_size", "?")
+    steps = train.get("steps", 1)
+    said = {"epoch": f"an epoch of minibatch SGD at batch {batch}",
+            "steps": f"{steps} minibatch step{'' if steps == 1 else 's'} at batch {batch}",
+            "full_batch": "one full-batch gradient step"}.get(iteration, iteration.replace("_", " "))
+    scale = train.get("eta_scale", 1)
+    return said if scale == 1 else f"{said}, step size eta x {scale:g}"
+
+
 def reading(engine: Mapping[str, Any], name: str, datasets: Sequence[str] = ()) -> str:
     """The engine's settings of what the paper leaves unsaid, in one line (the reading every verdict
     of the report holds under); the model's inputs are the pixels of ``datasets`` (the engine's own
@@ -71,9 +82,7 @@ def reading(engine: Mapping[str, Any], name: str, datasets: Sequence[str] = ()) 
     hidden = model.get("hidden", "?")
     activation = {"relu": "ReLU", "none": "no activation", None: "no activation"}.get(
         model.get("activation"), str(model.get("activation")))
-    iteration = str(train.get("iteration", "?"))
-    step = (f"one local iteration = an epoch of minibatch SGD at batch {train.get('batch_size', '?')}"
-            if iteration == "epoch" else f"one local iteration = {iteration.replace('_', ' ')}")
+    step = f"one local iteration = {_iteration(train)}"
     pixels = "standardised pixels" if engine.get("normalize", False) else "raw pixels in [0, 1]"
     kind = "" if spec.scheme == "iid" else "non-IID "
     sizes = sorted({SPECS[d].pixels for d in datasets or [engine.get("dataset", "mnist")] if d in SPECS})
