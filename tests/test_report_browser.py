@@ -105,11 +105,13 @@ def test_the_checker_catches_a_tall_page_a_miscounted_caption_and_round_off_prin
 
 def test_the_kept_reports_pass_the_checks_a_referee_would_make(tmp_path, browser):
     """Both kept bundles render (nothing run) to pages with no problem a browser shows, the front
-    page of each under 5,000 px with its findings first; captions count the bundle's own units. One
+    page of each under 5,000 px and 3,000 visible words with its findings first (the headline's with the
+    calibrated reading beside it); captions count the bundle's own units. One
     test, the bundles one after the other: each render already uses both cores."""
     import subprocess
 
     from conftest import REPO, venv_env
+    from test_bundle_design import visible_words
 
     for name, units in (("paper-10draws", 10), ("default-2seeds", 2)):
         out = tmp_path / name
@@ -123,4 +125,5 @@ def test_the_kept_reports_pass_the_checks_a_referee_would_make(tmp_path, browser
             assert check.problems() == [], (page, check.problems())
         front = (out / "report" / "index.html").read_text()
         assert front.index("<h2>Findings</h2>") < front.index("<h2>Pages</h2>") < front.index("judged once")
+        assert visible_words(front) <= 3000, (name, visible_words(front))  # outside folded details
         assert ("A look, not the verdicts" in front) == (units == 2)

@@ -144,8 +144,9 @@ def distance_section(readings: Sequence[Any], outcomes: Sequence[Mapping], calib
               f"above the targets ({len(found)}): the change over each table's sweep beside the paper's</summary><ul>"
               + "".join(f"<li>{html.escape(line)}</li>" for line in found) + "</ul></details>") if found else ""
     spread = last_row_lines(table)
-    spread_line = (f"<p class='small'>At the paper's largest lazy noise: {html.escape('; '.join(spread))}.</p>"
-                   if spread else "")
+    spread_line = (f"<details class='small'><summary>At the paper's largest lazy noise (Table VII's last row), each "
+                   "reading's best accuracy with its interval</summary>"
+                   f"<p>{html.escape('; '.join(spread))}.</p></details>" if spread else "")
     opening = (f"<p class='small'>{html.escape('; '.join(lines))}.</p>" if without else "")  # the rest: the table's
     return f"""<h2>How far our numbers are from the paper's</h2>
 {opening}

@@ -41,7 +41,7 @@ details summary{cursor:pointer;color:#235}.links{margin:.3em 0}
 
 
 # What the report reproduces, on every front page (a saved copy names its paper). Not a result: a citation.
-PAPER = ("Reproducing J. Li, Y. Shao, K. Wei, M. Ding, C. Ma, L. Shi, Z. Han and H. V. Poor, <i>Blockchain Assisted "
+PAPER = ("Reproducing J. Li et al., <i>Blockchain Assisted "
          "Decentralized Federated Learning (BLADE-FL): Performance Analysis and Resource Allocation</i>, IEEE "
          "Transactions on Parallel and Distributed Systems 33(10), 2401-2415, 2022, doi:10.1109/TPDS.2021.3138848, "
          "arXiv:2101.06905; the authors' code: the GitHub repository ElvisShaoYumeng/BLADE-FL.")
