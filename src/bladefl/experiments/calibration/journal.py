@@ -28,37 +28,39 @@ class JournalError(BladeflError):
     """A file given as a study's journal that is not one (names the file and the line)."""
 
 
-def _record_problem(line: bytes, studies: int, trials: int) -> str:
+def _record_problem(line: bytes, studies: int, trials: int) -> tuple[str, int | None]:
     """Why ``line`` is not a record of a journal that has created ``studies`` studies and ``trials``
-    trials before it ("" where it is one)."""
+    trials before it ("" where it is one), with its op code (None where it has none)."""
     try:
         record = json.loads(line)
     except (ValueError, UnicodeDecodeError):
-        return "not a JSON record"
+        return "not a JSON record", None
     if not isinstance(record, dict):
-        return "not a JSON object"
+        return "not a JSON object", None
     op = record.get("op_code")
     if isinstance(op, bool) or not isinstance(op, int) or not 0 <= op <= LAST_OP:
-        return f"op_code must be an integer 0-{LAST_OP} (got {str(op)[:40]!r})"
+        return f"op_code must be an integer 0-{LAST_OP} (got {str(op)[:40]!r})", None
     if not isinstance(record.get("worker_id"), str):
-        return "no worker_id"
+        return "no worker_id", op
     if op == CREATE_STUDY:
-        return "" if isinstance(record.get("study_name"), str) else "a study created without a name"
+        return ("" if isinstance(record.get("study_name"), str) else "a study created without a name"), op
     if op in STUDY_OPS:
         sid = record.get("study_id")
-        return "" if isinstance(sid, int) and not isinstance(sid, bool) and 0 <= sid < studies else \
-            f"names study {str(sid)[:20]!r}, not one created before it"
+        return ("" if isinstance(sid, int) and not isinstance(sid, bool) and 0 <= sid < studies else
+                f"names study {str(sid)[:20]!r}, not one created before it"), op
     if op != 10:  # a trial's record names a trial created before it (discard names its study's trials)
         tid = record.get("trial_id")
-        return "" if isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < trials else \
-            f"names trial {str(tid)[:20]!r}, not one created before it"
-    return ""
+        return ("" if isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < trials else
+                f"names trial {str(tid)[:20]!r}, not one created before it"), op
+    return "", op
 
 
-def _first_problem(line: bytes) -> str:
-    """Why ``line``, a journal's first, is not a study's creation record ("" where it is)."""
-    problem = _record_problem(line, 0, 0)
-    return problem or ("" if json.loads(line)["op_code"] == CREATE_STUDY else "the first record must create a study")
+def _line_problem(line: bytes, number: int, studies: int, trials: int) -> tuple[str, int | None]:
+    """:func:`_record_problem` of the journal's line ``number``, whose first must create a study."""
+    problem, op = _record_problem(line, studies, trials)
+    if not problem and number == 1 and op != CREATE_STUDY:
+        problem = "the first record must create a study"
+    return problem, op
 
 
 def check_records(storage: str | Path, option: str = "--storage") -> None:
@@ -75,15 +77,14 @@ def check_records(storage: str | Path, option: str = "--storage") -> None:
         lines = iter(handle)
         line, number = next(lines), 1
         for following in lines:
-            problem = _first_problem(line) if number == 1 else _record_problem(line, studies, trials)
+            problem, op = _line_problem(line, number, studies, trials)
             if problem:
                 raise JournalError(f"{option} {path}, line {number}: {problem}; not an Optuna journal of this "
                                    "study (a journal's every line is one of Optuna's records)")
-            op = json.loads(line)["op_code"]
             studies, trials = studies + (op == CREATE_STUDY), trials + (op == CREATE_TRIAL)
             line, number = following, number + 1
     torn = not line.endswith(b"\n") and line[:len(HEAD)] == HEAD[:len(line)]  # a first write cut short
-    if number == 1 and not torn and (problem := _first_problem(line)):
+    if number == 1 and not torn and (problem := _line_problem(line, 1, 0, 0)[0]):
         raise JournalError(f"{option} {path}, line 1: {problem}; not an Optuna journal (a journal's every line "
                            "is one of Optuna's records)")
 
