@@ -21,7 +21,7 @@ import torch
 import yaml
 
 from bladefl.cli import main
-from bladefl.experiments.calibration import checks, evaluation, importance, search, stopping, study, tables
+from bladefl.experiments.calibration import checks, evaluation, importance, search, stopping, study, tables, words
 from bladefl.experiments.calibration.space import Point, space
 from bladefl.fl import lazy, mlp, trainer
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
@@ -703,12 +703,12 @@ def test_the_conclusion_says_where_the_points_came_from_and_how_many_tables_each
     found["search"]["origins"] = {"named": 2, "coverage": 2, "searched": 1}
     found["per_table"] = [{"table": "Table II", "rows": 3, "K_star": 0.5, "accuracy": 2.0},
                           {"table": "Table III", "rows": 3, "K_star": 2.5, "accuracy": 6.0}]
-    said = tables.conclusion(found)
+    said = words.conclusion(found)
     assert said.startswith("None of the 5 points evaluated on the screen (2 named, 2 visiting the values of "
                            "partition, 1 proposed by the sampler), 2 of them on every row")
     assert said.endswith("; per table it is within both targets on Table II. The search stopped: the cap.")
     found["reached"] = True
-    assert tables.conclusion(found).startswith("The reading width 32 reaches Table II within 1 round")
+    assert words.conclusion(found).startswith("The reading width 32 reaches Table II within 1 round")
 
 
 def test_a_study_whose_worker_stopped_mid_trial_says_it_was_cut_short(tmp_path):

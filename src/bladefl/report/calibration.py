@@ -67,7 +67,7 @@ def _noise_words(outcome: Mapping[str, Any]) -> str:
 
 def calibrated_runs(outcome: Mapping[str, Any]) -> str:
     """The calibrated reading's second-pass runs in words (draws, or seeds on one draw)."""
-    from bladefl.experiments.calibration.tables import runs_words
+    from bladefl.experiments.calibration.words import runs_words
 
     values = outcome.get("calibrated", {}).get("values") or {}
     return runs_words(int(outcome["second_pass"]["draws"]), values.get("replicates") if isinstance(values, Mapping)
@@ -79,7 +79,7 @@ def outcome_sentence(outcome: Mapping[str, Any], dataset_title: str) -> str:
     distances per row, the paper's own floor, what moves each distance beyond its control."""
     second = outcome["second_pass"]
     floor = outcome.get("floor") or {}
-    from bladefl.experiments.calibration.tables import conclusion
+    from bladefl.experiments.calibration.words import conclusion
 
     parts = [f"{dataset_title}, {table_span(outcome['tables'])} ({outcome['rows']} rows). {conclusion(outcome)}",
              f"Under the stated reading our K* is {second['stated']['K_star']:.2f} rounds and our best accuracy "
@@ -113,7 +113,7 @@ def front_line(outcome: Mapping[str, Any], dataset_title: str) -> str:
     most = ""
     if moved:
         most = "; beyond noise, " + ", ".join(f"{LABELS.get(o, o)} moved most by {v}" for o, v in moved.items())
-    from bladefl.experiments.calibration.tables import promoted_words
+    from bladefl.experiments.calibration.words import promoted_words
 
     reached = "within" if outcome["reached"] else "not within"
     return (f"{dataset_title} ({table_span(outcome['tables'])}, {outcome['rows']} rows; {s['evaluated']} points "

@@ -20,7 +20,7 @@ from bladefl.core import atomic
 from bladefl.experiments.calibration import evaluation, importance, stopping
 from bladefl.experiments.calibration.space import settings_words
 from bladefl.experiments.calibration.study import StudySpec
-from bladefl.experiments.calibration.words import conclusion, promoted_words, runs_words  # noqa: F401 - re-exported
+from bladefl.experiments.calibration.words import conclusion
 
 ENGINE_SECTIONS = ("dataset", "partition", "model", "train", "time", "lazy", "privacy", "chain", "normalize", "seed")
 
