@@ -174,37 +174,34 @@ def import_runs(archive: Path, config: Mapping[str, Any], runs_root: Path, repla
         raise ArchiveError(f"{archive}: nothing imported: --key-secret given, but the archive carries no ledgers to "
                            "verify with it")
     # the archive read (a regular, bounded file): an import of it cut short is finished, not done again
-    finished = import_journal.resume(archive, config, runs_root, set(expected_configs(config, str(runs_root))),
-                                     keep_journal)
+    expected = expected_configs(config, str(runs_root))
+    finished = import_journal.resume(archive, config, runs_root, set(expected), keep_journal)
     if finished is not None:
         finished.resumed = True
         return finished
     seeds = set(wc.run_seeds(config))
-    skipped = {key for key in runs if key[2] not in seeds}
-    problems, code_versions, undigested = _check_runs({k: f for k, f in runs.items() if k not in skipped}, config,
-                                                      runs_root, replace)
+    wanted = {key: files for key, files in sorted(runs.items()) if key[2] in seeds}
+    problems, code_versions, undigested = _check_runs(wanted, config, expected, runs_root, replace)
     if about is not None:
         problems += about_problems(about, sorted(runs), code_versions)
     verified = 0
     if not problems:  # the ledgers, once every run's files are known to be sound
-        verified, problems = _verify_ledgers({k: f for k, f in runs.items() if k not in skipped}, runs_root, secret)
+        verified, problems = _verify_ledgers(wanted, runs_root, secret)
     if problems:
         shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
         raise ArchiveError(f"{archive}: nothing imported:\n  " + "\n  ".join(shown))
-    result = Imported(about=about, skipped=len(skipped), verified=verified,
-                      unverified=len(runs) - len(skipped) - verified, undigested=undigested)
-    wanted = {key: files for key, files in sorted(runs.items()) if key not in skipped}
+    result = Imported(about=about, skipped=len(runs) - len(wanted), verified=verified,
+                      unverified=len(wanted) - verified, undigested=undigested)
     stage = import_journal.write_staged({Path(run_id.folder(runs_root, *key)): files for key, files in wanted.items()},
                                         Path(runs_root), import_journal.stage_name(archive, runs_root), result)
     return import_journal.finish(stage, config, runs_root, keep_journal)
 
 
 def _check_runs(runs: Mapping[tuple[str, str, int], Mapping[str, bytes]], config: Mapping[str, Any],
-                runs_root: Path, replace: bool) -> tuple[list[str], list[str], int]:
+                expected: Mapping[str, dict], runs_root: Path, replace: bool) -> tuple[list[str], list[str], int]:
     """(problems, the runs' code versions, runs whose summary names no partition digest) of the archive's
-    runs of the config's seeds, each checked against the run the config expects in its folder; the config's
-    runs the archive lacks are a problem too."""
-    expected = expected_configs(config, str(runs_root))
+    runs of the config's seeds, each checked against the run the config expects in its folder (``expected``:
+    :func:`expected_configs`); the config's runs the archive lacks are a problem too."""
     problems: list[str] = []
     found = set()
     code_versions: list[str] = []
