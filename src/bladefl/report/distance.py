@@ -188,6 +188,26 @@ def interval(row: pd.Series, fmt: str) -> str:
     return f"<b>{text}</b>" if row.within else text
 
 
+def distance_grid(table: pd.DataFrame) -> tuple[list[tuple[str, str]], list[tuple[str, str, list[str]]]]:
+    """The distance table laid out as the pages show it: its (dataset, reading) columns, and per paper table
+    and then over every row ("") the table's name, its swept parameter and each column's K* and accuracy
+    cell (:func:`interval`; "" where that column has none)."""
+    part = table[table.scope != "row"]
+    columns = list(dict.fromkeys(zip(part.dataset, part.reading, strict=True)))
+    rows = []
+    for name in [*dict.fromkeys(part[part.scope == "table"].table), ""]:
+        here = part[part.table == name]
+        if here.empty:
+            continue
+        cells = []
+        for d, r in columns:
+            for measure, fmt in (("K_star", ".2f"), ("accuracy", ".1f")):
+                hit = here[(here.dataset == d) & (here.reading == r) & (here.measure == measure)]
+                cells.append(interval(hit.iloc[0], fmt) if len(hit) else "")
+        rows.append((str(name), str(here.parameter.iloc[0]), cells))
+    return columns, rows
+
+
 def distance_html(table: pd.DataFrame, targets: Mapping[str, float]) -> str:
     """Per paper table and over every row, each dataset's and reading's K* and accuracy distance with its
     interval; in bold where the interval's upper end is within the target."""
@@ -196,24 +216,12 @@ def distance_html(table: pd.DataFrame, targets: Mapping[str, float]) -> str:
 
     if table.empty:
         return ""
-    part = table[table.scope != "row"]
-    columns = list(dict.fromkeys(zip(part.dataset, part.reading, strict=True)))
+    columns, grid = distance_grid(table)
     head = "".join(f"<th colspan='2'>{html.escape(dataset_title(d))}, {html.escape(r)}</th>" for d, r in columns)
     sub = "<th>K*, rounds</th><th>accuracy, points</th>" * len(columns)
-    body = []
-    for name in [*dict.fromkeys(part[part.scope == "table"].table), ""]:
-        rows = part[part.table == name]
-        if rows.empty:
-            continue
-        swept = str(rows.parameter.iloc[0])
-        title = f"{name} ({param_name(swept)})" if name else "every row"
-        cells = []
-        for d, r in columns:
-            for measure, fmt in (("K_star", ".2f"), ("accuracy", ".1f")):
-                hit = rows[(rows.dataset == d) & (rows.reading == r) & (rows.measure == measure)]
-                cells.append(f"<td>{interval(hit.iloc[0], fmt) if len(hit) else ''}</td>")
-        body.append(f"<tr><td>{html.escape(title)}</td>{''.join(cells)}</tr>")
-    units = sorted({int(u) for u in part.units})
+    body = [f"<tr><td>{html.escape(f'{name} ({param_name(swept)})' if name else 'every row')}</td>"
+            + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>" for name, swept, cells in grid]
+    units = sorted({int(u) for u in table[table.scope != "row"].units})
     return (f"<p class='small'>Mean |ours &minus; paper's| per row, [{paper_distance.LEVEL:.0%} "
             f"{html.escape(paper_distance.METHOD)}, {', '.join(map(str, units))} units]; bold: the upper end within "
             f"the targets ({targets.get('K_star', math.nan):g} round, {targets.get('accuracy', math.nan):g} "
@@ -290,5 +298,6 @@ def last_row_lines(table: pd.DataFrame, name: str = "Table VII") -> list[str]:
     return lines
 
 
-__all__ = ["convention_line", "distance_html", "distance_section", "distance_table", "distance_tables", "gap_lines",
+__all__ = ["convention_line", "distance_grid", "distance_html", "distance_section", "distance_table",
+           "distance_tables", "gap_lines",
            "gaps", "interval", "last_row_lines", "reconciled", "targets_of"]

@@ -205,25 +205,20 @@ def _distances_markdown(readings: Sequence[Reading], targets: Mapping[str, float
                         outcomes: Sequence[Mapping]) -> list[str]:
     """Each reading's distance per table with its interval, the gaps every reading leaves, Table VII's spread."""
     from bladefl.experiments.tables import paper_distance
-    from bladefl.report.distance import distance_tables, gap_lines, gaps, interval, last_row_lines
+    from bladefl.report.distance import distance_grid, distance_tables, gap_lines, gaps, last_row_lines
 
     table = distance_tables(readings, targets)
-    part = table[table.scope != "row"]
-    if part.empty:
+    if table[table.scope != "row"].empty:
         return []
-    columns = list(dict.fromkeys(zip(part.dataset, part.reading, strict=True)))
+    columns, grid = distance_grid(table)
     lines = ["", f"**How far each reading is from the paper** (mean |ours - paper's| per row; in brackets the "
                  f"{paper_distance.LEVEL:.0%} {paper_distance.METHOD}, {paper_distance.RESAMPLES} resamples; in "
                  f"bold where its upper end is within the targets, {targets.get('K_star', math.nan):g} round and "
                  f"{targets.get('accuracy', math.nan):g} points):\n",
              "| table | " + " | ".join(f"{dataset_title(d)}, {r}: K\\*, rounds | accuracy, points" for d, r in columns)
              + " |", "| --- | " + " | ".join("--- | ---" for _ in columns) + " |"]
-    for name in [*dict.fromkeys(part[part.scope == "table"].table), ""]:
-        rows = part[part.table == name]
-        cells = [interval(hit.iloc[0], fmt).replace("<b>", "**").replace("</b>", "**") if len(
-            hit := rows[(rows.dataset == d) & (rows.reading == r) & (rows.measure == measure)]) else ""
-                 for d, r in columns for measure, fmt in (("K_star", ".2f"), ("accuracy", ".1f"))]
-        lines.append(f"| {name or 'every row'} | " + " | ".join(cells) + " |")
+    lines += [f"| {name or 'every row'} | " + " | ".join(c.replace("<b>", "**").replace("</b>", "**") for c in cells)
+              + " |" for name, _, cells in grid]
     if found := gap_lines(gaps(readings, table, outcomes)):
         lines += ["", "**Where every reading stays above the targets**, the change over the table's sweep beside "
                       "the paper's:\n", *[f"- {_md(line)}" for line in found]]
