@@ -680,7 +680,7 @@ def test_report_index_refuses_a_bad_input_before_it_draws_the_figure(world, tmp_
 def test_a_link_that_reads_as_a_url_scheme_stays_a_path(tmp_path):
     """A page's link to a file named ``javascript:alert(1)`` beside it was the href ``javascript:alert(1)``,
     which a browser runs; now it is ``./javascript:alert(1)``, a path. Other links are as os.path.relpath gives."""
-    from bladefl.report.pages import href
+    from bladefl.report.page_html import href
 
     assert href(tmp_path / "javascript:alert(1)", tmp_path) == "./javascript:alert(1)"
     assert href(tmp_path / "a/b:c.html", tmp_path) == "a/b:c.html"

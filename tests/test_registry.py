@@ -11,7 +11,7 @@ from bladefl.data import datasets, fetch
 from bladefl.experiments.runs import job_work
 from bladefl.experiments.verdicts import statements
 from bladefl.fl import shape
-from bladefl.report import calibration_outcome, front_page, pages
+from bladefl.report import calibration_outcome, page_html
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -22,7 +22,7 @@ def test_every_name_list_is_the_registrys():
     assert schema["properties"]["datasets"]["items"]["enum"] == names
     assert list(statements.DATASETS) == names and list(datasets.NAMES) == names
     assert calibration_outcome.OUTCOME_SCHEMA["properties"]["dataset"]["enum"] == names
-    assert pages.DATASET_TITLES == front_page.DATASET_TITLES == {s.name: s.title for s in datasets.SPECS.values()}
+    assert page_html.DATASET_TITLES == {s.name: s.title for s in datasets.SPECS.values()}
     assert set(fetch.REGISTRY_COPIES) <= set(names)
 
 

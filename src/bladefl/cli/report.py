@@ -200,7 +200,7 @@ def add_render_page(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_render_page(args: argparse.Namespace) -> int:
-    from bladefl.report.pages import render_html
+    from bladefl.report.page_html import render_html
 
     print(f"wrote {render_html(args.notebook, args.out, args.index)}")
     return 0
@@ -219,8 +219,8 @@ def add_run_page(p: argparse.ArgumentParser) -> None:
 
 def _cmd_run_page(args: argparse.Namespace) -> int:
     from bladefl.report.execution import execute_notebook
+    from bladefl.report.page_html import render_html
     from bladefl.report.page_parameters import ParameterError, read
-    from bladefl.report.pages import render_html
 
     try:
         parameters = read(args.parameters, args.notebook, args.results_dir, args.data_dir)

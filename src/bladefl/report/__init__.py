@@ -1,6 +1,6 @@
 """The report wing, above every other but the entry points: the pages, figures and documents made from
-a results folder or a kept bundle. Start at ``front_page`` (the findings first) and ``pages`` (each
-notebook as a page); ``findings`` and ``verdict_rows`` say how verdicts read, ``paper`` and ``distance``
+a results folder or a kept bundle. Start at ``front_page`` (the findings first), ``pages`` (the front pages
+written) and ``page_html`` (each executed notebook as a page); ``findings`` and ``verdict_rows`` say how verdicts read, ``paper`` and ``distance``
 put the paper's tables beside ours (``readings_beside``: the same design under another reading beside
 them), ``views``, ``plots``, ``bound_plots``, ``bound_text``,
 ``sensitivity``, ``calibration`` and ``calibration_plots`` make the pages' content (``calibration_outcome``

@@ -12,11 +12,10 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from bladefl.data.datasets import TITLES
+from bladefl.report.page_html import dataset_title
 from bladefl.report.paper import accuracy_gap, paper_beside
 from bladefl.report.verdict_rows import refuted_by, role
 
-DATASET_TITLES = TITLES
 COLOURS = {"reproduced": "#d9f2d9", "refuted": "#f8d7d7", "inconclusive": "#fff3c4", "too few runs": "#e8e8e8",
            "not applicable": "#dde8f5", "vacuous": "#e8e8e8", "paper error": "#eedcf5", "single seed": "#e8e8e8",
            "ambiguous": "#f5ecdc"}
@@ -53,10 +52,6 @@ def footer() -> str:
     from bladefl import __version__
 
     return f"<footer class='small muted'>Rendered by bladefl {html.escape(__version__)}.</footer>"
-
-
-def dataset_title(name: str) -> str:
-    return DATASET_TITLES.get(name, name)
 
 
 def counted(table: pd.DataFrame) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from bladefl.core.errors import BladeflError
 from bladefl.data.datasets import SPECS
 
 MAX_BYTES = 1 << 20
-MAX_NOTEBOOK_BYTES = 64 << 20  # a report notebook before it runs (the executed one: pages.read_notebook)
+MAX_NOTEBOOK_BYTES = 64 << 20  # a report notebook before it runs (the executed one: page_html.read_notebook)
 OUTPUT_FOLDERS = ("figures_dir", "tables_dir")  # written by the page: inside the results folder only
 
 
