@@ -175,7 +175,8 @@ diff: install
 # The folder is emptied first through the one guard of destructive steps (bladefl.core.owned): it must
 # be absent, empty or one this recipe laid out before (its .bladefl-owner mark; the .kept-report mark of
 # earlier versions of this recipe counts), never a link, a folder holding tracked files, the current folder
-# or one above it; a name ending in / is refused.
+# or one above it; a name ending in / is refused. Snakemake's output goes to its log, the steps done to the
+# terminal; interrupted (Ctrl-C), the folder is emptied again, one line says so, and make stops as interrupted.
 reference-report: install
 	@set -e; ref="$${REF%/}"; kept="$${KEPT:-results/kept/$${ref##*/}}"; \
 	  case "$$kept" in ""|/|.|..|*/|*/.|*/..) echo "KEPT: a folder of its own is needed, got '$$kept'" >&2; exit 2;; esac; \
@@ -183,7 +184,15 @@ reference-report: install
 	  outside=(); if [[ "$$kept" == /* ]]; then outside=(paths_outside_workdir=True); fi; \
 	  set -x; python -m bladefl.core.owned fresh reference-report "$$kept" --legacy-mark .kept-report; \
 	  bladefl lay-out "$$ref" --results-dir "$$kept" --data-dir "$$kept/data"; \
+	  { set +x; } 2>/dev/null; log="$$kept/logs/snakemake.log"; mkdir -p "$$kept/logs"; \
+	  echo "rendering the report's pages (Snakemake's log: $$log)"; stopped=0; trap 'stopped=1' INT TERM; set +e; \
 	  snakemake "$$kept/report/index.html" --cores "$$CORES" --configfile "$$ref/config.yaml" \
 	    --config "results_dir=$$kept" "data_dir=$$kept/data" "logs_dir=$$kept/logs" "benchmarks_dir=$$kept/benchmarks" \
-	    "$${outside[@]}" --allowed-rules dump_config notebook_parameters notebook report_index calibration_index; \
-	  { set +x; } 2>/dev/null; echo "the report: $$kept/report/index.html"
+	    "$${outside[@]}" --allowed-rules dump_config notebook_parameters notebook report_index calibration_index 2>&1 \
+	    | (trap '' INT TERM; tee -- "$$log" | grep --line-buffered -E '^[0-9]+ of [0-9]+ steps'); \
+	  status=$${PIPESTATUS[0]}; set -e; \
+	  if [ "$$stopped" = 1 ]; then python -m bladefl.core.owned fresh reference-report "$$kept" >/dev/null; \
+	    echo "interrupted: $$kept emptied (a report is there whole or not at all); the same command renders it again" >&2; \
+	    trap - INT; kill -INT $$$$; fi; \
+	  if [ "$$status" != 0 ]; then tail -n 25 -- "$$log" >&2; echo "the report failed: $$log" >&2; exit "$$status"; fi; \
+	  echo "the report: $$kept/report/index.html"

@@ -218,6 +218,71 @@ def test_reference_report_empties_only_a_folder_it_laid_out_before(tmp_path):
     assert not (laid / "old.html").exists()  # its own earlier render, emptied
 
 
+SNAKEMAKE_STANDIN = """#!{python}
+import pathlib, sys, time
+page = pathlib.Path(sys.argv[1]).parent / "mnist/00_verdicts.html"  # one page of the report, whole
+page.parent.mkdir(parents=True, exist_ok=True)
+print("Building DAG of jobs...", flush=True)
+if "{mode}" == "fail":
+    sys.exit("Error in rule notebook: a page failed")
+try:
+    print("1 of 14 steps (7%) done", flush=True)
+    page.write_text("<html>a page</html>")  # the test interrupts once it is there
+    time.sleep({hang})
+except KeyboardInterrupt:  # what Snakemake prints when interrupted: a block that reads like a crash
+    print("Terminating processes on user request, this might take some time.", file=sys.stderr, flush=True)
+    sys.exit("Traceback (most recent call last):\\n  KeyboardInterrupt")
+"""
+
+
+def _render_standin(tmp_path: Path, mode: str) -> Path:
+    """An environment whose snakemake writes one page of the report and then waits (``mode`` "hang") or
+    fails, whose bladefl succeeds, and whose python is this project's (the recipe's guard really runs)."""
+    bin_dir = tmp_path / "venv/bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "snakemake").write_text(SNAKEMAKE_STANDIN.format(python=sys.executable, mode=mode, hang=HANG_S))
+    (bin_dir / "bladefl").write_text("#!/bin/bash\nexit 0\n")
+    (bin_dir / "python").write_text(f'#!/bin/bash\nexec "{sys.executable}" "$@"\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    (tmp_path / "work").mkdir()
+    return tmp_path / "work"
+
+
+def test_an_interrupted_reference_report_says_one_line_and_leaves_no_page(tmp_path):
+    """Ctrl-C while the pages render (SIGINT to make's process group, as a terminal sends it): no
+    Snakemake block on the terminal, one line of the recipe's (beside make's own "Interrupt"), and the
+    folder emptied: a report is there whole or not at all. A page that fails shows Snakemake's last lines."""
+    import os
+    import signal
+    import time
+
+    work = _render_standin(tmp_path, "hang")
+    env = {k: v for k, v in venv_env().items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    call = ["make", "-s", "-f", str(REPO / "Makefile"), "reference-report", "REF=reference/x",
+            f"VENV={tmp_path / 'venv'}", "-o", f"{tmp_path}/venv/.installed-stamp"]
+    proc = subprocess.Popen(call, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    page = work / "results/kept/x/report/mnist/00_verdicts.html"
+    deadline = time.monotonic() + HANG_S
+    while not page.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=HANG_S)
+    said = [line for line in err.splitlines() if not line.startswith(("+ ", "make: ***"))]
+    assert proc.returncode != 0 and len(said) == 1 and said[0].startswith("interrupted: results/kept/x emptied"), err
+    assert "1 of 14 steps (7%) done" in out and "Terminating" not in out + err and "Traceback" not in out + err
+    assert [p.name for p in (work / "results/kept/x").iterdir()] == [".bladefl-owner"]  # no page, no half report
+
+    failing = _render_standin(tmp_path / "failing", "fail")
+    done = subprocess.run(call[:-3] + [f"VENV={tmp_path / 'failing/venv'}", "-o",
+                                       f"{tmp_path}/failing/venv/.installed-stamp"],
+                          cwd=failing, env=env, capture_output=True, text=True, timeout=HANG_S)
+    assert done.returncode != 0 and "Error in rule notebook: a page failed" in done.stderr, done.stderr
+    assert "the report failed: results/kept/x/logs/snakemake.log" in done.stderr
+
+
 def test_import_runs_takes_a_part_of_the_grid_by_its_seeds(tmp_path):
     """SEEDS='0 3': the part's inputs made for those run seeds alone (config run_seeds) before its import."""
     archive = tmp_path / "part.tar.xz"
