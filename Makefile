@@ -194,5 +194,7 @@ reference-report: install
 	  if [ "$$stopped" = 1 ]; then python -m bladefl.core.owned fresh reference-report "$$kept" >/dev/null; \
 	    echo "interrupted: $$kept emptied (a report is there whole or not at all); the same command renders it again" >&2; \
 	    trap - INT; kill -INT $$$$; fi; \
-	  if [ "$$status" != 0 ]; then tail -n 25 -- "$$log" >&2; echo "the report failed: $$log" >&2; exit "$$status"; fi; \
+	  if [ "$$status" != 0 ]; then failed=$$(awk '/^Error in rule/{f=1} f' "$$log" | head -n 60); \
+	    if [ -n "$$failed" ]; then printf '%s\n' "$$failed" >&2; else tail -n 25 -- "$$log" >&2; fi; \
+	    echo "the report failed: $$log" >&2; exit "$$status"; fi; \
 	  echo "the report: $$kept/report/index.html"

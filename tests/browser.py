@@ -197,7 +197,7 @@ class Browser:
                 return msg.get("result", {})
             self._events.append(msg)
 
-    def _wait_event(self, method: str, timeout: float = 60) -> None:
+    def _wait_event(self, method: str, timeout: float = 600) -> None:  # not a workflow: one page loading
         deadline = time.monotonic() + timeout
         while not any(e.get("method") == method for e in self._events):
             if time.monotonic() > deadline:

@@ -122,7 +122,7 @@ PartitionName={PARTITION} Nodes=localhost Default=YES MaxTime=INFINITE State=UP
         out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, env=self.env)
         return out.returncode == 0 and out.stdout.strip() in ("idle", "mix", "alloc")
 
-    def _wait(self, ok, what: str, timeout: float = 60) -> None:  # noqa: ANN001
+    def _wait(self, ok, what: str, timeout: float = 600) -> None:  # noqa: ANN001 - not a workflow: a daemon up
         deadline = time.time() + timeout
         while time.time() < deadline:
             if any(p.poll() is not None for p in self.procs):

@@ -103,27 +103,28 @@ def test_the_checker_catches_a_tall_page_a_miscounted_caption_and_round_off_prin
     assert found["04_privacy"] == []
 
 
-def test_the_kept_reports_pass_the_checks_a_referee_would_make(tmp_path, browser):
-    """Both kept bundles render (nothing run) to pages with no problem a browser shows, the front
-    page of each under 5,000 px and 3,000 visible words with its findings first (the headline's with the
-    calibrated reading beside it); captions count the bundle's own units. One
-    test, the bundles one after the other: each render already uses both cores."""
+@pytest.mark.parametrize("name, units", [("paper-10draws", 10), ("default-2seeds", 2)])
+def test_the_kept_reports_pass_the_checks_a_referee_would_make(tmp_path, browser, name, units):
+    """A kept bundle renders (nothing run) to pages with no problem a browser shows, the front page under
+    5,000 px and 3,000 visible words with its findings first (the headline's with the calibrated reading
+    beside it); captions count the bundle's own units. One test per bundle, so that the two renders (each on
+    both cores) go to whichever worker is free."""
     import subprocess
 
     from conftest import REPO, venv_env
     from test_bundle_design import visible_words
 
-    for name, units in (("paper-10draws", 10), ("default-2seeds", 2)):
-        out = tmp_path / name
-        proc = subprocess.run(["make", "-s", "reference-report", f"REF=reference/{name}", f"KEPT={out}"], cwd=REPO,
-                              capture_output=True, text=True, timeout=HANG_S, env=venv_env())
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-        pages = [out / "report" / "index.html", *sorted((out / "report").glob("*/*.html"))]
-        assert len(pages) == 13, name  # the front page and six pages per dataset
-        for page in pages:
-            check = browser.check(page, units=units)
-            assert check.problems() == [], (page, check.problems())
-        front = (out / "report" / "index.html").read_text()
-        assert front.index("<h2>Findings</h2>") < front.index("<h2>Pages</h2>") < front.index("judged once")
-        assert visible_words(front) <= 3000, (name, visible_words(front))  # outside folded details
-        assert ("A look, not the verdicts" in front) == (units == 2)
+    out = tmp_path / name
+    proc = subprocess.run(["make", "-s", "reference-report", f"REF=reference/{name}", f"KEPT={out}"], cwd=REPO,
+                          capture_output=True, text=True, timeout=HANG_S, env=venv_env())
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "steps (100%) done" in proc.stdout and "the report: " in proc.stdout  # progress, Snakemake's log apart
+    pages = [out / "report" / "index.html", *sorted((out / "report").glob("*/*.html"))]
+    assert len(pages) == 13, name  # the front page and six pages per dataset
+    for page in pages:
+        check = browser.check(page, units=units)
+        assert check.problems() == [], (page, check.problems())
+    front = (out / "report" / "index.html").read_text()
+    assert front.index("<h2>Findings</h2>") < front.index("<h2>Pages</h2>") < front.index("judged once")
+    assert visible_words(front) <= 3000, (name, visible_words(front))  # outside folded details
+    assert ("A look, not the verdicts" in front) == (units == 2)

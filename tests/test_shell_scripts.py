@@ -261,15 +261,22 @@ def test_an_interrupted_reference_report_says_one_line_and_leaves_no_page(tmp_pa
     env = {k: v for k, v in venv_env().items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     call = ["make", "-s", "-f", str(REPO / "Makefile"), "reference-report", "REF=reference/x",
             f"VENV={tmp_path / 'venv'}", "-o", f"{tmp_path}/venv/.installed-stamp"]
+    def as_a_terminal_starts_it() -> None:  # SIGINT handled by default (a test worker may ignore it, and an
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # ignored signal is inherited, and a shell cannot trap it)
+
     proc = subprocess.Popen(call, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=as_a_terminal_starts_it)
     page = work / "results/kept/x/report/mnist/00_verdicts.html"
     deadline = time.monotonic() + HANG_S
     while not page.exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=HANG_S)
+    try:
+        out, err = proc.communicate(timeout=600)  # not a workflow: a stand-in's answer to SIGINT
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("make went on after SIGINT: the interrupt did not reach the recipe") from None
     said = [line for line in err.splitlines() if not line.startswith(("+ ", "make: ***"))]
     assert proc.returncode != 0 and len(said) == 1 and said[0].startswith("interrupted: results/kept/x emptied"), err
     assert "1 of 14 steps (7%) done" in out and "Terminating" not in out + err and "Traceback" not in out + err

@@ -49,7 +49,7 @@ def cluster(tmp_path_factory):
         yield c
 
 
-def run_profile(cluster, workdir: Path, *args: str, timeout: int = 900, targets: tuple[str, ...] = ()
+def run_profile(cluster, workdir: Path, *args: str, timeout: int = HANG_S, targets: tuple[str, ...] = ()
                 ) -> subprocess.CompletedProcess:
     """`.venv/bin/snakemake` called by its path with no `bladefl` on PATH (as docs/hpc.md says): every
     job finds the tools through the workflow's own PATH prefix."""
@@ -61,10 +61,14 @@ def run_profile(cluster, workdir: Path, *args: str, timeout: int = 900, targets:
     return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
 
 
-def test_smoke_workflow_runs_under_slurm(cluster, data_root, tmp_path, capsys):
+def test_smoke_workflow_runs_under_slurm(cluster, smoke, data_root, tmp_path, capsys):
     work = copy_workflow(tmp_path)
     (work / "data").mkdir()
     (work / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)
+    # the smoke's partitions and reference optima (made by the local smoke): the grid's jobs go to SLURM
+    # without waiting on three jobs before them
+    shutil.copytree(smoke / "data/partitions", work / "data/partitions", symlinks=True)
+    shutil.copytree(smoke / "results/smoke/reference", work / "results/smoke/reference", symlinks=True)
     # the workflow's cluster jobs, through the verdicts (the report's pages are localrules: they run on
     # the submit host as in the local smoke tests, and would only lengthen this one)
     proc = run_profile(cluster, work, "--configfile", "config/smoke.yaml",

@@ -515,23 +515,37 @@ def test_the_smoke_writes_only_into_its_own_folders(smoke):
 
 
 @pytest.mark.slow
-def test_the_smoke_runs_as_a_snakemake_module_from_another_folder(tmp_path, data_root):
+def test_the_smoke_runs_as_a_snakemake_module_from_another_folder(smoke, tmp_path, data_root):
     """`module bladefl: snakefile: <this checkout>/Snakefile` with `use rule * from bladefl`, from a
     folder with none of the workflow's files: every file it reads from its own tree (engines, the
     paper's values and statements, notebooks) comes from there, every file it writes lands here.
-    Once: "engine must be one of []", then missing config/paper_*.yaml and notebooks/."""
+    Once: "engine must be one of []", then missing config/paper_*.yaml and notebooks/. From the smoke's
+    data and runs less one run and the report: that run (its engine), the analyses and every page run."""
+    import shutil
+
     (tmp_path / "Snakefile").write_text(
         f'configfile: "{REPO}/config/config.yaml"\n\n\nmodule bladefl:\n    snakefile:\n'
         f'        "{REPO}/workflow/Snakefile"\n'
         "    config:\n        config\n\n\nuse rule * from bladefl\n")
-    (tmp_path / "data").mkdir()
+    shutil.copytree(smoke / "data/partitions", tmp_path / "data/partitions", symlinks=True)
     (tmp_path / "data" / "raw").symlink_to(data_root.resolve(), target_is_directory=True)
+    shutil.copytree(smoke / "results/smoke/runs", tmp_path / "results/smoke/runs", symlinks=True)
+    shutil.copytree(smoke / "results/smoke/reference", tmp_path / "results/smoke/reference", symlinks=True)
+    from bladefl.experiments.bundles.run_import import read_config
+    from bladefl.experiments.runs import run_source
+
+    runs = tmp_path / "results/smoke/runs/authors-code"
+    kept = [(p.parent.parent.name, p.parent.name, 0) for p in runs.glob("mnist/*/seed~0")]
+    # the group's mark, as an import leaves it: the run left out trains in its own job, the others stay
+    run_source.mark_imported_groups(read_config([REPO / "config/config.yaml", REPO / "config/smoke.yaml"]), runs, kept)
+    shutil.rmtree(next(runs.glob("mnist/*/seed~0")))  # one run computed again, here (its engine read there)
     before = sorted(p.name for p in REPO.iterdir())
     proc = subprocess.run(["snakemake", "--cores", "2", "--configfile", str(REPO / "config/smoke.yaml")],
                           cwd=tmp_path, env=venv_env(), capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert (tmp_path / "results/smoke/report/index.html").is_file()
     assert len(list((tmp_path / "results/smoke/runs").rglob("summary.json"))) == 6
+    assert proc.stdout.count("rule run_cell:") + proc.stderr.count("rule run_cell:") == 1, proc.stderr[-3000:]
     assert sorted(p.name for p in REPO.iterdir()) == before  # nothing written into the workflow's own tree
 
 
