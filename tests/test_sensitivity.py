@@ -31,7 +31,7 @@ def test_readings_change_the_partition_file_and_the_runs_settings():
     assert keys == {"paper": "shards2_N4_n128_seed0", "partition-iid": "iid_N4_n128_seed0",
                     "iteration-fullbatch": "shards2_N4_n128_seed0", "authors-code": "classes4_N4_n128_seed0"}
     plan = json.loads(wc.reading_plan(SMOKE, readings["iteration-fullbatch"], "mnist", 1, "runs"))
-    assert len(plan) == 3 and all(p["out"].startswith("runs/iteration-fullbatch/mnist/") for p in plan)
+    assert len(plan) == 2 and all(p["out"].startswith("runs/iteration-fullbatch/mnist/") for p in plan)
     assert all("train.iteration=full_batch" in p["set"] and "seed=1" in p["set"] for p in plan)
     scaled = rd.Reading("x", "iteration", sets={}, eta_scale=8)
     plan = json.loads(wc.reading_plan(SMOKE, scaled, "mnist", 0, "runs"))

@@ -20,7 +20,8 @@ def add_sensitivity(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verdicts", nargs="+", required=True, help="each reading's verdicts")
     p.add_argument("--paper-values", required=True, help="config/paper_values.yaml")
     p.add_argument("--t-sum", type=t_sum, required=True)
-    p.add_argument("--sweeps", nargs="+", default=["alpha", "beta"], help="sweeps whose curves the page draws")
+    p.add_argument("--sweeps", nargs="+", help="sweeps whose curves the page draws (default: the alpha and beta "
+                                              "sweeps the summaries hold, else every sweep they hold)")
     p.add_argument("--out-dir", required=True)
 
 
@@ -43,7 +44,10 @@ def _cmd_sensitivity(args: argparse.Namespace) -> int:
                          f"{(odd or args.readings)[0][:40]!r})")
     names_in(args.axes, AXES, "--axes")
     summaries = {r: read_csv(f, SUMMARY_COLUMNS) for r, f in zip(args.readings, args.summaries, strict=True)}
-    names_in(args.sweeps, {str(s) for t in summaries.values() for s in t.sweep.unique()}, "--sweeps")
+    held = list(dict.fromkeys(str(s) for t in summaries.values() for s in t.sweep.unique()))
+    if args.sweeps is None:  # the time split's sweeps where the study ran them (a study may run neither)
+        args.sweeps = [s for s in ("alpha", "beta") if s in held] or held
+    names_in(args.sweeps, set(held), "--sweeps")
     optima = {r: read_csv(f, OPTIMUM_COLUMNS) for r, f in zip(args.readings, args.optima, strict=True)}
     verdicts = {r: read_csv(f, ["claim", "source", "verdict"])
                 for r, f in zip(args.readings, args.verdicts, strict=True)}
