@@ -21,9 +21,6 @@ SHELL := /bin/bash
 # SNAKEMAKE_ARGS and PYTEST_ARGS are arguments typed for the shell, and read as such.
 CORES ?= all
 TEST_WORKERS ?= auto
-# The type check is the slow linter (about 40 s on a fresh clone): TYPECHECK=0 leaves it out of `make lint`
-# (`make test` runs it beside the tests).
-TYPECHECK ?= 1
 SNAKEMAKE_ARGS ?=
 CONFIG ?= config/paper.yaml
 RESULTS ?=
@@ -39,7 +36,6 @@ VERSION ?=
 # (`REF='x$$(shell ...)'` would run): each is taken as the text given, never expanded ($(value ...)).
 override CORES := $(value CORES)
 override TEST_WORKERS := $(value TEST_WORKERS)
-override TYPECHECK := $(value TYPECHECK)
 override SNAKEMAKE_ARGS := $(value SNAKEMAKE_ARGS)
 override PYTEST_ARGS := $(value PYTEST_ARGS)
 override CONFIG := $(value CONFIG)
@@ -52,7 +48,7 @@ override SEEDS := $(value SEEDS)
 override A := $(value A)
 override B := $(value B)
 override VERSION := $(value VERSION)
-export VENV CORES TEST_WORKERS TYPECHECK CONFIG RESULTS ARCHIVE NAME REF KEPT SEEDS A B VERSION
+export VENV CORES TEST_WORKERS CONFIG RESULTS ARCHIVE NAME REF KEPT SEEDS A B VERSION
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export MPLBACKEND := Agg
 
@@ -108,17 +104,10 @@ lint: install
 	snakemake --lint
 	snakefmt --check workflow
 	ruff check src tests notebooks
-	@if [ "$$TYPECHECK" != 0 ]; then echo mypy; mypy; fi
+	mypy
 
-# The fast linters first (a finding stops it in seconds), then the suite with mypy beside it: its result comes
-# after the tests', and either failing fails the target.
-test: install
-	@$(MAKE) -s --no-print-directory lint TYPECHECK=0
-	@set -e; log=$$(mktemp); trap 'rm -f "$$log"' EXIT; mypy > "$$log" 2>&1 & typecheck=$$!; \
-	  echo "mypy runs beside the tests; its result follows theirs"; status=0; \
-	  "$$VENV/bin/python" -m pytest -ra --durations=15 -n "$$TEST_WORKERS" --dist worksteal $(PYTEST_ARGS) || status=$$?; \
-	  if wait "$$typecheck"; then echo "mypy: $$(tail -n 1 "$$log")"; else cat "$$log" >&2; echo "mypy failed" >&2; status=1; fi; \
-	  exit "$$status"
+test: install lint
+	"$$VENV/bin/python" -m pytest -ra --durations=15 -n "$$TEST_WORKERS" --dist worksteal $(PYTEST_ARGS)
 
 test-fast: install
 	"$$VENV/bin/python" -m pytest -q -m "not slow and not slurm and not snakemake" -n "$$TEST_WORKERS" --dist worksteal $(PYTEST_ARGS)
