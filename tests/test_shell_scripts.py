@@ -135,6 +135,15 @@ def test_every_make_recipe_takes_the_users_values_as_variables_and_passes_shellc
     assert [f for f in findings if f] == []
 
 
+def make_call(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """`make ARGS` with this Makefile and the environment folder ``tmp_path/venv`` (its install taken as
+    done), and the environment to run it in: a make of its own, not a sub-make of `make test` (whose level
+    and flags it would inherit)."""
+    env = {k: v for k, v in venv_env().items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    return ["make", "-s", "-f", str(REPO / "Makefile"), *args, f"VENV={tmp_path / 'venv'}", "-o",
+            f"{tmp_path}/venv/.installed-stamp"], env
+
+
 def make(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[list[str]]]:
     """`make ARGS` with this Makefile in a folder of its own (``tmp_path/work``), with an environment whose
     `snakemake` and `bladefl` only record their arguments (and fail), so that nothing runs and nothing
@@ -150,11 +159,8 @@ def make(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[
     # python is this project's: the recipes' guard of destructive steps (bladefl.core.owned) really runs
     (bin_dir / "python").write_text(f'#!/bin/bash\nexec "{sys.executable}" "$@"\n')
     (bin_dir / "python").chmod(0o755)
-    # a make of its own, not a sub-make of `make test` (whose level and flags it would inherit)
-    env = {k: v for k, v in venv_env().items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
-    proc = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), *args, f"VENV={tmp_path / 'venv'}", "-o",
-                           f"{tmp_path}/venv/.installed-stamp"], cwd=tmp_path / "work", env=env,
-                          capture_output=True, text=True, timeout=HANG_S)
+    call, env = make_call(tmp_path, *args)
+    proc = subprocess.run(call, cwd=tmp_path / "work", env=env, capture_output=True, text=True, timeout=HANG_S)
     recorded = calls.read_bytes().decode().split("\0\n") if calls.exists() else []
     return proc, [call.split("\0") for call in recorded if call]
 
@@ -258,9 +264,7 @@ def test_an_interrupted_reference_report_says_one_line_and_leaves_no_page(tmp_pa
     import time
 
     work = _render_standin(tmp_path, "hang")
-    env = {k: v for k, v in venv_env().items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
-    call = ["make", "-s", "-f", str(REPO / "Makefile"), "reference-report", "REF=reference/x",
-            f"VENV={tmp_path / 'venv'}", "-o", f"{tmp_path}/venv/.installed-stamp"]
+    call, env = make_call(tmp_path, "reference-report", "REF=reference/x")
     def as_a_terminal_starts_it() -> None:  # SIGINT handled by default (a test worker may ignore it, and an
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # ignored signal is inherited, and a shell cannot trap it)
 
@@ -283,9 +287,8 @@ def test_an_interrupted_reference_report_says_one_line_and_leaves_no_page(tmp_pa
     assert [p.name for p in (work / "results/kept/x").iterdir()] == [".bladefl-owner"]  # no page, no half report
 
     failing = _render_standin(tmp_path / "failing", "fail")
-    done = subprocess.run(call[:-3] + [f"VENV={tmp_path / 'failing/venv'}", "-o",
-                                       f"{tmp_path}/failing/venv/.installed-stamp"],
-                          cwd=failing, env=env, capture_output=True, text=True, timeout=HANG_S)
+    call, env = make_call(tmp_path / "failing", "reference-report", "REF=reference/x")
+    done = subprocess.run(call, cwd=failing, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode != 0 and "Error in rule notebook: a page failed" in done.stderr, done.stderr
     assert "the report failed: results/kept/x/logs/snakemake.log" in done.stderr
 
