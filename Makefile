@@ -61,7 +61,7 @@ help:
 	  "make reference-report  render a kept bundle's report, nothing run (REF=reference/paper-10draws)" \
 	  "make test              lint and the whole test suite; make test-fast: the unit tests alone" \
 	  "make install           the locked environment in .venv (every other target makes it first)" \
-	  "make import-runs       runs computed elsewhere into a results folder (ARCHIVE=, CONFIG=, SEEDS=)" \
+	  "make import-runs       runs computed elsewhere into a results folder (ARCHIVE=, OPTIMA=, CONFIG=, SEEDS=)" \
 	  "make keep              a results folder kept for good as reference/NAME (NAME=, CONFIG=)" \
 	  "make rejudge           a kept bundle's verdicts derived again by this code (REF=)" \
 	  "make regenerate        every kept bundle rejudged, docs/findings.md and docs/summary.md rewritten" \
@@ -128,15 +128,21 @@ clean-results:
 # (config/paper.yaml: results/paper); RESULTS=... puts them elsewhere. CONFIG: config files separated
 # by spaces (so no space inside one). SEEDS='0 1': a part of the grid, those run seeds only (its partitions
 # and references alone are made; parts imported one after another make the whole). The archive is looked
-# for before anything is made.
+# for before anything is made. OPTIMA=optima.tar.xz (a kept bundle's, `bladefl pack-optima`): the reference
+# optima the runs were analysed with, put in place of training them (partitions first, so that each is newer
+# than its partition and older than its runs).
 import-runs: install
-	@test -n "$$ARCHIVE" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.xz [CONFIG=...] [RESULTS=...] [SEEDS='0 1']" >&2; exit 2; }
+	@test -n "$$ARCHIVE" || { echo "usage: make import-runs ARCHIVE=grid-tables.tar.xz [OPTIMA=optima.tar.xz] [CONFIG=...] [RESULTS=...] [SEEDS='0 1']" >&2; exit 2; }
 	@test -f "$$ARCHIVE" || { echo "ARCHIVE: not a file: $$ARCHIVE" >&2; exit 2; }
+	@test -z "$$OPTIMA" || test -f "$$OPTIMA" || { echo "OPTIMA: not a file: $$OPTIMA" >&2; exit 2; }
 	@case "$$SEEDS" in *[!0-9\ ]*) echo "SEEDS: run seeds (digits) separated by spaces, got '$$SEEDS'" >&2; exit 2;; esac
 	set -e; read -ra configs <<< "$$CONFIG"; read -ra given <<< "$$SEEDS"; \
 	  settings=($${RESULTS:+"results_dir=$$RESULTS"}); part=(); \
 	  if [ "$${#given[@]}" -gt 0 ]; then settings+=("run_seeds=$$(IFS=,; echo "$${given[*]}")"); part=(--seeds "$${given[@]}"); fi; \
-	  snakemake run_inputs --cores "$$CORES" --configfile "$${configs[@]}" $${settings[0]:+--config "$${settings[@]}"}; \
+	  snakemake run_inputs --cores "$$CORES" --configfile "$${configs[@]}" $${settings[0]:+--config "$${settings[@]}"} \
+	    $${OPTIMA:+--omit-from reference}; \
+	  if [ -n "$$OPTIMA" ]; then bladefl import-optima --archive "$$OPTIMA" --configfile config/config.yaml \
+	    "$${configs[@]}" "$${part[@]}" $${RESULTS:+--results-dir "$$RESULTS"}; fi; \
 	  bladefl import-runs --archive "$$ARCHIVE" --configfile config/config.yaml "$${configs[@]}" "$${part[@]}" $${RESULTS:+--results-dir "$$RESULTS"}
 
 # The report's inputs kept for good in reference/$(NAME)/ (tidy tables, provenance, manifest; no runs).

@@ -150,6 +150,15 @@ TABLE: dict[str, dict] = {
                     "exits": {1, 2}, "cwd": "{w}",  # the smoke grid's runs, as the GPU script packs
                     "args": {"--archive": IN, "--configfile": IN, "--seeds": NUM, "--results-dir": OUT,
                              "--replace": FLAG, "--key-secret": IN}},
+    # the smoke grid's optima (synthetic) and its partitions' manifests under {v}/opt, its data_dir from the cwd
+    "pack-optima": {"base": ["--configfile", "{repo}/config/config.yaml", "{repo}/config/smoke.yaml", "--results-dir",
+                             "{v}/opt/results", "--out", "{w}/optima.tar.xz"], "exits": {1, 2}, "cwd": "{v}/opt",
+                    "args": {"--configfile": IN, "--seeds": NUM, "--results-dir": DIR, "--out": OUT}},
+    "import-optima": {"base": ["--archive", "{v}/optima.tar.xz", "--configfile", "{repo}/config/config.yaml",
+                               "{repo}/config/smoke.yaml", "--results-dir", "{w}/installed"],
+                      "exits": {1, 2}, "cwd": "{v}/opt",
+                      "args": {"--archive": IN, "--configfile": IN, "--seeds": NUM, "--results-dir": OUT,
+                               "--replace": FLAG}},
     "lay-out": {"base": ["{repo}/reference/default-2seeds", "--results-dir", "{w}/laid", "--data-dir", "{w}/laid/d"],
                 "exits": {1},  # 1: the bundle is not what its manifest says (nothing laid out)
                 "args": {"bundle": DIR, "--results-dir": OUT, "--data-dir": OUT}},
@@ -388,10 +397,36 @@ def _group_and_bound_inputs(v: Path, run: Path, engine: Path, data_root: Path) -
 
     archive(v / "a.tar.gz", complete(read_config([REPO / "config/config.yaml", REPO / "config/smoke.yaml"])),
             about={"device": "a test", "wall_s": 1})
+    _optima(v)
     (v / "plan.json").write_text(json.dumps([{"out": str(v / "g/mnist/c/seed~0"), "set": ["seed=0"]}]))
     (v / "ranking.csv").write_text(
         "reading,axis,dataset,rank,K_star_distance,K_star_distance_seeds,K_star_distance_sd,accuracy_distance,"
         "accuracy_distance_seeds,accuracy_distance_sd,max_accuracy\nstated,partition,mnist,1,2,2.5,0.5,3,3.5,1,88\n")
+
+
+def _optima(v: Path) -> None:
+    """The smoke grid's reference optima (zeros: checked, never trained) and its partitions' manifests under
+    ``opt/`` (with the config folder a config names its engine from), packed into ``optima.tar.xz``."""
+    import shutil
+
+    import torch
+
+    from bladefl.experiments.bundles import optima_archive
+    from bladefl.experiments.bundles.run_import import read_config
+    from bladefl.experiments.plan import workflow_config as wc
+    from bladefl.theory import reference
+
+    config = read_config([REPO / "config/config.yaml", REPO / "config/smoke.yaml"])
+    config = {**config, "data_dir": str(v / "opt/data"), "results_dir": str(v / "opt/results")}
+    shutil.copytree(REPO / "config", v / "opt/config", ignore=shutil.ignore_patterns("*.md"))
+    for dataset, key in wc.reference_keys(config):
+        manifest = v / "opt/data/partitions" / dataset / f"{key}.json"
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        manifest.write_text(json.dumps({"indices_sha256": "0" * 64}))
+        reference.save(reference.Reference(torch.zeros(wc.model_size(config, dataset)), 0.1, 1, [0.1]),
+                       optima_archive.references_root(config) / dataset / f"{key}.npz",
+                       {"dataset": dataset, "model": wc.engine(config, dataset).to_dict()["model"]})
+    optima_archive.pack(config, v / "optima.tar.xz")
 
 
 def _report_page_and_bundle_inputs(v: Path, bundle: Path) -> None:

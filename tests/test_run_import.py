@@ -390,37 +390,46 @@ def test_a_failed_move_puts_back_every_run_folder_and_leaves_no_stage(tmp_path, 
 
 
 @pytest.mark.snakemake
-def test_parts_imported_one_by_one_leave_no_training_job_to_plan(tmp_path, data_root):
-    """The documented re-derivation: each part of a design imported alone (a run seed each), then the dry run of
-    the whole design plans no run and no group job. The design's groups hold 5 seeds (the schema's default
-    `seeds_per_job`, which the workflow applies and the import must too), more than a part holds, so each
-    import marks its seed's whole-design group, whichever part came first."""
+def test_parts_imported_one_by_one_leave_no_training_job_to_plan(tmp_path, data_root, monkeypatch):
+    """The documented re-derivation: each part of a design imported alone (a run seed each) with its reference
+    optima (packed where they were trained, removed here as a stranger's clone lacks them), then the dry run of
+    the whole design plans no run, group or reference job. The design's groups hold 5 seeds (the schema's
+    default `seeds_per_job`, which the workflow applies and the import must too), more than a part holds, so
+    each import marks its seed's whole-design group, whichever part came first."""
+    import shutil
+
     import yaml
 
+    from bladefl.experiments.bundles import optima_archive
     from conftest import copy_workflow, snakemake
 
     work = copy_workflow(tmp_path / "w")
     (work / "data/raw").mkdir(parents=True)
     (work / "data/raw/MNIST").symlink_to(data_root / "MNIST")
     seeds = list(range(7))  # two groups: seeds 0-4 and 5-6
-    overlay = {"seeds": seeds, "partition": {"n": 64, "seeds": seeds}, "measure_constants": False,
+    overlay = {"seeds": seeds, "partition": {"n": 64, "seeds": seeds}, "sweeps": [{"name": "fig3", "cells": [{}]}],
                "detection": {"detectors": [], "exclude_sweeps": []}, "results_dir": "results/parts"}
     (work / "parts.yaml").write_text(yaml.safe_dump(overlay))
     files = ["config/smoke.yaml", "parts.yaml"]
     made = snakemake(work, "run_inputs", "--cores", "1", "--configfile", *files, timeout=3600)
     assert made.returncode == 0, made.stderr[-2000:]
+    monkeypatch.chdir(work)  # the config's folders are relative to the workflow's
     paths = [work / "config/config.yaml", *(work / f for f in files)]
     design = ri.read_config(paths)
     assert design["seeds_per_job"] == 5  # the schema's default, as Snakemake fills it
+    assert optima_archive.pack(design, tmp_path / "optima.tar.xz") == len(seeds)
+    shutil.rmtree(optima_archive.references_root(design))
+    shutil.rmtree(work / ".snakemake/metadata")  # a clone that never trained them
     runs = work / "results/parts/runs" / design["engine"]
     for seed in (6, 0, 3, 5, 1, 4, 2):  # parts in any order
         part = ri.read_config(paths, [seed])
+        assert optima_archive.install(tmp_path / "optima.tar.xz", part).written == 1
         ri.import_runs(archive(tmp_path / f"part{seed}.tar.gz", complete(part)), part, runs)
     plan = snakemake(work, "-n", "run_folders", "--configfile", *files, timeout=3600)
     assert plan.returncode == 0, plan.stderr[-2000:]
     planned = plan.stdout + plan.stderr
     jobs = re.findall(r"^rule (\w+):", planned, re.M)  # every job the dry run would run
-    assert not {"run_cell", "run_group"} & set(jobs), planned[-3000:]
+    assert not {"run_cell", "run_group", "reference"} & set(jobs), planned[-3000:]
 
 
 KILLER = """

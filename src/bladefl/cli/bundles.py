@@ -117,6 +117,60 @@ def _cmd_import_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _optima_config(args: argparse.Namespace) -> dict:
+    from bladefl.experiments.bundles import run_import
+
+    return run_import.read_config(args.configfile, args.seeds)
+
+
+def _add_optima_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--configfile", nargs="+", required=True,
+                   help="the workflow config the optima belong to, as Snakemake reads it: files merged in order, "
+                        "e.g. config/config.yaml config/paper.yaml config/paper_part10.yaml")
+    p.add_argument("--seeds", type=int, nargs="+", help="only the optima these run seeds' runs read (a part)")
+    p.add_argument("--results-dir", help="the results folder (default: the config's results_dir)")
+
+
+def add_pack_optima(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="the archive, e.g. reference/runs/paper-10draws/optima.tar.xz")
+    _add_optima_common(p)
+
+
+def _cmd_pack_optima(args: argparse.Namespace) -> int:
+    from bladefl.experiments.bundles import optima_archive
+    from bladefl.experiments.runs.provenance import code_version
+
+    config = _optima_config(args)
+    try:
+        count = optima_archive.pack(config, args.out, args.results_dir, code_version())
+    except optima_archive.ArchiveError as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 1
+    print(f"packed {count} reference optima into {args.out} ({Path(args.out).stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+def add_import_optima(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--archive", required=True, help="reference optima packed by `bladefl pack-optima`")
+    _add_optima_common(p)
+    p.add_argument("--replace", action="store_true", help="overwrite optima that exist and differ")
+
+
+def _cmd_import_optima(args: argparse.Namespace) -> int:
+    from bladefl.experiments.bundles import optima_archive
+
+    config = _optima_config(args)
+    try:
+        done = optima_archive.install(args.archive, config, args.results_dir, replace=args.replace)
+    except optima_archive.ArchiveError as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 1
+    root = optima_archive.references_root(config, args.results_dir)
+    print(f"reference optima from {args.archive}: {done.written} written under {root}, {done.present} already there"
+          + (f", {done.skipped} of other run seeds left in the archive" if done.skipped else ""))
+    return 0
+
+
 def add_lay_out(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundle", help="a kept bundle, e.g. reference/paper-20seeds")
     p.add_argument("--results-dir", required=True, help="where its results/ files go")
@@ -214,6 +268,10 @@ COMMANDS: list[Command] = [
     ("keep", "keep the report's inputs for good (reference/<name>/, with a manifest)", add_keep, _cmd_keep),
     ("import-runs", "bring run folders computed elsewhere (grid-tables.tar.xz) into a results folder",
      add_import_runs, _cmd_import_runs),
+    ("pack-optima", "the reference optima a results folder's runs read, packed to travel with its runs",
+     add_pack_optima, _cmd_pack_optima),
+    ("import-optima", "reference optima packed elsewhere (optima.tar.xz) put where the workflow reads them, so "
+                      "they are not trained again", add_import_optima, _cmd_import_optima),
     ("lay-out", "a kept bundle's files laid out as a results folder (for the report)", add_lay_out, _cmd_lay_out),
     ("rejudge", "a kept bundle's verdict tables derived again from its own tables by this code",
      add_rejudge, _cmd_rejudge),

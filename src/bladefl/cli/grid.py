@@ -260,8 +260,9 @@ def _cmd_reference(args: argparse.Namespace) -> int:
     from bladefl.theory import reference
 
     indices = read_partition(args.partition)
-    # On the CPU whatever the config's device: the optimum is the same number on every machine (its data,
-    # model and generator would otherwise sit on different devices).
+    # On the CPU whatever the config's device, so that a GPU grid's optima are the CPU's (its data, model and
+    # generator would otherwise sit on different devices). Its last bits still follow the CPU's instruction
+    # path (docs/measurements.md): a kept bundle carries its optima (bladefl pack-optima, import-optima).
     cfg = load_config(args.config, [*args.set, f"partition.N={indices.shape[0]}", f"partition.n={indices.shape[1]}",
                                     "device=cpu"])
     data = engine.load_client_data(cfg, indices)

@@ -65,36 +65,55 @@ def load(path, size: int | None = None) -> Reference:  # noqa: ANN001 - str | Pa
     at most ``MAX_BYTES`` with the arrays ``w_star`` (finite floats, ``size`` of them when given: the
     model's parameter count) and ``history``, no pickled objects, and its ``.json`` beside it with a
     finite ``f_star`` and a whole ``epochs``; ValueError naming the field otherwise."""
-    import io
-    import json
-    import zipfile
     from pathlib import Path
+
+    from bladefl.core.bounded_read import read_regular
+
+    arrays = _arrays(read_regular(path, MAX_BYTES, "reference optimum"), size, str(path))
+    side = Path(path).with_suffix(".json")
+    return _reference(arrays, read_regular(side, 2**20, "reference optimum's record"), str(side))
+
+
+def parse(raw: bytes, record_raw: bytes, size: int | None = None, where: str = "reference optimum",
+          side: str = "its record") -> Reference:
+    """A reference optimum from the bytes of its .npz (``raw``) and of its .json record, checked as
+    :func:`load` checks the files (``where`` and ``side`` name them in the messages)."""
+    return _reference(_arrays(raw, size, where), record_raw, side)
+
+
+def _arrays(raw: bytes, size: int | None, where: str) -> dict:
+    import io
+    import zipfile
 
     import numpy as np
 
-    from bladefl.core.bounded_read import read_regular
-    from bladefl.core.run_files import no_key_twice
-    from bladefl.core.values import is_finite, is_int
-
-    raw = read_regular(path, MAX_BYTES, "reference optimum")
     if not raw.startswith(b"PK"):  # an .npz is a zip archive; anything else is no reference optimum
-        raise ValueError(f"reference optimum {path}: not an .npz (a zip archive) of `bladefl reference`")
+        raise ValueError(f"reference optimum {where}: not an .npz (a zip archive) of `bladefl reference`")
     try:
         with np.load(io.BytesIO(raw), allow_pickle=False) as z:
             arrays = {k: z[k] for k in ("w_star", "history") if k in z.files}
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"reference optimum {path}: not an .npz of `bladefl reference` ({str(exc)[:80]})") from None
+        raise ValueError(f"reference optimum {where}: not an .npz of `bladefl reference` ({str(exc)[:80]})") from None
     for key in ("w_star", "history"):
         a = arrays.get(key)
         if a is None or a.ndim != 1 or a.dtype.kind not in "fi" or not np.isfinite(a).all():
-            raise ValueError(f"reference optimum {path}: field {key!r} must be a 1-D array of finite numbers")
+            raise ValueError(f"reference optimum {where}: field {key!r} must be a 1-D array of finite numbers")
     if size is not None and arrays["w_star"].size != size:
-        raise ValueError(f"reference optimum {path}: field 'w_star' has {arrays['w_star'].size} parameters, "
+        raise ValueError(f"reference optimum {where}: field 'w_star' has {arrays['w_star'].size} parameters, "
                          f"the run's model {size} (a reference of another model or hidden width)")
-    side = Path(path).with_suffix(".json")
+    return arrays
+
+
+def _reference(arrays: dict, record_raw: bytes, side: str) -> Reference:
+    import json
+
+    import numpy as np
+
+    from bladefl.core.run_files import no_key_twice
+    from bladefl.core.values import is_finite, is_int
+
     try:
-        info = json.loads(read_regular(side, 2**20, "reference optimum's record").decode("utf-8"),
-                          object_pairs_hook=no_key_twice)
+        info = json.loads(record_raw.decode("utf-8"), object_pairs_hook=no_key_twice)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{side}: not valid JSON ({str(exc)[:80]})") from None
     record: dict[str, Any] = info if isinstance(info, dict) else {}

@@ -144,10 +144,6 @@ def run_inputs():
         for p in partition_files(d, key)
     ]
     references = [
-        f"{REFERENCES}/{d}/{key}.npz"
-        for d in DATASETS
-        for key in sorted(
-            {partition_key(d, c.N, s) for c in BOUND_CELLS.values() for s in RUN_SEEDS}
-        )
+        f"{REFERENCES}/{d}/{key}.npz" for d, key in wc_cfg.reference_keys(config)
     ]
     return partitions + references

@@ -57,7 +57,7 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
     about: Any = None
     if not Path(archive).is_file():
         raise ArchiveError("no such file")
-    if not _tar_magic(Path(archive)):  # checked first: xz reads a file of zeros as stream padding, all of it
+    if not tar_magic(Path(archive)):  # checked first: xz reads a file of zeros as stream padding, all of it
         raise ArchiveError("not a readable tar archive (plain, gzip, bzip2 or xz, by its first bytes)")
     try:
         tar = tarfile.open(archive, "r:*")
@@ -96,7 +96,7 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
 MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
 
 
-def _tar_magic(path: Path) -> bool:
+def tar_magic(path: Path) -> bool:
     with path.open("rb") as f:
         head = f.read(263)
     return head.startswith(MAGIC) or head[257:262] == b"ustar"

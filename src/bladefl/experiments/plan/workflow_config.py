@@ -197,6 +197,12 @@ def bound_cells(config: Mapping[str, Any]) -> list[Cell]:
     return unique_cells([m for m in members(config) if m.sweep == config.get("bound_sweep", "fig3")])
 
 
+def reference_keys(config: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(dataset, partition key) of every reference optimum the runs of ``run_seeds`` read, sorted, once each."""
+    return sorted({(dataset, partition_spec(config, N, seed, dataset).key) for dataset in config.get("datasets", [])
+                   for N in {cell.N for cell in bound_cells(config)} for seed in run_seeds(config)})
+
+
 def detectors(config: Mapping[str, Any]) -> list[str]:
     """The lazy-client detectors the validators run in every cell with lazy clients (the config's
     ``detection.detectors``; none when absent)."""
