@@ -204,28 +204,6 @@ def packed(out: Path) -> tuple[dict, list[str]]:
 
 
 @pytest.mark.slow
-def test_the_documented_snakemake_command_runs_the_grid_and_its_tables_import(machine, tmp_path, guard):
-    proc = run_script(machine, tmp_path / "out", guard, MODE="snakemake", CHECK="0", BENCH="0", BUDGET_S="500",
-                      LEDGERS="1")
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    out = proc.stdout + proc.stderr
-    assert "rule run_group:" in out and "mnist_N4_block0" in out  # profiles/gpu: grouped, stacked jobs
-    about, names = packed(tmp_path / "out")
-    assert about["finished"] and about["mode"] == "snakemake" and about["code_version"] == "abc1234"
-    assert about["grid_wall_s"] > 0
-    assert not any(n.endswith((".npz", ".bin")) for n in names)  # no models
-    assert sum(n.endswith("summary.json") for n in names) == 6
-    assert sum("/chains/K" in n for n in names) == 12  # LEDGERS=1: 6 runs x K 1..2
-    config = run_import.read_config([REPO / "config/config.yaml", REPO / "config/smoke.yaml"])
-    config["data_dir"] = str(machine / "data")  # the partitions the workflow made there
-    imported = run_import.import_runs(tmp_path / "out/grid-tables.tar.xz", config, tmp_path / "runs")
-    assert imported.runs == {"mnist": 6} and imported.about["mode"] == "snakemake"
-    assert (imported.verified, imported.unverified) == (6, 0)  # every run's ledgers held to its files
-    summary = json.loads(next((tmp_path / "runs").rglob("summary.json")).read_text())
-    assert summary["provenance"]["code_version"].endswith("+abc1234") and summary["provenance"]["device"]
-
-
-@pytest.mark.slow
 def test_a_grid_stopped_by_its_budget_still_packs_what_finished(machine, tmp_path, guard):
     proc = run_script(machine, tmp_path / "out", guard, BENCH="0", CHECK="0", BUDGET_S="2")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
@@ -310,11 +288,16 @@ def test_parts_of_the_grid_from_two_calls_pack_import_and_merge_into_the_whole_g
     part's record kept."""
     grid = _grid_of_two_draws(machine, "parts")
     first = run_script(machine, tmp_path / "out1", guard, MODE="snakemake", CHECK="0", BENCH="0", GRID=grid,
-                       GRID_SEEDS="0-0", BUDGET_S="500")
+                       GRID_SEEDS="0-0", BUDGET_S="500", LEDGERS="1")
     assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    assert "rule run_group:" in first.stdout + first.stderr  # the documented command: profiles/gpu, stacked jobs
     about, names = packed(tmp_path / "out1")
-    assert about["finished"] and about["grid_seeds"] == "0-0"
+    assert about["finished"] and about["grid_seeds"] == "0-0" and about["mode"] == "snakemake"
+    assert about["code_version"] == "abc1234" and about["grid_wall_s"] > 0
     assert {n.split("/")[3] for n in names if n.endswith("summary.json")} == {"seed~0"}
+    assert not any(n.endswith((".npz", ".bin")) for n in names)  # no models
+    assert sum(n.endswith("summary.json") for n in names) == 6
+    assert sum("/chains/K" in n for n in names) == 12  # LEDGERS=1: 6 runs x K 1..2
     second = run_script(machine, tmp_path / "out2", guard, MODE="snakemake", CHECK="0", BENCH="0", GRID=grid,
                         GRID_SEEDS="1-1", BUDGET_S="500")
     assert second.returncode == 0, (second.stdout + second.stderr)[-3000:]
@@ -329,10 +312,14 @@ def test_parts_of_the_grid_from_two_calls_pack_import_and_merge_into_the_whole_g
         proc = subprocess.run([*cli, "--archive", str(tmp_path / out / "grid-tables.tar.xz"), "--seeds", seed],
                               cwd=machine, capture_output=True, text=True, timeout=HANG_S, env=venv_env())
         assert proc.returncode == 0, proc.stdout + proc.stderr
+        if seed == "0":  # the first call's runs carry their ledgers: each run held to its blocks
+            assert "ledgers verified for 6" in proc.stdout, proc.stdout
     whole = run_import.expected_configs(config, str(results / "runs/authors-code"))
     assert all((Path(folder) / "summary.json").is_file() for folder in whole) and len(whole) == 12
     record = json.loads((results / "imported.json").read_text())
     assert record["seeds"] == [1] and [r["seeds"] for r in record["earlier_imports"]] == [[0]]
+    summary = json.loads(next((results / "runs").rglob("summary.json")).read_text())
+    assert summary["provenance"]["code_version"].endswith("+abc1234") and summary["provenance"]["device"]
     # The first part alone is a smaller design of its own: the config cut to its seeds and their draws
     # (an overlay, docs/gpu.md) takes the part's runs as every run it has, and nothing else.
     cut = tmp_path / "first-part.yaml"
