@@ -64,6 +64,11 @@ def test_the_verdicts_code_is_the_last_rejudge_else_the_keeper_else_not_recorded
     assert line == "code: runs 0.1.0+q, 0.1.0+r · verdicts 0.1.0+v · this page 0.1.0+p"
     # the code that made a kept bundle's tables from its runs (its manifest's kept_by) is named too
     assert bd.tables_code(rejudged) == "0.1.0+a" and bd.tables_code(bundle({})) == "not recorded"
+    # tables derived again since (a record naming files other than verdicts) are named with their code
+    rederived = bundle({"kept_by": "0.1.0+a", "rejudged": [
+        {"code_version": "0.1.0+b", "files": ["results/bound/mnist/fit.csv", "results/verdicts/mnist.csv"]},
+        {"code_version": "0.1.0+c", "files": ["results/verdicts/mnist.csv"]}]})
+    assert bd.tables_code(rederived) == "0.1.0+a (bound: 0.1.0+b)" and bd.verdicts_code(rederived) == "0.1.0+c"
     assert bd.code_line(["r"], "v", "p", tables="t") == "code: runs r · tables t · verdicts v · this page p"
 
 
@@ -147,7 +152,7 @@ def test_the_headline_front_page_holds_at_most_3000_visible_words_and_states_wha
     assert visible_words(page) <= 3000, visible_words(page)
     assert page.index("<h2>Findings</h2>") < page.index("Every statement of the paper")
     assert bd.design_of_runs(summaries) in page and "784-256-10" in page
-    assert re.search(r"code: runs \S+ · tables \S+ · verdicts \S+ · this page \S+", page)
+    assert re.search(r"code: runs \S+ · tables \S+( \(bound: \S+\))? · verdicts \S+ · this page \S+", page)
     assert "verdicts not recorded" not in page and "tables not recorded" not in page  # the bundle records both
     assert "K* read from other curves of this report&#x27;s runs (paper engine, " in page  # the runs it reads named
     assert visible_words("<p>a b</p><details><summary>c</summary>d e f</details><style>g</style>") == 3

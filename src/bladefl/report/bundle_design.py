@@ -144,11 +144,23 @@ def verdicts_code(bundle: Path | None) -> str:
 
 def tables_code(bundle: Path | None) -> str:
     """The code version that made a kept bundle's tables from its runs (the summary, the paper comparison,
-    the bound and detection tables: the manifest's ``kept_by``); for a workflow's own results this code."""
+    the bound and detection tables: the manifest's ``kept_by``), and the code of each kind of table derived
+    again since (a record of ``about.rejudged`` naming files other than verdicts: ``(bound: <code>)``); for a
+    workflow's own results this code."""
     if bundle is None:
         return provenance.code_version()
     about = _about(bundle)
-    return "not recorded" if about is None else str(about.get("kept_by", "not recorded"))
+    if about is None:
+        return "not recorded"
+    since: dict[str, str] = {}
+    for record in about.get("rejudged") or []:
+        files = record.get("files") if isinstance(record, dict) else None
+        for rel in files if isinstance(files, list) else []:
+            kind = str(rel).split("/")[1] if str(rel).count("/") >= 2 else None
+            if kind and kind != "verdicts":
+                since[kind] = str(record.get("code_version", "not recorded"))
+    again = "".join(f" ({kind}: {code})" for kind, code in sorted(since.items()))
+    return str(about.get("kept_by", "not recorded")) + again
 
 
 def code_line(run_versions: Sequence[str], verdicts: str, page: str | None = None, tables: str | None = None) -> str:
