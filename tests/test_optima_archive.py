@@ -113,6 +113,22 @@ def test_a_forged_archive_is_refused_naming_why_and_nothing_is_written(made, tmp
     assert installed(made, tmp_path / "elsewhere") == {}
 
 
+@pytest.mark.parametrize("cut", [0.5, 0.9])
+def test_a_truncated_or_corrupt_archive_is_refused_in_one_message(made, tmp_path, cut):
+    out = tmp_path / "optima.tar.xz"
+    oa.pack(made, out)
+    data = out.read_bytes()
+    out.write_bytes(data[:int(len(data) * cut)])
+    with pytest.raises(oa.ArchiveError, match="truncated or corrupt"):
+        oa.install(out, made, tmp_path / "e")
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0xFF  # one byte of the xz stream changed: its check fails
+    out.write_bytes(bytes(flipped))
+    with pytest.raises(oa.ArchiveError, match="truncated or corrupt"):
+        oa.install(out, made, tmp_path / "e")
+    assert installed(made, tmp_path / "e") == {}
+
+
 def test_links_and_optima_of_another_model_are_refused(made, tmp_path):
     out = tmp_path / "optima.tar.xz"
     oa.pack(made, out)

@@ -9,8 +9,8 @@ they are imported, not trained.
 
 An archive holds ``optima/<dataset>/<key>.npz`` and ``.json`` (the files ``bladefl reference``
 writes) for each draw, and ``optima/ABOUT.json``: the engine they belong to, the code that packed
-them (``packed_by``) and, for each, the SHA-256 of the partition indices it trained on. Read as hostile: every member
-a regular file of a bounded size under that layout, each optimum checked as
+them (``packed_by``) and, for each, the SHA-256 of the partition indices it trained on. Read as
+hostile: every member a regular file of a bounded size under that layout, each optimum checked as
 :func:`bladefl.theory.reference.parse` checks it, of the model size of the config's engine, of a draw
 of this config, trained on the partition made here (its digest); all of it before any file is written.
 """
@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import io
 import json
+import lzma
 import re
 import tarfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -141,7 +143,7 @@ def read(archive: str | Path) -> tuple[dict[tuple[str, str], Optimum], dict[str,
                 if name in files:
                     raise ArchiveError(f"{member.name}: the archive holds this file twice")
                 files[name] = tar.extractfile(member).read()  # type: ignore[union-attr]
-    except (EOFError, OSError, tarfile.TarError) as exc:
+    except (EOFError, OSError, tarfile.TarError, lzma.LZMAError, zlib.error) as exc:  # as run_archive reads
         raise ArchiveError(f"{archive}: truncated or corrupt ({exc.__class__.__name__}: {exc})") from None
     if ABOUT not in files:
         raise ArchiveError(f"{archive}: no {ABOUT} (the partition each optimum trained on)")
