@@ -46,6 +46,24 @@ def test_the_schemas_partition_schemes_are_the_scheme_registrys():
     assert found and all(e == list(partition.SCHEME_REGISTRY) for e in found)
 
 
+def test_the_schemas_partition_properties_are_the_partition_specs_fields():
+    """Every field of a partition spec a workflow config may override (all but N, which each cell gives) is a
+    property of the schema's `partition` (whose additionalProperties is false), and every scheme's parameter
+    is a field of the spec: a scheme parameter added to the spec without its schema entry fails here, not as a
+    ConfigError at the workflow's first parse."""
+    import dataclasses
+
+    from bladefl.data import partition
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    given = schema["properties"]["partition"]
+    fields = {f.name for f in dataclasses.fields(partition.PartitionSpec)}
+    assert given["additionalProperties"] is False
+    assert fields - {"N"} <= set(given["properties"]), sorted(fields - {"N"} - set(given["properties"]))
+    assert set(given["properties"]) - fields == {"seeds"}  # the replicate draws: the workflow's, not a spec's
+    assert {s.parameter for s in partition.SCHEME_REGISTRY.values() if s.parameter} <= fields
+
+
 def test_the_sizes_the_engine_assumes_are_each_datasets_own():
     """The model's input size, the partition checks' training-set size and the work a job holds are read
     per dataset from its spec (Cifar-10: 3,072 values, 50,000 training images; MNIST's: 784, 60,000)."""
