@@ -30,6 +30,7 @@ from typing import Any
 
 from bladefl.core import atomic
 from bladefl.experiments.bundles.run_archive import ArchiveError, tar_magic
+from bladefl.experiments.bundles.run_import import partition_made_here
 from bladefl.experiments.plan import workflow_config as wc
 
 PREFIX = "optima"
@@ -56,16 +57,6 @@ class Installed:
 def references_root(config: Mapping[str, Any], results_dir: str | Path | None = None) -> Path:
     """Where the workflow's ``reference`` rule writes the config's optima (``REFERENCES``)."""
     return Path(results_dir or config["results_dir"]) / "reference" / str(config.get("engine", "paper"))
-
-
-def partition_digest(config: Mapping[str, Any], dataset: str, key: str) -> str | None:
-    """The SHA-256 of the partition indices made here for (dataset, key), None where none is made."""
-    manifest = Path(config.get("data_dir", "data")) / "partitions" / dataset / f"{key}.json"
-    try:
-        digest = json.loads(manifest.read_text()).get("indices_sha256")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return digest if isinstance(digest, str) else None
 
 
 def _check(config: Mapping[str, Any], dataset: str, key: str, optimum: Optimum, where: str) -> None:
@@ -96,7 +87,7 @@ def pack(config: Mapping[str, Any], out: str | Path, results_dir: str | Path | N
         except OSError:
             raise ArchiveError(f"{base}.npz: no reference optimum here (the workflow's run_inputs trains it)") from None
         _check(config, dataset, key, optimum, str(base))
-        digest = partition_digest(config, dataset, key)
+        digest = partition_made_here(config, dataset, key)
         if digest is None:
             raise ArchiveError(f"partition {dataset}/{key}: no manifest under {config.get('data_dir', 'data')}"
                                "/partitions, so the draw the optimum trained on cannot be named")
@@ -189,7 +180,7 @@ def install(archive: str | Path, config: Mapping[str, Any], results_dir: str | P
             raise ArchiveError(f"{where}.npz: missing (the runs of this config read it)")
         optimum = optima[(dataset, key)]
         _check(config, dataset, key, optimum, where)
-        here = partition_digest(config, dataset, key)
+        here = partition_made_here(config, dataset, key)
         if here is None:
             raise ArchiveError(f"partition {dataset}/{key} is not made here (make the partitions first: "
                                "snakemake run_inputs --omit-from reference), so the draw the optimum trained on "
@@ -219,5 +210,5 @@ def _bytes(path: Path) -> bytes | None:
         return None
 
 
-__all__ = ["PREFIX", "ABOUT", "ArchiveError", "Optimum", "Installed", "references_root", "partition_digest", "pack",
+__all__ = ["PREFIX", "ABOUT", "ArchiveError", "Optimum", "Installed", "references_root", "pack",
            "read", "install"]

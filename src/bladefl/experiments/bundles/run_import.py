@@ -114,16 +114,30 @@ def partition_problems(summary: Mapping[str, Any], config: Mapping[str, Any], da
     if recorded is None:
         return []
     spec = wc.partition_spec(config, Cell.from_key(cell).N, seed, dataset)
-    manifest = Path(config.get("data_dir", "data")) / "partitions" / dataset / f"{spec.key}.json"
-    try:
-        here = json.loads(manifest.read_text()).get("indices_sha256")
-    except (OSError, ValueError):
+    here = partition_made_here(config, dataset, spec.key)
+    if here is None:
+        manifest = partition_manifest(config, dataset, spec.key)
         return [f"its partition {spec.key} is not made here ({manifest}: run `snakemake run_inputs` first), so the "
                 "draw it trained on cannot be checked"]
     if here != recorded:
         return [f"it trained on another draw of partition {spec.key} (indices {str(recorded)[:12]}, here "
                 f"{str(here)[:12]})"]
     return []
+
+
+def partition_manifest(config: Mapping[str, Any], dataset: str, key: str) -> Path:
+    """Where `bladefl partition` writes partition ``key``'s manifest under the config's ``data_dir``."""
+    return Path(config.get("data_dir", "data")) / "partitions" / dataset / f"{key}.json"
+
+
+def partition_made_here(config: Mapping[str, Any], dataset: str, key: str) -> str | None:
+    """The SHA-256 of the indices of partition ``key`` as made here (its manifest), None where none is
+    made or it names no digest."""
+    try:
+        digest = json.loads(partition_manifest(config, dataset, key).read_text()).get("indices_sha256")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return digest if isinstance(digest, str) else None
 
 
 def _partition_digest(summary: Mapping[str, Any]) -> str | None:
