@@ -39,7 +39,7 @@ def test_each_axis_value_is_the_run_config_it_names():
     point = sp.point({"partition": "dirichlet0.3", "samples": 256, "iteration": "steps4", "batch_size": 16,
                       "scaling": "raw", "width": 32, "activation": "none", "lazy_noise": "model", "eta_scale": 8})
     cfg = load_config(REPO / "config/engines/paper.yaml", point.sets())
-    assert (cfg.partition.scheme, cfg.partition.dirichlet_alpha, cfg.partition.n) == ("dirichlet", 0.3, 256)
+    assert (cfg.partition.scheme, cfg.partition.value, cfg.partition.n) == ("dirichlet", 0.3, 256)
     assert (cfg.train.iteration, cfg.train.steps, cfg.train.batch_size, cfg.train.eta_scale) == ("steps", 4, 16, 8)
     assert (cfg.normalize, cfg.model.hidden, cfg.model.activation, cfg.lazy.noise) == (False, 32, "none", "model")
     assert cfg.train.step_size == pytest.approx(0.08)

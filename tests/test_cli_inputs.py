@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bladefl.cli import main
+from bladefl.data.datasets import SPECS
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = str(REPO / "config" / "engines" / "paper.yaml")
@@ -133,7 +134,7 @@ def test_a_partition_file_of_another_draw_or_dataset_is_refused_by_its_manifest(
       "--t-sum", "-5", "--out", "{tmp}/c.csv"], "argument --t-sum: a time budget above 0"),
     (["paper-comparison", "--dataset", "cifar", "--summary", "s", "--optimum", "o", "--paper-values", "p",
       "--t-sum", "100", "--out", "{tmp}/c.csv"],
-     "argument --dataset: one of cifar10, fashion_mnist, mnist, got 'cifar'"),
+     f"argument --dataset: one of {', '.join(sorted(SPECS))}, got 'cifar'"),  # the registry's names
     (["verdicts", "--dataset", "mnist", "--summary", "s", "--members", "[]", "--t-sum", "1e308", "--out",
       "{tmp}/v.csv"], "argument --t-sum: a time budget above 0 and at most"),
     (["verdicts", "--dataset", "mnist", "--summary", "s", "--members", "[]", "--t-sum", "1e30", "--out",

@@ -14,7 +14,7 @@ def test_profiles_load_and_differ():
     authors = load_config(ENGINES / "authors-code.yaml")
     assert (paper.model.hidden, paper.model.activation, paper.partition.scheme) == (256, "relu", "shards")
     assert (authors.model.hidden, authors.model.activation, authors.partition.scheme) == (32, "none", "classes")
-    assert authors.partition.classes_per_client == 4 and authors.train.batch_size == 64
+    assert authors.partition.value == 4 and authors.train.batch_size == 64
     assert math.isinf(paper.privacy.epsilon) and paper.time.K == tuple(range(1, 10))
 
 

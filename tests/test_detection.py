@@ -22,7 +22,7 @@ SIGMA2 = (1e-6, 1e-4, 1e-2, 0.3)
 def round_models(data_root):
     """The previous global model and 20 honestly trained models (2 epochs, shards of 2 classes)."""
     train = datasets.load("mnist", data_root, train=True, normalize=False)
-    idx = make_partition(train.y, PartitionSpec(scheme="shards", N=20, n=512, seed=0, shards_per_client=2))
+    idx = make_partition(train.y, PartitionSpec.of(scheme="shards", N=20, n=512, seed=0, shards_per_client=2))
     shape = mlp.Shape(d=784, h=256, activation="relu")
     w0 = mlp.init(shape, torch_generator(0, "init"))
     local = w0.expand(20, -1).clone()

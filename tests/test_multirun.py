@@ -80,21 +80,22 @@ def test_runs_that_do_not_share_data_are_refused_with_the_field_named():
 def test_every_partition_field_but_the_seed_is_shared_by_a_group():
     """The group's shared settings come from the partition spec as a whole (was: a hand-kept list, a
     field left out of which let runs on different partitions stack silently): each field of it, the
-    seed aside, set otherwise in one run, is named as the reason."""
+    seed aside, set otherwise in one run, is named as the reason. The scheme's parameter is the spec's
+    `value`, whichever scheme owns it; a parameter of another scheme is not read, so it is no difference."""
     import dataclasses
 
     from bladefl.data.partition import PartitionSpec
     from bladefl.fl import engine
 
-    other = {"scheme": "classes", "N": 8, "n": 32, "shards_per_client": 4, "classes_per_client": 2,
-             "dirichlet_alpha": 0.1}
+    other = {"scheme": {"scheme": "iid"}, "N": {"N": 8}, "n": {"n": 32}, "value": {"shards_per_client": 4}}
     fields = [f.name for f in dataclasses.fields(PartitionSpec) if f.name != "seed"]
     assert sorted(other) == sorted(fields)  # a new field needs its own case here
     for name in fields:
         assert f"partition.{name}" in engine.SHARED
-        errors = group_errors([RunSpec(small_cfg(), 3), RunSpec(small_cfg(partition={name: other[name]}), 3)])
+        errors = group_errors([RunSpec(small_cfg(), 3), RunSpec(small_cfg(partition=other[name]), 3)])
         assert any(f"partition.{name} is" in e for e in errors), (name, errors)
     assert "partition.seed" not in engine.SHARED
+    assert group_errors([RunSpec(small_cfg(), 3), RunSpec(small_cfg(partition={"dirichlet_alpha": 0.1}), 3)]) == []
 
 
 def test_per_model_step_sizes_equal_one_step_size_per_model():

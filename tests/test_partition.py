@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from bladefl.data.partition import PartitionSpec, dirichlet_counts, label_histogram, make_partition
+from bladefl.data.partition import PartitionSpec, label_histogram, make_partition
+from bladefl.data.schemes import dirichlet_counts
 
 
 @pytest.fixture(scope="module")
@@ -17,9 +20,9 @@ def labels() -> np.ndarray:
 
 
 SPECS = [
-    PartitionSpec(scheme="shards", N=20, n=512, shards_per_client=2),
-    PartitionSpec(scheme="classes", N=25, n=512, classes_per_client=4),
-    PartitionSpec(scheme="dirichlet", N=25, n=512, dirichlet_alpha=0.3),
+    PartitionSpec.of(scheme="shards", N=20, n=512, shards_per_client=2),
+    PartitionSpec.of(scheme="classes", N=25, n=512, classes_per_client=4),
+    PartitionSpec.of(scheme="dirichlet", N=25, n=512, dirichlet_alpha=0.3),
     PartitionSpec(scheme="iid", N=10, n=300),
 ]
 
@@ -31,7 +34,7 @@ def test_sizes_disjoint_deterministic(labels, spec):
     assert len(np.unique(idx)) == spec.N * spec.n  # disjoint clients, no repeats
     assert idx.min() >= 0 and idx.max() < len(labels)
     assert np.array_equal(idx, make_partition(labels, spec))
-    other = PartitionSpec(**{**spec.__dict__, "seed": spec.seed + 1})
+    other = dataclasses.replace(spec, seed=spec.seed + 1)
     assert not np.array_equal(idx, make_partition(labels, other))
 
 
@@ -39,15 +42,15 @@ def test_shards_give_each_client_at_most_s_plus_boundary_labels(labels):
     spec = SPECS[0]
     hist = label_histogram(labels, make_partition(labels, spec))
     # each shard is a run of the label-sorted data, so it spans at most 2 labels
-    assert (np.count_nonzero(hist, axis=1) <= 2 * spec.shards_per_client).all()
-    assert np.median(np.count_nonzero(hist, axis=1)) <= spec.shards_per_client + 1
+    assert (np.count_nonzero(hist, axis=1) <= 2 * spec.value).all()
+    assert np.median(np.count_nonzero(hist, axis=1)) <= spec.value + 1
 
 
 def test_classes_give_c_distinct_classes_n_over_c_each(labels):
     spec = SPECS[1]
     hist = label_histogram(labels, make_partition(labels, spec))
     for row in hist:
-        assert sorted(row[row > 0].tolist()) == [spec.n // spec.classes_per_client] * spec.classes_per_client
+        assert sorted(row[row > 0].tolist()) == [spec.n // spec.value] * spec.value
 
 
 class CountingRng:
@@ -77,7 +80,7 @@ def test_dirichlet_counts_end_in_at_most_one_pass_per_class_and_client(labels, a
 
 
 def test_dirichlet_small_alpha_is_skewed(labels):
-    spec = PartitionSpec(scheme="dirichlet", N=25, n=512, dirichlet_alpha=0.01)
+    spec = PartitionSpec.of(scheme="dirichlet", N=25, n=512, dirichlet_alpha=0.01)
     idx = make_partition(labels, spec)
     hist = label_histogram(labels, idx)
     assert (hist.sum(axis=1) == 512).all()
@@ -85,7 +88,7 @@ def test_dirichlet_small_alpha_is_skewed(labels):
 
 
 def test_dirichlet_large_alpha_is_near_uniform(labels):
-    spec = PartitionSpec(scheme="dirichlet", N=20, n=1000, dirichlet_alpha=1000.0)
+    spec = PartitionSpec.of(scheme="dirichlet", N=20, n=1000, dirichlet_alpha=1000.0)
     hist = label_histogram(labels, make_partition(labels, spec))
     assert np.abs(hist / 1000 - 0.1).max() < 0.06
 
@@ -108,7 +111,7 @@ def test_key_roundtrip():
 )
 def test_bad_specs_name_the_field(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        PartitionSpec(**kwargs)
+        PartitionSpec.of(**kwargs)
 
 
 def test_too_many_samples_is_rejected(labels):
@@ -119,7 +122,7 @@ def test_too_many_samples_is_rejected(labels):
 def test_a_key_with_a_dot_names_its_files_in_full(tmp_path):
     from bladefl.data.partition_store import PartitionPaths
 
-    spec = PartitionSpec(scheme="dirichlet", N=4, n=16, dirichlet_alpha=0.5)
+    spec = PartitionSpec.of(scheme="dirichlet", N=4, n=16, dirichlet_alpha=0.5)
     paths = PartitionPaths.under(tmp_path, "mnist", spec)
     assert [p.name for p in (paths.indices, paths.manifest, paths.figure)] == [
         "dirichlet0.5_N4_n16_seed0.npy", "dirichlet0.5_N4_n16_seed0.json", "dirichlet0.5_N4_n16_seed0.png"]

@@ -27,7 +27,7 @@ def test_every_name_list_is_the_registrys():
 
 
 def test_the_schemas_partition_schemes_are_the_scheme_registrys():
-    from bladefl.data import partition
+    from bladefl.data import schemes
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     found = []
@@ -43,25 +43,27 @@ def test_the_schemas_partition_schemes_are_the_scheme_registrys():
                 walk(v)
 
     walk(schema)
-    assert found and all(e == list(partition.SCHEME_REGISTRY) for e in found)
+    assert found and all(e == list(schemes.SCHEME_REGISTRY) for e in found)
 
 
-def test_the_schemas_partition_properties_are_the_partition_specs_fields():
-    """Every field of a partition spec a workflow config may override (all but N, which each cell gives) is a
-    property of the schema's `partition` (whose additionalProperties is false), and every scheme's parameter
-    is a field of the spec: a scheme parameter added to the spec without its schema entry fails here, not as a
-    ConfigError at the workflow's first parse."""
-    import dataclasses
-
-    from bladefl.data import partition
+def test_the_schemas_partition_properties_are_the_config_fields_of_a_partition():
+    """Every field a workflow config's partition may override (all but N, which each cell gives: the spec's base
+    fields and every scheme's parameter) is a property of the schema's `partition` (whose additionalProperties is
+    false), with the parameter's kind and range: a scheme whose parameter lacks its schema entry fails here, not
+    as a ConfigError at the workflow's first parse."""
+    from bladefl.data import partition, schemes
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     given = schema["properties"]["partition"]
-    fields = {f.name for f in dataclasses.fields(partition.PartitionSpec)}
+    fields = set(partition.config_fields())
     assert given["additionalProperties"] is False
     assert fields - {"N"} <= set(given["properties"]), sorted(fields - {"N"} - set(given["properties"]))
     assert set(given["properties"]) - fields == {"seeds"}  # the replicate draws: the workflow's, not a spec's
-    assert {s.parameter for s in partition.SCHEME_REGISTRY.values() if s.parameter} <= fields
+    for field, parameter in schemes.parameters().items():
+        entry = given["properties"][field]
+        assert entry["type"] == {int: "integer", float: "number"}[parameter.kind], field
+        low = "exclusiveMinimum" if parameter.low_open else "minimum"
+        assert entry[low] == parameter.low and entry.get("maximum", parameter.high) == parameter.high, field
 
 
 def test_the_sizes_the_engine_assumes_are_each_datasets_own():

@@ -1,50 +1,77 @@
-"""Non-IID partitions of a labelled training set into N disjoint clients of exactly n samples.
+"""What a partition is: :class:`PartitionSpec` (the dataset's training set split into N disjoint clients of
+exactly n samples by a scheme of :mod:`bladefl.data.schemes`, with that scheme's parameter and a seed), its key,
+its checks, what a run records of it, and its draw.
 
-Each scheme is a pure function ``(labels, N, n, rng, ...) -> int64 array [N, n]`` of indices
-into the training set, registered with its parameter in :data:`SCHEME_REGISTRY` (whence the keys,
-their parsing and the calibration's partition axis); all randomness comes from the
-``numpy.random.Generator`` passed in.
-
-- ``shards``:    sort by label, cut into shards of n/s samples, give each client s random shards
-                 (McMahan et al. 2017; the paper's non-IID setting, s = 2).
-- ``classes``:   each client gets c distinct classes with n/c samples of each (the authors' code,
-                 c = 4, 128 per class).
-- ``dirichlet``: per-client label proportions ~ Dirichlet(a), with exact client sizes.
-- ``iid``:       a uniform random draw.
+The scheme owns its parameter (:class:`bladefl.data.schemes.Parameter`): the spec holds the scheme's name and the
+parameter's value, and the key grammar, the config fields and their checks, the record and the report's wording
+are derived from the registry, so a new scheme touches its own entry there and nothing here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-MAX_DIRICHLET = 1e6  # Dirichlet(1e308) gives NaN proportions without a word
+from bladefl.core.values import is_int
+from bladefl.data.schemes import SCHEME_REGISTRY, parameters
+
 _KEY = re.compile(r"(?P<detail>[a-z]+[0-9.e+-]*)_N(?P<N>\d+)_n(?P<n>\d+)_seed(?P<seed>\d+)")
 _DETAIL = re.compile(r"(?P<scheme>[a-z]+)(?P<param>[0-9][0-9.e+-]*)?")
+BASE_FIELDS = ("scheme", "N", "n", "seed")
+# The parameters every run recorded, whatever its scheme, before the schemes owned them: a record keeps them
+# (at their defaults under another scheme), so those runs stay runs of the same config. A parameter added
+# since is recorded only where it leaves its default (as run_config.LATER_FIELDS does for the other sections).
+RECORDED_ALWAYS = ("shards_per_client", "classes_per_client", "dirichlet_alpha")
 
 
 @dataclass(frozen=True)
 class PartitionSpec:
-    """What defines a partition (besides the dataset)."""
+    """What defines a partition (besides the dataset): the scheme, N clients of n samples, the draw's seed and the
+    scheme's parameter ``value`` (None: its default; None for a scheme without one). :meth:`of` builds one from
+    config fields (``shards_per_client=2``), :meth:`record` gives them back."""
 
     scheme: str = "shards"
     N: int = 20
     n: int = 512
     seed: int = 0
-    shards_per_client: int = 2
-    classes_per_client: int = 4
-    dirichlet_alpha: float = 0.5
+    value: int | float | None = None
 
     def __post_init__(self) -> None:
+        own = SCHEME_REGISTRY[self.scheme].parameter if self.scheme in SCHEME_REGISTRY else None
+        if self.value is None and own is not None:
+            object.__setattr__(self, "value", own.default)
         errors = partition_errors(self)
         if errors:
             raise ValueError("; ".join(errors))
+
+    @classmethod
+    def of(cls, **fields: Any) -> PartitionSpec:
+        """The spec of config fields (``scheme``, ``N``, ``n``, ``seed`` and parameters by their field names).
+        A parameter of another scheme is not read (a config may override an engine's scheme and leave the
+        engine's parameter behind); one of no scheme is refused."""
+        errors = partition_errors(fields)
+        if errors:
+            raise ValueError("; ".join(errors))
+        scheme = SCHEME_REGISTRY[fields.get("scheme", "shards")]
+        value = fields.get(scheme.parameter.field) if scheme.parameter else None
+        return cls(**{k: fields[k] for k in BASE_FIELDS if k in fields}, value=value)
+
+    def record(self) -> dict[str, Any]:
+        """The spec as a run's summary and a partition's manifest record it: the base fields, then each
+        registered parameter (this scheme's value, the others' defaults), those not in :data:`RECORDED_ALWAYS`
+        only where they leave their default."""
+        out: dict[str, Any] = {"scheme": self.scheme, "N": self.N, "n": self.n, "seed": self.seed}
+        for field, parameter in parameters().items():
+            value = self.value if SCHEME_REGISTRY[self.scheme].parameter is parameter else parameter.default
+            if field in RECORDED_ALWAYS or value != parameter.default:
+                out[field] = value
+        return out
 
     @property
     def key(self) -> str:
@@ -58,20 +85,35 @@ class PartitionSpec:
         fields = parse_detail(m["detail"]) if m else None
         if m is None or fields is None:
             raise ValueError(f"not a partition key: {key!r} (expected e.g. 'shards2_N20_n512_seed0')")
-        return cls(N=int(m["N"]), n=int(m["n"]), seed=int(m["seed"]), **fields)
+        return cls.of(N=int(m["N"]), n=int(m["n"]), seed=int(m["seed"]), **fields)
+
+
+def config_fields() -> dict[str, Any]:
+    """Every field a config's partition may set, with its default: the base fields and every scheme's parameter."""
+    base = {f.name: f.default for f in dataclasses.fields(PartitionSpec) if f.name in BASE_FIELDS}
+    return {**base, **{f: p.default for f, p in parameters().items()}}
+
+
+def _fields_of(spec: PartitionSpec) -> tuple[dict[str, Any], Any]:
+    """A spec's config fields, and a value given to a scheme that owns no parameter (None: none was)."""
+    fields = {k: getattr(spec, k) for k in BASE_FIELDS}
+    scheme = SCHEME_REGISTRY.get(spec.scheme)
+    if scheme is not None and scheme.parameter is not None:
+        fields[scheme.parameter.field] = spec.value
+        return fields, None
+    return fields, spec.value
 
 
 def scheme_detail(spec: PartitionSpec) -> str:
     """The scheme and its parameter as a key names them: ``shards2``, ``dirichlet0.3``, ``iid``."""
-    scheme = SCHEME_REGISTRY[spec.scheme]
-    if scheme.parameter is None:
-        return scheme.name
-    value = getattr(spec, scheme.parameter)
-    return f"{scheme.name}{value:g}" if scheme.kind is float else f"{scheme.name}{value}"
+    parameter = SCHEME_REGISTRY[spec.scheme].parameter
+    if parameter is None:
+        return spec.scheme
+    return f"{spec.scheme}{spec.value:g}" if parameter.kind is float else f"{spec.scheme}{spec.value}"
 
 
 def parse_detail(detail: str) -> dict[str, Any] | None:
-    """The spec's fields a scheme detail names (``shards2`` -> scheme shards, shards_per_client 2), or
+    """The config fields a scheme detail names (``shards2`` -> scheme shards, shards_per_client 2), or
     None when it names none: an unknown scheme, a parameter missing, given to a scheme without one, or
     not of the parameter's kind (``shards2.5``)."""
     m = _DETAIL.fullmatch(detail)
@@ -81,128 +123,45 @@ def parse_detail(detail: str) -> dict[str, Any] | None:
     if scheme.parameter is None:
         return {"scheme": scheme.name}
     try:
-        value = scheme.kind(m["param"])
+        value = scheme.parameter.kind(m["param"])
     except ValueError:
         return None
-    return {"scheme": scheme.name, scheme.parameter: value}
+    return {"scheme": scheme.name, scheme.parameter.field: value}
 
 
-def partition_errors(spec: PartitionSpec | SimpleNamespace, train_size: int | None = None, num_classes: int = 10
+def partition_errors(spec: PartitionSpec | Mapping[str, Any], train_size: int | None = None, num_classes: int = 10
                      ) -> list[str]:
-    """Every problem with a partition spec (or a namespace of its fields read from a config not yet
-    checked), each naming the field and the allowed values."""
+    """Every problem with a partition spec (or the config fields of one, not yet checked; a field left out takes
+    its default), each naming the field and the allowed values."""
+    fields, stray = _fields_of(spec) if isinstance(spec, PartitionSpec) else (spec, None)
     errors = []
-    if spec.scheme not in SCHEMES:
-        errors.append(f"partition.scheme must be one of {list(SCHEMES)} (got {spec.scheme!r})")
-    for field in ("N", "n", "shards_per_client", "classes_per_client"):
-        value = getattr(spec, field)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            errors.append(f"partition.{field} must be an integer >= 1 (got {value!r})")
-    if not isinstance(spec.seed, int) or isinstance(spec.seed, bool) or spec.seed < 0:
-        errors.append(f"partition.seed must be an integer >= 0 (got {spec.seed!r})")
-    if (not isinstance(spec.dirichlet_alpha, (int, float)) or isinstance(spec.dirichlet_alpha, bool)
-            or not 0 < spec.dirichlet_alpha <= MAX_DIRICHLET):
-        errors.append(f"partition.dirichlet_alpha must be a number in (0, {MAX_DIRICHLET:g}] (got "
-                      f"{spec.dirichlet_alpha!r}; far above 100 every client's proportions are the data's own: "
-                      "use scheme iid)")
+    known = parameters()
+    unknown = sorted(set(fields) - set(BASE_FIELDS) - set(known))
+    if unknown:
+        errors.append(f"partition: unknown field(s) {unknown}; allowed: {sorted({*BASE_FIELDS, *known})}")
+    get = {**config_fields(), **fields}
+    if get["scheme"] not in SCHEME_REGISTRY:
+        errors.append(f"partition.scheme must be one of {list(SCHEME_REGISTRY)} (got {get['scheme']!r})")
+    for field in ("N", "n"):
+        if not (is_int(get[field]) and get[field] >= 1):
+            errors.append(f"partition.{field} must be an integer >= 1 (got {get[field]!r})")
+    if not (is_int(get["seed"]) and get["seed"] >= 0):
+        errors.append(f"partition.seed must be an integer >= 0 (got {get['seed']!r})")
+    errors.extend(wrong for f, p in known.items() if f in fields and (wrong := p.error(fields[f])))
     if errors:
         return errors
-    if spec.scheme == "shards" and spec.n % spec.shards_per_client:
-        errors.append(
-            f"partition.n must be divisible by partition.shards_per_client={spec.shards_per_client} "
-            f"(got n={spec.n})"
-        )
-    if spec.scheme == "classes":
-        if spec.classes_per_client > num_classes:
-            errors.append(
-                f"partition.classes_per_client must be in 1..{num_classes} (got {spec.classes_per_client})"
-            )
-        elif spec.n % spec.classes_per_client:
-            errors.append(
-                f"partition.n must be divisible by partition.classes_per_client={spec.classes_per_client} "
-                f"(got n={spec.n})"
-            )
-    if train_size is not None and spec.N * spec.n > train_size:
+    scheme = SCHEME_REGISTRY[get["scheme"]]
+    if stray is not None:
+        return [f"partition: scheme {scheme.name!r} takes no parameter (got {stray!r})"]
+    if scheme.parameter is not None:
+        value = get[scheme.parameter.field]
+        errors.extend(scheme.checks(get["n"], value, num_classes))
+    if train_size is not None and get["N"] * get["n"] > train_size:
         errors.append(
             f"partition.N * partition.n must be at most the training set size {train_size} "
-            f"(got {spec.N} * {spec.n} = {spec.N * spec.n})"
+            f"(got {get['N']} * {get['n']} = {get['N'] * get['n']})"
         )
     return errors
-
-
-def iid(labels: np.ndarray, N: int, n: int, rng: np.random.Generator) -> np.ndarray:
-    return rng.permutation(len(labels))[: N * n].reshape(N, n).astype(np.int64)
-
-
-def shards(labels: np.ndarray, N: int, n: int, rng: np.random.Generator, per_client: int = 2) -> np.ndarray:
-    size = n // per_client
-    order = np.lexsort((rng.permutation(len(labels)), labels))  # by label, random within a label
-    n_shards = len(labels) // size
-    chosen = rng.permutation(n_shards)[: N * per_client]
-    pieces = order[: n_shards * size].reshape(n_shards, size)[chosen]
-    return pieces.reshape(N, n).astype(np.int64)
-
-
-def classes(labels: np.ndarray, N: int, n: int, rng: np.random.Generator, per_client: int = 4) -> np.ndarray:
-    num_classes = int(labels.max()) + 1
-    per_class = n // per_client
-    pools = [rng.permutation(np.flatnonzero(labels == c)) for c in range(num_classes)]
-    used = np.zeros(num_classes, dtype=np.int64)
-    out = np.empty((N, n), dtype=np.int64)
-    for i in range(N):  # N is tiny; this is set-up, not the training hot path
-        room = np.flatnonzero(len_pools(pools) - used >= per_class)
-        if len(room) < per_client:
-            raise ValueError(
-                f"classes partition ran out of samples: client {i} needs {per_client} classes with "
-                f"{per_class} samples left; lower partition.N or partition.n"
-            )
-        picked = np.sort(rng.choice(room, size=per_client, replace=False))
-        for j, c in enumerate(picked):
-            out[i, j * per_class : (j + 1) * per_class] = pools[c][used[c] : used[c] + per_class]
-            used[c] += per_class
-    return out
-
-
-def len_pools(pools: list[np.ndarray]) -> np.ndarray:
-    return np.array([len(p) for p in pools], dtype=np.int64)
-
-
-def dirichlet_counts(
-    available: np.ndarray, N: int, n: int, a: float, rng: np.random.Generator
-) -> np.ndarray:
-    """Per-client class counts [N, C]: rows sum to n, columns never exceed ``available``.
-
-    Proportions p_i ~ Dirichlet(a); counts ~ Multinomial(n, p_i) clipped to what is left, and the
-    deficit re-drawn over the classes that still have room (weighted by p_i, uniform when p_i has
-    no mass there). Each pass either finishes a client or fills a class, so it ends in at most C
-    passes per client, whatever a is.
-    """
-    C = len(available)
-    left = available.astype(np.int64).copy()
-    counts = np.zeros((N, C), dtype=np.int64)
-    for i in range(N):
-        p = rng.dirichlet(np.full(C, float(a)))
-        need = n
-        while need > 0:
-            open_ = left > 0
-            w = np.where(open_, p, 0.0)
-            w = w / w.sum() if w.sum() > 0 else open_ / open_.sum()
-            draw = np.minimum(rng.multinomial(need, w), left)
-            counts[i] += draw
-            left -= draw
-            need -= int(draw.sum())
-    return counts
-
-
-def dirichlet(labels: np.ndarray, N: int, n: int, rng: np.random.Generator, a: float = 0.5) -> np.ndarray:
-    num_classes = int(labels.max()) + 1
-    pools = [rng.permutation(np.flatnonzero(labels == c)) for c in range(num_classes)]
-    counts = dirichlet_counts(len_pools(pools), N, n, a, rng)
-    starts = np.concatenate([np.zeros((1, num_classes), np.int64), np.cumsum(counts, axis=0)])
-    out = np.empty((N, n), dtype=np.int64)
-    for i in range(N):
-        out[i] = np.concatenate([pools[c][starts[i, c] : starts[i + 1, c]] for c in range(num_classes)])
-    return out
 
 
 def make_partition(labels: np.ndarray, spec: PartitionSpec) -> np.ndarray:
@@ -212,29 +171,7 @@ def make_partition(labels: np.ndarray, spec: PartitionSpec) -> np.ndarray:
         raise ValueError("; ".join(errors))
     rng = np.random.default_rng(spec.seed)
     scheme = SCHEME_REGISTRY[spec.scheme]
-    return scheme.draw(labels, spec.N, spec.n, rng, *([getattr(spec, scheme.parameter)] if scheme.parameter else []))
-
-
-@dataclass(frozen=True)
-class Scheme:
-    """A partition scheme (Flower's partitioner shape): its name, the one field of
-    :class:`PartitionSpec` it reads (None: none) and that field's kind, and its draw
-    ``(labels, N, n, rng[, parameter]) -> indices [N, n]``. The key grammar, the checks and the
-    calibration's axis are derived from these; a new scheme is one entry and its draw."""
-
-    name: str
-    parameter: str | None
-    kind: type
-    draw: Callable[..., np.ndarray]
-
-
-SCHEME_REGISTRY: dict[str, Scheme] = {s.name: s for s in (
-    Scheme("shards", "shards_per_client", int, shards),
-    Scheme("classes", "classes_per_client", int, classes),
-    Scheme("dirichlet", "dirichlet_alpha", float, dirichlet),
-    Scheme("iid", None, int, iid),
-)}
-SCHEMES = tuple(SCHEME_REGISTRY)
+    return scheme.draw(labels, spec.N, spec.n, rng, *([spec.value] if scheme.parameter else []))
 
 
 def label_histogram(labels: np.ndarray, indices: np.ndarray, num_classes: int = 10) -> np.ndarray:

@@ -32,7 +32,7 @@ def manifest(dataset: str, spec: PartitionSpec, labels: np.ndarray, indices: np.
     hist = label_histogram(labels, indices)
     return {
         "dataset": dataset,
-        "spec": dataclasses.asdict(spec),
+        "spec": spec.record(),
         "key": spec.key,
         "shape": list(indices.shape),
         "indices_sha256": indices_digest(indices),

@@ -57,6 +57,7 @@ __all__ = ["ClientData", "Execution", "GroupResult", "GroupTimes", "KResult", "R
 # may train on different draws of the partition (its seed): the group's data holds each draw. The
 # partition's part is the partition spec as a whole, seed aside: a field added to it is shared at once.
 PARTITION_SHARED = tuple(f"partition.{f.name}" for f in dataclasses.fields(PartitionSpec) if f.name != "seed")
+# (the scheme's parameter is the spec's `value`, whichever scheme owns it: a new scheme adds no shared setting)
 SHARED = ("dataset", "data_dir", "normalize", *PARTITION_SHARED, "model", "train.iteration", "train.batch_size",
           "train.steps", "device", "measure.client_test_classes", "measure.client_test_per_class")
 

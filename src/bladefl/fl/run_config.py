@@ -11,7 +11,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import yaml
@@ -24,7 +23,7 @@ from bladefl.core.values import is_finite as _is_finite
 from bladefl.core.values import is_int as _is_int
 from bladefl.core.values import is_num as _is_num
 from bladefl.data.datasets import SPECS, train_size
-from bladefl.data.partition import PartitionSpec, partition_errors
+from bladefl.data.partition import PartitionSpec, config_fields, partition_errors
 from bladefl.fl.ranges import DETECTORS, RANGES, range_error
 from bladefl.fl.shape import parameters_on
 from bladefl.fl.timemodel import TAU_RULES, iteration_errors
@@ -125,7 +124,7 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         """The config as every run's summary records it; the fields of :data:`LATER_FIELDS` only where
         they leave their default (a run recorded before them is still a run of the same config)."""
-        out = dataclasses.asdict(self)
+        out = {**dataclasses.asdict(self), "partition": self.partition.record()}  # (drops its own later fields)
         out["time"]["K"] = list(self.time.K)
         for (section, name), default in LATER_FIELDS.items():
             if out[section][name] == default:
@@ -182,7 +181,7 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     need(raw["dataset"] in SPECS, "dataset", f"one of {sorted(SPECS)}", raw["dataset"])
     need(raw["device"] in ("auto", "cpu", "cuda"), "device", "one of ['auto', 'cpu', 'cuda']", raw["device"])
     need(_is_int(raw["seed"]) and raw["seed"] >= 0, "seed", "an integer >= 0", raw["seed"])
-    e.extend(partition_errors(SimpleNamespace(**raw["partition"]), train_size=train_size(raw["dataset"])))
+    e.extend(partition_errors(raw["partition"], train_size=train_size(raw["dataset"])))
     m, t, tm = raw["model"], raw["train"], raw["time"]
     need(_is_int(m["hidden"]) and m["hidden"] >= 1, "model.hidden", "an integer >= 1", m["hidden"])
     need(m["activation"] in ("relu", "none"), "model.activation", "one of ['relu', 'none']", m["activation"])
@@ -272,6 +271,7 @@ def _merge(defaults: dict[str, Any], given: Mapping[str, Any], where: str) -> di
 def from_dict(data: Mapping[str, Any]) -> RunConfig:
     """Build and validate a :class:`RunConfig` (missing fields take their defaults)."""
     defaults = dataclasses.asdict(RunConfig())  # every field, those of LATER_FIELDS too
+    defaults["partition"] = config_fields()  # every scheme's parameter
     defaults["time"]["K"] = list(defaults["time"]["K"])
     raw = _merge(defaults, data, "")
     errors = _errors(raw)
@@ -284,7 +284,7 @@ def from_dict(data: Mapping[str, Any]) -> RunConfig:
             section["K"] = tuple(section["K"])
         if name == "lazy":
             section["detectors"] = tuple(section["detectors"])
-        kwargs[name] = cls(**section)
+        kwargs[name] = PartitionSpec.of(**section) if cls is PartitionSpec else cls(**section)
     return RunConfig(**kwargs)
 
 

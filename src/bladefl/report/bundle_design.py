@@ -5,7 +5,6 @@ page, and the kept bundle that holds the headline verdicts."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import platform
@@ -18,7 +17,8 @@ import pandas as pd
 import yaml
 
 from bladefl.data.datasets import SPECS, TITLES
-from bladefl.data.partition import PartitionSpec
+from bladefl.data.partition import PartitionSpec, config_fields
+from bladefl.data.schemes import SCHEME_REGISTRY
 from bladefl.experiments.plan import workflow_config as wc
 from bladefl.experiments.runs import provenance
 from bladefl.report.tables import run_span
@@ -75,10 +75,8 @@ def reading(engine: Mapping[str, Any], name: str, datasets: Sequence[str] = ()) 
     of the report holds under); the model's inputs are the pixels of ``datasets`` (the engine's own
     dataset where none are given)."""
     part, model, train = engine.get("partition", {}), engine.get("model", {}), engine.get("train", {})
-    spec = PartitionSpec(**{f.name: part[f.name] for f in dataclasses.fields(PartitionSpec) if f.name in part})
-    split = {"shards": f"shards, {spec.shards_per_client} per client",
-             "classes": f"{spec.classes_per_client} classes per client",
-             "dirichlet": f"Dirichlet({spec.dirichlet_alpha:g}) label proportions", "iid": "IID"}[spec.scheme]
+    spec = PartitionSpec.of(**{k: v for k, v in part.items() if k in config_fields()})
+    split = SCHEME_REGISTRY[spec.scheme].describe(spec.value)
     hidden = model.get("hidden", "?")
     activation = {"relu": "ReLU", "none": "no activation", None: "no activation"}.get(
         model.get("activation"), str(model.get("activation")))

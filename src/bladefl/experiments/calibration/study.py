@@ -13,7 +13,6 @@ machines that may not carry Optuna (the GPU machine's script runs the grid only)
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -21,7 +20,6 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from bladefl.core import atomic, strict_yaml
@@ -218,7 +216,7 @@ def partition_pairs_errors(axes: Mapping[str, Any], engine: str, base_sets: list
     from bladefl.fl.run_config import load_config
 
     cfg = load_config(engine, base_sets)
-    base, size = dataclasses.asdict(cfg.partition), train_size(cfg.dataset)
+    base, size = cfg.partition.record(), train_size(cfg.dataset)
     parts = (axes.get("partition") or {}).get("values") or [None]
     sizes = (axes.get("samples") or {}).get("values") or [base["n"]]
     errors = []
@@ -226,7 +224,7 @@ def partition_pairs_errors(axes: Mapping[str, Any], engine: str, base_sets: list
         fields = {k.split(".", 1)[1]: v for k, v in (overrides("partition", part) if part else {}).items()}
         for n in sizes:
             for N in Ns:
-                wrong = partition_errors(SimpleNamespace(**{**base, **fields, "n": n, "N": N}), train_size=size)
+                wrong = partition_errors({**base, **fields, "n": n, "N": N}, train_size=size)
                 if wrong:
                     errors.append(f"calibration.space: partition {part} with samples {n} (N={N}): {wrong[0]}")
                     break

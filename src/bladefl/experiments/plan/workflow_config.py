@@ -14,7 +14,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from bladefl.core.errors import BladeflError
@@ -172,11 +171,11 @@ def partition_spec(config: Mapping[str, Any], N: int, seed: int | None = None,
                    dataset: str | None = None) -> PartitionSpec:
     """The engine's partition (``dataset``'s, where the engine is given per dataset) with the config's
     overrides and the cell's N: run seed ``seed``'s draw (the first draw without a seed)."""
-    values = {**dataclasses.asdict(engine(config, dataset).partition), **partition_overrides(config, seed), "N": N}
-    errors = partition_errors(SimpleNamespace(**values), train_size=train_size(config.get("datasets", [])))
+    values = {**engine(config, dataset).partition.record(), **partition_overrides(config, seed), "N": N}
+    errors = partition_errors(values, train_size=train_size(config.get("datasets", [])))
     if errors:
         raise ConfigError("; ".join(errors))
-    return PartitionSpec(**values)
+    return PartitionSpec.of(**values)
 
 
 def members(config: Mapping[str, Any]) -> list[Member]:

@@ -281,7 +281,7 @@ def write_report(runs: Sequence[str | Path], members: Sequence[Member], referenc
     cells: dict[str, dict] = {}
     for path in map(Path, runs):
         run = read_checked_run(path)
-        key = PartitionSpec(**run.summary["config"]["partition"]).key
+        key = PartitionSpec.of(**run.summary["config"]["partition"]).key
         if key not in refs:
             raise ValueError(f"{path}: no reference for partition {key} among {sorted(refs)}")
         res = analyse_run(run, refs[key])
