@@ -59,6 +59,8 @@ def test_the_schemas_partition_properties_are_the_config_fields_of_a_partition()
     assert given["additionalProperties"] is False
     assert fields - {"N"} <= set(given["properties"]), sorted(fields - {"N"} - set(given["properties"]))
     assert set(given["properties"]) - fields == {"seeds"}  # the replicate draws: the workflow's, not a spec's
+    owned = [s.parameter.field for s in schemes.SCHEME_REGISTRY.values() if s.parameter]
+    assert len(owned) == len(set(owned)), owned  # a field names one scheme's parameter
     for field, parameter in schemes.parameters().items():
         entry = given["properties"][field]
         assert entry["type"] == {int: "integer", float: "number"}[parameter.kind], field
