@@ -19,27 +19,11 @@ import numpy as np
 import yaml
 
 from bladefl.data import idx
+from bladefl.data.datasets import IDX_FILES, DatasetSpec
 from conftest import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN, TEST = 1200, 200
-
-ENTRY = '''
-TINY = DatasetSpec(
-    name="tiny",
-    title="Tiny",
-    torchvision_name="MNIST",
-    folder="Tiny/raw",
-    train_files=IDX_FILES[:2],
-    test_files=IDX_FILES[2:],
-    mean=0.5,
-    std=0.29,
-    sha256={PINS},
-    train_size=1200,
-    test_size=200,
-)
-
-'''
 
 SCRIPT = '''
 import json, sys
@@ -58,6 +42,13 @@ print(json.dumps({"codes": codes, "names": list(datasets.NAMES), "statements": l
                   "titles": page_html.DATASET_TITLES,
                   "outcome": calibration_outcome.OUTCOME_SCHEMA["properties"]["dataset"]["enum"]}))
 '''
+
+
+def entry(pins: dict[str, str]) -> DatasetSpec:
+    """The throw-away dataset's spec (its repr is the entry's source)."""
+    return DatasetSpec(name="tiny", title="Tiny", torchvision_name="MNIST", folder="Tiny/raw",
+                       train_files=IDX_FILES[:2], test_files=IDX_FILES[2:], mean=0.5, std=0.29, sha256=pins,
+                       train_size=TRAIN, test_size=TEST)
 
 
 def write_stand_in(raw: Path) -> dict[str, str]:
@@ -87,7 +78,7 @@ def test_a_new_dataset_is_its_registry_entry_fetch_partition_run_and_names_follo
     module = copy / "src/bladefl/data/datasets.py"
     # the entry before the registry, and its name last in the registry's tuple (whatever it holds by then)
     text, found = re.subn(r"^(SPECS: dict\[str, DatasetSpec\] = \{s\.name: s for s in \()([^)]*)\)\}",
-                          lambda m: ENTRY.replace("{PINS}", repr(pins)).lstrip("\n") + f"{m[1]}{m[2]}, TINY)}}",
+                          lambda m: f"TINY = {entry(pins)!r}\n\n{m[1]}{m[2]}, TINY)}}",
                           module.read_text(), flags=re.M)
     assert found == 1
     module.write_text(text)
