@@ -167,3 +167,14 @@ def test_a_reading_says_what_one_local_iteration_is_for_every_kind():
     assert "one local iteration = 3 minibatch steps at batch 128, step size eta x 2;" in said["steps"]
     assert "one local iteration = one full-batch gradient step, step size eta x 2;" in said["full_batch"]
     assert "step size" not in bd.reading({"train": {"iteration": "epoch", "batch_size": 64}}, "x")
+
+
+def test_a_front_page_cell_shows_the_deciding_number_and_folds_the_test_that_gave_it():
+    """The test's name repeats on every row of the statement table: the cell shows the verdict's number, its
+    evidence names the test; a text with no p-value is shown whole."""
+    from bladefl.report.front_page import deciding_number
+
+    said = 'as "K* falls as alpha grows": tie-aware exact Page test over 10 runs: p (falls) = 7.8e-06, FDR-adjusted'
+    assert deciding_number(said) == ("p (falls) = 7.8e-06, FDR-adjusted",
+                                     'as "K* falls as alpha grows": tie-aware exact Page test over 10 runs')
+    assert deciding_number("holds in 35% of 100 bootstrap resamples") == ("holds in 35% of 100 bootstrap resamples", "")

@@ -126,5 +126,7 @@ def test_the_kept_reports_pass_the_checks_a_referee_would_make(tmp_path, browser
         assert check.problems() == [], (page, check.problems())
     front = (out / "report" / "index.html").read_text()
     assert front.index("<h2>Findings</h2>") < front.index("<h2>Pages</h2>") < front.index("judged once")
-    assert visible_words(front) <= 3000, (name, visible_words(front))  # outside folded details
+    # outside folded details, with room for statements to come: one costs about 35 visible words (a new trend
+    # and `make regenerate` must leave this test green), so the page keeps 150 of its 3,000 free
+    assert visible_words(front) <= 3000 - 150, (name, visible_words(front))
     assert ("A look, not the verdicts" in front) == (units == 2)

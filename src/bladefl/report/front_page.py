@@ -190,14 +190,25 @@ def _cell(r: pd.Series | None, readings: pd.DataFrame, comparison: pd.DataFrame 
     draws = _draws(r)
     found = " · ".join(x for x in (found, f"draws: {html.escape(draws)}" if draws else "") if x)
     summary = "evidence" + (f", {len(readings)} reading{'s' if len(readings) > 1 else ''}" if len(readings) else "")
-    folded = (f"<details><summary>{summary}</summary>{'<p>' + found + '</p>' if found else ''}"
+    number, test = deciding_number(_shown(r.decided_by))
+    folded = (f"<details><summary>{summary}</summary>{'<p>by ' + html.escape(test) + '</p>' if test else ''}"
+              f"{'<p>' + found + '</p>' if found else ''}"
               f"{'<p>' + html.escape(beside) + '</p>' if beside else ''}"
               f"{'<ul>' + extra + '</ul>' if extra else ''}<p>{html.escape(str(r.evidence))}</p></details>")
-    decided = html.escape(_short(r.decided_by, 110 if r.verdict != "not applicable" else 90))
+    decided = html.escape(_short(number, 110 if r.verdict != "not applicable" else 90))
     why = refuted_by(r)
     why = f" <span class='small'><b>({html.escape(why)})</b></span>" if why else ""
     return (f"<td><span class='v' style='background:{colour}'>{html.escape(str(r.verdict))}</span>{why} "
             f"<span class='small'>{decided}</span>" + _beside(r, others or {}) + folded + "</td>")
+
+
+def deciding_number(decided_by: str) -> tuple[str, str]:
+    """A verdict's deciding number, and the test that gave it (folded on the front page, where it would repeat on
+    every row): ``"tie-aware exact Page test over 10 runs: p (falls) = 1.2e-05, FDR-adjusted"`` -> ``("p (falls)
+    = 1.2e-05, FDR-adjusted", "tie-aware exact Page test over 10 runs")``; a text with no p-value is its own
+    number."""
+    test, sep, rest = decided_by.rpartition(": p (")
+    return (f"p ({rest}", test) if sep else (decided_by, "")
 
 
 def _draws(r: pd.Series) -> str:
