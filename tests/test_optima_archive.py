@@ -128,7 +128,7 @@ def test_a_truncated_or_corrupt_archive_is_refused_in_one_message(made, tmp_path
     out = tmp_path / "optima.tar.xz"
     oa.pack(made, out)
     out.write_bytes(corrupt(out.read_bytes()))
-    refused(out, made, tmp_path / "e", "truncated or corrupt")
+    refused(out, made, tmp_path / "e", "truncated or corrupt|not a readable tar archive")  # (where it breaks)
 
 
 def test_links_and_optima_of_another_model_are_refused(made, tmp_path):

@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import io
 import json
-import lzma
 import re
 import tarfile
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bladefl.core import atomic
-from bladefl.experiments.bundles.run_archive import ArchiveError, tar_magic
+from bladefl.experiments.bundles.run_archive import ArchiveError, archive_files
 from bladefl.experiments.bundles.run_import import partition_made_here
 from bladefl.experiments.plan import workflow_config as wc
 
@@ -110,32 +108,27 @@ def pack(config: Mapping[str, Any], out: str | Path, results_dir: str | Path | N
 def read(archive: str | Path) -> tuple[dict[tuple[str, str], Optimum], dict[str, Any]]:
     """The optima of an archive by (dataset, key), and its ABOUT.json; ArchiveError naming the member
     and the reason for anything else in it, a member twice, half an optimum, or no ABOUT.json."""
-    path = Path(archive)
-    if not path.is_file() or not tar_magic(path):
-        raise ArchiveError(f"{archive}: not a tar archive (plain, gzip, bzip2 or xz)")
     files: dict[str, bytes] = {}
     total = 0
+
+    def admit(member: tarfile.TarInfo) -> None:
+        nonlocal total
+        name = PurePosixPath(member.name).as_posix()
+        if name != ABOUT and not MEMBER.fullmatch(name):
+            raise ArchiveError(f"{member.name}: not an optimum's file ({PREFIX}/<dataset>/<key>.npz or .json) nor "
+                               f"{ABOUT}")
+        total += member.size
+        if total > ARCHIVE_LIMIT:
+            raise ArchiveError(f"{member.name}: the archive holds more than {ARCHIVE_LIMIT} bytes")
+
     try:
-        with tarfile.open(path, "r:*") as tar:
-            for member in tar:
-                if not member.name.isprintable():
-                    raise ArchiveError(f"{ascii(member.name)}: a member name with control characters")
-                if member.isdir():
-                    continue
-                if not member.isfile():
-                    raise ArchiveError(f"{member.name}: not a regular file (links and devices are refused)")
-                name = PurePosixPath(member.name).as_posix()
-                if name != ABOUT and not MEMBER.fullmatch(name):
-                    raise ArchiveError(f"{member.name}: not an optimum's file ({PREFIX}/<dataset>/<key>.npz or "
-                                       f".json) nor {ABOUT}")
-                total += member.size
-                if total > ARCHIVE_LIMIT:
-                    raise ArchiveError(f"{member.name}: the archive holds more than {ARCHIVE_LIMIT} bytes")
-                if name in files:
-                    raise ArchiveError(f"{member.name}: the archive holds this file twice")
-                files[name] = tar.extractfile(member).read()  # type: ignore[union-attr]
-    except (EOFError, OSError, tarfile.TarError, lzma.LZMAError, zlib.error) as exc:  # as run_archive reads
-        raise ArchiveError(f"{archive}: truncated or corrupt ({exc.__class__.__name__}: {exc})") from None
+        for member, data in archive_files(Path(archive), admit):
+            name = PurePosixPath(member).as_posix()
+            if name in files:
+                raise ArchiveError(f"{member}: the archive holds this file twice")
+            files[name] = data
+    except ArchiveError as exc:  # the archive named, as run_import names a runs archive
+        raise ArchiveError(f"{archive}: {exc}") from None
     if ABOUT not in files:
         raise ArchiveError(f"{archive}: no {ABOUT} (the partition each optimum trained on)")
     try:

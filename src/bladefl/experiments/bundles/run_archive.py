@@ -15,7 +15,7 @@ import lzma
 import re
 import tarfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -55,9 +55,35 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
     """The archive's run files by (dataset, cell, seed), and its ABOUT.json as read (None: none)."""
     runs: dict[tuple[str, str, int], dict[str, bytes]] = {}
     about: Any = None
-    if not Path(archive).is_file():
+    for member, data in archive_files(Path(archive), _within_its_limit):
+        if PurePosixPath(member).name == ABOUT and len(PurePosixPath(member).parts) <= 2:
+            if about is not None:
+                raise ArchiveError(f"{member}: a second {ABOUT}")
+            about = _json(member, data)  # the archive's own, beside its dataset folders
+            continue
+        run, name = _member_run(member)
+        files = runs.setdefault((run.dataset, run.cell, run.seed), {})
+        if name in files:  # a second member of one name: which one a reader takes is arbitrary
+            raise ArchiveError(f"{member}: the archive holds this run file twice")
+        files[name] = data
+    return runs, about
+
+
+def _within_its_limit(member: tarfile.TarInfo) -> None:
+    name = PurePosixPath(member.name).name
+    limit = MEMBER_LIMITS.get("ledger" if name.startswith("K") else name, MEMBER_LIMIT)
+    if member.size > limit:
+        raise ArchiveError(f"{member.name}: {member.size} bytes, more than such a file holds ({limit})")
+
+
+def archive_files(archive: Path, admit: Callable[[tarfile.TarInfo], None]) -> Iterator[tuple[str, bytes]]:
+    """Each regular file of a tar archive from elsewhere, as (member name, bytes), read only once ``admit`` (which
+    raises ArchiveError naming the member) let it through. Refused first: a file that is no tar archive, a member
+    name with control characters, a link or a device; folders are skipped; a truncated or corrupt archive is an
+    ArchiveError. The one walk of the run and optima archives."""
+    if not archive.is_file():
         raise ArchiveError("no such file")
-    if not tar_magic(Path(archive)):  # checked first: xz reads a file of zeros as stream padding, all of it
+    if not tar_magic(archive):  # checked first: xz reads a file of zeros as stream padding, all of it
         raise ArchiveError("not a readable tar archive (plain, gzip, bzip2 or xz, by its first bytes)")
     try:
         tar = tarfile.open(archive, "r:*")
@@ -72,24 +98,10 @@ def read_archive(archive: Path) -> tuple[dict[tuple[str, str, int], dict[str, by
                     continue
                 if not member.isfile():
                     raise ArchiveError(f"{member.name}: not a regular file (links and devices are refused)")
-                name = PurePosixPath(member.name).name
-                limit = MEMBER_LIMITS.get("ledger" if name.startswith("K") else name, MEMBER_LIMIT)
-                if member.size > limit:
-                    raise ArchiveError(f"{member.name}: {member.size} bytes, more than such a file holds ({limit})")
-                data = tar.extractfile(member).read()  # type: ignore[union-attr]
-                if PurePosixPath(member.name).name == ABOUT and len(PurePosixPath(member.name).parts) <= 2:
-                    if about is not None:
-                        raise ArchiveError(f"{member.name}: a second {ABOUT}")
-                    about = _json(member.name, data)  # the archive's own, beside its dataset folders
-                    continue
-                run, name = _member_run(member.name)
-                files = runs.setdefault((run.dataset, run.cell, run.seed), {})
-                if name in files:  # a second member of one name: which one a reader takes is arbitrary
-                    raise ArchiveError(f"{member.name}: the archive holds this run file twice")
-                files[name] = data
+                admit(member)
+                yield member.name, tar.extractfile(member).read()  # type: ignore[union-attr]
     except (EOFError, OSError, tarfile.TarError, lzma.LZMAError, zlib.error) as exc:
         raise ArchiveError(f"truncated or corrupt ({exc.__class__.__name__}: {exc})") from None
-    return runs, about
 
 
 # The first bytes of each archive form tarfile reads: gzip, bzip2, xz, and a plain (ustar) tar's magic at 257.
