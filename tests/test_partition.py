@@ -157,3 +157,15 @@ def test_a_partition_file_is_checked_before_any_work(tmp_path, capsys):
                  "--set", "partition.n=8", "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "not a partition index file" in err and "pickled" not in err
+
+
+def test_a_parameters_error_names_its_field_and_range_whatever_its_bounds():
+    """Each shape of range a scheme's parameter may have, and values of no kind at all, in one line each."""
+    from bladefl.data.schemes import Parameter
+
+    assert Parameter("a", int, 2, 1).error(0) == "partition.a must be an integer >= 1 (got 0)"
+    assert Parameter("b", float, 0.5, 0, low_open=True).error(None) == "partition.b must be a number > 0 (got None)"
+    assert Parameter("c", float, 0.5, 0, 1).error("x") == "partition.c must be a number in [0, 1] (got 'x')"
+    assert Parameter("d", float, 0.5, 0, 1, low_open=True, advice="why").error(2) == (
+        "partition.d must be a number in (0, 1] (got 2; why)")
+    assert Parameter("e", float, 0.5, 0, 1).error(1) is None and Parameter("f", int, 2, 1).error(True) is not None

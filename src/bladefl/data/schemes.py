@@ -48,10 +48,10 @@ class Parameter:
         if (is_int(value) if self.kind is int else is_num(value)) and (
                 value > self.low if self.low_open else value >= self.low) and (self.high is None or value <= self.high):
             return None
-        if self.kind is int and self.high is None:
-            allowed = f"an integer >= {self.low}"
+        noun = "an integer" if self.kind is int else "a number"
+        if self.high is None:
+            allowed = f"{noun} {'>' if self.low_open else '>='} {self.low:g}"
         else:
-            noun = "an integer" if self.kind is int else "a number"
             allowed = f"{noun} in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
         return f"partition.{self.field} must be {allowed} (got {value!r}{'; ' + self.advice if self.advice else ''})"
 
