@@ -75,7 +75,8 @@ def reading(engine: Mapping[str, Any], name: str, datasets: Sequence[str] = ()) 
     of the report holds under); the model's inputs are the pixels of ``datasets`` (the engine's own
     dataset where none are given)."""
     part, model, train = engine.get("partition", {}), engine.get("model", {}), engine.get("train", {})
-    spec = PartitionSpec.of(**{k: v for k, v in part.items() if k in config_fields()})
+    fields = config_fields()
+    spec = PartitionSpec.of(**{k: v for k, v in part.items() if k in fields})
     split = SCHEME_REGISTRY[spec.scheme].describe(spec.value)
     hidden = model.get("hidden", "?")
     activation = {"relu": "ReLU", "none": "no activation", None: "no activation"}.get(
