@@ -37,7 +37,7 @@ def test_overrides():
         ({"chain": {"difficulty_bits": 64}}, "chain.difficulty_bits must be an integer in 0..32"),
         ({"privacy": {"delta": 2}}, "privacy.delta must be a number in (0, 1)"),
         ({"partition": {"N": 200}}, "partition.N * partition.n must be at most"),
-        ({"model": {"widht": 3}}, "model.: unknown field(s) ['widht']"),
+        ({"model": {"widht": 3}}, "model: unknown field(s) ['widht']"),
         ({"device": "tpu"}, "device must be one of"),
         # values past which every loss is NaN (the float32 model overflows), refused instead of run as "ok"
         ({"lazy": {"sigma2": 1e300}}, "lazy.sigma2 must be a finite number in [0, 1e+06]"),

@@ -256,7 +256,8 @@ def _coerce(value: Any, default: Any) -> Any:
 def _merge(defaults: dict[str, Any], given: Mapping[str, Any], where: str) -> dict[str, Any]:
     unknown = sorted(set(given) - set(defaults))
     if unknown:
-        raise RunConfigError(f"{where or 'config'}: unknown field(s) {unknown}; allowed: {sorted(defaults)}")
+        raise RunConfigError(f"{where.rstrip('.') or 'config'}: unknown field(s) {unknown}; allowed: "
+                             f"{sorted(defaults)}")
     out = dict(defaults)
     for key, value in given.items():
         if isinstance(defaults[key], dict):
@@ -270,8 +271,7 @@ def _merge(defaults: dict[str, Any], given: Mapping[str, Any], where: str) -> di
 
 def from_dict(data: Mapping[str, Any]) -> RunConfig:
     """Build and validate a :class:`RunConfig` (missing fields take their defaults)."""
-    defaults = dataclasses.asdict(RunConfig())  # every field, those of LATER_FIELDS too
-    defaults["partition"] = config_fields()  # every scheme's parameter
+    defaults = {**dataclasses.asdict(RunConfig()), "partition": config_fields()}  # every field, LATER_FIELDS' too
     defaults["time"]["K"] = list(defaults["time"]["K"])
     raw = _merge(defaults, data, "")
     errors = _errors(raw)
