@@ -29,6 +29,18 @@ def _a_share_of_the_cores_per_worker() -> None:
 _a_share_of_the_cores_per_worker()
 
 
+WORKFLOW_MARKS = ("slurm", "slow", "snakemake")  # a test that starts a workflow or a cluster: a minute or more
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The test files that start workflows first, whole and each in its own order: with the suite spread
+    over workers (pytest -n, worksteal) the minute-long tests then start while every worker has work, and
+    the last minutes are short tests on both cores, not one render on one core beside an idle one. A file
+    is moved whole so that its module fixtures are made once per worker, as before."""
+    heavy = {item.module for item in items if any(item.get_closest_marker(m) for m in WORKFLOW_MARKS)}
+    items.sort(key=lambda item: item.module not in heavy)  # a stable sort: the collected order within each
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):  # noqa: ANN001
     outcome = yield
