@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 from pathlib import Path
@@ -32,13 +33,37 @@ _a_share_of_the_cores_per_worker()
 WORKFLOW_MARKS = ("slurm", "slow", "snakemake")  # a test that starts a workflow or a cluster: a minute or more
 
 
+def heavy_first(modules: list[tuple[list, int]], workers: int) -> list:
+    """The order of the tests: ``modules`` as (its tests in order, how many start a workflow), in
+    collected order; ``workers`` as pytest-xdist's worksteal hands them out: each worker gets the next
+    equal share of the list at the start, and a worker out of work steals from the end of the longest
+    queue. So each share starts with its part of the files that start workflows (whole files, so that a
+    file's module fixtures are made once per worker; shared out by their workflow tests, the most to the
+    share with the fewest) and ends with short tests: the minute-long tests start while every worker has
+    work, and what is stolen last, and run last, is short."""
+    tests = [t for module, _ in modules for t in module]
+    shares = [len(tests) // workers + (i >= workers - len(tests) % workers) for i in range(workers)]
+    heavy: list[list] = [[] for _ in range(workers)]
+    weight = [0] * workers
+    for module, count in sorted((m for m in modules if m[1]), key=lambda m: -m[1]):
+        i = weight.index(min(weight))
+        heavy[i] += module
+        weight[i] += count
+    light = iter([t for module, count in modules if not count for t in module])
+    order = []
+    for i in range(workers):
+        order += heavy[i] + list(itertools.islice(light, max(0, shares[i] - len(heavy[i]))))
+    return order + list(light)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The test files that start workflows first, whole and each in its own order: with the suite spread
-    over workers (pytest -n, worksteal) the minute-long tests then start while every worker has work, and
-    the last minutes are short tests on both cores, not one render on one core beside an idle one. A file
-    is moved whole so that its module fixtures are made once per worker, as before."""
-    heavy = {item.module for item in items if any(item.get_closest_marker(m) for m in WORKFLOW_MARKS)}
-    items.sort(key=lambda item: item.module not in heavy)  # a stable sort: the collected order within each
+    """The tests in :func:`heavy_first`'s order for this run's workers (one without pytest-xdist)."""
+    modules: dict[object, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(getattr(item, "module", None), []).append(item)
+    counted = [(tests, sum(any(t.get_closest_marker(m) for m in WORKFLOW_MARKS) for t in tests))
+               for tests in modules.values()]
+    items[:] = heavy_first(counted, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 
 
 @pytest.hookimpl(hookwrapper=True)
