@@ -6,12 +6,12 @@ from conftest import heavy_first
 
 
 def _modules(spec: list[tuple[str, int, int]]) -> list[tuple[list[str], int]]:
-    """(name, tests, of them starting workflows) -> heavy_first's input, tests named name:i."""
+    """(name, tests, seconds of those starting workflows) -> heavy_first's input, tests named name:i."""
     return [([f"{name}:{i}" for i in range(n)], heavy) for name, n, heavy in spec]
 
 
 def test_each_workers_share_starts_with_its_workflow_files_whole_and_ends_with_short_tests():
-    spec = [("a", 10, 0), ("b", 4, 4), ("c", 30, 0), ("d", 6, 1), ("e", 3, 3), ("f", 9, 0), ("g", 5, 2)]
+    spec = [("a", 10, 0), ("b", 4, 40), ("c", 30, 0), ("d", 6, 10), ("e", 3, 30), ("f", 9, 0), ("g", 5, 20)]
     order = heavy_first(_modules(spec), 2)
     assert sorted(order) == sorted(t for module, _ in _modules(spec) for t in module)  # each test once
     half = len(order) // 2  # what worksteal hands each of two workers first: 33 and 34
@@ -21,9 +21,9 @@ def test_each_workers_share_starts_with_its_workflow_files_whole_and_ends_with_s
         files = [t.split(":")[0] for t in share]
         started = files[:next(i for i, f in enumerate(files) if f not in heavy)]
         assert started and all(f not in heavy for f in files[len(started):])  # workflow files first, then short
-    # the workflow tests shared out by their counts (4+1 against 3+2), each file whole and in its own order
+    # the workflow files shared out by their seconds (40+10 against 30+20), each whole and in its own order
     counts = [sum(dict((n, c) for n, _, c in spec)[f] for f in {t.split(":")[0] for t in share}) for share in shares]
-    assert sorted(counts) == [5, 5]
+    assert sorted(counts) == [50, 50]
     for name, n, _ in spec:
         mine = [t for t in order if t.startswith(f"{name}:")]
         assert mine == [f"{name}:{i}" for i in range(n)]
@@ -32,7 +32,7 @@ def test_each_workers_share_starts_with_its_workflow_files_whole_and_ends_with_s
             assert order[start:start + n] == mine
 
 
-def test_one_worker_runs_the_workflow_files_first_the_most_workflow_tests_first_then_the_rest_as_collected():
-    spec = [("a", 2, 0), ("b", 2, 1), ("c", 1, 0), ("d", 2, 2)]
+def test_one_worker_runs_the_workflow_files_first_the_heaviest_first_then_the_rest_as_collected():
+    spec = [("a", 2, 0), ("b", 2, 10), ("c", 1, 0), ("d", 2, 20)]
     order = heavy_first(_modules(spec), 1)
     assert [t.split(":")[0] for t in order] == ["d", "d", "b", "b", "a", "a", "c"]
