@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 from pathlib import Path
@@ -28,52 +27,6 @@ def _a_share_of_the_cores_per_worker() -> None:
 
 
 _a_share_of_the_cores_per_worker()
-
-
-WORKFLOW_MARKS = ("slurm", "slow", "snakemake")  # a test that starts a workflow or a cluster: seconds to minutes
-# The CPU seconds of the test files that start workflows, measured over a whole run of the suite on the 2-core
-# machine (docs/measurements.md, 2026-12-07): how heavy_first shares them out. A scheduling hint only: a file
-# not listed counts 10 s for each test it marks, and a stale figure makes the order less good, never wrong.
-FILE_CPU_S = {"test_workflow.py": 454, "test_report_browser.py": 278, "test_gpu_script.py": 209,
-              "test_calibration.py": 150, "test_report.py": 130, "test_doc_commands.py": 121,
-              "test_sensitivity.py": 96, "test_run_import.py": 61, "test_slurm.py": 60}
-
-
-def heavy_first(modules: list[tuple[list, float]], workers: int) -> list:
-    """The order of the tests: ``modules`` as (its tests in order, the seconds of those that start
-    workflows; 0 for a file that starts none), in collected order; ``workers`` as pytest-xdist's worksteal
-    hands them out: each worker gets the next equal share of the list at the start, and a worker out of
-    work steals from the end of the longest queue. So each share starts with its part of the files that
-    start workflows (whole files, so that a file's module fixtures are made once per worker; the heaviest
-    first, each to the share with the fewest seconds so far) and ends with short tests: the minute-long
-    tests start while every worker has work, and what is stolen last, and run last, is short."""
-    tests = [t for module, _ in modules for t in module]
-    shares = [len(tests) // workers + (i >= workers - len(tests) % workers) for i in range(workers)]
-    heavy: list[list] = [[] for _ in range(workers)]
-    weight = [0.0] * workers
-    for module, seconds in sorted((m for m in modules if m[1]), key=lambda m: -m[1]):
-        i = weight.index(min(weight))
-        heavy[i] += module
-        weight[i] += seconds
-    light = iter([t for module, seconds in modules if not seconds for t in module])
-    order = []
-    for i in range(workers):
-        order += heavy[i] + list(itertools.islice(light, max(0, shares[i] - len(heavy[i]))))
-    return order + list(light)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests in :func:`heavy_first`'s order for this run's workers (one without pytest-xdist)."""
-    modules: dict[object, list[pytest.Item]] = {}
-    for item in items:
-        modules.setdefault(getattr(item, "module", None), []).append(item)
-
-    def seconds(tests: list[pytest.Item]) -> float:
-        marked = sum(any(t.get_closest_marker(m) for m in WORKFLOW_MARKS) for t in tests)
-        return marked and FILE_CPU_S.get(tests[0].path.name, 10.0 * marked)
-
-    items[:] = heavy_first([(tests, seconds(tests)) for tests in modules.values()],
-                           int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 
 
 @pytest.hookimpl(hookwrapper=True)
