@@ -78,9 +78,7 @@ $(STAMP): pyproject.toml envs/requirements.txt envs/requirements.lock
 	@case "$$VENV" in ''|-*|*[!A-Za-z0-9._/-]*) echo "VENV: a folder name of letters, digits and ._/- (got '$$VENV')" >&2; exit 2;; esac
 	@echo "installing the locked environment into $$VENV (once: about 3 minutes on a fresh 2-core machine, most of it torch)"
 	@test -x "$$VENV/bin/python" || python3 -m venv "$$VENV"
-	@# --no-compile: no byte-code for the ~3 GB of wheels up front (a third of the install's CPU on 2 cores);
-	@# Python compiles each module the first time it is imported and keeps it
-	"$$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-compile --require-hashes -r envs/requirements.lock
+	"$$VENV/bin/python" -m pip install -q --disable-pip-version-check --require-hashes -r envs/requirements.lock
 	"$$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch "$$VENV/.installed-stamp"
 	@echo "installed: source $$VENV/bin/activate for the bladefl and snakemake commands of README.md and docs/"
