@@ -27,3 +27,22 @@ def test_the_privacy_figure_leaves_the_k_axis_alone_when_no_optimum_is_known():
                           "min_train_loss": [np.nan, np.nan], "max_accuracy": [np.nan, np.nan]})
     fig = privacy_figure(table, "all diverged")  # drawn, with finite limits, rather than an error
     assert len(fig.axes) == 3 and np.isfinite(fig.axes[0].get_ylim()).all()
+
+
+def test_the_palettes_colours_are_seaborns_and_importing_the_figures_loads_neither_seaborn_nor_scipy():
+    """Most pages draw no seaborn plot, and seaborn imports ``scipy.stats`` (about 1 CPU-s a page): the figures'
+    module imports neither, and its colours are the ones ``seaborn.color_palette`` gives (cycled past eight)."""
+    import subprocess
+    import sys
+
+    import seaborn as sns
+
+    from bladefl.report.plots import PALETTE, colours
+
+    for n in (1, 5, 8, 11):
+        assert colours(n) == [tuple(c) for c in sns.color_palette(PALETTE, n)], n
+    code = ("import sys; import bladefl.report.plots, bladefl.report.pages, bladefl.report.bound_plots, "
+            "bladefl.report.views, bladefl.report.front_page; "
+            "print(sorted(m for m in ('seaborn', 'scipy.stats') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]", loaded

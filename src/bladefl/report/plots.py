@@ -1,7 +1,10 @@
 """The report's figures (matplotlib and, for curves over runs or units, seaborn; headless:
 ``bladefl.core.figures`` selects Agg). Functions return a Figure; ``show`` writes it and displays
 the saved PNG inline in a notebook (independent of the kernel's matplotlib backend, so a rendered
-page holds exactly the figures that were saved)."""
+page holds exactly the figures that were saved).
+
+seaborn is imported by the three figures that draw with it, not here: it imports ``scipy.stats``, about 1 CPU-s
+of every page kernel that imports this module, and most pages draw no seaborn plot."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
@@ -23,6 +26,12 @@ PARAM_NAMES = {"alpha": "α", "beta": "β", "eta": "η", "lazy_ratio": "M/N", "s
 PALETTE = ["#0173b2", "#de8f05", "#029e73", "#cc78bc", "#56b4e9", "#d55e00", "#ca9161", "#949494"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 LEGEND_SIZE = 8
+
+
+def colours(n: int = len(PALETTE)) -> list[tuple[float, float, float]]:
+    """The first ``n`` colours of :data:`PALETTE` as RGB, cycling past its end (as ``seaborn.color_palette``
+    gives a list of colours)."""
+    return [to_rgb(PALETTE[i % len(PALETTE)]) for i in range(n)]
 
 
 def param_name(vary: str) -> str:
@@ -59,7 +68,9 @@ def _by_unit(ax, data, x: str, y: str, vary: str, legend: bool) -> dict[str, obj
     the mean, a band of +-1 sd over the units; returns each value's colour by label."""
     labelled = data.assign(label=[value_label(vary, v) for v in data.value]).sort_values(["value", x])
     order = list(dict.fromkeys(labelled.label))
-    palette = dict(zip(order, sns.color_palette(PALETTE, len(order)), strict=True))
+    import seaborn as sns
+
+    palette = dict(zip(order, colours(len(order)), strict=True))
     markers = {label: MARKERS[i % len(MARKERS)] for i, label in enumerate(order)}
     sns.lineplot(data=labelled, x=x, y=y, hue="label", hue_order=order, palette=palette, style="label",
                  style_order=order, markers=markers, dashes=True, errorbar="sd", markersize=5, ax=ax, legend=legend)
@@ -127,7 +138,7 @@ def k_star_spread_figure(spread, title: str) -> Figure:  # noqa: ANN001 - DataFr
         ("K_star_loss_std_seeds", "run seeds", "one run seed per draw"),
         ("K_star_loss_std_partitions", "partition draws", "one partition draw"))
         if not np.isfinite(spread[col].to_numpy(dtype=float)).any()}
-    blind = sns.color_palette(PALETTE)
+    blind = colours()
     for ax, sweep in zip(axes, sweeps, strict=False):
         part = spread[spread.sweep == sweep].sort_values("value")
         x = np.arange(len(part))
@@ -242,8 +253,10 @@ def roc_figure(roc, title: str) -> Figure:  # noqa: ANN001 - DataFrame from dete
     and rounds), the chance diagonal dashed."""
     data = roc.assign(cell=[f"M/N = {r:g}, σ² = {s:g}" for r, s in zip(roc.lazy_ratio, roc.sigma2, strict=True)])
     cells = list(dict.fromkeys(data.cell))
+    import seaborn as sns
+
     g = sns.relplot(data=data, x="fpr", y="tpr", hue="cell", style="cell", col="detector", kind="line", sort=False,
-                    estimator=None, height=4, aspect=1.05, palette=sns.color_palette(PALETTE, len(cells)),
+                    estimator=None, height=4, aspect=1.05, palette=colours(len(cells)),
                     hue_order=cells, style_order=cells, facet_kws={"xlim": (-0.02, 1.02), "ylim": (-0.02, 1.02)})
     for ax in g.axes.flat:
         ax.plot([0, 1], [0, 1], "k--", lw=0.8, alpha=0.5)
@@ -259,7 +272,7 @@ def exclusion_figure(curves, title: str) -> Figure:  # noqa: ANN001 - DataFrame 
     and without lazy clients (the same dashed line in every panel); band = +-1 std over seeds."""
     ratios = sorted(v for v in curves.value.unique() if v > 0)
     fig, axes = plt.subplots(1, len(ratios), figsize=(4.2 * len(ratios), 3.8), squeeze=False, sharey=True)
-    blind = sns.color_palette(PALETTE)
+    blind = colours()
     styles = {"lazy clients": ("o-", blind[3]), "lazy, flagged excluded": ("s-", blind[2]),
               "no lazy clients": ("--", "k")}
     for ax, ratio in zip(axes[0], ratios, strict=True):
@@ -305,6 +318,8 @@ def sensitivity_curves_figure(curves, points, title: str) -> Figure:  # noqa: AN
     """Test accuracy (%) versus K per reading, one panel per swept value; the paper's maximal
     accuracy for that value as a dashed line, with a star at the paper's K*."""
     data = curves.assign(panel=[f"{s} = {v:g}" for s, v in zip(curves.sweep, curves.value, strict=True)])
+    import seaborn as sns
+
     g = sns.relplot(data=data.sort_values(["sweep", "value", "K"]), x="K", y="accuracy", hue="reading", col="panel",
                     col_wrap=min(4, data.panel.nunique()), kind="line", marker="o", markersize=4, height=3,
                     facet_kws={"sharey": True})
