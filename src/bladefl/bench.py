@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from bladefl.data.datasets import get_spec
+from bladefl.experiments.runs import peer
 from bladefl.experiments.runs.timing import (
     bench_data,
     chain_drag,
@@ -151,10 +152,11 @@ def _longest(cfg: RunConfig) -> int:
     return max(allocation(K, cfg.time).iterations for K in cfg.time.K)
 
 
-def _print_lines(lines: list[tuple[str, float, Target]]) -> None:
+def _print_lines(lines: list[tuple[str, float, Target]]) -> int:
     print("\nratio                                              value    target   met")
     for label, value, target in lines:
         print(f"{label:<50} {value:8.3f}  {target!s:>8}   {'yes' if target.met(value) else 'NO'}")
+    return 0
 
 
 def drag_lines(runs: int = 8, rounds: int = 5) -> list[tuple[str, float, Target]]:
@@ -206,9 +208,9 @@ def bookkeeping_main(args: argparse.Namespace) -> int:
     total = float(table.bookkeeping_s.sum() / table.computation_s.sum())
     per_run = float(table.bookkeeping_s.sum() / table.runs.sum())
     print(f"bookkeeping {per_run:.3f} s per run after its group's computation ({args.cores} cores)")
-    _print_lines([("bookkeeping / computation, whole grid", total, BOOKKEEPING_OF_COMPUTATION),
-                  ("bookkeeping / computation, worst group", float(table.ratio.max()), BOOKKEEPING_OF_COMPUTATION)])
-    return 0
+    return _print_lines([("bookkeeping / computation, whole grid", total, BOOKKEEPING_OF_COMPUTATION),
+                         ("bookkeeping / computation, worst group", float(table.ratio.max()),
+                          BOOKKEEPING_OF_COMPUTATION)])
 
 
 def draws_main(args: argparse.Namespace) -> int:
@@ -236,10 +238,11 @@ def draws_main(args: argparse.Namespace) -> int:
 
 # What each measurement reads: an option given that the chosen one does not read is refused, never ignored.
 READS = {"draws": {"draws"}, "chain_drag": {"chain_drag"}, "bookkeeping": {"bookkeeping", "out", "cores"},
+         "peer": {"peer", "peer_rounds", "config", "data_dir", "threads", "out"},
          "cpu": {"config", "data_dir", "quick", "threads"},
          "cuda": {"config", "data_dir", "device", "seeds", "grid", "grid_seeds", "grid_only", "out",
                   "host_copy_compare", "quick", "threads"}}
-LABELS = {"draws": "--draws", "chain_drag": "--chain-drag", "bookkeeping": "--bookkeeping",
+LABELS = {"draws": "--draws", "chain_drag": "--chain-drag", "bookkeeping": "--bookkeeping", "peer": "--peer",
           "cpu": "the CPU bench", "cuda": "the multi-run bench (--device cuda, --seeds or --grid)"}
 
 
@@ -251,6 +254,8 @@ def measurement(args: argparse.Namespace) -> str:
         return "chain_drag"
     if args.bookkeeping:
         return "bookkeeping"
+    if args.peer:
+        return "peer"
     return "cuda" if args.device != "cpu" or args.grid or args.seeds else "cpu"
 
 
@@ -293,13 +298,10 @@ def threads_of(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.draws:
-        return draws_main(args)
-    if args.chain_drag:
-        _print_lines(drag_lines())
-        return 0
-    if args.bookkeeping:
-        return bookkeeping_main(args)
+    runner = {"draws": draws_main, "bookkeeping": bookkeeping_main, "peer": lambda a: peer.bench_main(a, threads_of(a)),
+              "chain_drag": lambda _: _print_lines(drag_lines())}.get(measurement(args))
+    if runner is not None:
+        return runner(args)
     torch.set_num_threads(threads_of(args))  # the grid's own threads, not torch's default of every core
     if args.device != "cpu" or args.grid or args.seeds:
         return cuda_main(args)
@@ -345,5 +347,4 @@ def main(args: argparse.Namespace) -> int:
     lines += round_end_lines()
     mem = peak_memory_mb(args.config, args.data_dir)
     lines.append(("peak memory of a default run (MB)", mem, PEAK_MEMORY_MB))
-    _print_lines(lines)
-    return 0
+    return _print_lines(lines)

@@ -80,6 +80,11 @@ def add_bench(p: argparse.ArgumentParser) -> None:
                    help="only time the random draws (epoch orders, round-end noise) of this workflow config's largest "
                         "group (e.g. config/paper.yaml) by a GPU's draw threads on this machine's cores, the training "
                         "taking no time: the least wall its computations can take here")
+    p.add_argument("--peer", choices=["flower"],
+                   help="only measure one run of --config (default: the paper engine) at K = --peer-rounds under "
+                        "`bladefl run` and under Flower's simulation, the CPU of each process tree and their ratio "
+                        "(Flower: the optional extra, pip install 'bladefl[peer]')")
+    p.add_argument("--peer-rounds", type=whole(1, 100), default=5, help="--peer: the run's K (default 5)")
     p.add_argument("--chain-drag", action="store_true",
                    help="only measure how much the chain slows the thread driving the training, with the chain's "
                         "GIL-bound part in threads vs in worker processes (also part of --device cuda)")
