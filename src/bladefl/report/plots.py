@@ -3,7 +3,7 @@
 the saved PNG inline in a notebook (independent of the kernel's matplotlib backend, so a rendered
 page holds exactly the figures that were saved).
 
-seaborn is imported by the three figures that draw with it, not here: it imports ``scipy.stats``, about 1 CPU-s
+seaborn is imported by the figures that draw with it, not here: it imports ``scipy.stats``, about 1 CPU-s
 of every page kernel that imports this module, and most pages draw no seaborn plot."""
 
 from __future__ import annotations

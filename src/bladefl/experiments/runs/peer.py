@@ -238,7 +238,9 @@ def measure(config: str, data_dir: str, rounds: int, threads: int, work: Path) -
     if cfg.train.iteration not in ITERATIONS:
         raise ValueError(f"--peer flower: the config's train.iteration must be one of {list(ITERATIONS)} "
                          f"(got {cfg.train.iteration!r})")
-    work.mkdir(parents=True, exist_ok=True)
+    from bladefl.core import owned
+
+    owned.fresh(work, "bench-peer")  # emptied when an earlier call made it, refused when it is someone else's
     env = {**os.environ, **{name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
     set_args = [a for s in sets for a in ("--set", s)]
     ours = tree([sys.executable, "-m", "bladefl", "run", "--config", config, *set_args, "--threads", str(threads),
