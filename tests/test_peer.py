@@ -61,3 +61,13 @@ def test_an_option_the_peer_measurement_does_not_read_is_refused(argv, says, cap
     assert main(["bench", *argv]) == 2
     said = capsys.readouterr().err.strip()
     assert len(said.splitlines()) == 1 and says in said, said
+
+
+def test_a_k_with_no_local_iteration_is_refused_naming_the_feasible_ones_before_any_work(tmp_path):
+    """The paper engine's budget (alpha 1, beta 10, t_sum 100) leaves tau < 1 from K = 10 on: the peer would train
+    nothing where the engine records the K as infeasible, so the call is refused before its folder is made."""
+    from conftest import REPO
+
+    with pytest.raises(ValueError, match=r"K = 10 leaves no local iteration .* the feasible K: 1 to 9"):
+        peer.measure(str(REPO / "config/engines/paper.yaml"), "data/raw", 10, 1, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

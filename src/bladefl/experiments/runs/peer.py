@@ -174,10 +174,11 @@ def _flower_run(config: str, sets: list[str], out: Path) -> None:
     from flwr.simulation import run_simulation
 
     from bladefl.fl.run_config import load_config
+    from bladefl.fl.timemodel import allocation
 
     cfg = load_config(config, sets)
-    data, shape, w0 = _workload(config, sets)
-    tau = _tau(cfg)
+    data, shape, w0 = _workload(cfg)
+    tau = allocation(cfg.time.K[0], cfg.time).tau  # the engine's own tau (its tau rule included)
     rounds: list[dict[str, float]] = []
     server = ServerApp()
 
@@ -194,19 +195,11 @@ def _flower_run(config: str, sets: list[str], out: Path) -> None:
     out.write_text(json.dumps({"rounds": rounds, "tau": tau, "N": data.N}))
 
 
-def _tau(cfg: Any) -> int:
-    from bladefl.fl.timemodel import allocate
-
-    return int(allocate(cfg.time.K[0], cfg.time.alpha, cfg.time.beta, cfg.time.t_sum).tau)
-
-
-def _workload(config: str, sets: list[str]) -> tuple[Any, Any, Any]:
+def _workload(cfg: Any) -> tuple[Any, Any, Any]:
     """The workload's data (the engine's partition and samples), model shape and initial weights w0."""
     from bladefl.fl.client_data import load_client_data
-    from bladefl.fl.run_config import load_config
     from bladefl.fl.stacked import initial_model, model_shape
 
-    cfg = load_config(config, sets)
     shape = model_shape(cfg)
     return load_client_data(cfg), shape, initial_model(cfg, shape)
 
@@ -238,6 +231,12 @@ def measure(config: str, data_dir: str, rounds: int, threads: int, work: Path) -
     if cfg.train.iteration not in ITERATIONS:
         raise ValueError(f"--peer flower: the config's train.iteration must be one of {list(ITERATIONS)} "
                          f"(got {cfg.train.iteration!r})")
+    from bladefl.fl.timemodel import allocation
+
+    if not allocation(rounds, cfg.time).feasible:
+        feasible = [k for k in range(1, rounds) if allocation(k, cfg.time).feasible]
+        raise ValueError(f"--peer-rounds: K = {rounds} leaves no local iteration (tau < 1) under the config's time "
+                         f"budget; the feasible K: " + (f"1 to {feasible[-1]}" if feasible else "none"))
     from bladefl.core import owned
 
     owned.fresh(work, "bench-peer")  # emptied when an earlier call made it, refused when it is someone else's
