@@ -23,6 +23,21 @@ def test_a_tree_counts_the_cpu_of_a_process_its_program_left_behind(tmp_path):
     assert result.cpu >= 0.5, result  # the burner's own CPU, counted although its parent never waited for it
 
 
+def test_a_tree_leaves_the_callers_other_children_alone(tmp_path):
+    """The measuring process waits for, and kills after its grace, only what the measured program left: a child of
+    the caller's own (a pytest worker's resource tracker, say) is neither reaped nor killed."""
+    import subprocess
+
+    mine = subprocess.Popen(["sleep", "600"])
+    try:
+        result = peer.tree(["true"], tmp_path / "log", grace_s=0.1)
+        assert result.returncode == 0
+        assert mine.poll() is None  # still running, still this process's to wait for
+    finally:
+        mine.kill()
+        mine.wait()
+
+
 def test_the_peers_torch_model_is_the_engines_model_from_its_flat_weights():
     """The Flower client's ``torch.nn`` model built from the engine's flat w0 gives the engine's logits (nn.Linear
     holds each weight transposed), so both programs start from the same model."""

@@ -95,22 +95,30 @@ def _children() -> list[int]:
 
 
 def tree(argv: list[str], log: Path, env: dict[str, str] | None = None, grace_s: float = 30.0) -> Tree:
-    """Run ``argv`` (output to ``log``) and measure its whole process tree: this process made the child subreaper
-    first, so a daemon the program leaves (Ray's) is reparented here and its CPU counted when it is reaped."""
+    """Run ``argv`` (output to ``log``) and measure its whole process tree, from a helper process of its own
+    (:func:`_tree_here`): the helper is the child subreaper, so a daemon the program leaves (Ray's) is reparented
+    to it and its CPU counted when reaped, and the only children it waits for are the program's (never this
+    process's other children)."""
+    helper = subprocess.run([sys.executable, "-m", "bladefl.experiments.runs.peer", "tree", "--log", str(log),
+                             "--grace", repr(grace_s), "--", *argv], env=env, capture_output=True, text=True)
+    if helper.returncode != 0:
+        raise RuntimeError(f"the measuring helper failed (exit {helper.returncode}): {helper.stderr.strip()[-300:]}")
+    return Tree(**json.loads(helper.stdout.strip().splitlines()[-1]))
+
+
+def _tree_here(argv: list[str], log: Path, grace_s: float) -> Tree:
+    """:func:`tree`'s measurement, in the helper process (no children of its own but the program's)."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed: the tree's CPU cannot be counted")
-    try:
-        before, start = _children_cpu(), time.monotonic()
-        with open(log, "wb") as out:
-            code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
-        wall = time.monotonic() - start
-        _reap_orphans(grace_s)
-        return Tree(_children_cpu() - before, wall, code)
-    finally:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    before, start = _children_cpu(), time.monotonic()
+    with open(log, "wb") as out:
+        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT).returncode
+    wall = time.monotonic() - start
+    _reap_orphans(grace_s)
+    return Tree(_children_cpu() - before, wall, code)
 
 
 def _client_app(cfg: Any, data: Any, shape: Any, tau: int) -> Any:
@@ -244,8 +252,8 @@ def measure(config: str, data_dir: str, rounds: int, threads: int, work: Path) -
     set_args = [a for s in sets for a in ("--set", s)]
     ours = tree([sys.executable, "-m", "bladefl", "run", "--config", config, *set_args, "--threads", str(threads),
                  "--out", str(work / "ours"), "--quiet"], work / "ours.log", env)
-    theirs = tree([sys.executable, "-m", "bladefl.experiments.runs.peer", "--config", config, *set_args, "--out",
-                   str(work / "flower.json")], work / "flower.log", env)
+    theirs = tree([sys.executable, "-m", "bladefl.experiments.runs.peer", "flower", "--config", config, *set_args,
+                   "--out", str(work / "flower.json")], work / "flower.log", env)
     for name, result in (("ours", ours), ("flower", theirs)):
         if result.returncode != 0:
             raise RuntimeError(f"the {name} run failed (exit {result.returncode}): see {work / (name + '.log')}")
@@ -282,14 +290,27 @@ def _flower_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bladefl.experiments.runs.peer --config C --set ... --out F``: the Flower side of the measurement
-    (a child process of :func:`measure`)."""
+    """The child processes of :func:`measure`: ``python -m bladefl.experiments.runs.peer flower --config C --set ...
+    --out F`` (the Flower side) and ``... tree --log L --grace S -- ARGV`` (one process tree measured, its
+    :class:`Tree` printed as JSON)."""
+    from dataclasses import asdict
+
     p = argparse.ArgumentParser(prog="python -m bladefl.experiments.runs.peer")
-    p.add_argument("--config", required=True)
-    p.add_argument("--set", action="append", default=[])
-    p.add_argument("--out", required=True)
+    sub = p.add_subparsers(dest="what", required=True)
+    flower = sub.add_parser("flower")
+    flower.add_argument("--config", required=True)
+    flower.add_argument("--set", action="append", default=[])
+    flower.add_argument("--out", required=True)
+    measured = sub.add_parser("tree")
+    measured.add_argument("--log", required=True)
+    measured.add_argument("--grace", type=float, required=True)
+    measured.add_argument("argv", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
-    _flower_run(args.config, args.set, Path(args.out))
+    if args.what == "tree":
+        program = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+        print(json.dumps(asdict(_tree_here(program, Path(args.log), args.grace))))
+    else:
+        _flower_run(args.config, args.set, Path(args.out))
     return 0
 
 
