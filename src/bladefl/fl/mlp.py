@@ -63,10 +63,11 @@ def shared_logits(models: torch.Tensor, x: torch.Tensor, shape: Shape) -> torch.
     model (evaluating many runs' global models on the test set in one computation)."""
     R, d, h = models.shape[0], shape.d, shape.h
     v = views(models, shape)
-    a1 = (x @ v.W1.permute(1, 0, 2).reshape(d, R * h)).view(-1, R, h).transpose(0, 1) + v.b1.unsqueeze(1)
+    a1 = (x @ v.W1.permute(1, 0, 2).reshape(d, R * h)).view(-1, R, h)  # [T, R, h]
+    a1.add_(v.b1.unsqueeze(0))  # in place, and the second layer reads it strided: no copy of [R, T, h]
     if shape.activation == "relu":
         a1.relu_()
-    return torch.baddbmm(v.b2.unsqueeze(1), a1.contiguous(), v.W2)
+    return torch.baddbmm(v.b2.unsqueeze(1), a1.transpose(0, 1), v.W2)
 
 
 def losses(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> torch.Tensor:
