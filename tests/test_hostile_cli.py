@@ -181,7 +181,8 @@ TABLE: dict[str, dict] = {
                        "--quick": FLAG, "--device": NAME, "--seeds": NUM, "--grid": IN, "--grid-seeds": TEXT,
                        "--grid-only": FLAG, "--out": "skip: written by --grid and --bookkeeping only (minutes)",
                        "--host-copy-compare": FLAG, "--bookkeeping": IN, "--cores": NUM, "--chain-drag": FLAG,
-                       "--draws": IN, "--threads": NUM, "--peer": NAME, "--peer-rounds": NUM}},
+                       "--draws": IN, "--threads": NUM, "--peer": NAME, "--peer-rounds": NUM,
+                       "--fixed-work": FLAG}},
     "resources": {"base": ["--benchmarks", "{v}/benchmarks", "--out", "{w}/profile"],
                   "args": {"--benchmarks": DIR, "--out": OUT, "--margin": NUM, "--measured": IN, "--for": IN}},
     # the smoke calibration study ({study}: a copy of conftest's, run through the workflow once for the test run)

@@ -23,7 +23,9 @@ the chain's share of wall time, and how much the chain slows the thread that dri
 datasets and seeds, no Snakemake) and prints its wall time, the writing of the run folders
 included, with the same breakdown. ``--draws CONFIG`` times the random draws of the config's largest
 group alone, as a GPU's draw threads make them on this machine's cores
-(:mod:`bladefl.experiments.runs.draw_pace`).
+(:mod:`bladefl.experiments.runs.draw_pace`). ``--fixed-work`` measures whole runs of the workflow's engines and
+cells: the per-round fixed work's share of a run's CPU, and the training's rate over the sgemm rate
+(:mod:`bladefl.experiments.runs.fixed_work`).
 
 Every target is a named constant below; the bench prints each value beside its target.
 """
@@ -32,12 +34,12 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
 
 import torch
 
 from bladefl.data.datasets import get_spec
-from bladefl.experiments.runs import peer
+from bladefl.experiments.runs import draw_pace, fixed_work, peer
+from bladefl.experiments.runs.targets import Target, print_lines
 from bladefl.experiments.runs.timing import (
     bench_data,
     chain_drag,
@@ -58,21 +60,6 @@ from bladefl.fl.engine import ClientData, GroupTimes
 from bladefl.fl.execution import default_chain_processes
 from bladefl.fl.records import ROUND_END_PARTS
 from bladefl.fl.run_config import RunConfig, from_dict, load_config
-
-
-@dataclass(frozen=True)
-class Target:
-    """A value the bench is held to: at least ``value``, or below it."""
-
-    value: float
-    at_least: bool = True
-
-    def met(self, x: float) -> bool:
-        return x >= self.value if self.at_least else x < self.value
-
-    def __str__(self) -> str:
-        return f"{'>=' if self.at_least else '<'} {self.value:g}"
-
 
 FULL_BATCH_OF_PEAK = Target(0.80)  # the engine's training rate over the GEMM peak (CPU)
 FULL_BATCH_OVER_LOOP = Target(1.25)  # the per-client loop's seconds over the engine's (training)
@@ -141,7 +128,7 @@ def cuda_main(args: argparse.Namespace) -> int:
               f"{summed.model_steps / wall:,.0f} model-steps per wall second; writing the run folders {write:.1f} s")
         print(f"  the groups' wall: {breakdown_line(summed)}")
         lines.append((f"whole grid wall seconds ({runs} runs)", wall, GRID_WALL_SECONDS))
-    _print_lines(lines)
+    print_lines(lines)
     return 0
 
 
@@ -150,13 +137,6 @@ def _longest(cfg: RunConfig) -> int:
     from bladefl.fl.timemodel import allocation
 
     return max(allocation(K, cfg.time).iterations for K in cfg.time.K)
-
-
-def _print_lines(lines: list[tuple[str, float, Target]]) -> int:
-    print("\nratio                                              value    target   met")
-    for label, value, target in lines:
-        print(f"{label:<50} {value:8.3f}  {target!s:>8}   {'yes' if target.met(value) else 'NO'}")
-    return 0
 
 
 def drag_lines(runs: int = 8, rounds: int = 5) -> list[tuple[str, float, Target]]:
@@ -208,41 +188,20 @@ def bookkeeping_main(args: argparse.Namespace) -> int:
     total = float(table.bookkeeping_s.sum() / table.computation_s.sum())
     per_run = float(table.bookkeeping_s.sum() / table.runs.sum())
     print(f"bookkeeping {per_run:.3f} s per run after its group's computation ({args.cores} cores)")
-    return _print_lines([("bookkeeping / computation, whole grid", total, BOOKKEEPING_OF_COMPUTATION),
+    return print_lines([("bookkeeping / computation, whole grid", total, BOOKKEEPING_OF_COMPUTATION),
                          ("bookkeeping / computation, worst group", float(table.ratio.max()),
                           BOOKKEEPING_OF_COMPUTATION)])
-
-
-def draws_main(args: argparse.Namespace) -> int:
-    """``--draws CONFIG``: the random draws of the config's largest group, as a GPU's draw threads make
-    them on this machine's cores, taken as fast as they come (:mod:`bladefl.experiments.runs.draw_pace`)."""
-    import os
-
-    from bladefl.experiments.runs.draw_pace import draw_pace
-    from bladefl.fl.execution import DRAW_THREADS
-
-    paces = draw_pace(args.draws, DRAW_THREADS)
-    print(f"draws of the largest group of {args.draws} ({len(paces)} computations), {DRAW_THREADS} threads for the "
-          f"epoch orders and {DRAW_THREADS} for the noise, {os.cpu_count()} cores, the training taking no time")
-    print(f"{'runs':>5} {'iterations':>10} {'round ends':>10} {'with noise':>10} {'first it. s':>11} "
-          f"{'noise waits s':>13} {'longest s':>9} {'wall s':>7}")
-    for p in paces:
-        print(f"{p.runs:>5} {p.iterations:>10} {p.round_ends:>10} {p.noisy_ends:>10} {p.first_iteration:>11.2f} "
-              f"{p.noise_wait:>13.2f} {p.longest_noise_wait:>9.2f} {p.wall:>7.2f}")
-    first, waits, wall = (sum(getattr(p, f) for p in paces) for f in ("first_iteration", "noise_wait", "wall"))
-    longest = max(p.longest_noise_wait for p in paces)
-    print(f"group: {wall:.1f} s of draws' wall (the least wall its computations take here, one after the other), "
-          f"{first:.1f} s before first iterations, {waits:.1f} s waiting for noise (longest {longest:.2f} s)")
-    return 0
 
 
 # What each measurement reads: an option given that the chosen one does not read is refused, never ignored.
 READS = {"draws": {"draws"}, "chain_drag": {"chain_drag"}, "bookkeeping": {"bookkeeping", "out", "cores"},
          "peer": {"peer", "peer_rounds", "config", "data_dir", "threads", "out"},
+         "fixed_work": {"fixed_work", "data_dir", "threads"},
          "cpu": {"config", "data_dir", "quick", "threads"},
          "cuda": {"config", "data_dir", "device", "seeds", "grid", "grid_seeds", "grid_only", "out",
                   "host_copy_compare", "quick", "threads"}}
 LABELS = {"draws": "--draws", "chain_drag": "--chain-drag", "bookkeeping": "--bookkeeping", "peer": "--peer",
+          "fixed_work": "--fixed-work",
           "cpu": "the CPU bench", "cuda": "the multi-run bench (--device cuda, --seeds or --grid)"}
 
 
@@ -256,6 +215,8 @@ def measurement(args: argparse.Namespace) -> str:
         return "bookkeeping"
     if args.peer:
         return "peer"
+    if args.fixed_work:
+        return "fixed_work"
     return "cuda" if args.device != "cpu" or args.grid or args.seeds else "cpu"
 
 
@@ -298,8 +259,10 @@ def threads_of(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    runner = {"draws": draws_main, "bookkeeping": bookkeeping_main, "peer": lambda a: peer.bench_main(a, threads_of(a)),
-              "chain_drag": lambda _: _print_lines(drag_lines())}.get(measurement(args))
+    runner = {"draws": lambda a: draw_pace.bench_main(a.draws), "bookkeeping": bookkeeping_main,
+              "peer": lambda a: peer.bench_main(a, threads_of(a)),
+              "fixed_work": lambda a: fixed_work.bench_main(a.data_dir, threads_of(a)),
+              "chain_drag": lambda _: print_lines(drag_lines())}.get(measurement(args))
     if runner is not None:
         return runner(args)
     torch.set_num_threads(threads_of(args))  # the grid's own threads, not torch's default of every core
@@ -347,4 +310,4 @@ def main(args: argparse.Namespace) -> int:
     lines += round_end_lines()
     mem = peak_memory_mb(args.config, args.data_dir)
     lines.append(("peak memory of a default run (MB)", mem, PEAK_MEMORY_MB))
-    return _print_lines(lines)
+    return print_lines(lines)

@@ -93,3 +93,23 @@ def batch_pace(specs: list, N: int, n: int, threads: int) -> DrawPace:
     return DrawPace(runs=len(runs), iterations=iterations, round_ends=len(ends), noisy_ends=len(waits),
                     first_iteration=first, noise_wait=sum(waits), longest_noise_wait=max(waits, default=0.0),
                     wall=wall)
+
+
+def bench_main(config: str) -> int:
+    """``bladefl bench --draws CONFIG``: the random draws of the config's largest group, as a GPU's draw
+    threads make them on this machine's cores, taken as fast as they come, printed."""
+    import os
+
+    paces = draw_pace(config, DRAW_THREADS)
+    print(f"draws of the largest group of {config} ({len(paces)} computations), {DRAW_THREADS} threads for the "
+          f"epoch orders and {DRAW_THREADS} for the noise, {os.cpu_count()} cores, the training taking no time")
+    print(f"{'runs':>5} {'iterations':>10} {'round ends':>10} {'with noise':>10} {'first it. s':>11} "
+          f"{'noise waits s':>13} {'longest s':>9} {'wall s':>7}")
+    for p in paces:
+        print(f"{p.runs:>5} {p.iterations:>10} {p.round_ends:>10} {p.noisy_ends:>10} {p.first_iteration:>11.2f} "
+              f"{p.noise_wait:>13.2f} {p.longest_noise_wait:>9.2f} {p.wall:>7.2f}")
+    first, waits, wall = (sum(getattr(p, f) for p in paces) for f in ("first_iteration", "noise_wait", "wall"))
+    longest = max(p.longest_noise_wait for p in paces)
+    print(f"group: {wall:.1f} s of draws' wall (the least wall its computations take here, one after the other), "
+          f"{first:.1f} s before first iterations, {waits:.1f} s waiting for noise (longest {longest:.2f} s)")
+    return 0
