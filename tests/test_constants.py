@@ -50,6 +50,30 @@ def test_mlp_gradient_matches_autograd():
     assert torch.allclose(ours, auto.grad, atol=1e-6)
 
 
+def test_two_passes_give_what_the_five_passes_gave():
+    """measure(): each client's loss and gradient at w from one pass over every client (the trained
+    clients' rows taken from it) and at the iterates from another, equal to the five separate passes
+    (losses and gradients at w and at the iterates on the trained clients, gradients at w on all)."""
+    g = torch.Generator().manual_seed(0)
+    shape = mlp.Shape(d=12, h=7, activation="relu")
+    N, n, clients = 6, 9, torch.tensor([0, 2, 3, 5])
+    x, y = torch.randn(N, n, 12, generator=g), torch.randint(0, 10, (N, n), generator=g)
+    w = mlp.init(shape, g)
+    local = w + 0.05 * torch.randn(len(clients), w.numel(), generator=g)
+    x_local, y_local = x[clients], y[clients]
+    at_w = w.expand(len(clients), -1).contiguous()
+    loss, grad = mlp.loss_and_gradient(local, x_local, y_local, shape)
+    assert torch.equal(loss, mlp.losses(mlp.views(local, shape), x_local, y_local, shape))
+    assert torch.equal(grad, mlp.gradient(local, x_local, y_local, shape))
+    five = measured_constants.estimate(
+        loss_w=mlp.losses(mlp.views(at_w, shape), x_local, y_local, shape),
+        loss_i=mlp.losses(mlp.views(local, shape), x_local, y_local, shape),
+        grad_w=mlp.gradient(at_w, x_local, y_local, shape), grad_i=mlp.gradient(local, x_local, y_local, shape),
+        dist=(local - at_w).norm(dim=1), grad_all=mlp.gradient(w.expand(N, -1).contiguous(), x, y, shape),
+        sizes_local=torch.full((len(clients),), float(n)), sizes_all=torch.full((N,), float(n)))
+    assert measured_constants.measure(w, local, clients, x, y, shape) == five
+
+
 def test_engine_records_measured_constants_each_round():
     cfg = from_dict({"partition": {"N": 4, "n": 48}, "model": {"hidden": 16}, "device": "cpu",
                      "train": {"eta": 0.05, "batch_size": 16}, "time": {"K": [3]}, "measure": {"constants": True},

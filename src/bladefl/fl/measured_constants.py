@@ -66,20 +66,24 @@ def estimate(loss_w: torch.Tensor, loss_i: torch.Tensor, grad_w: torch.Tensor, g
                     _wmean(delta, sizes_all), _max(delta))
 
 
-def measure(w: torch.Tensor, local: torch.Tensor, x_local: torch.Tensor, y_local: torch.Tensor,
-            x_all: torch.Tensor, y_all: torch.Tensor, shape: mlp.Shape) -> Measured:
-    """For the MLP: w [P] the aggregate; local [M, P] the last local iterates of the trained
-    clients, whose data are x_local [M, n, d]; x_all [N, n, d] every client's data."""
+def measure(w: torch.Tensor, local: torch.Tensor, clients: torch.Tensor, x_all: torch.Tensor, y_all: torch.Tensor,
+            shape: mlp.Shape) -> Measured:
+    """For the MLP: w [P] the aggregate; local [M, P] the last local iterates of the trained clients
+    ``clients`` [M] (positions among every client's data x_all [N, n, d], y_all [N, n]). Two passes: each
+    client's loss and gradient at w on its own data (the trained clients' among them), and each trained
+    client's at its iterate (:func:`bladefl.fl.mlp.loss_and_gradient`; five passes before, the same values)."""
     M, N = local.shape[0], x_all.shape[0]
-    at_w = w.expand(M, -1).contiguous()
+    loss_all, grad_all = mlp.loss_and_gradient(w.expand(N, -1).contiguous(), x_all, y_all, shape)
+    loss_i, grad_i = mlp.loss_and_gradient(local, x_all.index_select(0, clients), y_all.index_select(0, clients),
+                                           shape)
     return estimate(
-        loss_w=mlp.losses(mlp.views(at_w, shape), x_local, y_local, shape),
-        loss_i=mlp.losses(mlp.views(local, shape), x_local, y_local, shape),
-        grad_w=mlp.gradient(at_w, x_local, y_local, shape),
-        grad_i=mlp.gradient(local, x_local, y_local, shape),
-        dist=(local - at_w).norm(dim=1),
-        grad_all=mlp.gradient(w.expand(N, -1).contiguous(), x_all, y_all, shape),
-        sizes_local=torch.full((M,), float(x_local.shape[1]), device=w.device),
+        loss_w=loss_all.index_select(0, clients),
+        loss_i=loss_i,
+        grad_w=grad_all.index_select(0, clients),
+        grad_i=grad_i,
+        dist=(local - w.expand(M, -1)).norm(dim=1),
+        grad_all=grad_all,
+        sizes_local=torch.full((M,), float(x_all.shape[1]), device=w.device),
         sizes_all=torch.full((N,), float(x_all.shape[1]), device=w.device),
     )
 

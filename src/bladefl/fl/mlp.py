@@ -80,19 +80,24 @@ def _backprop(v: Views, x: torch.Tensor, y: torch.Tensor, shape: Shape,
               loss_sum: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
     """Forward pass and the output/hidden error signals: (a1, g2 = dL/dz2, da1 = dL/dz1); with
     ``loss_sum`` [N], each model's minibatch loss (before the step) is added to it."""
-    B = x.shape[1]
     a1, z2 = forward(v, x, shape)
     if loss_sum is not None:
         loss_sum.add_((torch.logsumexp(z2, dim=-1) - z2.gather(-1, y.unsqueeze(-1)).squeeze(-1)).mean(dim=1))
+    return (a1, *_errors(v, a1, z2, y, shape))
+
+
+def _errors(v: Views, a1: torch.Tensor, z2: torch.Tensor, y: torch.Tensor, shape: Shape
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The error signals (g2 = dL/dz2, da1 = dL/dz1) of a forward pass (a1, z2) on labels y [N, B]."""
     g2 = torch.softmax(z2, dim=-1)
     g2.scatter_add_(-1, y.unsqueeze(-1), torch.full_like(g2[..., :1], -1.0))
-    g2.div_(B)
+    g2.div_(y.shape[1])
     da1 = torch.bmm(g2, v.W2.transpose(1, 2))
     if shape.activation == "relu":
         # relu'(z1) = 1 where a1 = relu(z1) > 0; the fused kernel is ~40x faster than
         # multiplying by a boolean mask on the CPU
         da1 = torch.ops.aten.threshold_backward(da1, a1, 0.0)
-    return a1, g2, da1
+    return g2, da1
 
 
 def sgd_step(v: Views, x: torch.Tensor, y: torch.Tensor, eta: float | torch.Tensor, shape: Shape,
@@ -135,8 +140,22 @@ def scatter(v: Views, rows: torch.Tensor, models: torch.Tensor, which: torch.Ten
 
 def gradient(flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, shape: Shape) -> torch.Tensor:
     """Gradient [N, P] of each model's mean cross-entropy on its own samples x [N, B, d]."""
+    return _gradient(flat, x, shape, *_backprop(views(flat, shape), x, y, shape))
+
+
+def loss_and_gradient(flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, shape: Shape
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`losses` and :func:`gradient` of each model [N, P] on its own samples x [N, B, d] from one
+    forward pass (each equal to what those give: the same operations on the same values)."""
     v = views(flat, shape)
-    a1, g2, da1 = _backprop(v, x, y, shape)
+    a1, z2 = forward(v, x, shape)
+    loss = torch.nn.functional.cross_entropy(z2.transpose(1, 2), y, reduction="none").mean(dim=1)
+    return loss, _gradient(flat, x, shape, a1, *_errors(v, a1, z2, y, shape))
+
+
+def _gradient(flat: torch.Tensor, x: torch.Tensor, shape: Shape, a1: torch.Tensor, g2: torch.Tensor,
+              da1: torch.Tensor) -> torch.Tensor:
+    """The gradient [N, P] from a forward pass's activations a1 and error signals (g2, da1)."""
     grad = torch.empty_like(flat)
     gv = views(grad, shape)
     gv.W2.copy_(torch.bmm(a1.transpose(1, 2), g2))

@@ -264,7 +264,7 @@ def end_round(ctx: RoundEnds, end: EndPlan, ks: list[int], noise: Noise, clock: 
         # the same additions as the block's FedAvg, so identical to it where every client is honest
         honest = aggregation.fedavg_many(local[None], torch.full((1, local.shape[0]), float(end.runs[i].n)))[0]
         measured[i] = dataclasses.asdict(measured_constants.measure(
-            honest, local, data.x[sel], data.y[sel], data.draw_x(draw), data.draw_y(draw), shape))
+            honest, local, sel - draw * data.N, data.draw_x(draw), data.draw_y(draw), shape))
     clock.mark("constants")
     parts = [*evaluate_draws(new, list(end.eval_groups), ctx.samples, shape), local_losses(ctx, end)]
     optional = [noise_norms, distances,
