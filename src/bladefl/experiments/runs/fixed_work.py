@@ -13,7 +13,9 @@ measured by its process CPU (every thread: the training, the chain) and the engi
   at this core's sgemm rate for that product, as a share of the run's CPU: the least evaluation can
   take while it computes what the rounds record;
 - the training's rate (its FLOPs over its seconds) over the sgemm rate of the step's own products
-  (:func:`bladefl.experiments.runs.timing.gemm_rate`), held to :data:`TRAINING_OF_GEMM`.
+  (:func:`bladefl.experiments.runs.timing.gemm_rate`, the best of five timings of ten steps' products
+  each, taken after the run: on a shared host a single timing may catch a slow moment), held to
+  :data:`TRAINING_OF_GEMM`.
 """
 
 from __future__ import annotations
@@ -119,7 +121,7 @@ def measure(config: Mapping[str, Any], engine: str, dataset: str, label: str, ce
     floor = times.run_rounds * first_layer_seconds(samples, shape)
     return RunCost(engine, dataset, label, cpu, times.train, {p: getattr(times, p) for p in FIXED_PARTS}, floor,
                    times.model_steps * step_flops(1, round(batch), shape) / times.train / 1e9,
-                   gemm_rate(data.N, round(batch), shape, 3))
+                   gemm_rate(data.N, round(batch), shape, 5, calls=10))
 
 
 def plan(config: Mapping[str, Any]) -> list[tuple[str, str]]:
