@@ -42,7 +42,7 @@ def test_each_cell_runs_as_the_grid_runs_it(smoke_config, data_root):
 def test_a_measured_run_splits_its_cpu_into_training_and_the_fixed_work(smoke_config, data_root):
     cells = dict(fixed_work.cells(smoke_config))
     cost = fixed_work.measure(smoke_config, "calibrated", "mnist", "lazy", cells["lazy"], str(data_root))
-    assert cost.cpu > 0 and 0 < cost.train < cost.cpu
+    assert cost.cpu > 0 and 0 < cost.train < cost.wall  # shares of the engine's own clock: below 1 however busy
     assert all(cost.parts[p] > 0 for p in fixed_work.FIXED_PARTS)  # this cell detects and measures the constants
     assert 0 < cost.fixed_share < 1 and 0 < cost.floor and cost.training_rate > 0 and cost.gemm_rate > 0
     (fixed, fixed_target, _), (rate, rate_target, at_least) = [row[1:] for row in fixed_work.lines([cost])]

@@ -87,7 +87,7 @@ def add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peer-rounds", type=whole(1, 100), default=5, help="--peer: the run's K (default 5)")
     p.add_argument("--fixed-work", action="store_true",
                    help="only measure whole runs (every K) of the paper engine and each calibrated reading in the "
-                        "workflow's base, lazy and bound cells: the per-round fixed work's share of a run's CPU "
+                        "workflow's base, lazy and bound cells: the per-round fixed work's share of a run "
                         "(evaluation, detection, the bound's constants) and the training's rate over the sgemm rate")
     p.add_argument("--chain-drag", action="store_true",
                    help="only measure how much the chain slows the thread driving the training, with the chain's "

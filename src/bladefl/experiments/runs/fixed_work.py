@@ -1,16 +1,19 @@
-"""``bladefl bench --fixed-work``: where a whole run's CPU goes, run by run, in the workflow's own cells
+"""``bladefl bench --fixed-work``: where a whole run's time goes, run by run, in the workflow's own cells
 and engines, at the thread count a grid job runs with.
 
 For each engine (the paper's, and each dataset's calibrated reading) and three cells of the workflow's
 grid (config/config.yaml: the base cell; the first lazy cell of another sweep than the bound's, with the
 workflow's detectors; the first cell of the bound's sweep, which measures the bound's constants), one
 run over every K, computed as ``bladefl run`` computes it (:func:`bladefl.fl.engine.run_group`), is
-measured by its process CPU (every thread: the training, the chain) and the engine's own clock:
+measured by the engine's own clock (:class:`bladefl.fl.records.GroupTimes`: the thread that drives the
+training, its parts by wall time) and by its process CPU (every thread, the chain's too):
 
-- the per-round fixed work (evaluation, detection, the bound's constants) as a share of the run's CPU,
-  held to :data:`FIXED_OF_RUN` per engine;
+- the per-round fixed work (evaluation, detection, the bound's constants) as a share of the run's wall,
+  held to :data:`FIXED_OF_RUN` per engine (at one thread on a quiet machine the driving thread's wall is
+  its CPU; on a busy one the parts and the wall stretch together, where a share of the process CPU
+  would count waits in the parts and could pass 100%);
 - evaluation's floor: its first layer (every global model on every client's samples and the test set)
-  at this core's sgemm rate for that product, as a share of the run's CPU: the least evaluation can
+  at this core's sgemm rate for that product, as a share of the run's wall: the least evaluation can
   take while it computes what the rounds record;
 - the training's rate (its FLOPs over its seconds) over the sgemm rate of the step's own products
   (:func:`bladefl.experiments.runs.timing.gemm_rate`, the best of five timings of ten steps' products
@@ -35,18 +38,20 @@ from bladefl.fl.engine import RunSpec, load_client_data, run_group
 from bladefl.fl.run_config import RunConfig, load_config
 
 FIXED_PARTS = ("evaluation", "detection", "constants")
-FIXED_OF_RUN = {"paper": 0.06, "calibrated": 0.10}  # the fixed work's share of a run's CPU, at most
+FIXED_OF_RUN = {"paper": 0.06, "calibrated": 0.10}  # the fixed work's share of a run (its wall), at most
 TRAINING_OF_GEMM = 0.85  # the training's rate over the sgemm rate of its own shapes, at least
 
 
 @dataclass(frozen=True)
 class RunCost:
-    """One run's CPU and where it went (seconds); ``floor``: evaluation's first layer at the sgemm rate;
+    """One run's wall (the engine's clock), its process CPU, and where the wall went (seconds);
+    ``floor``: evaluation's first layer at the sgemm rate;
     ``training_rate`` and ``gemm_rate``: GFLOP/s of the training and of the step's products alone."""
 
     engine: str
     dataset: str
     cell: str
+    wall: float
     cpu: float
     train: float
     parts: dict[str, float]
@@ -56,7 +61,7 @@ class RunCost:
 
     @property
     def fixed_share(self) -> float:
-        return sum(self.parts.values()) / self.cpu
+        return sum(self.parts.values()) / self.wall
 
     @property
     def training_of_gemm(self) -> float:
@@ -119,7 +124,8 @@ def measure(config: Mapping[str, Any], engine: str, dataset: str, label: str, ce
     batch = step_batch(cfg)
     samples = data.N * data.n + data.x_test.shape[0]
     floor = times.run_rounds * first_layer_seconds(samples, shape)
-    return RunCost(engine, dataset, label, cpu, times.train, {p: getattr(times, p) for p in FIXED_PARTS}, floor,
+    parts = {p: getattr(times, p) for p in FIXED_PARTS}
+    return RunCost(engine, dataset, label, times.wall, cpu, times.train, parts, floor,
                    times.model_steps * step_flops(1, round(batch), shape) / times.train / 1e9,
                    gemm_rate(data.N, round(batch), shape, 5, calls=10))
 
@@ -136,21 +142,22 @@ def lines(costs: list[RunCost]) -> list[tuple[str, float, float, bool]]:
     out = []
     for c in costs:
         name = f"{c.engine} {c.dataset} {c.cell}"
-        out.append((f"fixed work / run CPU, {name}", c.fixed_share, FIXED_OF_RUN[c.engine], False))
+        out.append((f"fixed work / run, {name}", c.fixed_share, FIXED_OF_RUN[c.engine], False))
         out.append((f"training / sgemm rate, {name}", c.training_of_gemm, TRAINING_OF_GEMM, True))
     return out
 
 
 def table(costs: list[RunCost]) -> str:
     """The measured runs, a row each."""
-    head = (f"{'engine':<10} {'dataset':<13} {'cell':<6} {'run CPU s':>9} {'train':>6} "
+    head = (f"{'engine':<10} {'dataset':<13} {'cell':<6} {'wall s':>7} {'CPU s':>6} {'train':>6} "
             + " ".join(f"{p:>10}" for p in FIXED_PARTS)
             + f" {'fixed':>6} {'eval floor':>10} {'train GFLOP/s':>13} {'sgemm':>6}")
     rows = [head]
     for c in costs:
-        shares = " ".join(f"{c.parts[p] / c.cpu:>10.1%}" for p in FIXED_PARTS)
-        rows.append(f"{c.engine:<10} {c.dataset:<13} {c.cell:<6} {c.cpu:>9.1f} {c.train / c.cpu:>6.1%} {shares} "
-                    f"{c.fixed_share:>6.1%} {c.floor / c.cpu:>10.1%} {c.training_rate:>13.1f} {c.gemm_rate:>6.1f}")
+        shares = " ".join(f"{c.parts[p] / c.wall:>10.1%}" for p in FIXED_PARTS)
+        rows.append(f"{c.engine:<10} {c.dataset:<13} {c.cell:<6} {c.wall:>7.1f} {c.cpu:>6.1f} {c.train / c.wall:>6.1%} "
+                    f"{shares} {c.fixed_share:>6.1%} {c.floor / c.wall:>10.1%} {c.training_rate:>13.1f} "
+                    f"{c.gemm_rate:>6.1f}")
     return "\n".join(rows)
 
 
@@ -166,6 +173,8 @@ def bench_main(data_dir: str, threads: int) -> int:
     for engine, dataset in plan(config):
         for label, cell in cells(config):
             costs.append(measure(config, engine, dataset, label, cell, data_dir))
-            print(f"  {engine} {dataset} {label} ({cell.key}): {costs[-1].cpu:.1f} CPU-s", flush=True)
-    print(f"\nwhole runs (every K), {torch.get_num_threads()} thread(s); shares of each run's CPU\n{table(costs)}")
+            print(f"  {engine} {dataset} {label} ({cell.key}): {costs[-1].wall:.1f} s, {costs[-1].cpu:.1f} CPU-s",
+                  flush=True)
+    print(f"\nwhole runs (every K), {torch.get_num_threads()} thread(s); shares of each run's wall (the engine's "
+          f"clock)\n{table(costs)}")
     return print_lines([(label, value, Target(target, at_least)) for label, value, target, at_least in lines(costs)])
