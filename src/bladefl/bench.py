@@ -24,8 +24,8 @@ datasets and seeds, no Snakemake) and prints its wall time, the writing of the r
 included, with the same breakdown. ``--draws CONFIG`` times the random draws of the config's largest
 group alone, as a GPU's draw threads make them on this machine's cores
 (:mod:`bladefl.experiments.runs.draw_pace`). ``--fixed-work`` measures whole runs of the workflow's engines and
-cells: the per-round fixed work's share of a run's CPU, and the training's rate over the sgemm rate
-(:mod:`bladefl.experiments.runs.fixed_work`).
+cells: the per-round fixed work's share of a run (the engine's clock), and the training's rate over the sgemm
+rate (:mod:`bladefl.experiments.runs.fixed_work`).
 
 Every target is a named constant below; the bench prints each value beside its target.
 """

@@ -30,12 +30,13 @@ from typing import Any
 
 import torch
 
-from bladefl.data.datasets import get_spec
 from bladefl.experiments.plan import workflow_config
 from bladefl.experiments.plan.grid import Cell
-from bladefl.fl import mlp
+from bladefl.experiments.runs.timing import gemm_rate, step_flops, timeit
+from bladefl.fl import mlp, trainer
 from bladefl.fl.engine import RunSpec, load_client_data, run_group
 from bladefl.fl.run_config import RunConfig, load_config
+from bladefl.fl.stacked import model_shape
 
 FIXED_PARTS = ("evaluation", "detection", "constants")
 FIXED_OF_RUN = {"paper": 0.06, "calibrated": 0.10}  # the fixed work's share of a run (its wall), at most
@@ -86,14 +87,14 @@ def run_config(config: Mapping[str, Any], engine: str, dataset: str, cell: Cell,
 
 
 def step_batch(cfg: RunConfig) -> float:
-    """Samples per SGD step, on average over an iteration (``steps`` take whole minibatches, cycling
-    through the client's samples: :func:`bladefl.fl.trainer.stacked_iteration`)."""
+    """Samples per SGD step, on average over an iteration: the samples an iteration reads
+    (:func:`bladefl.fl.trainer.span`) over its minibatches (``steps`` take whole minibatches, cycling through
+    the client's samples)."""
     n, B = cfg.partition.n, cfg.train.batch_size
     if cfg.train.iteration == "full_batch":
         return float(n)
-    if cfg.train.iteration == "epoch":
-        return n / -(-n // B)
-    return float(B)
+    width = trainer.span(n, B, cfg.train.steps if cfg.train.iteration == "steps" else None)
+    return width / -(-width // B)
 
 
 def first_layer_seconds(samples: int, shape: mlp.Shape, repeat: int = 3) -> float:
@@ -101,23 +102,19 @@ def first_layer_seconds(samples: int, shape: mlp.Shape, repeat: int = 3) -> floa
     ``repeat``)."""
     g = torch.Generator().manual_seed(0)
     x, w = torch.randn(samples, shape.d, generator=g), torch.randn(shape.d, shape.h, generator=g)
-    x @ w  # warm-up
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
+
+    def product() -> None:
         x @ w
-        best = min(best, time.perf_counter() - start)
-    return best
+
+    return timeit(product, repeat)
 
 
 def measure(config: Mapping[str, Any], engine: str, dataset: str, label: str, cell: Cell, data_dir: str
             ) -> RunCost:
     """One run (every K of the cell) of ``engine`` on ``dataset``, measured (see the module's docstring)."""
-    from bladefl.experiments.runs.timing import gemm_rate, step_flops
-
     cfg = run_config(config, engine, dataset, cell, data_dir)
     data = load_client_data(cfg)
-    shape = mlp.Shape(d=get_spec(cfg.dataset).pixels, h=cfg.model.hidden, activation=cfg.model.activation)
+    shape = model_shape(cfg)
     start = time.process_time()
     times = run_group([RunSpec(cfg, K) for K in cfg.time.K], data).times
     cpu = time.process_time() - start
