@@ -165,7 +165,7 @@ TABLE: dict[str, dict] = {
     # a bundle of one dataset with no measured constants, kept from a kept bundle's tables: a second a call
     "rejudge": {"base": ["{v}/rj", "--statements", "{repo}/config/paper_statements.yaml", "--paper-values",
                          "{repo}/config/paper_values.yaml"],
-                "args": {"bundle": DIR, "--statements": IN, "--paper-values": IN}},
+                "args": {"bundle": DIR, "--statements": IN, "--paper-values": IN, "--check": FLAG}},
     "chain verify": {"base": ["{run}/chains/K1.json", "--summary", "{run}/summary.json", "--anchor",
                               "{v}/anchor.json"], "exits": {1, 2, 3},
                      "args": {"path": IN, "--store": DIR, "--summary": IN, "--key-secret": IN, "--anchor": IN}},
@@ -179,7 +179,7 @@ TABLE: dict[str, dict] = {
               "args": {"--config": IN, "--data-dir": "skip: read by the measurements that train (minutes); the "
                                                      "bench's own tests",
                        "--quick": FLAG, "--device": NAME, "--seeds": NUM, "--grid": IN, "--grid-seeds": TEXT,
-                       "--grid-only": FLAG, "--out": "skip: written by --grid and --bookkeeping only (minutes)",
+                       "--grid-only": FLAG, "--out": "skip: written by --grid, --bookkeeping and --peer only (minutes)",
                        "--host-copy-compare": FLAG, "--bookkeeping": IN, "--cores": NUM, "--chain-drag": FLAG,
                        "--draws": IN, "--threads": NUM, "--peer": NAME, "--peer-rounds": NUM,
                        "--fixed-work": FLAG}},

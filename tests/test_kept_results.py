@@ -195,6 +195,40 @@ def test_replaced_files_keep_the_bundle_matching_its_manifest_and_only_its_resul
         kr.replace_files(out, {"results/summary/mnist.csv": "x"}, {})
 
 
+def test_a_rejudge_that_changes_nothing_writes_nothing_and_check_only_says_what_would_change(tmp_path, workflow,
+                                                                                             monkeypatch, capsys):
+    """Verdicts derived again byte-identical leave the bundle's files, manifest and crate untouched (a clean
+    checkout stays clean); one that differs is written with a record of the code; ``--check`` never writes
+    and exits 1 where a table would change. The derivation is stood in for (the hostile suite runs it)."""
+    from bladefl.cli import main
+
+    verdicts = workflow["results"] / "verdicts/mnist.csv"
+    verdicts.parent.mkdir()
+    derived = pd.DataFrame({"statement": ["s1"], "verdict": ["supported"], "p": [0.0123456789012]})
+    from bladefl.experiments.verdicts.table import verdict_csv
+
+    verdicts.write_text(verdict_csv(derived))
+    workflow["files"].append(verdicts)
+    out = tmp_path / "reference/x"
+    keep(workflow, out)
+    monkeypatch.setattr(kr, "judge", lambda *a, **k: {"mnist": derived})
+    snapshot = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    manifest, changed = kr.rejudge(out, "s.yaml", "v.yaml", log=lambda m: None, code_version="0.1.0+new")
+    assert changed == [] and "rejudged" not in manifest["about"]
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == snapshot
+    assert main(["rejudge", str(out), "--check"]) == 0
+    assert "as kept: results/verdicts/mnist.csv" in capsys.readouterr().out
+
+    derived = derived.assign(verdict=["refuted"])
+    assert main(["rejudge", str(out), "--check"]) == 1
+    assert "derived differently by this code: results/verdicts/mnist.csv" in capsys.readouterr().out
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == snapshot  # --check wrote nothing
+    manifest, changed = kr.rejudge(out, "s.yaml", "v.yaml", log=lambda m: None, code_version="0.1.0+new")
+    assert changed == ["results/verdicts/mnist.csv"]
+    assert [r["code_version"] for r in manifest["about"]["rejudged"]] == ["0.1.0+new"]
+    assert (out / "results/verdicts/mnist.csv").read_text() == verdict_csv(derived) and kr.problems(out) == []
+
+
 def test_rejudge_refuses_a_bundle_whose_config_names_a_dataset_outside_the_allowed_before_any_work(tmp_path,
                                                                                                    workflow):
     from bladefl.experiments.plan import workflow_config as wc

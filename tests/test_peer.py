@@ -89,3 +89,19 @@ def test_a_k_with_no_local_iteration_is_refused_naming_the_feasible_ones_before_
     with pytest.raises(ValueError, match=r"K = 10 leaves no local iteration .* the feasible K: 1 to 9"):
         peer.measure(str(REPO / "config/engines/paper.yaml"), "data/raw", 10, 1, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_each_measurement_that_writes_has_its_own_folder_unless_out_says():
+    """--grid, --bookkeeping and --peer each write under their own default folder (a call naming none never
+    writes into another measurement's runs); --out replaces it for whichever runs."""
+    import argparse
+
+    from bladefl.bench import out_of
+    from bladefl.cli.checks import add_bench
+
+    parser = argparse.ArgumentParser()
+    add_bench(parser)
+    folders = {str(out_of(parser.parse_args(argv))) for argv in (
+        ["--peer", "flower"], ["--bookkeeping", "config/smoke.yaml"], ["--grid", "config/smoke.yaml"])}
+    assert folders == {"results/bench-peer", "results/bench-bookkeeping", "results/bench-grid"}
+    assert str(out_of(parser.parse_args(["--peer", "flower", "--out", "x/y"]))) == "x/y"

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 import torch
 
@@ -123,7 +124,8 @@ def cuda_main(args: argparse.Namespace) -> int:
         lines.append((f"chain share of wall at {seeds} seeds", times.chain_share, CHAIN_SHARE_STACKED))
     lines += [] if args.grid_only else drag_lines()
     if args.grid:
-        wall, runs, summed, write = grid_seconds(args.grid, args.device, args.data_dir, args.out, args.grid_seeds)
+        wall, runs, summed, write = grid_seconds(args.grid, args.device, args.data_dir, str(out_of(args)),
+                                                 args.grid_seeds)
         print(f"\nwhole grid {args.grid} ({runs} runs, {summed.model_steps:,} model-steps): {wall:.1f} s, "
               f"{summed.model_steps / wall:,.0f} model-steps per wall second; writing the run folders {write:.1f} s")
         print(f"  the groups' wall: {breakdown_line(summed)}")
@@ -171,13 +173,11 @@ def round_end_lines(counts: tuple[int, ...] = (1, 10, 100)) -> list[tuple[str, f
 def bookkeeping_main(args: argparse.Namespace) -> int:
     """``--bookkeeping CONFIG``: the grid through Snakemake with the GPU profile's grouping on this machine,
     then per group the seconds its runs took to be in place after its computation, over that computation."""
-    from pathlib import Path
-
     from bladefl.core import owned
     from bladefl.experiments.plan.config_files import read_configs
     from bladefl.experiments.runs.bookkeeping import bookkeeping, run_grid
 
-    out = Path(args.out if args.out != "results/bench-grid" else "results/bench-bookkeeping").resolve()
+    out = out_of(args).resolve()
     owned.fresh(out, "bench-bookkeeping")
     config = read_configs(args.bookkeeping)
     wall = run_grid(args.bookkeeping, out, args.cores, Path.cwd())
@@ -200,6 +200,8 @@ READS = {"draws": {"draws"}, "chain_drag": {"chain_drag"}, "bookkeeping": {"book
          "cpu": {"config", "data_dir", "quick", "threads"},
          "cuda": {"config", "data_dir", "device", "seeds", "grid", "grid_seeds", "grid_only", "out",
                   "host_copy_compare", "quick", "threads"}}
+# Where each measurement that writes run folders writes them unless --out says.
+OUT = {"bookkeeping": "results/bench-bookkeeping", "peer": "results/bench-peer", "cuda": "results/bench-grid"}
 LABELS = {"draws": "--draws", "chain_drag": "--chain-drag", "bookkeeping": "--bookkeeping", "peer": "--peer",
           "fixed_work": "--fixed-work",
           "cpu": "the CPU bench", "cuda": "the multi-run bench (--device cuda, --seeds or --grid)"}
@@ -218,6 +220,11 @@ def measurement(args: argparse.Namespace) -> str:
     if args.fixed_work:
         return "fixed_work"
     return "cuda" if args.device != "cpu" or args.grid or args.seeds else "cpu"
+
+
+def out_of(args: argparse.Namespace) -> Path:
+    """``--out``, else the folder of the measurement's own (:data:`OUT`)."""
+    return Path(args.out or OUT[measurement(args)])
 
 
 def checked(args: argparse.Namespace, given: set[str]) -> str:
@@ -260,7 +267,7 @@ def threads_of(args: argparse.Namespace) -> int:
 
 def main(args: argparse.Namespace) -> int:
     runner = {"draws": lambda a: draw_pace.bench_main(a.draws), "bookkeeping": bookkeeping_main,
-              "peer": lambda a: peer.bench_main(a, threads_of(a)),
+              "peer": lambda a: peer.bench_main(a, threads_of(a), out_of(a)),
               "fixed_work": lambda a: fixed_work.bench_main(a.data_dir, threads_of(a)),
               "chain_drag": lambda _: print_lines(drag_lines())}.get(measurement(args))
     if runner is not None:

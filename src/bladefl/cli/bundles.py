@@ -195,15 +195,31 @@ def add_rejudge(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundle", help="a kept bundle, e.g. reference/paper-20seeds")
     p.add_argument("--statements", default="config/paper_statements.yaml", help="the paper's statements")
     p.add_argument("--paper-values", default="config/paper_values.yaml", help="the paper's tables")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing: say which verdict tables this code derives differently from the kept ones "
+                        "(exit 1 where any does)")
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
     from bladefl.experiments.bundles import kept_results
 
-    manifest = kept_results.rejudge(args.bundle, args.statements, args.paper_values)
+    if args.check:
+        files, changed = kept_results.rederive(args.bundle, args.statements, args.paper_values)
+        same = sorted(set(files) - set(changed))
+        print(f"{args.bundle}: " + "; ".join(
+            [f"derived differently by this code: {', '.join(changed)}"] * bool(changed)
+            + [f"as kept: {', '.join(same)}"] * bool(same)) + " (nothing written)")
+        return 1 if changed else 0
+    from bladefl.report.bundle_design import verdicts_code
+
+    manifest, changed = kept_results.rejudge(args.bundle, args.statements, args.paper_values)
+    if not changed:
+        print(f"the verdict tables of {args.bundle} come out as kept: nothing written (the code on record as "
+              f"deriving them: {verdicts_code(Path(args.bundle))})")
+        return 0
     record = manifest["about"]["rejudged"][-1]
-    print(f"re-derived {', '.join(record['files'])} of {args.bundle} with code {record['code_version']}; "
-          f"manifest updated")
+    print(f"re-derived {', '.join(record['files'])} of {args.bundle} with code {record['code_version']} "
+          f"({', '.join(changed)} changed); manifest updated")
     return 0
 
 

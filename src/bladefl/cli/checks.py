@@ -67,7 +67,8 @@ def add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", help="also run every grid run of this workflow config, e.g. config/paper.yaml")
     p.add_argument("--grid-seeds", help="a part of the grid: k (its first k seeds), i-j or a,b,c (config run_seeds)")
     p.add_argument("--grid-only", action="store_true", help="with --grid: only the grid (no stacked groups, no drag)")
-    p.add_argument("--out", default="results/bench-grid", help="where --grid writes its run folders")
+    p.add_argument("--out", help="where the measurement writes its run folders: --grid (default results/bench-grid), "
+                                "--bookkeeping (results/bench-bookkeeping), --peer (results/bench-peer)")
     p.add_argument("--host-copy-compare", action="store_true",
                    help="cuda: also time the largest group with the round ends' host copies into buffers kept "
                         "across round ends (the option) beside the default, pinned memory taken for each")

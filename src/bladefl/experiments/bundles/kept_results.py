@@ -13,6 +13,7 @@ by its SHA-256 only (it is megabytes: kept outside the repository).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -188,23 +189,40 @@ def _write_files(bundle: Path, files: Mapping[str, str], record: Mapping[str, An
     return manifest
 
 
-def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path, scan_settings: int = 2000,
-            log: Any = print, code_version: str | None = None) -> dict:
-    """A kept bundle's verdict tables derived again from its own tables by this code (no runs
-    needed), as :func:`judge` derives them; the bundle's verdict files and manifest replaced
-    (:func:`replace_files`). Returns the new manifest. ``code_version``: the code that derives them, where
-    the caller took it before anything changed (several bundles rejudged in turn: each rewrite dirties the
-    tree the next would read the version from)."""
-    from bladefl.experiments.runs import provenance
-
-    frames = judge(bundle, statements, paper_values, scan_settings, log)
+def rederive(bundle: str | Path, statements: str | Path, paper_values: str | Path, scan_settings: int = 2000,
+             log: Any = print) -> tuple[dict[str, str], list[str]]:
+    """A kept bundle's verdict tables derived again by this code from its own tables (:func:`judge`): the
+    files (bundle-relative path -> text) and those of them whose bytes differ from the kept ones (by the
+    manifest's SHA-256, which :func:`judge` holds the files to first). Nothing is written."""
     from bladefl.experiments.verdicts.table import verdict_csv
 
+    frames = judge(bundle, statements, paper_values, scan_settings, log)
     files = {f"results/verdicts/{dataset}.csv": verdict_csv(frame) for dataset, frame in frames.items()}
+    kept = read_manifest(Path(bundle))["files"]
+    changed = sorted(rel for rel, text in files.items()
+                     if rel not in kept or kept[rel]["sha256"] != hashlib.sha256(text.encode("utf-8")).hexdigest())
+    return files, changed
+
+
+def rejudge(bundle: str | Path, statements: str | Path, paper_values: str | Path, scan_settings: int = 2000,
+            log: Any = print, code_version: str | None = None) -> tuple[dict, list[str]]:
+    """A kept bundle's verdict tables derived again from its own tables by this code (no runs
+    needed), as :func:`judge` derives them. Where any comes out different, the bundle's verdict files and
+    manifest are replaced (:func:`replace_files`) and the code recorded; where every one comes out
+    byte-identical, nothing is written (a rejudge that changes nothing leaves a checkout clean, and the
+    record already names code that derived these bytes). Returns the manifest (new or as kept) and the
+    changed files. ``code_version``: the code that derives them, where the caller took it before anything
+    changed (several bundles rejudged in turn: each rewrite dirties the tree the next would read the
+    version from)."""
+    from bladefl.experiments.runs import provenance
+
+    files, changed = rederive(bundle, statements, paper_values, scan_settings, log)
+    if not changed:
+        return read_manifest(Path(bundle)), changed
     record = {"code_version": code_version or provenance.code_version(),
               "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
               "files": sorted(files)}
-    return _write_files(Path(bundle), files, record)
+    return _write_files(Path(bundle), files, record), changed
 
 
 def judge(bundle: str | Path, statements: str | Path, paper_values: str | Path, scan_settings: int = 2000,

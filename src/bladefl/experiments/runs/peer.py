@@ -270,15 +270,14 @@ def measure(config: str, data_dir: str, rounds: int, threads: int, work: Path) -
             f"  Flower's CPU / bladefl's: {theirs.cpu / max(ours.cpu, 1e-9):.2f}"]
 
 
-def bench_main(args: argparse.Namespace, threads: int) -> int:
-    """``bladefl bench --peer flower``: the measurement printed; the run folders under ``--out`` (default
-    results/bench-peer), ``--config`` the paper engine unless given."""
+def bench_main(args: argparse.Namespace, threads: int, out: Path) -> int:
+    """``bladefl bench --peer flower``: the measurement printed; the run folders under ``out`` (``--out``,
+    default results/bench-peer), ``--config`` the paper engine unless given."""
     if missing := flower_missing():
         raise ValueError(missing)
     from bladefl.experiments.runs.provenance import project_root
 
     config = args.config or str(project_root() / "config/engines/paper.yaml")
-    out = Path(args.out if args.out != "results/bench-grid" else "results/bench-peer")
     print("\n".join(measure(config, args.data_dir, args.peer_rounds, threads, out)))
     return 0
 
