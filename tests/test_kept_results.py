@@ -405,3 +405,16 @@ def test_keep_never_replaces_a_folder_that_only_looks_like_a_bundle(tmp_path, wo
         keep(workflow, out)
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert not list(out.parent.glob(".*.partial"))
+
+
+def test_every_kept_bundles_rederivations_name_their_code_and_date():
+    """Each record of a kept bundle's ``about.rejudged`` names the code that derived its files again and when, as
+    `rejudge` writes them (the readers take the verdicts' code from the last one)."""
+    from conftest import REPO
+
+    manifests = sorted((REPO / "reference").glob("*/" + kr.MANIFEST))
+    assert manifests
+    for path in manifests:
+        for record in json.loads(path.read_text())["about"].get("rejudged", []):
+            assert {"code_version", "date"} <= set(record), (path, record)
+            assert re.fullmatch(r"\d+\.\d+\.\d+\+[0-9a-f]{7,}(-dirty)?", record["code_version"]), (path, record)
