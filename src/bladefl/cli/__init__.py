@@ -26,8 +26,8 @@ def commands() -> list[Command]:
 
 
 # The commands a user types (docs and README); every other command is a step the workflow's rules call.
-USER_COMMANDS = ("fetch", "partition", "run", "chain", "import-runs", "keep", "lay-out", "rejudge", "diff",
-                 "regenerate", "findings", "conventions", "bench", "device-check", "resources")
+USER_COMMANDS = ("fetch", "partition", "run", "chain", "import-runs", "pack-optima", "import-optima", "keep", "lay-out",
+                 "rejudge", "diff", "regenerate", "findings", "conventions", "bench", "device-check", "resources")
 
 
 class _Version(argparse.Action):

@@ -289,7 +289,8 @@ COMMANDS: list[Command] = [
     ("import-optima", "reference optima packed elsewhere (optima.tar.xz) put where the workflow reads them, so "
                       "they are not trained again", add_import_optima, _cmd_import_optima),
     ("lay-out", "a kept bundle's files laid out as a results folder (for the report)", add_lay_out, _cmd_lay_out),
-    ("rejudge", "a kept bundle's verdict tables derived again from its own tables by this code",
+    ("rejudge", "a kept bundle's verdict tables derived again from its own tables by this code (written only where "
+                "they change)",
      add_rejudge, _cmd_rejudge),
     ("regenerate", "every kept bundle of reference/bundles.yaml re-judged, then docs/findings.md and docs/summary.md "
                    "written from them", add_regenerate, _cmd_regenerate),
