@@ -182,7 +182,7 @@ TABLE: dict[str, dict] = {
                        "--grid-only": FLAG, "--out": "skip: written by --grid, --bookkeeping and --peer only (minutes)",
                        "--host-copy-compare": FLAG, "--bookkeeping": IN, "--cores": NUM, "--chain-drag": FLAG,
                        "--draws": IN, "--threads": NUM, "--peer": NAME, "--peer-rounds": NUM,
-                       "--fixed-work": FLAG}},
+                       "--fixed-work": FLAG, "--workflow": IN, "--grouping": NAME, "--baseline-cpu": NUM}},
     "resources": {"base": ["--benchmarks", "{v}/benchmarks", "--out", "{w}/profile"],
                   "args": {"--benchmarks": DIR, "--out": OUT, "--margin": NUM, "--measured": IN, "--for": IN}},
     # the smoke calibration study ({study}: a copy of conftest's, run through the workflow once for the test run)
@@ -750,7 +750,7 @@ def test_run_page_checks_its_notebook_and_outputs_before_the_kernel_starts(world
     (["--draws", "{nan}"], "unknown key 'a'"),
     (["--draws", "{repo}/config/smoke.yaml", "--grid", "{repo}/config/smoke.yaml"], "--grid: --draws does not read"),
     (["--chain-drag", "--cores", "3"], "--cores: --chain-drag does not read"),
-    (["--grid-seeds", "0-1"], "--grid-seeds is a part of --grid's grid"),
+    (["--grid-seeds", "0-1"], "--grid-seeds is a part of --grid's or --workflow's grid"),
 ])
 def test_bench_checks_every_input_and_refuses_what_its_measurement_does_not_read(world, monkeypatch, capsys, argv,
                                                                                   says):

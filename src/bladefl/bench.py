@@ -25,7 +25,9 @@ included, with the same breakdown. ``--draws CONFIG`` times the random draws of 
 group alone, as a GPU's draw threads make them on this machine's cores
 (:mod:`bladefl.experiments.runs.draw_pace`). ``--fixed-work`` measures whole runs of the workflow's engines and
 cells: the per-round fixed work's share of a run (the engine's clock), and the training's rate over the sgemm
-rate (:mod:`bladefl.experiments.runs.fixed_work`).
+rate (:mod:`bladefl.experiments.runs.fixed_work`). ``--workflow CONFIG`` runs a grid's part through Snakemake as a
+user runs it here (one process per run on the CPU) and prints the CPU of every process it started
+(:mod:`bladefl.experiments.runs.workflow_cpu`).
 
 Every target is a named constant below; the bench prints each value beside its target.
 """
@@ -170,6 +172,17 @@ def round_end_lines(counts: tuple[int, ...] = (1, 10, 100)) -> list[tuple[str, f
     return [(f"round end, {hi} runs ending together / {lo}", per_end[hi] / per_end[lo], ROUND_END_SCALING)]
 
 
+def workflow_main(args: argparse.Namespace) -> int:
+    """``--workflow CONFIG``: the grid's part through Snakemake in the workflow's own shape, and its CPU."""
+    from bladefl.experiments.plan import config_checks
+    from bladefl.experiments.runs import workflow_cpu
+    from bladefl.experiments.runs.timing import grid_part
+
+    config = config_checks.read_checked(
+        args.workflow, None if args.grid_seeds is None else lambda c: grid_part(c, args.grid_seeds))
+    return workflow_cpu.bench_main(args.workflow, config, out_of(args), args.cores, args.grouping, args.baseline_cpu)
+
+
 def bookkeeping_main(args: argparse.Namespace) -> int:
     """``--bookkeeping CONFIG``: the grid through Snakemake with the GPU profile's grouping on this machine,
     then per group the seconds its runs took to be in place after its computation, over that computation."""
@@ -197,13 +210,15 @@ def bookkeeping_main(args: argparse.Namespace) -> int:
 READS = {"draws": {"draws"}, "chain_drag": {"chain_drag"}, "bookkeeping": {"bookkeeping", "out", "cores"},
          "peer": {"peer", "peer_rounds", "config", "data_dir", "threads", "out"},
          "fixed_work": {"fixed_work", "data_dir", "threads"},
+         "workflow": {"workflow", "grid_seeds", "grouping", "baseline_cpu", "cores", "out"},
          "cpu": {"config", "data_dir", "quick", "threads"},
          "cuda": {"config", "data_dir", "device", "seeds", "grid", "grid_seeds", "grid_only", "out",
                   "host_copy_compare", "quick", "threads"}}
 # Where each measurement that writes run folders writes them unless --out says.
-OUT = {"bookkeeping": "results/bench-bookkeeping", "peer": "results/bench-peer", "cuda": "results/bench-grid"}
+OUT = {"bookkeeping": "results/bench-bookkeeping", "peer": "results/bench-peer", "cuda": "results/bench-grid",
+       "workflow": "results/bench-workflow"}
 LABELS = {"draws": "--draws", "chain_drag": "--chain-drag", "bookkeeping": "--bookkeeping", "peer": "--peer",
-          "fixed_work": "--fixed-work",
+          "fixed_work": "--fixed-work", "workflow": "--workflow",
           "cpu": "the CPU bench", "cuda": "the multi-run bench (--device cuda, --seeds or --grid)"}
 
 
@@ -219,6 +234,8 @@ def measurement(args: argparse.Namespace) -> str:
         return "peer"
     if args.fixed_work:
         return "fixed_work"
+    if args.workflow:
+        return "workflow"
     return "cuda" if args.device != "cpu" or args.grid or args.seeds else "cpu"
 
 
@@ -238,13 +255,16 @@ def checked(args: argparse.Namespace, given: set[str]) -> str:
 
     if args.config:
         load_config(args.config, [f"data_dir={args.data_dir}", "device=cpu"])
-    for paths in ([args.grid] if args.grid else [], [args.draws] if args.draws else [], args.bookkeeping or []):
+    for paths in ([args.grid] if args.grid else [], [args.draws] if args.draws else [], args.bookkeeping or [],
+                  args.workflow or []):
         if paths:
             config_checks.read_checked(paths)
     if args.grid_seeds is not None:
-        if not args.grid:
-            raise ValueError("--grid-seeds is a part of --grid's grid: give --grid")
-        run_seeds(grid_part(read_configs([args.grid]), args.grid_seeds))
+        if not (args.grid or args.workflow):
+            raise ValueError("--grid-seeds is a part of --grid's or --workflow's grid: give one")
+        run_seeds(grid_part(read_configs([args.grid] if args.grid else args.workflow), args.grid_seeds))
+    if args.baseline_cpu is not None and not (math.isfinite(args.baseline_cpu) and args.baseline_cpu > 0):
+        raise ValueError(f"--baseline-cpu: {args.baseline_cpu!r} is not a positive number of CPU seconds")
     kind = measurement(args)
     extra = sorted(given - READS[kind])
     if extra:
@@ -269,6 +289,7 @@ def main(args: argparse.Namespace) -> int:
     runner = {"draws": lambda a: draw_pace.bench_main(a.draws), "bookkeeping": bookkeeping_main,
               "peer": lambda a: peer.bench_main(a, threads_of(a), out_of(a)),
               "fixed_work": lambda a: fixed_work.bench_main(a.data_dir, threads_of(a)),
+              "workflow": workflow_main,
               "chain_drag": lambda _: print_lines(drag_lines())}.get(measurement(args))
     if runner is not None:
         return runner(args)

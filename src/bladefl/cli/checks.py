@@ -65,10 +65,22 @@ def add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=whole(1, 1000), nargs="*", default=[],
                    help="stacked groups to time: one cell's K values for this many seeds each (cuda: 1 6 23)")
     p.add_argument("--grid", help="also run every grid run of this workflow config, e.g. config/paper.yaml")
-    p.add_argument("--grid-seeds", help="a part of the grid: k (its first k seeds), i-j or a,b,c (config run_seeds)")
+    p.add_argument("--grid-seeds", help="a part of --grid's or --workflow's grid: k (its first k seeds), i-j or "
+                                        "a,b,c (config run_seeds)")
     p.add_argument("--grid-only", action="store_true", help="with --grid: only the grid (no stacked groups, no drag)")
+    p.add_argument("--workflow", nargs="+", metavar="CONFIG",
+                   help="only run this workflow config's grid (a part: --grid-seeds) through Snakemake as a user runs "
+                        "it here, its grouping (--grouping) on --cores cores, into a fresh --out (default "
+                        "results/bench-workflow), and print each run target's wall and the CPU of every process it "
+                        "started, per run, and the runs' engines' share of it")
+    p.add_argument("--grouping", choices=["cell", "partition"],
+                   help="--workflow: the grouping (default the config's: cell on the CPU; partition: a group's runs "
+                        "in one process, one thread a group)")
+    p.add_argument("--baseline-cpu", type=float,
+                   help="--workflow: the same part's run_folders CPU-s measured on other code; prints the ratio")
     p.add_argument("--out", help="where the measurement writes its run folders: --grid (default results/bench-grid), "
-                                "--bookkeeping (results/bench-bookkeeping), --peer (results/bench-peer)")
+                                "--bookkeeping (results/bench-bookkeeping), --peer (results/bench-peer), --workflow "
+                                "(results/bench-workflow)")
     p.add_argument("--host-copy-compare", action="store_true",
                    help="cuda: also time the largest group with the round ends' host copies into buffers kept "
                         "across round ends (the option) beside the default, pinned memory taken for each")
@@ -76,7 +88,8 @@ def add_bench(p: argparse.ArgumentParser) -> None:
                    help="run this workflow config's grid through Snakemake with the GPU profile's grouping on this "
                         "machine (e.g. config/bench_bookkeeping.yaml) and print, per group, the seconds its runs take "
                         "to be in place after its computation over that computation (target <= 0.05)")
-    p.add_argument("--cores", type=whole(1, 4096), default=os.cpu_count() or 1, help="--bookkeeping: Snakemake's cores")
+    p.add_argument("--cores", type=whole(1, 4096), default=os.cpu_count() or 1,
+                   help="--bookkeeping and --workflow: Snakemake's cores")
     p.add_argument("--draws", metavar="CONFIG",
                    help="only time the random draws (epoch orders, round-end noise) of this workflow config's largest "
                         "group (e.g. config/paper.yaml) by a GPU's draw threads on this machine's cores, the training "
