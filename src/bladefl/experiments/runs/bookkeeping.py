@@ -51,6 +51,12 @@ def bookkeeping(config: Mapping[str, Any], results_dir: str | Path) -> pd.DataFr
     return pd.DataFrame(rows, columns=["group", "runs", "in_place", "computation_s", "bookkeeping_s", "ratio"])
 
 
+def interpreter_env() -> dict[str, str]:
+    """This process's environment with this interpreter's folder first on PATH, so a workflow's jobs run this
+    ``bladefl`` and ``snakemake``."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 def run_grid(configfiles: Sequence[str], results_dir: Path, cores: int, workdir: Path) -> float:
     """``snakemake run_folders`` of the config under the GPU profile on this machine (no GPU needed),
     its results, logs and benchmarks under ``results_dir``, marks kept; returns its wall seconds."""
@@ -58,7 +64,7 @@ def run_grid(configfiles: Sequence[str], results_dir: Path, cores: int, workdir:
     cmd = [sys.executable, "-m", "snakemake", "run_folders", "--profile", "profiles/gpu", "--cores", str(cores),
            "--notemp", "--scheduler", "greedy", "--configfile", *configfiles, "--config", "gpu_profile_on_cpu=True",
            f"results_dir={folder}", f"logs_dir={folder}/logs", f"benchmarks_dir={folder}/benchmarks"]
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = interpreter_env()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
     if proc.returncode:
@@ -66,4 +72,4 @@ def run_grid(configfiles: Sequence[str], results_dir: Path, cores: int, workdir:
     return time.perf_counter() - start
 
 
-__all__ = ["TARGET", "bookkeeping", "run_grid"]
+__all__ = ["TARGET", "bookkeeping", "interpreter_env", "run_grid"]

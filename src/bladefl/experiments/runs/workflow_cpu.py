@@ -13,7 +13,6 @@ ratio a speed change is judged by). Torch-free."""
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -67,7 +66,9 @@ def run_part(configfiles: Sequence[str], out: Path, cores: int, seeds: Sequence[
              overrides: Sequence[str] = ()) -> dict[str, Cost]:
     """Each run target of the part in turn (:data:`RUN_TARGETS`), with this interpreter's folder first on PATH (the
     jobs' ``bladefl`` is this one's): each target's :class:`Cost`."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    from bladefl.experiments.runs.bookkeeping import interpreter_env
+
+    env = interpreter_env()
     return {target: measured(snakemake_command(target, configfiles, out, cores, seeds, workdir, overrides),
                              workdir, env)[0] for target in RUN_TARGETS}
 
